@@ -1,0 +1,1 @@
+"""An in-job training debugger with the semantics of SageMaker Debugger's built-in rules."""

@@ -1,0 +1,227 @@
+"""The training job's hyperparameters: one definition shared by the job and the workflow.
+
+The train Lambda serialises a run_spec into these (SageMaker passes every
+hyperparameter as a string: in ``/opt/ml/input/config/hyperparameters.json``
+and, in script mode, as ``--name value`` arguments). The training entry point
+parses them back with :func:`parse_hyperparameters`, which rejects unknown
+names, ill-typed values and values out of range with a message naming the
+field and what is allowed.
+
+Standard library only: this module is imported by the Lambda bundle too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from typing import Any, Mapping
+
+SUPPORTED_ACTIVATIONS = ("elu", "relu", "leaky_relu", "selu", "gelu")
+
+#: Keys SageMaker's script mode adds to the hyperparameters; the job ignores them.
+SAGEMAKER_RESERVED_PREFIX = "sagemaker_"
+
+#: Hyperparameters that carry the debugger's configuration as JSON text
+#: (same shapes as SageMaker's DebugHookConfig and DebugRuleConfigurations,
+#: see ``debugger.contract``).
+DEBUGGER_HOOK_CONFIG = "debugger_hook_config"
+DEBUGGER_RULE_CONFIGS = "debugger_rule_configs"
+
+#: SageMaker caps each hyperparameter value at this many characters.
+MAX_HYPERPARAMETER_VALUE_LENGTH = 2500
+
+
+class HyperparameterError(ValueError):
+    """A hyperparameter is unknown, ill-typed or out of range; the message names it."""
+
+    def __init__(self, field: str, problem: str):
+        self.field = field
+        self.problem = problem
+        super().__init__(f"hyperparameter '{field}': {problem}")
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingHyperparameters:
+    """What the training job accepts. Defaults reproduce the reference scenario."""
+
+    warmup_learning_rate: float = 0.1
+    learning_rate: float = 0.1
+    add_batch_norm: bool = False
+    num_epochs: int = 2
+    warmup_epochs: int = 1
+    batch_size: int = 128
+    depth: int = 20
+    activation: str = "elu"
+    momentum: float = 0.9
+    weight_decay: float = 1e-4
+    lr_decay_epochs: str = ""  # comma-separated epochs at which learning_rate is divided by 10
+    seed: int = 0
+    num_workers: int = 0
+    debugger_hook_config: str = ""
+    debugger_rule_configs: str = ""
+
+    def __post_init__(self) -> None:
+        _check_range("warmup_learning_rate", self.warmup_learning_rate, 0.0, 10.0, exclusive_low=True)
+        _check_range("learning_rate", self.learning_rate, 0.0, 10.0, exclusive_low=True)
+        _check_range("num_epochs", self.num_epochs, 1, 10_000)
+        _check_range("warmup_epochs", self.warmup_epochs, 0, 10_000)
+        _check_range("batch_size", self.batch_size, 1, 65_536)
+        _check_range("momentum", self.momentum, 0.0, 1.0, exclusive_high=True)
+        _check_range("weight_decay", self.weight_decay, 0.0, 1.0)
+        _check_range("seed", self.seed, 0, 2**32 - 1)
+        _check_range("num_workers", self.num_workers, 0, 64)
+        if self.depth < 8 or (self.depth - 2) % 6 != 0:
+            raise HyperparameterError("depth", f"must be 6n+2 with n >= 1 (8, 14, 20, 32, 44, 56, 110); got {self.depth}")
+        if self.activation not in SUPPORTED_ACTIVATIONS:
+            raise HyperparameterError(
+                "activation", f"must be one of {', '.join(SUPPORTED_ACTIVATIONS)}; got {self.activation!r}"
+            )
+        self.decay_epochs()  # validates the list
+        for name in (DEBUGGER_HOOK_CONFIG, DEBUGGER_RULE_CONFIGS):
+            text = getattr(self, name)
+            if text:
+                if len(text) > MAX_HYPERPARAMETER_VALUE_LENGTH:
+                    raise HyperparameterError(
+                        name, f"is {len(text)} characters; SageMaker allows {MAX_HYPERPARAMETER_VALUE_LENGTH}"
+                    )
+                try:
+                    json.loads(text)
+                except json.JSONDecodeError as error:
+                    raise HyperparameterError(name, f"must be JSON text: {error}") from None
+
+    def decay_epochs(self) -> tuple[int, ...]:
+        if not self.lr_decay_epochs.strip():
+            return ()
+        try:
+            epochs = tuple(int(part) for part in self.lr_decay_epochs.split(",") if part.strip())
+        except ValueError:
+            raise HyperparameterError(
+                "lr_decay_epochs", f"must be comma-separated whole epochs such as '80,120'; got {self.lr_decay_epochs!r}"
+            ) from None
+        if any(epoch < 1 for epoch in epochs) or list(epochs) != sorted(set(epochs)):
+            raise HyperparameterError("lr_decay_epochs", f"must be increasing epochs >= 1; got {self.lr_decay_epochs!r}")
+        return epochs
+
+    def learning_rate_at_epoch(self, epoch: int) -> float:
+        """Warmup rate for the first ``warmup_epochs`` epochs, then step decay by 10x."""
+        if epoch < self.warmup_epochs:
+            return self.warmup_learning_rate
+        drops = sum(1 for decay_epoch in self.decay_epochs() if epoch >= decay_epoch)
+        return self.learning_rate * (0.1**drops)
+
+    def phase_at_epoch(self, epoch: int) -> str:
+        return "warmup" if epoch < self.warmup_epochs else "main"
+
+    def to_sagemaker(self) -> dict[str, str]:
+        """Every value as the string SageMaker's HyperParameters map requires; empty ones left out."""
+        rendered: dict[str, str] = {}
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if isinstance(value, bool):
+                text = "true" if value else "false"
+            else:
+                text = str(value)
+            if text != "":
+                rendered[field.name] = text
+        return rendered
+
+
+def _check_range(
+    field: str,
+    value: float,
+    low: float,
+    high: float,
+    *,
+    exclusive_low: bool = False,
+    exclusive_high: bool = False,
+) -> None:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise HyperparameterError(field, f"must be a finite number; got {value}")
+    too_low = value <= low if exclusive_low else value < low
+    too_high = value >= high if exclusive_high else value > high
+    if too_low or too_high:
+        low_sign = ">" if exclusive_low else ">="
+        high_sign = "<" if exclusive_high else "<="
+        raise HyperparameterError(field, f"must be {low_sign} {low} and {high_sign} {high}; got {value}")
+
+
+def _parse_bool(field: str, raw: Any) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    text = str(raw).strip().lower()
+    if text in ("true", "1", "yes"):
+        return True
+    if text in ("false", "0", "no"):
+        return False
+    raise HyperparameterError(field, f"must be true or false; got {raw!r}")
+
+
+def _parse_value(field: dataclasses.Field, raw: Any) -> Any:
+    kind = field.type if isinstance(field.type, str) else field.type.__name__
+    if kind == "bool":
+        return _parse_bool(field.name, raw)
+    if kind == "int":
+        if isinstance(raw, bool):
+            raise HyperparameterError(field.name, f"must be a whole number; got {raw!r}")
+        try:
+            number = float(raw)
+        except (TypeError, ValueError):
+            raise HyperparameterError(field.name, f"must be a whole number; got {raw!r}") from None
+        if not number.is_integer():
+            raise HyperparameterError(field.name, f"must be a whole number; got {raw!r}")
+        return int(number)
+    if kind == "float":
+        if isinstance(raw, bool):
+            raise HyperparameterError(field.name, f"must be a number; got {raw!r}")
+        try:
+            return float(raw)
+        except (TypeError, ValueError):
+            raise HyperparameterError(field.name, f"must be a number; got {raw!r}") from None
+    if isinstance(raw, (dict, list)):
+        return json.dumps(raw, separators=(",", ":"))
+    return str(raw)
+
+
+def parse_hyperparameters(raw: Mapping[str, Any]) -> TrainingHyperparameters:
+    """Build TrainingHyperparameters from SageMaker's string map (or argv pairs).
+
+    SageMaker's JSON file may hold each value JSON-encoded a second time
+    ("\"0.1\""); both forms are accepted. Keys starting with ``sagemaker_`` are
+    the platform's own and are ignored. Anything else unknown is an error.
+    """
+    known = {field.name: field for field in dataclasses.fields(TrainingHyperparameters)}
+    values: dict[str, Any] = {}
+    for name, value in raw.items():
+        if name.startswith(SAGEMAKER_RESERVED_PREFIX):
+            continue
+        if name not in known:
+            raise HyperparameterError(name, f"is not a known hyperparameter; allowed: {', '.join(sorted(known))}")
+        if isinstance(value, str) and len(value) >= 2 and value[0] == value[-1] == '"':
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError:
+                pass
+        values[name] = _parse_value(known[name], value)
+    return TrainingHyperparameters(**values)
+
+
+def parse_script_mode_arguments(argv: list[str]) -> dict[str, str]:
+    """Turn script mode's ``--name value`` (or ``--name=value``) arguments into a map."""
+    parsed: dict[str, str] = {}
+    index = 0
+    while index < len(argv):
+        token = argv[index]
+        if not token.startswith("--"):
+            raise HyperparameterError(token, "expected --name value arguments as SageMaker script mode passes them")
+        name = token[2:]
+        if "=" in name:
+            name, value = name.split("=", 1)
+            index += 1
+        else:
+            if index + 1 >= len(argv):
+                raise HyperparameterError(name, "has no value")
+            value = argv[index + 1]
+            index += 2
+        parsed[name.replace("-", "_")] = value
+    return parsed
