@@ -1,0 +1,1 @@
+"""Domain code shared by the train, monitor and plan Lambdas."""

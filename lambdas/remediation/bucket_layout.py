@@ -1,0 +1,64 @@
+"""Where everything lives in the artifacts bucket. One definition for the Lambdas,
+the local runtime, the CDK stack (IAM scopes, lifecycle rules) and the CLI.
+
+    s3://{bucket}/code/sourcedir.tar.gz           training source (model/ + debugger/)
+    s3://{bucket}/data/train/ , data/test/        channels (x.npy, y.npy)
+    s3://{bucket}/jobs/{job}/output/model.tar.gz  SageMaker's OutputDataConfig (it appends the job name)
+    s3://{bucket}/debug-output/{job}/             the in-job debugger's output; rule-status.json at its root
+    s3://{bucket}/checkpoints/{job}/              CheckpointConfig
+"""
+
+from __future__ import annotations
+
+CODE_PREFIX = "code/"
+DATA_PREFIX = "data/"
+JOBS_PREFIX = "jobs/"
+DEBUG_OUTPUT_PREFIX = "debug-output/"
+CHECKPOINTS_PREFIX = "checkpoints/"
+
+SOURCE_ARCHIVE_KEY = CODE_PREFIX + "sourcedir.tar.gz"
+TRAIN_CHANNEL_PREFIX = DATA_PREFIX + "train/"
+TEST_CHANNEL_PREFIX = DATA_PREFIX + "test/"
+RULE_STATUS_FILE = "rule-status.json"
+
+
+def s3_uri(bucket: str, key: str = "") -> str:
+    return f"s3://{bucket}/{key}"
+
+
+def split_s3_uri(uri: str) -> tuple[str, str]:
+    """'s3://bucket/a/b' -> ('bucket', 'a/b'). Raises ValueError naming the URI when it is not one."""
+    if not uri.startswith("s3://") or len(uri) <= 5:
+        raise ValueError(f"not an s3:// URI: {uri!r}")
+    bucket, _, key = uri[5:].partition("/")
+    if not bucket:
+        raise ValueError(f"no bucket in {uri!r}")
+    return bucket, key
+
+
+def source_archive_uri(bucket: str) -> str:
+    return s3_uri(bucket, SOURCE_ARCHIVE_KEY)
+
+
+def train_channel_uri(bucket: str) -> str:
+    return s3_uri(bucket, TRAIN_CHANNEL_PREFIX)
+
+
+def test_channel_uri(bucket: str) -> str:
+    return s3_uri(bucket, TEST_CHANNEL_PREFIX)
+
+
+def job_output_uri(bucket: str) -> str:
+    return s3_uri(bucket, JOBS_PREFIX)
+
+
+def debug_output_uri(bucket: str, job_name: str) -> str:
+    return s3_uri(bucket, f"{DEBUG_OUTPUT_PREFIX}{job_name}/")
+
+
+def rule_status_key(job_name: str) -> str:
+    return f"{DEBUG_OUTPUT_PREFIX}{job_name}/{RULE_STATUS_FILE}"
+
+
+def checkpoint_uri(bucket: str, job_name: str) -> str:
+    return s3_uri(bucket, f"{CHECKPOINTS_PREFIX}{job_name}/")
