@@ -15,7 +15,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 SUPPORTED_ACTIVATIONS = ("elu", "relu", "leaky_relu", "selu", "gelu")
 

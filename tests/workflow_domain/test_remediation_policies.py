@@ -1,0 +1,293 @@
+import pytest
+
+from lambdas.remediation.payload import initial_state
+from lambdas.remediation.policies import (
+    ANCHOR_POLICY,
+    EVIDENCE_POLICY,
+    LEARNING_RATE_FLOOR,
+    PlanningError,
+    plan,
+)
+
+
+def run_until_end(state, record, **issue):
+    """Let every job hit the same issue, plan after each, and list the run_specs launched."""
+    launched = []
+    while state.next_action == "launch_new":
+        launched.append(state.run_spec)
+        state = plan(record(state, **issue))
+    return state, launched
+
+
+def ladder(run_specs):
+    return [(spec.warmup_learning_rate, spec.add_batch_norm, spec.learning_rate) for spec in run_specs]
+
+
+def test_anchor_reproduces_the_samples_ladder_step_by_step(account_input, record):
+    state = initial_state({**account_input, "policy": "anchor", "max_num_retraining": 50})
+    state, launched = run_until_end(state, record)
+
+    expected = [
+        (0.1, False, 0.1),
+        (0.05, False, 0.1),
+        (0.025, False, 0.1),
+        (0.0125, False, 0.1),
+        (0.00625, False, 0.1),
+        (0.003125, False, 0.1),  # 0.003125 / 5 < 1e-3: halving stops
+        (0.003125, True, 0.1),  # then batch norm, once
+    ]
+    learning_rate = 0.1
+    while learning_rate * 0.9 > 0.001:  # then x0.9 while it stays above 1e-3, exactly as the sample
+        learning_rate *= 0.9
+        expected.append((0.003125, True, learning_rate))
+    assert ladder(launched) == expected  # same float operations as the sample, so exactly equal
+    assert len(launched) == 50  # 1 launch + 5 halvings + 1 batch norm + 43 learning-rate steps
+    assert state.next_action == "end"
+    assert "no remedy left" in state.end_reason and "<= 0.001" in state.end_reason
+    assert state.last_attempt.decision.end_cause == "no_remedy_left"
+    assert state.history.num_warmup_adjustments == 5
+    assert state.history.num_batch_layer_adjustments == 1
+    assert state.history.num_learning_rate_adjustments == 43
+    assert state.history.num_retraining == 49
+
+
+def test_anchor_with_the_default_budget_reaches_batch_norm_at_the_seventh_launch(account_input, record):
+    state = initial_state({**account_input, "policy": "anchor"})
+    state, launched = run_until_end(state, record)
+    assert ladder(launched)[-1] == (0.003125, True, 0.1)
+    assert len(launched) == 7
+    assert state.next_action == "end"
+    assert "relaunch budget is spent (6 of max_num_retraining=6 used)" in state.end_reason
+    assert "ScaleLearningRate" in state.end_reason  # what it would have done next
+    assert state.last_attempt.decision.end_cause == "budget_spent"
+    decisions = [attempt.decision for attempt in state.attempts]
+    assert [decision.remedy for decision in decisions] == ["HalveWarmupLearningRate"] * 5 + ["AddBatchNorm", "none"]
+    assert "warmup_learning_rate / 5 = 0.02 >= 0.001" in decisions[0].reason
+
+
+def test_anchor_matches_the_sample_at_the_boundaries(account_input, record):
+    # warmup / 5 == 1e-3 still halves (>=); learning_rate * 0.9 == 1e-3 does not scale (>).
+    at_boundary = initial_state({**account_input, "policy": "anchor", "init_warmup_learning_rate": 0.005})
+    assert plan(record(at_boundary)).run_spec.warmup_learning_rate == pytest.approx(0.0025)
+    lr_boundary = initial_state(
+        {
+            **account_input,
+            "policy": "anchor",
+            "init_warmup_learning_rate": 0.001,
+            "add_batch_norm": 1,
+            "learning_rate": 0.001 / 0.9 * (1 + 1e-12),
+        }
+    )
+    assert plan(record(lr_boundary)).next_action == "launch_new"
+    lr_below = initial_state(
+        {
+            **account_input,
+            "policy": "anchor",
+            "init_warmup_learning_rate": 0.001,
+            "add_batch_norm": 1,
+            "learning_rate": 0.001 / 0.9 * (1 - 1e-12),
+        }
+    )
+    assert plan(record(lr_below)).next_action == "end"
+
+
+def test_evidence_policy_adds_batch_norm_at_once_on_the_reference_evidence(reference_state, record):
+    planned = plan(record(reference_state))
+    assert planned.next_action == "launch_new"
+    assert planned.run_spec.add_batch_norm is True
+    assert planned.run_spec.warmup_learning_rate == 0.1  # already at the stable warmup
+    assert planned.run_spec.learning_rate == 0.1
+    decision = planned.last_attempt.decision
+    assert decision.remedy == "AddBatchNorm"
+    assert set(decision.changes) == {"add_batch_norm"}
+    for number in ("step 2", "512.3", "31.7", "> 50"):
+        assert number in decision.reason
+    assert planned.history.num_batch_layer_adjustments == 1
+    assert planned.history.num_retraining == 1
+    assert planned.history.num_warmup_adjustments == 0
+
+
+@pytest.mark.parametrize(("gradient_norm", "loss", "step"), [(200.0, 15.0, 3), (950.0, 60.0, 2), (412.0, 33.0, 3)])
+def test_evidence_policy_over_the_measured_range(
+    reference_state, record, reference_evidence, gradient_norm, loss, step
+):
+    evidence = {
+        **reference_evidence,
+        "initial_gradient_norm": gradient_norm,
+        "initial_loss": loss,
+        "first_issue_step": step,
+    }
+    planned = plan(record(reference_state, step=step, evidence=evidence))
+    assert planned.run_spec.add_batch_norm is True
+    assert f"{gradient_norm:.4g}" in planned.last_attempt.decision.reason
+
+
+def test_evidence_policy_caps_a_high_warmup_when_adding_batch_norm(account_input, record):
+    state = initial_state({**account_input, "init_warmup_learning_rate": 0.8})
+    planned = plan(record(state))
+    assert (planned.run_spec.add_batch_norm, planned.run_spec.warmup_learning_rate) == (True, 0.1)
+    assert planned.history.num_batch_layer_adjustments == 1 and planned.history.num_warmup_adjustments == 1
+
+
+def test_evidence_policy_reaches_the_fix_in_two_launches_where_the_anchor_needs_seven(account_input, record):
+    """A job explodes unless batch norm is on with warmup <= 0.1 (the measured dynamics)."""
+
+    def launch_until_clean(state):
+        while state.next_action == "launch_new":
+            spec = state.run_spec
+            stable = spec.add_batch_norm and spec.warmup_learning_rate <= 0.1
+            state = plan(record(state, outcome="completed") if stable else record(state))
+        return state
+
+    evidence_run = launch_until_clean(initial_state(account_input))
+    anchor_run = launch_until_clean(initial_state({**account_input, "policy": "anchor"}))
+    assert evidence_run.last_attempt.outcome == "completed" and evidence_run.attempt_count == 2
+    assert anchor_run.attempt_count == 7
+    assert "completed with no rule issues after 2 attempts" in evidence_run.end_reason
+
+
+def test_evidence_policy_with_batch_norm_exploding_in_warmup_lowers_the_warmup(
+    account_input, record, reference_evidence
+):
+    state = initial_state({**account_input, "add_batch_norm": True, "init_warmup_learning_rate": 0.4})
+    evidence = {**reference_evidence, "initial_gradient_norm": 7.5, "initial_loss": 3.5, "first_issue_step": 9}
+    planned = plan(record(state, step=9, evidence=evidence))
+    assert planned.run_spec.warmup_learning_rate == 0.1  # straight down to the stable warmup
+    planned = plan(record(planned, step=9, evidence=evidence))
+    assert planned.run_spec.warmup_learning_rate == 0.05  # then halves
+    assert planned.last_attempt.decision.remedy == "LowerWarmupLearningRate"
+    assert planned.history.num_warmup_adjustments == 2
+
+
+def test_evidence_policy_exploding_in_the_main_phase_halves_the_learning_rate(
+    account_input, record, reference_evidence
+):
+    state = initial_state({**account_input, "add_batch_norm": True})
+    evidence = {**reference_evidence, "initial_gradient_norm": 7.5, "phase": "main", "first_issue_step": 23}
+    planned = plan(record(state, step=23, phase="main", evidence=evidence))
+    assert planned.run_spec.learning_rate == 0.05
+    assert planned.run_spec.warmup_learning_rate == 0.1
+    assert "after warmup at learning_rate 0.1" in planned.last_attempt.decision.reason
+
+
+def test_phase_is_inferred_from_the_step_when_the_issue_does_not_say(account_input, record, reference_evidence):
+    state = initial_state({**account_input, "add_batch_norm": True})
+    evidence = {**reference_evidence, "phase": None, "initial_gradient_norm": 7.5, "steps_per_epoch": 20}
+    in_main = plan(record(state, step=25, phase=None, evidence=evidence))
+    assert in_main.last_attempt.decision.remedy == "ScaleLearningRate"
+    in_warmup = plan(record(state, step=5, phase=None, evidence=evidence))
+    assert in_warmup.last_attempt.decision.remedy == "LowerWarmupLearningRate"
+
+
+def test_without_evidence_the_evidence_policy_still_adds_batch_norm_first(reference_state, record):
+    planned = plan(record(reference_state, step=None, phase=None, evidence={}))
+    assert planned.run_spec.add_batch_norm is True
+    assert "no numeric evidence" in planned.last_attempt.decision.reason
+
+
+def test_vanishing_gradient_remedies(account_input, record, reference_evidence):
+    evidence = {**reference_evidence, "initial_gradient_norm": 1e-6, "phase": "main"}
+    no_bn = plan(
+        record(initial_state(account_input), rule="VanishingGradient", phase="main", step=30, evidence=evidence)
+    )
+    assert no_bn.last_attempt.decision.remedy == "AddBatchNorm"
+
+    relu = initial_state({**account_input, "add_batch_norm": True, "activation": "relu"})
+    switched = plan(record(relu, rule="VanishingGradient", phase="main", step=30, evidence=evidence))
+    assert switched.run_spec.activation == "leaky_relu"
+    assert switched.history.num_activation_adjustments == 1
+
+    elu = initial_state({**account_input, "add_batch_norm": True})
+    raised = plan(record(elu, rule="VanishingGradient", phase="main", step=30, evidence=evidence))
+    assert raised.run_spec.learning_rate == 0.2
+    raised = plan(record(raised, rule="VanishingGradient", phase="main", step=30, evidence=evidence))
+    assert raised.run_spec.learning_rate == 0.4
+    capped = plan(record(raised, rule="VanishingGradient", phase="main", step=30, evidence=evidence))
+    assert capped.next_action == "end" and "no remedy left" in capped.end_reason
+
+    small_warmup = initial_state({**account_input, "add_batch_norm": True, "init_warmup_learning_rate": 0.01})
+    warmup = plan(record(small_warmup, rule="VanishingGradient", phase="warmup", step=5, evidence=evidence))
+    assert warmup.run_spec.warmup_learning_rate == 0.02
+
+
+def test_loss_not_decreasing_remedies(account_input, record, reference_evidence):
+    bn = {**account_input, "add_batch_norm": True}
+    rising = {**reference_evidence, "initial_loss": 2.3, "last_finite_loss": 2.9, "initial_gradient_norm": 7.5}
+    lowered = plan(record(initial_state(bn), rule="LossNotDecreasing", step=12, evidence=rising))
+    assert lowered.run_spec.warmup_learning_rate == 0.05
+    assert "from 2.3 to 2.9" in lowered.last_attempt.decision.reason
+
+    stuck = {**reference_evidence, "initial_loss": 2.3, "last_finite_loss": 2.25, "initial_gradient_norm": 7.5}
+    small = initial_state({**bn, "init_warmup_learning_rate": 0.003125})
+    raised = plan(record(small, rule="LossNotDecreasing", step=12, evidence=stuck))
+    assert raised.run_spec.warmup_learning_rate == 0.00625
+    assert raised.last_attempt.decision.remedy == "RaiseWarmupLearningRate"
+
+    main = {**stuck, "phase": "main"}
+    halved = plan(record(initial_state(bn), rule="LossNotDecreasing", phase="main", step=30, evidence=main))
+    assert halved.run_spec.learning_rate == 0.05
+
+
+def test_learning_rate_is_never_lowered_below_the_floor(account_input, record, reference_evidence):
+    state = initial_state({**account_input, "add_batch_norm": True, "learning_rate": 0.00015, "max_num_retraining": 50})
+    evidence = {**reference_evidence, "phase": "main", "initial_gradient_norm": 7.5}
+    planned = plan(record(state, phase="main", step=30, evidence=evidence))
+    assert planned.next_action == "end"
+    assert f"<= {LEARNING_RATE_FLOOR:g}" in planned.end_reason
+
+
+def test_other_rules_use_the_generic_ladder(reference_state, record):
+    planned = plan(record(reference_state, rule="PoorWeightInitialization"))
+    assert planned.run_spec.add_batch_norm is True
+
+
+@pytest.mark.parametrize(
+    ("outcome", "fields", "expected"),
+    [
+        ("completed", {"metrics": {"test:accuracy": 1.0}}, "completed with no rule issues after 1 attempt"),
+        ("algorithm_error", {"failure_reason": "AlgorithmError: ImportError"}, "failed in the training code"),
+        ("capacity_error", {"failure_reason": "CapacityError: no ml.m5.xlarge"}, "try another instance type"),
+        ("stopped", {}, "stopped outside the workflow"),
+        ("failed", {"failure_reason": "InternalServerError"}, "InternalServerError"),
+        ("monitor_limit", {}, "max_monitor_transitions=720"),
+    ],
+)
+def test_outcomes_that_are_not_rule_issues_end_with_a_reason(reference_state, record, outcome, fields, expected):
+    planned = plan(record(reference_state, outcome=outcome, **fields))
+    assert planned.next_action == "end"
+    assert expected in planned.end_reason
+    assert planned.last_attempt.decision.next_action == "end"
+    assert planned.last_attempt.decision.end_cause == outcome
+    assert planned.history.num_retraining == 0
+    assert planned.run_spec == reference_state.run_spec
+
+
+def test_zero_budget_ends_after_the_first_job(account_input, record):
+    state = initial_state({**account_input, "max_num_retraining": 0})
+    planned = plan(record(state))
+    assert planned.next_action == "end"
+    assert "0 of max_num_retraining=0 used" in planned.end_reason
+    assert "AddBatchNorm" in planned.end_reason
+
+
+def test_plan_refuses_states_it_cannot_plan_from(reference_state):
+    with pytest.raises(PlanningError, match="launch a job first"):
+        plan(reference_state)
+    with pytest.raises(PlanningError, match="still running"):
+        plan(reference_state.with_new_attempt("remediation-resnet-1"))
+
+
+def test_policies_cover_the_documented_rules():
+    assert {"ExplodingTensor", "VanishingGradient", "LossNotDecreasing", "*"} <= set(EVIDENCE_POLICY.prescriptions)
+    assert [item.remedy.name for item in ANCHOR_POLICY.ladder("ExplodingTensor")] == [
+        "HalveWarmupLearningRate",
+        "AddBatchNorm",
+        "ScaleLearningRate",
+    ]
+
+
+def test_planned_state_survives_the_payload_round_trip(reference_state, record):
+    from lambdas.remediation.payload import parse_state
+
+    planned = plan(record(reference_state))
+    assert parse_state(planned.to_payload()).to_payload() == planned.to_payload()
