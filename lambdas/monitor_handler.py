@@ -1,0 +1,134 @@
+"""Monitor Lambda: read the training job and every debugger rule status, stop the job on
+IssuesFound, and tell the state machine the next step (wait | plan | relaunch | completed).
+
+With ``action: "cleanup"`` it is the state machine's Catch path: stop the job if
+one is running, notify ``workflow_error`` and name the error for the Fail state.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
+from botocore.exceptions import ClientError
+
+from lambdas.remediation import handler_support, job_request, monitoring, notifications
+from lambdas.remediation.payload import InvalidExecutionInput, WorkflowState, clip, parse_state
+
+logger = Logger(service=handler_support.SERVICE_NAME)
+metrics = Metrics(namespace=handler_support.METRICS_NAMESPACE, service=handler_support.SERVICE_NAME)
+tracer = Tracer(service=handler_support.SERVICE_NAME)
+
+MAX_CAUSE_LENGTH = 32_000  # Step Functions caps a Fail cause at 32,768 characters
+
+
+@logger.inject_lambda_context(clear_state=True)
+@metrics.log_metrics
+@tracer.capture_lambda_handler
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    task = handler_support.parse_task_event(event)
+    logger.append_keys(execution_name=task.execution_name)
+    if task.action == "cleanup":
+        return clean_up(task.input or {}, task.execution_name)
+
+    state = parse_state({"state": task.state})
+    job_name = state.history.latest_job_name
+    if not job_name:
+        raise InvalidExecutionInput({"state.history.latest_job_name": "is empty; the train step launches a job first"})
+    logger.append_keys(job_name=job_name)
+    history = state.history.model_copy(update={"num_monitor_transitions": state.history.num_monitor_transitions + 1})
+    state = state.updated(history=history)
+
+    region = state.run_spec.region
+    sagemaker = handler_support.client("sagemaker", region)
+    described = sagemaker.describe_training_job(TrainingJobName=job_name)
+    reading = monitoring.read_rule_statuses(handler_support.client("s3", region), state, job_name, described)
+    decision = monitoring.decide(described, reading.statuses, state)
+    logger.info(
+        "monitor decision",
+        extra={
+            "next_step": decision.next_step,
+            "outcome": decision.outcome,
+            "reason": decision.reason,
+            "training_job_status": described.get("TrainingJobStatus"),
+            "secondary_status": described.get("SecondaryStatus"),
+            "rule_statuses": {rule.RuleConfigurationName: rule.RuleEvaluationStatus for rule in reading.statuses},
+        },
+    )
+    if decision.stop_job:
+        stopped = handler_support.stop_training_job(sagemaker, job_name)
+        logger.info("stop requested" if stopped else "job was no longer stoppable")
+    if decision.outcome == "issues_found":
+        metrics.add_metric(name="IssuesFound", unit=MetricUnit.Count, value=len(decision.issues))
+    updated = monitoring.apply_decision(state, decision, described, reading)
+    if decision.next_step == "completed":
+        metrics.add_metric(name="JobsCompleted", unit=MetricUnit.Count, value=1)
+        handler_support.publish(notifications.completed(updated))
+    return {**updated.to_payload(), "next_step": decision.next_step}
+
+
+def clean_up(failed_input: dict[str, Any], execution_name: str) -> dict[str, Any]:
+    """Stop whatever job the failed execution may have left running, notify, and return Error/Cause."""
+    error = failed_input.get("error") or {}
+    error_name = str(error.get("Error") or "WorkflowError")
+    cause = str(error.get("Cause") or "")
+    message = _error_message(cause) or cause or error_name
+    state = _state_or_none(failed_input.get("state"))
+
+    notes = []
+    if state is not None:
+        for job_name in _jobs_that_may_run(state, execution_name):
+            try:
+                sagemaker = handler_support.client("sagemaker", state.run_spec.region)
+                described = sagemaker.describe_training_job(TrainingJobName=job_name)
+                if described.get("TrainingJobStatus") == "InProgress":
+                    handler_support.stop_training_job(sagemaker, job_name)
+                    notes.append(f"stopped training job {job_name}")
+                    metrics.add_metric(name="JobsStoppedOnError", unit=MetricUnit.Count, value=1)
+            except ClientError as stop_error:
+                code = stop_error.response.get("Error", {}).get("Code")
+                if code not in ("ValidationException", "ResourceNotFound"):
+                    notes.append(f"could not stop training job {job_name}: {code}: {stop_error}")
+    logger.error("workflow failed", extra={"error": error_name, "cause": clip(message, 2000), "cleanup": notes})
+    handler_support.publish(notifications.workflow_error(error_name, cause, state))
+    cleanup_note = f" Cleanup: {'; '.join(notes)}." if notes else ""
+    return {"Error": error_name, "Cause": clip(f"{message}{cleanup_note}", MAX_CAUSE_LENGTH)}
+
+
+def _jobs_that_may_run(state: WorkflowState, execution_name: str) -> list[str]:
+    """The latest job if it was still running, and the next attempt's job (a launch that failed half-way)."""
+    jobs = []
+    attempt = state.last_attempt
+    if attempt is not None and attempt.outcome in ("running", "issues_found", "monitor_limit"):
+        jobs.append(attempt.job_name)
+    if execution_name and state.next_action == "launch_new":
+        try:
+            jobs.append(
+                job_request.training_job_name(execution_name, state.run_spec.base_job_name, state.attempt_count + 1)
+            )
+        except job_request.JobRequestError:
+            pass
+    return jobs
+
+
+def _state_or_none(raw: Any) -> WorkflowState | None:
+    if not isinstance(raw, dict):
+        return None
+    try:
+        return parse_state({"state": raw})
+    except InvalidExecutionInput as error:
+        logger.warning("state in the failed input is not valid; nothing to clean up", extra={"problem": str(error)})
+        return None
+
+
+def _error_message(cause: str) -> str:
+    """A Lambda failure's cause is its error JSON; keep the message."""
+    try:
+        parsed = json.loads(cause)
+    except (TypeError, json.JSONDecodeError):
+        return ""
+    if isinstance(parsed, dict) and isinstance(parsed.get("errorMessage"), str):
+        return parsed["errorMessage"]
+    return ""

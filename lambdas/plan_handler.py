@@ -1,0 +1,65 @@
+"""Plan Lambda: validate the execution input into the first state (action "initialize"),
+or, after an attempt, prescribe the next run_spec or end with the reason."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
+
+from lambdas.remediation import handler_support, notifications, policies
+from lambdas.remediation.payload import WorkflowState, initial_state, parse_state
+
+logger = Logger(service=handler_support.SERVICE_NAME)
+metrics = Metrics(namespace=handler_support.METRICS_NAMESPACE, service=handler_support.SERVICE_NAME)
+tracer = Tracer(service=handler_support.SERVICE_NAME)
+
+#: The Error name the state machine's RemediationGaveUp state fails with, by the last attempt's outcome.
+END_ERRORS = {
+    "algorithm_error": "TrainingAlgorithmError",
+    "capacity_error": "TrainingCapacityError",
+    "stopped": "TrainingJobStopped",
+    "failed": "TrainingJobFailed",
+    "monitor_limit": "MonitorLimitReached",
+    "completed": "RemediationEnded",
+    "running": "RemediationEnded",
+}
+
+
+@logger.inject_lambda_context(clear_state=True)
+@metrics.log_metrics
+@tracer.capture_lambda_handler
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    task = handler_support.parse_task_event(event)
+    logger.append_keys(execution_name=task.execution_name)
+    if task.action == "initialize":
+        state = initial_state(task.execution_input)  # InvalidExecutionInput names every bad field
+        logger.info("execution input accepted", extra={"run_spec": state.run_spec.summary(), "policy": state.policy})
+        return state.to_payload()
+
+    state = parse_state({"state": task.state})
+    logger.append_keys(job_name=state.history.latest_job_name)
+    planned = policies.plan(state)
+    decision = planned.last_attempt.decision if planned.last_attempt else None
+    if planned.next_action == "launch_new":
+        metrics.add_metric(name="RemediationsPlanned", unit=MetricUnit.Count, value=1)
+        handler_support.publish(notifications.issues_found(planned))
+        logger.info("remediation planned", extra={"remedy": decision.remedy if decision else None})
+        return {**planned.to_payload(), "end_error": None}
+
+    metrics.add_metric(name="RemediationsGivenUp", unit=MetricUnit.Count, value=1)
+    handler_support.publish(notifications.gave_up(planned))
+    logger.info("remediation ended", extra={"end_reason": planned.end_reason})
+    return {**planned.to_payload(), "end_error": end_error(planned)}
+
+
+def end_error(state: WorkflowState) -> str:
+    """'RemediationBudgetExhausted', 'NoRemedyLeft', 'TrainingJobStopped', ...: why the workflow ends."""
+    attempt = state.last_attempt
+    if attempt is None:
+        return "RemediationEnded"
+    if attempt.outcome == "issues_found":
+        spent = state.history.num_retraining >= state.max_num_retraining
+        return "RemediationBudgetExhausted" if spent else "NoRemedyLeft"
+    return END_ERRORS[attempt.outcome]

@@ -1,0 +1,73 @@
+"""What the three Lambda handlers share: the task event they get from the ASL, AWS clients
+(created per call, so each picks up the environment it runs in: Lambda, or the
+local runtime inside moto), SNS notifications and stopping a job."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Literal
+
+import boto3
+from aws_lambda_powertools.utilities.parser import parse
+from botocore.exceptions import ClientError
+from pydantic import BaseModel, ConfigDict
+
+from lambdas.remediation import notifications
+
+SERVICE_NAME = os.environ.get("POWERTOOLS_SERVICE_NAME", "training-remediation")
+METRICS_NAMESPACE = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "TrainingRemediation")
+NOTIFICATION_TOPIC_ENV = "NOTIFICATION_TOPIC_ARN"
+
+
+class TaskEvent(BaseModel):
+    """The Payload the state machine sends (statemachine/remediation.asl.json).
+
+    Loop steps: ``{"state": {...}, "execution_name": ...}``; the first step:
+    ``{"action": "initialize", "execution_input": {...}}``; the Catch path:
+    ``{"action": "cleanup", "input": {"state"?: ..., "error": {"Error", "Cause"}}}``.
+    """
+
+    model_config = ConfigDict(extra="ignore")
+
+    execution_name: str = ""
+    action: Literal["initialize", "cleanup"] | None = None
+    state: dict[str, Any] | None = None
+    execution_input: Any = None
+    input: dict[str, Any] | None = None
+
+
+def parse_task_event(event: Any) -> TaskEvent:
+    return parse(event=event, model=TaskEvent)
+
+
+def client(service: str, region: str) -> Any:
+    return boto3.client(service, region_name=region)
+
+
+def notification_topic_arn() -> str:
+    topic = os.environ.get(NOTIFICATION_TOPIC_ENV, "")
+    if not topic:
+        raise RuntimeError(
+            f"{NOTIFICATION_TOPIC_ENV} is not set: the handlers publish every step to this SNS topic ARN "
+            "(the CDK stack and the local runtime set it)"
+        )
+    return topic
+
+
+def publish(notification: notifications.Notification) -> str:
+    """Publish to env NOTIFICATION_TOPIC_ARN; returns the MessageId."""
+    topic = notification_topic_arn()
+    request = notifications.publish_request(topic, notification)
+    region = topic.split(":")[3]
+    return client("sns", region).publish(**request)["MessageId"]
+
+
+def stop_training_job(sagemaker: Any, job_name: str) -> bool:
+    """StopTrainingJob; False when the job is no longer stoppable (it already ended or is stopping)."""
+    try:
+        sagemaker.stop_training_job(TrainingJobName=job_name)
+        return True
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code") in ("ValidationException", "ResourceNotFound"):
+            return False
+        raise

@@ -1,0 +1,324 @@
+"""The SageMaker CreateTrainingJob request for one attempt, and its deterministic job name.
+
+Script-mode PyTorch on the AWS Deep Learning Container: the job downloads
+``code/sourcedir.tar.gz`` and runs ``train.py`` with the run_spec's
+hyperparameters, our in-job debugger's configuration (two JSON hyperparameters,
+see ``model.hyperparameters``) and the train/test channels of the artifacts
+bucket. In legacy mode (accounts that still have SageMaker Debugger) the request
+also asks SageMaker for its built-in rules (DebugHookConfig +
+DebugRuleConfigurations).
+
+Standard library + the shared contracts only: imported by the train Lambda.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from typing import Any
+
+from debugger import contract
+from lambdas.remediation import bucket_layout
+from lambdas.remediation.payload import RunSpec, WorkflowState
+from model.hyperparameters import DEBUGGER_HOOK_CONFIG, DEBUGGER_RULE_CONFIGS, MAX_HYPERPARAMETER_VALUE_LENGTH
+from model.progress_log import METRIC_DEFINITIONS
+
+# --------------------------------------------------------------------------- the training image
+
+#: AWS Deep Learning Container for PyTorch training (SageMaker flavour), checked against the
+#: published tags: pytorch-training:2.8.0-cpu-py312-ubuntu22.04-sagemaker and
+#: pytorch-training:2.8.0-gpu-py312-cu129-ubuntu22.04-sagemaker.
+PYTORCH_VERSION = "2.8.0"
+PYTHON_TAG = "py312"
+CPU_IMAGE_SUFFIX = "cpu-py312-ubuntu22.04-sagemaker"
+GPU_IMAGE_SUFFIX = "gpu-py312-cu129-ubuntu22.04-sagemaker"
+DLC_ACCOUNT = "763104351884"
+#: Regions whose DLC registry is not the default account (SageMaker Python SDK, image_uri_config/pytorch.json).
+DLC_ACCOUNT_BY_REGION = {
+    "af-south-1": "626614931356",
+    "ap-east-1": "871362719292",
+    "ap-northeast-3": "364406365360",
+    "ap-southeast-3": "907027046896",
+    "ca-west-1": "204538143572",
+    "cn-north-1": "727897471807",
+    "cn-northwest-1": "727897471807",
+    "eu-south-1": "692866216735",
+    "il-central-1": "780543022126",
+    "me-central-1": "914824155844",
+    "me-south-1": "217643126080",
+    "us-gov-east-1": "446045086412",
+    "us-gov-west-1": "442386744353",
+}
+#: SageMaker Debugger's built-in rule evaluator registries ("sagemaker-debugger-rules:latest"),
+#: from the SageMaker developer guide / SDK image_uri_config/debugger.json. Legacy mode only.
+RULE_EVALUATOR_ACCOUNT_BY_REGION = {
+    "af-south-1": "314341159256",
+    "ap-east-1": "199566480951",
+    "ap-northeast-1": "430734990657",
+    "ap-northeast-2": "578805364391",
+    "ap-northeast-3": "364406365360",
+    "ap-south-1": "904829902805",
+    "ap-southeast-1": "972752614525",
+    "ap-southeast-2": "184798709955",
+    "ca-central-1": "519511493484",
+    "cn-north-1": "618459771430",
+    "cn-northwest-1": "658757709296",
+    "eu-central-1": "482524230118",
+    "eu-north-1": "314864569078",
+    "eu-south-1": "563282790590",
+    "eu-west-1": "929884845733",
+    "eu-west-2": "250201462417",
+    "eu-west-3": "447278800020",
+    "me-south-1": "986000313247",
+    "sa-east-1": "818342061345",
+    "us-east-1": "503895931360",
+    "us-east-2": "915447279597",
+    "us-gov-west-1": "515509971035",
+    "us-west-1": "685455198987",
+    "us-west-2": "895741380848",
+}
+GPU_INSTANCE_FAMILIES = re.compile(r"^ml\.(p\d|g\d)")
+UNSUPPORTED_INSTANCE_FAMILIES = re.compile(r"^ml\.(trn|inf)\d")
+
+# --------------------------------------------------------------------------- job settings
+
+ENTRY_POINT = "train.py"
+CONTAINER_LOG_LEVEL = 20  # logging.INFO
+CHECKPOINT_LOCAL_PATH = "/opt/ml/checkpoints"
+VOLUME_SIZE_GB = 30
+#: Spot capacity may take a while; the job may wait this many times its run time in total.
+SPOT_WAIT_FACTOR = 2
+STOP_TRAINING_ACTION = "StopTraining"
+DEFAULT_JOB_NAME_PREFIX = "remediation"
+MAX_JOB_NAME_LENGTH = 63
+_JOB_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
+_NOT_NAME_CHARACTER = re.compile(r"[^a-zA-Z0-9-]+")
+#: The collections our debugger saves (names as SageMaker Debugger spells them).
+HOOK_COLLECTIONS = ("losses", "gradients", "weights", "learning_rate", "metrics")
+
+
+class JobRequestError(ValueError):
+    """The request cannot be built for this run_spec; the message names the field and the fix."""
+
+
+def job_name_prefix() -> str:
+    """env JOB_NAME_PREFIX (the IAM policy allows jobs whose names start with it), default "remediation"."""
+    prefix = os.environ.get("JOB_NAME_PREFIX", DEFAULT_JOB_NAME_PREFIX)
+    if not prefix or len(prefix) > 24 or not _JOB_NAME.match(prefix):
+        raise JobRequestError(
+            f"JOB_NAME_PREFIX: must be 1-24 letters, digits and hyphens starting with a letter or digit (got {prefix!r})"
+        )
+    return prefix
+
+
+def training_job_name(execution_name: str, base_job_name: str, attempt_number: int, prefix: str | None = None) -> str:
+    """``{prefix}-{base}-{execution digest}-{attempt}``: the same inputs always give the same name.
+
+    So a retried Train task finds its own job (ResourceInUse) instead of launching
+    a second one, and two executions never share a name. At most 63 characters.
+    """
+    if attempt_number < 1:
+        raise JobRequestError(f"attempt_number: must be >= 1 (got {attempt_number})")
+    prefix = job_name_prefix() if prefix is None else prefix
+    digest = hashlib.sha256(execution_name.encode()).hexdigest()[:10]
+    suffix = f"{digest}-{attempt_number:03d}"
+    base = _NOT_NAME_CHARACTER.sub("-", base_job_name).strip("-")
+    if base == prefix or base.startswith(prefix + "-"):  # "remediation" + "remediation-resnet": say it once
+        base = base[len(prefix) :].strip("-")
+    room = MAX_JOB_NAME_LENGTH - len(prefix) - len(suffix) - 2
+    base = base[: max(room, 0)].strip("-")
+    name = "-".join(part for part in (prefix, base, suffix) if part)
+    name = re.sub("-{2,}", "-", name)
+    if len(name) > MAX_JOB_NAME_LENGTH or not _JOB_NAME.match(name):  # pragma: no cover - guarded by construction
+        raise JobRequestError(f"job name {name!r} is not a valid SageMaker training job name")
+    return name
+
+
+def training_image_uri(region: str, instance_type: str) -> str:
+    """The PyTorch training DLC for the region, CPU or GPU by instance family."""
+    if UNSUPPORTED_INSTANCE_FAMILIES.match(instance_type):
+        raise JobRequestError(
+            f"run_spec.instance_type: {instance_type!r} needs a Neuron image; use a CPU (ml.m5, ml.c5) or GPU (ml.g5, ml.p3) type"
+        )
+    account = DLC_ACCOUNT_BY_REGION.get(region, DLC_ACCOUNT)
+    domain = "amazonaws.com.cn" if region.startswith("cn-") else "amazonaws.com"
+    suffix = GPU_IMAGE_SUFFIX if GPU_INSTANCE_FAMILIES.match(instance_type) else CPU_IMAGE_SUFFIX
+    return f"{account}.dkr.ecr.{region}.{domain}/pytorch-training:{PYTORCH_VERSION}-{suffix}"
+
+
+def rule_evaluator_image_uri(region: str) -> str:
+    account = RULE_EVALUATOR_ACCOUNT_BY_REGION.get(region)
+    if account is None:
+        raise JobRequestError(
+            f"run_spec.legacy_sagemaker_debugger: SageMaker Debugger's rule evaluator is not published in {region}; "
+            f"set legacy_sagemaker_debugger to false or use one of {', '.join(sorted(RULE_EVALUATOR_ACCOUNT_BY_REGION))}"
+        )
+    domain = "amazonaws.com.cn" if region.startswith("cn-") else "amazonaws.com"
+    return f"{account}.dkr.ecr.{region}.{domain}/sagemaker-debugger-rules:latest"
+
+
+# --------------------------------------------------------------------------- debugger configuration
+
+
+def stop_training_action_json(job_name: str) -> str:
+    """smdebug_rulesconfig's serialised StopTraining action (training_job_prefix = this job)."""
+    return json.dumps([{"name": STOP_TRAINING_ACTION, "training_job_prefix": job_name}], separators=(",", ":"))
+
+
+def hook_config(run_spec: RunSpec, job_name: str) -> dict[str, Any]:
+    """Our debugger's hook configuration (DebugHookConfig shape); the job mirrors its output to S3OutputPath."""
+    interval = str(run_spec.debugger_save_interval)
+    config = {
+        "S3OutputPath": bucket_layout.debug_output_uri(run_spec.bucket, job_name),
+        "HookParameters": {"save_interval": interval},
+        "CollectionConfigurations": [{"CollectionName": name} for name in HOOK_COLLECTIONS],
+    }
+    return contract.validate_hook_config(config)
+
+
+def rule_configs(job_name: str) -> list[dict[str, Any]]:
+    """Our debugger's rules (DebugRuleConfigurations shape): an explosion stops the job at once."""
+    configs = [
+        {
+            "RuleConfigurationName": "ExplodingTensor",
+            "RuleParameters": {
+                "rule_to_invoke": "ExplodingTensor",
+                "only_nan": "False",
+                "action_json": stop_training_action_json(job_name),
+            },
+        },
+        {"RuleConfigurationName": "VanishingGradient", "RuleParameters": {"rule_to_invoke": "VanishingGradient"}},
+        {"RuleConfigurationName": "LossNotDecreasing", "RuleParameters": {"rule_to_invoke": "LossNotDecreasing"}},
+    ]
+    return contract.validate_rule_configs(configs)
+
+
+def legacy_debug_hook_config(run_spec: RunSpec) -> dict[str, Any]:
+    """SageMaker Debugger's DebugHookConfig. SageMaker appends {job}/debug-output, so its tensors land
+    under our debug-output/{job}/ prefix, next to rule-status.json (one prefix to grant and expire)."""
+    return {
+        "S3OutputPath": bucket_layout.s3_uri(run_spec.bucket, bucket_layout.DEBUG_OUTPUT_PREFIX),
+        "HookParameters": {"save_interval": str(run_spec.debugger_save_interval)},
+        "CollectionConfigurations": [{"CollectionName": name} for name in ("losses", "gradients")],
+    }
+
+
+def legacy_debug_rule_configurations(run_spec: RunSpec, job_name: str) -> list[dict[str, Any]]:
+    """SageMaker's built-in rules on its own evaluator image; named Sagemaker* so they never clash with ours."""
+    image = rule_evaluator_image_uri(run_spec.region)
+    rules = [
+        ("ExplodingTensor", {"only_nan": "False", "action_json": stop_training_action_json(job_name)}),
+        ("VanishingGradient", {}),
+        ("LossNotDecreasing", {}),
+    ]
+    configurations = []
+    for rule, parameters in rules:
+        configurations.append(
+            {
+                "RuleConfigurationName": f"Sagemaker{rule}",
+                "RuleEvaluatorImage": image,
+                "RuleParameters": {"rule_to_invoke": rule, **parameters},
+            }
+        )
+    contract.validate_rule_configs(configurations)
+    return configurations
+
+
+# --------------------------------------------------------------------------- the request
+
+
+def script_mode_hyperparameters(run_spec: RunSpec, job_name: str) -> dict[str, str]:
+    """Every value JSON-encoded, as the SageMaker Python SDK sends framework hyperparameters."""
+    hyperparameters = run_spec.training_hyperparameters(
+        **{
+            DEBUGGER_HOOK_CONFIG: json.dumps(hook_config(run_spec, job_name), separators=(",", ":")),
+            DEBUGGER_RULE_CONFIGS: json.dumps(rule_configs(job_name), separators=(",", ":")),
+        }
+    )
+    values: dict[str, Any] = dict(hyperparameters.to_sagemaker())
+    values.update(
+        {
+            "sagemaker_program": ENTRY_POINT,
+            "sagemaker_submit_directory": bucket_layout.source_archive_uri(run_spec.bucket),
+            "sagemaker_region": run_spec.region,
+            "sagemaker_container_log_level": CONTAINER_LOG_LEVEL,
+        }
+    )
+    encoded = {name: json.dumps(value) for name, value in values.items()}
+    for name, text in encoded.items():
+        if len(text) > MAX_HYPERPARAMETER_VALUE_LENGTH:
+            raise JobRequestError(
+                f"hyperparameter {name!r} is {len(text)} characters once encoded; SageMaker allows "
+                f"{MAX_HYPERPARAMETER_VALUE_LENGTH}"
+            )
+    return encoded
+
+
+def build_create_training_job_request(
+    state: WorkflowState,
+    job_name: str,
+    *,
+    execution_name: str = "",
+    tags: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """The keyword arguments of ``sagemaker.create_training_job`` for the state's current run_spec."""
+    run_spec = state.run_spec
+    if not _JOB_NAME.match(job_name) or len(job_name) > MAX_JOB_NAME_LENGTH:
+        raise JobRequestError(f"job_name: {job_name!r} is not a valid SageMaker training job name")
+    bucket = run_spec.bucket
+    stopping_condition: dict[str, int] = {"MaxRuntimeInSeconds": run_spec.max_run_seconds}
+    if run_spec.use_spot_instances:
+        stopping_condition["MaxWaitTimeInSeconds"] = run_spec.max_run_seconds * SPOT_WAIT_FACTOR
+    all_tags = {
+        "remediation:base-job-name": run_spec.base_job_name,
+        "remediation:attempt": str(state.attempt_count + 1),
+        "remediation:policy": state.policy,
+    }
+    if execution_name:
+        all_tags["remediation:execution"] = execution_name[:256]
+    all_tags.update(tags or {})
+    request: dict[str, Any] = {
+        "TrainingJobName": job_name,
+        "RoleArn": run_spec.sm_role,
+        "AlgorithmSpecification": {
+            "TrainingImage": training_image_uri(run_spec.region, run_spec.instance_type),
+            "TrainingInputMode": "File",
+            "MetricDefinitions": [dict(definition) for definition in METRIC_DEFINITIONS],
+            "EnableSageMakerMetricsTimeSeries": True,
+        },
+        "HyperParameters": script_mode_hyperparameters(run_spec, job_name),
+        "InputDataConfig": [
+            _channel("train", bucket_layout.train_channel_uri(bucket)),
+            _channel("test", bucket_layout.test_channel_uri(bucket)),
+        ],
+        "OutputDataConfig": {"S3OutputPath": bucket_layout.job_output_uri(bucket)},
+        "ResourceConfig": {
+            "InstanceType": run_spec.instance_type,
+            "InstanceCount": 1,
+            "VolumeSizeInGB": VOLUME_SIZE_GB,
+        },
+        "StoppingCondition": stopping_condition,
+        "CheckpointConfig": {
+            "S3Uri": bucket_layout.checkpoint_uri(bucket, job_name),
+            "LocalPath": CHECKPOINT_LOCAL_PATH,
+        },
+        "EnableManagedSpotTraining": run_spec.use_spot_instances,
+        "Environment": {"DEBUG_OUTPUT_S3_SYNC": "on"},
+        "Tags": [{"Key": key, "Value": value} for key, value in all_tags.items()],
+    }
+    if run_spec.legacy_sagemaker_debugger:
+        request["DebugHookConfig"] = legacy_debug_hook_config(run_spec)
+        request["DebugRuleConfigurations"] = legacy_debug_rule_configurations(run_spec, job_name)
+    return request
+
+
+def _channel(name: str, uri: str) -> dict[str, Any]:
+    return {
+        "ChannelName": name,
+        "DataSource": {
+            "S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": uri, "S3DataDistributionType": "FullyReplicated"}
+        },
+        "InputMode": "File",
+    }

@@ -1,0 +1,277 @@
+"""What the monitor makes of a training job: keep waiting, plan, relaunch or finish.
+
+:func:`read_rule_statuses` gathers the debugger's rule statuses (our
+``rule-status.json`` in the artifacts bucket; in legacy mode also SageMaker's
+``DebugRuleEvaluationStatuses``); :func:`decide` turns them and
+``DescribeTrainingJob`` into a :class:`MonitorDecision`; :func:`apply_decision`
+records it on the state's latest attempt. No AWS calls in ``decide`` or
+``apply_decision``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from botocore.exceptions import ClientError
+
+from debugger import contract
+from lambdas.remediation import bucket_layout
+from lambdas.remediation.payload import (
+    MAX_RULE_STATUSES,
+    AttemptEvidence,
+    Issue,
+    Outcome,
+    RuleStatusSummary,
+    WorkflowState,
+    clip,
+)
+
+NextStep = Literal["wait", "plan", "relaunch", "completed"]
+
+#: Capacity and internal errors are SageMaker's, not the run_spec's: relaunch this many times with the same spec.
+CAPACITY_RETRIES = 1
+#: FailureReason prefixes SageMaker uses when it could not run the job (not the training code's fault).
+CAPACITY_FAILURES = ("CapacityError", "InsufficientCapacityError", "InternalServerError", "InternalFailure")
+#: Spot capacity was reclaimed; SageMaker restarts the job from its checkpoint by itself.
+SPOT_INTERRUPTION_SECONDARY_STATUSES = ("Interrupted", "Restarting")
+#: model/train.py writes "StopTraining: rule <RuleName> found an issue at step <N>" before exiting with code 3.
+_STOP_TRAINING = re.compile(r"StopTraining: rule (?P<rule>[A-Za-z0-9_-]+) found an issue at step (?P<step>\d+)")
+RULE_STOP_EXIT_CODE = 3
+
+
+@dataclasses.dataclass(frozen=True)
+class MonitorDecision:
+    next_step: NextStep
+    outcome: Outcome
+    reason: str
+    stop_job: bool = False
+    issues: tuple[contract.RuleStatus, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class RuleReading:
+    """The rule statuses for a job, and our status document when there is one."""
+
+    statuses: tuple[contract.RuleStatus, ...]
+    document: contract.RuleStatusDocument | None = None
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def read_rule_statuses(
+    s3_client: Any, state: WorkflowState, job_name: str, describe_response: Mapping[str, Any]
+) -> RuleReading:
+    """Our rule-status.json (absent while the job starts: no statuses yet), plus SageMaker's in legacy mode."""
+    document = read_rule_status_document(s3_client, state.run_spec.bucket, job_name)
+    statuses = list(document.rules) if document else []
+    if state.run_spec.legacy_sagemaker_debugger:
+        statuses += contract.rule_statuses_from_sagemaker(describe_response.get("DebugRuleEvaluationStatuses", []))
+    return RuleReading(statuses=tuple(statuses), document=document)
+
+
+def read_rule_status_document(s3_client: Any, bucket: str, job_name: str) -> contract.RuleStatusDocument | None:
+    key = bucket_layout.rule_status_key(job_name)
+    try:
+        response = s3_client.get_object(Bucket=bucket, Key=key)
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code") in ("NoSuchKey", "404", "NotFound"):
+            return None
+        raise
+    body = response["Body"].read()
+    try:
+        return contract.RuleStatusDocument.from_json(body)
+    except contract.ContractError as error:
+        raise contract.ContractError(f"s3://{bucket}/{key}", str(error)) from None
+
+
+# --------------------------------------------------------------------------- deciding
+
+
+def decide(
+    describe_response: Mapping[str, Any], rule_statuses: Sequence[contract.RuleStatus], state: WorkflowState
+) -> MonitorDecision:
+    """The next step for the state's latest job, from its description and every rule's status.
+
+    IssuesFound from any rule wins over the job status (a job that completed with
+    a rule's issue is still planned); a rule in Error is reported, not acted on.
+    """
+    job = describe_response.get("TrainingJobName", state.history.latest_job_name)
+    status = describe_response.get("TrainingJobStatus", "")
+    secondary = describe_response.get("SecondaryStatus", "")
+    failure = describe_response.get("FailureReason", "") or ""
+    running = status == "InProgress"
+
+    issues = tuple(rule for rule in rule_statuses if rule.RuleEvaluationStatus == contract.ISSUES_FOUND)
+    if issues:
+        names = ", ".join(_describe_issue(rule) for rule in issues)
+        stopping = "; stopping the job" if running else ""
+        return MonitorDecision(
+            next_step="plan",
+            outcome="issues_found",
+            reason=f"Job {job}: {len(issues)} rule(s) found issues: {names}{stopping}.",
+            stop_job=running,
+            issues=issues,
+        )
+    stop_training = _STOP_TRAINING.search(failure)
+    if status in ("Failed", "Stopped") and stop_training:
+        rule = contract.RuleStatus(
+            RuleConfigurationName=stop_training["rule"],
+            RuleEvaluationStatus=contract.ISSUES_FOUND,
+            StatusDetails=clip(failure, 500),
+            issue=contract.RuleIssue(
+                step=int(stop_training["step"]), tensor="", value=None, message=clip(failure, 500), phase=_phase(state)
+            ),
+        )
+        return MonitorDecision(
+            next_step="plan",
+            outcome="issues_found",
+            reason=f"Job {job} was stopped by its {stop_training['rule']} rule at step {stop_training['step']}.",
+            issues=(rule,),
+        )
+
+    if running or status == "Stopping":
+        transitions = state.history.num_monitor_transitions
+        if running and transitions >= state.max_monitor_transitions:
+            return MonitorDecision(
+                next_step="plan",
+                outcome="monitor_limit",
+                reason=(
+                    f"Job {job} is still running after {transitions} monitor transitions "
+                    f"(max_monitor_transitions={state.max_monitor_transitions}); stopping it."
+                ),
+                stop_job=True,
+            )
+        if secondary in SPOT_INTERRUPTION_SECONDARY_STATUSES:
+            reason = f"Job {job}: spot capacity interrupted ({secondary}); SageMaker resumes it from its checkpoint."
+        else:
+            reason = f"Job {job} is {status} ({secondary or 'no secondary status'}); no rule found an issue."
+        return MonitorDecision(next_step="wait", outcome="running", reason=reason)
+
+    if status == "Completed":
+        return MonitorDecision(
+            next_step="completed",
+            outcome="completed",
+            reason=f"Job {job} completed and no rule found an issue; final run_spec: {state.run_spec.summary()}.",
+        )
+    if status == "Stopped":
+        return MonitorDecision(
+            next_step="plan", outcome="stopped", reason=f"Job {job} was stopped outside the workflow."
+        )
+    if status == "Failed":
+        if failure.startswith(CAPACITY_FAILURES):
+            if state.history.capacity_retries < CAPACITY_RETRIES:
+                return MonitorDecision(
+                    next_step="relaunch",
+                    outcome="capacity_error",
+                    reason=f"Job {job} could not run ({clip(failure, 300)}); relaunching once with the same run_spec.",
+                )
+            return MonitorDecision(
+                next_step="plan",
+                outcome="capacity_error",
+                reason=f"Job {job} could not run again ({clip(failure, 300)}) after {CAPACITY_RETRIES} relaunch.",
+            )
+        if failure.startswith("AlgorithmError") or "ExitCode" in failure or "ExecuteUserScriptError" in failure:
+            return MonitorDecision(
+                next_step="plan",
+                outcome="algorithm_error",
+                reason=f"Job {job} failed in the training code: {clip(failure, 500)}",
+            )
+        return MonitorDecision(
+            next_step="plan", outcome="failed", reason=f"Job {job} failed: {clip(failure, 500) or 'no reason given'}"
+        )
+    raise ValueError(f"TrainingJobStatus: unknown status {status!r} for job {job}")
+
+
+def _describe_issue(rule: contract.RuleStatus) -> str:
+    if rule.issue is not None:
+        return f"{rule.RuleConfigurationName} at step {rule.issue.step}"
+    return rule.RuleConfigurationName
+
+
+def _phase(state: WorkflowState) -> str:
+    return "warmup" if state.run_spec.warmup_epochs > 0 else "main"
+
+
+# --------------------------------------------------------------------------- recording
+
+
+def apply_decision(
+    state: WorkflowState,
+    decision: MonitorDecision,
+    describe_response: Mapping[str, Any],
+    reading: RuleReading,
+) -> WorkflowState:
+    """The state with the latest attempt updated and next_action set for the decision."""
+    statuses = list(reading.statuses) + [rule for rule in decision.issues if rule not in reading.statuses]
+    summaries = [
+        RuleStatusSummary(
+            name=rule.RuleConfigurationName[:256],
+            status=rule.RuleEvaluationStatus,
+            step=rule.issue.step if rule.issue and rule.issue.step >= 0 else None,
+        )
+        for rule in statuses[:MAX_RULE_STATUSES]
+    ]
+    changes: dict[str, Any] = {
+        "outcome": decision.outcome,
+        "job_status": describe_response.get("TrainingJobStatus", "")[:64],
+        "failure_reason": describe_response.get("FailureReason", "") or "",
+        "rule_statuses": summaries,
+        "metrics": _final_metrics(describe_response),
+    }
+    first_issue = next((rule for rule in decision.issues if rule.issue is not None), None)
+    if first_issue is not None:
+        changes["issue"] = Issue(
+            rule=first_issue.RuleConfigurationName[:256],
+            step=first_issue.issue.step if first_issue.issue.step >= 0 else None,
+            tensor=first_issue.issue.tensor[:256],
+            value=first_issue.issue.value,
+            phase=first_issue.issue.phase,
+            message=first_issue.issue.message,
+        )
+    elif decision.issues:
+        changes["issue"] = Issue(rule=decision.issues[0].RuleConfigurationName[:256])
+    if reading.document is not None:
+        changes["evidence"] = AttemptEvidence.from_contract(reading.document.evidence)
+    updated = state.with_last_attempt(**changes)
+
+    rule_status = _overall_rule_status(statuses)
+    history = updated.history.model_copy()
+    next_action = "monitor"
+    end_reason = updated.end_reason
+    if decision.next_step == "relaunch":
+        history.capacity_retries += 1
+        next_action = "launch_new"
+    elif decision.next_step == "completed":
+        next_action = "end"
+        end_reason = decision.reason
+    elif decision.next_step == "plan":
+        next_action = "launch_new"  # the planner confirms it (new run_spec) or ends
+    return updated.updated(
+        history=history,
+        job_status=changes["job_status"] or updated.job_status,
+        rule_status=rule_status,
+        next_action=next_action,
+        end_reason=end_reason,
+    )
+
+
+def _overall_rule_status(statuses: Sequence[contract.RuleStatus]) -> str:
+    if not statuses:
+        return contract.IN_PROGRESS
+    for status in (contract.ISSUES_FOUND, contract.ERROR, contract.IN_PROGRESS, contract.STOPPING, contract.STOPPED):
+        if any(rule.RuleEvaluationStatus == status for rule in statuses):
+            return status
+    return contract.NO_ISSUES_FOUND
+
+
+def _final_metrics(describe_response: Mapping[str, Any]) -> dict[str, float]:
+    metrics = {}
+    for item in describe_response.get("FinalMetricDataList", [])[:20]:
+        name, value = item.get("MetricName"), item.get("Value")
+        if isinstance(name, str) and 1 <= len(name) <= 64 and isinstance(value, (int, float)):
+            metrics[name] = float(value)
+    return metrics

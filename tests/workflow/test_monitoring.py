@@ -1,0 +1,166 @@
+"""The monitor's decisions, rule by rule and status by status."""
+
+from __future__ import annotations
+
+import datetime
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from debugger import contract
+from lambdas.remediation import bucket_layout, monitoring
+from lambdas.remediation.payload import initial_state
+
+INPUT = {"bucket": "artifacts-bucket", "region": "us-east-1", "sm_role": "arn:aws:iam::123456789012:role/SageMaker"}
+JOB = "remediation-resnet-0123456789-001"
+
+
+def _state(**overrides):
+    return initial_state({**INPUT, **overrides}).with_new_attempt(JOB)
+
+
+def _described(status="InProgress", secondary="Training", failure=""):
+    described = {"TrainingJobName": JOB, "TrainingJobStatus": status, "SecondaryStatus": secondary}
+    if failure:
+        described["FailureReason"] = failure
+    return described
+
+
+def _rule(name, status, step=None):
+    issue = contract.RuleIssue(step=step, tensor="loss", value=1.0, message="fired") if step is not None else None
+    return contract.RuleStatus(name, status, issue=issue)
+
+
+def test_every_rule_is_considered_not_only_the_first():
+    rules = [
+        _rule("ExplodingTensor", contract.NO_ISSUES_FOUND),
+        _rule("VanishingGradient", contract.IN_PROGRESS),
+        _rule("LossNotDecreasing", contract.ISSUES_FOUND, step=40),
+    ]
+    decision = monitoring.decide(_described(), rules, _state())
+    assert (decision.next_step, decision.outcome, decision.stop_job) == ("plan", "issues_found", True)
+    assert [rule.RuleConfigurationName for rule in decision.issues] == ["LossNotDecreasing"]
+    assert "LossNotDecreasing at step 40" in decision.reason
+
+
+def test_issues_on_a_job_that_already_ended_do_not_stop_it_again():
+    decision = monitoring.decide(
+        _described("Stopped", "Stopped"), [_rule("ExplodingTensor", contract.ISSUES_FOUND, step=2)], _state()
+    )
+    assert (decision.next_step, decision.stop_job) == ("plan", False)
+
+
+@pytest.mark.parametrize(
+    ("described", "expected"),
+    [
+        (_described(), ("wait", "running")),
+        (_described(secondary="Starting"), ("wait", "running")),
+        (_described("Stopping", "Stopping"), ("wait", "running")),
+        (_described(secondary="Interrupted"), ("wait", "running")),
+        (_described(secondary="Restarting"), ("wait", "running")),
+        (_described("Completed", "Completed"), ("completed", "completed")),
+        (_described("Stopped", "Stopped"), ("plan", "stopped")),
+        (
+            _described("Failed", "Failed", "AlgorithmError: ExecuteUserScriptError: ExitCode 1"),
+            ("plan", "algorithm_error"),
+        ),
+        (
+            _described("Failed", "Failed", "CapacityError: Unable to provision requested ML compute capacity."),
+            ("relaunch", "capacity_error"),
+        ),
+        (
+            _described("Failed", "Failed", "InternalServerError: We encountered an internal error."),
+            ("relaunch", "capacity_error"),
+        ),
+        (_described("Failed", "Failed", "ClientError: the role cannot be assumed"), ("plan", "failed")),
+    ],
+)
+def test_decisions_by_job_status(described, expected):
+    decision = monitoring.decide(described, [], _state())
+    assert (decision.next_step, decision.outcome) == expected
+    assert decision.stop_job is False
+
+
+def test_a_capacity_error_is_retried_only_once():
+    state = _state()
+    state = state.updated(history=state.history.model_copy(update={"capacity_retries": 1}))
+    decision = monitoring.decide(_described("Failed", "Failed", "CapacityError: no capacity"), [], state)
+    assert (decision.next_step, decision.outcome) == ("plan", "capacity_error")
+
+
+def test_a_rule_stop_is_read_from_the_failure_reason():
+    failure = "AlgorithmError: ExecuteUserScriptError: StopTraining: rule VanishingGradient found an issue at step 17"
+    decision = monitoring.decide(_described("Failed", "Failed", failure), [], _state())
+    assert (decision.next_step, decision.outcome) == ("plan", "issues_found")
+    assert decision.issues[0].RuleConfigurationName == "VanishingGradient" and decision.issues[0].issue.step == 17
+
+
+def test_the_monitor_limit_stops_a_running_job():
+    state = _state(max_monitor_transitions=3)
+    state = state.updated(history=state.history.model_copy(update={"num_monitor_transitions": 3}))
+    decision = monitoring.decide(_described(), [], state)
+    assert (decision.next_step, decision.outcome, decision.stop_job) == ("plan", "monitor_limit", True)
+
+
+def test_an_unknown_status_is_an_error():
+    with pytest.raises(ValueError, match="TrainingJobStatus"):
+        monitoring.decide(_described("Exploded"), [], _state())
+
+
+def test_apply_decision_records_the_issue_and_evidence():
+    rules = [_rule("ExplodingTensor", contract.ISSUES_FOUND, step=2), _rule("VanishingGradient", contract.IN_PROGRESS)]
+    document = contract.RuleStatusDocument(
+        job_name=JOB,
+        updated_at="now",
+        rules=rules,
+        evidence=contract.Evidence(initial_gradient_norm=512.0, steps_per_epoch=20),
+    )
+    reading = monitoring.RuleReading(statuses=tuple(rules), document=document)
+    state = _state()
+    decision = monitoring.decide(_described(), reading.statuses, state)
+    updated = monitoring.apply_decision(state, decision, _described(), reading)
+    attempt = updated.last_attempt
+    assert attempt.outcome == "issues_found" and attempt.issue.rule == "ExplodingTensor" and attempt.issue.step == 2
+    assert attempt.evidence.initial_gradient_norm == 512.0
+    assert [(status.name, status.status) for status in attempt.rule_statuses] == [
+        ("ExplodingTensor", "IssuesFound"),
+        ("VanishingGradient", "InProgress"),
+    ]
+    assert updated.rule_status == "IssuesFound"
+
+
+@mock_aws
+def test_rule_statuses_come_from_s3_and_from_sagemaker_in_legacy_mode(monkeypatch):
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    s3 = boto3.client("s3", region_name="us-east-1")
+    s3.create_bucket(Bucket=INPUT["bucket"])
+    state = _state(legacy_sagemaker_debugger=True)
+    legacy = {
+        "DebugRuleEvaluationStatuses": [
+            {
+                "RuleConfigurationName": "SagemakerExplodingTensor",
+                "RuleEvaluationStatus": "IssuesFound",
+                "LastModifiedTime": datetime.datetime(2026, 11, 22, tzinfo=datetime.UTC),
+            }
+        ]
+    }
+    # the job has not written its status file yet: not an error
+    reading = monitoring.read_rule_statuses(s3, state, JOB, legacy)
+    assert reading.document is None
+    assert [(rule.RuleConfigurationName, rule.RuleEvaluationStatus) for rule in reading.statuses] == [
+        ("SagemakerExplodingTensor", "IssuesFound")
+    ]
+    document = contract.RuleStatusDocument(
+        job_name=JOB, updated_at="now", rules=[_rule("VanishingGradient", "InProgress")]
+    )
+    s3.put_object(Bucket=INPUT["bucket"], Key=bucket_layout.rule_status_key(JOB), Body=document.to_json().encode())
+    reading = monitoring.read_rule_statuses(s3, state, JOB, legacy)
+    assert [rule.RuleConfigurationName for rule in reading.statuses] == [
+        "VanishingGradient",
+        "SagemakerExplodingTensor",
+    ]
+    s3.put_object(Bucket=INPUT["bucket"], Key=bucket_layout.rule_status_key(JOB), Body=b'{"schema_version": 99}')
+    with pytest.raises(contract.ContractError, match="rule-status.json"):
+        monitoring.read_rule_statuses(s3, state, JOB, {})

@@ -1,0 +1,73 @@
+"""The ASL file itself: statelint accepts it, substitutions are the agreed ones, the guardrails are there."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import re
+import subprocess
+import sys
+
+ASL_PATH = pathlib.Path(__file__).resolve().parents[2] / "statemachine" / "remediation.asl.json"
+TRANSIENT_LAMBDA_ERRORS = {
+    "Lambda.ServiceException",
+    "Lambda.AWSLambdaException",
+    "Lambda.SdkClientException",
+    "Lambda.TooManyRequestsException",
+}
+
+
+def _definition() -> dict:
+    return json.loads(ASL_PATH.read_text())
+
+
+def test_statelint_accepts_the_definition():
+    statelint = pathlib.Path(sys.executable).with_name("statelint")
+    result = subprocess.run([str(statelint), str(ASL_PATH)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_statelint_catches_a_choice_to_a_missing_state(tmp_path):
+    broken = _definition()
+    broken["States"]["AfterMonitor"]["Choices"][0]["Next"] = "NoSuchState"
+    path = tmp_path / "broken.asl.json"
+    path.write_text(json.dumps(broken))
+    statelint = pathlib.Path(sys.executable).with_name("statelint")
+    result = subprocess.run([str(statelint), str(path)], capture_output=True, text=True, timeout=60)
+    assert result.returncode != 0 and "NoSuchState" in result.stdout
+
+
+def test_only_the_agreed_definition_substitutions_are_used():
+    text = ASL_PATH.read_text()
+    assert set(re.findall(r"\$\{(\w+)\}", text)) == {"TrainFunctionArn", "MonitorFunctionArn", "PlanFunctionArn"}
+
+
+def test_every_lambda_task_retries_transient_errors_with_backoff_and_is_caught():
+    states = _definition()["States"]
+    tasks = {name: state for name, state in states.items() if state["Type"] == "Task"}
+    assert set(tasks) == {"Initialize", "Train", "Monitor", "Plan", "HandleFailure"}
+    for name, state in tasks.items():
+        retry = state["Retry"][0]
+        assert set(retry["ErrorEquals"]) == TRANSIENT_LAMBDA_ERRORS, name
+        assert retry["BackoffRate"] > 1 and retry["MaxAttempts"] >= 3, name
+        assert state["Catch"][0]["ErrorEquals"] == ["States.ALL"], name
+    assert tasks["Initialize"]["Catch"][0]["Next"] == "InitializeFailed"
+    assert states["InitializeFailed"]["Next"] == "HandleFailure"
+    for name in ("Train", "Monitor", "Plan"):
+        assert tasks[name]["Catch"][0]["Next"] == "HandleFailure"
+
+
+def test_guardrails():
+    definition = _definition()
+    assert 0 < definition["TimeoutSeconds"] <= 7 * 24 * 3600
+    assert definition["StartAt"] == "Initialize"
+    text = json.dumps(definition)
+    assert '"NumericLessThanPath": "$.state.max_monitor_transitions"' in text
+    assert '"NumericLessThanEqualsPath": "$.state.max_num_retraining"' in text
+    assert definition["States"]["WaitForJob"]["SecondsPath"] == "$.state.monitor_interval_seconds"
+    assert definition["States"]["WorkflowFailed"] == {
+        "Type": "Fail",
+        "Comment": definition["States"]["WorkflowFailed"]["Comment"],
+        "ErrorPath": "$.Error",
+        "CausePath": "$.Cause",
+    }

@@ -1,0 +1,243 @@
+"""Every path of the state machine, executed by moto's Step Functions interpreter with the real handlers."""
+
+from __future__ import annotations
+
+from workflow_harness import BASE_INPUT, completed, failed, issues_found, running, stopped
+
+
+def test_issues_stop_plan_relaunch_complete(workflow):
+    sagemaker = workflow.script(
+        [running(), running(), issues_found("ExplodingTensor", step=2, initial_gradient_norm=512.0)],
+        [running(), completed()],
+    )
+    execution = workflow.run(BASE_INPUT)
+
+    assert execution.status == "SUCCEEDED", execution.cause
+    assert execution.event_types == ["job_launched", "issues_found", "job_launched", "completed"]
+    first, second = (request["TrainingJobName"] for request in sagemaker.created)
+    assert sagemaker.stopped == [first]  # the monitor stopped the exploding job
+    assert sagemaker.hyperparameter(0, "add_batch_norm") == "false"
+    assert sagemaker.hyperparameter(1, "add_batch_norm") == "true"  # evidence: init-scale gradients, no BN
+    state = execution.output["state"]
+    assert [attempt["outcome"] for attempt in state["attempts"]] == ["issues_found", "completed"]
+    assert state["attempts"][0]["issue"]["rule"] == "ExplodingTensor"
+    assert state["attempts"][0]["decision"]["remedy"] == "AddBatchNorm"
+    assert state["history"]["num_retraining"] == 1
+    assert state["history"]["num_monitor_transitions"] == 5
+    assert state["attempts"][1]["metrics"] == {"test:accuracy": 0.97}
+    assert first.startswith("remediation-") and second.endswith("-002") and first[:-4] == second[:-4]
+    assert "ExplodingTensor at step 2" in execution.notifications[1]["subject"]
+
+
+def test_budget_exhausted_ends_with_the_reason(workflow):
+    sagemaker = workflow.script(
+        [issues_found("ExplodingTensor", step=2)],
+        [issues_found("ExplodingTensor", step=5, initial_gradient_norm=8.0)],
+    )
+    execution = workflow.run({**BASE_INPUT, "max_num_retraining": 1})
+
+    assert execution.status == "FAILED"
+    assert execution.error == "RemediationBudgetExhausted"
+    assert "budget is spent" in execution.cause and "max_num_retraining=1" in execution.cause
+    assert len(sagemaker.created) == 2
+    assert execution.event_types == ["job_launched", "issues_found", "job_launched", "gave_up"]
+
+
+def test_invalid_input_fails_before_any_job_is_launched(workflow):
+    sagemaker = workflow.script([completed()])
+    execution = workflow.run({"bucket": "Bad_Bucket", "region": "us-east-1", "learning_rate": -1})
+
+    assert execution.status == "FAILED"
+    assert execution.error == "InvalidExecutionInput"
+    for field in ("bucket", "learning_rate", "sm_role"):
+        assert field in execution.cause
+    assert sagemaker.created == []
+    assert workflow.dispatch.calls_to("sagemaker", "CreateTrainingJob") == []
+    assert execution.event_types == ["workflow_error"]
+
+
+def test_an_input_that_is_not_an_object_fails_with_a_clear_error(workflow):
+    sagemaker = workflow.script([completed()])
+    execution = workflow.run(["bucket", "region"])
+
+    assert execution.status == "FAILED"
+    assert execution.error == "InvalidExecutionInput"
+    assert "must be a JSON object" in execution.cause
+    assert sagemaker.created == []
+    assert execution.event_types == ["workflow_error"]
+
+
+def test_handler_error_stops_the_job_and_fails_with_the_error(workflow):
+    sagemaker = workflow.script([running(), running(rule_status="{not json")])
+    execution = workflow.run(BASE_INPUT)
+
+    assert execution.status == "FAILED"
+    assert execution.error == "ContractError"
+    assert "rule-status.json" in execution.cause and "stopped training job" in execution.cause
+    assert sagemaker.stopped == [sagemaker.created[0]["TrainingJobName"]]
+    assert execution.event_types == ["job_launched", "workflow_error"]
+
+
+def test_algorithm_error_ends_without_relaunch(workflow):
+    sagemaker = workflow.script(
+        [running(), failed("AlgorithmError: ExecuteUserScriptError: ExitCode 1 RuntimeError: shape mismatch")]
+    )
+    execution = workflow.run(BASE_INPUT)
+
+    assert execution.status == "FAILED"
+    assert execution.error == "TrainingAlgorithmError"
+    assert "shape mismatch" in execution.cause
+    assert len(sagemaker.created) == 1 and sagemaker.stopped == []
+    assert execution.event_types == ["job_launched", "gave_up"]
+
+
+def test_rule_stop_in_failure_reason_is_planned_like_an_issue(workflow):
+    sagemaker = workflow.script(
+        [failed("AlgorithmError: StopTraining: rule ExplodingTensor found an issue at step 3")],
+        [completed()],
+    )
+    execution = workflow.run({**BASE_INPUT, "policy": "anchor"})
+
+    assert execution.status == "SUCCEEDED", execution.cause
+    assert execution.event_types == ["job_launched", "issues_found", "job_launched", "completed"]
+    assert float(sagemaker.hyperparameter(1, "warmup_learning_rate")) == 0.05  # the sample's first rung
+    assert execution.output["state"]["attempts"][0]["issue"] == {
+        "rule": "ExplodingTensor",
+        "step": 3,
+        "tensor": "",
+        "value": None,
+        "phase": "warmup",
+        "message": "AlgorithmError: StopTraining: rule ExplodingTensor found an issue at step 3",
+    }
+
+
+def test_capacity_error_is_retried_once_with_the_same_spec(workflow):
+    sagemaker = workflow.script(
+        [failed("CapacityError: Unable to provision requested ML compute capacity.")],
+        [running(), completed()],
+    )
+    execution = workflow.run(BASE_INPUT)
+
+    assert execution.status == "SUCCEEDED", execution.cause
+    first, second = sagemaker.created
+    assert first["TrainingJobName"] != second["TrainingJobName"]
+    same = {key: value for key, value in first["HyperParameters"].items() if not key.startswith("debugger_")}
+    assert same == {key: value for key, value in second["HyperParameters"].items() if not key.startswith("debugger_")}
+    assert execution.output["state"]["history"]["capacity_retries"] == 1
+    assert execution.output["state"]["history"]["num_retraining"] == 0
+    assert execution.event_types == ["job_launched", "job_launched", "completed"]
+
+
+def test_capacity_error_twice_gives_up(workflow):
+    workflow.script(
+        [failed("CapacityError: Unable to provision requested ML compute capacity.")],
+        [failed("InternalServerError: We encountered an internal error. Please try again.")],
+    )
+    execution = workflow.run(BASE_INPUT)
+
+    assert execution.status == "FAILED"
+    assert execution.error == "TrainingCapacityError"
+    assert execution.event_types == ["job_launched", "job_launched", "gave_up"]
+
+
+def test_job_stopped_by_someone_else_ends(workflow):
+    sagemaker = workflow.script([running(), stopped()])
+    execution = workflow.run(BASE_INPUT)
+
+    assert execution.status == "FAILED"
+    assert execution.error == "TrainingJobStopped"
+    assert "stopped outside the workflow" in execution.cause
+    assert sagemaker.stopped == []
+    assert execution.event_types == ["job_launched", "gave_up"]
+
+
+def test_spot_interruption_keeps_monitoring(workflow):
+    sagemaker = workflow.script(
+        [running(secondary="Interrupted"), running(secondary="Restarting"), running(), completed()]
+    )
+    execution = workflow.run({**BASE_INPUT, "use_spot_instances": True})
+
+    assert execution.status == "SUCCEEDED", execution.cause
+    assert len(sagemaker.created) == 1
+    assert sagemaker.created[0]["EnableManagedSpotTraining"] is True
+    assert execution.output["state"]["history"]["num_monitor_transitions"] == 4
+    assert execution.event_types == ["job_launched", "completed"]
+
+
+def test_monitor_limit_stops_the_job_and_ends(workflow):
+    sagemaker = workflow.script([running()])
+    execution = workflow.run({**BASE_INPUT, "max_monitor_transitions": 3})
+
+    assert execution.status == "FAILED"
+    assert execution.error == "MonitorLimitReached"
+    assert sagemaker.stopped == [sagemaker.created[0]["TrainingJobName"]]
+    assert execution.output is None
+    assert execution.event_types == ["job_launched", "gave_up"]
+
+
+def test_a_retried_train_task_never_launches_a_second_job(workflow):
+    """The Train Lambda ran (the job exists) but Step Functions saw Lambda.TooManyRequestsException and retried."""
+    from local_runtime.botocore_dispatch import ServiceError
+
+    sagemaker = workflow.script([running(), completed()])
+    train_invocations = []
+
+    def invoke_losing_the_first_train_answer(call):
+        answer = workflow.dispatch.invoke_lambda_function(call)
+        if call.params["FunctionName"].endswith(":remediation-train"):
+            train_invocations.append(call)
+            if len(train_invocations) == 1:
+                raise ServiceError("TooManyRequestsException", "Rate exceeded", status_code=429)
+        return answer
+
+    workflow.dispatch.register("lambda", "Invoke", invoke_losing_the_first_train_answer)
+    execution = workflow.run(BASE_INPUT)
+
+    assert execution.status == "SUCCEEDED", execution.cause
+    assert len(train_invocations) == 2  # retried by the ASL's Retry on Lambda.TooManyRequestsException
+    assert len(sagemaker.created) == 1  # the second try found its own job (ResourceInUse) and did not launch another
+    assert len(execution.output["state"]["attempts"]) == 1
+
+
+def test_the_asl_guard_stops_a_monitor_that_would_wait_forever(workflow):
+    """If the monitor ever answered "wait" past max_monitor_transitions, the Choice guard ends it (and cleans up)."""
+    from lambdas import monitor_handler
+
+    sagemaker = workflow.script([running()])
+
+    def monitor_that_always_waits(event, context):
+        answer = monitor_handler.handler(event, context)
+        if event.get("action") != "cleanup":
+            answer["next_step"] = "wait"
+        return answer
+
+    workflow.dispatch.register_lambda_function("remediation-monitor", monitor_that_always_waits)
+    execution = workflow.run({**BASE_INPUT, "max_monitor_transitions": 2})
+
+    assert execution.status == "FAILED"
+    assert execution.error == "MonitorLimitExceeded"
+    assert "after 2 monitor transitions (max_monitor_transitions=2)" in execution.cause
+    # the handler already stopped it at the limit; cleanup found it no longer running and left it alone
+    assert sagemaker.stopped == [sagemaker.created[0]["TrainingJobName"]]
+    assert execution.event_types[0] == "job_launched" and execution.event_types[-1] == "workflow_error"
+
+
+def test_the_asl_guard_refuses_a_relaunch_beyond_the_budget(workflow):
+    """If the planner ever asked for a relaunch past max_num_retraining, the Choice guard fails instead."""
+    from lambdas import plan_handler
+
+    sagemaker = workflow.script([issues_found("ExplodingTensor", step=2)], [completed()])
+
+    def plan_that_ignores_the_budget(event, context):
+        answer = plan_handler.handler(event, context)
+        if event.get("action") != "initialize":
+            answer["state"]["history"]["num_retraining"] = answer["state"]["max_num_retraining"] + 1
+        return answer
+
+    workflow.dispatch.register_lambda_function("remediation-plan", plan_that_ignores_the_budget)
+    execution = workflow.run({**BASE_INPUT, "max_num_retraining": 2})
+
+    assert execution.status == "FAILED"
+    assert execution.error == "RetrainingBudgetExceeded"
+    assert "asked for relaunch 3 but max_num_retraining is 2" in execution.cause
+    assert len(sagemaker.created) == 1
