@@ -1,0 +1,61 @@
+"""Builds the CDK app: the stack from context values, cdk-nag's AwsSolutions pack on every synth."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from aws_cdk import App, Environment, Validations
+from cdk_nag import AwsSolutionsChecks
+
+from infra.bundling import REPO_ROOT
+from infra.stack import DEFAULT_JOB_NAME_PREFIX, TrainingRemediationStack
+from infra.workflow import DEFAULT_DEFINITION_PATH
+
+DEFAULT_STACK_NAME = "TrainingRemediation"
+CDK_JSON = REPO_ROOT / "cdk.json"
+
+
+def cdk_json_context() -> dict[str, Any]:
+    """cdk.json's context (feature flags and defaults), so a synth through the Python API matches `cdk synth`."""
+    return dict(json.loads(CDK_JSON.read_text(encoding="utf-8")).get("context", {}))
+
+
+def build_app(
+    context: Mapping[str, Any] | None = None, outdir: str | None = None
+) -> tuple[App, TrainingRemediationStack]:
+    """Context values: stack_name, job_name_prefix, notification_email, state_machine_definition,
+    powertools_version, debug_output_expiration_days, account, region."""
+    merged = {**cdk_json_context(), **dict(context or {})}
+    app = App(context=merged, outdir=outdir, analytics_reporting=False)
+
+    def value(name: str, default: Any = None) -> Any:
+        found = app.node.try_get_context(name)
+        return default if found in (None, "") else found
+
+    account, region = value("account"), value("region")
+    env = Environment(account=str(account), region=str(region)) if account and region else None
+    optional: dict[str, Any] = {}
+    if value("powertools_version"):
+        optional["powertools_version"] = str(value("powertools_version"))
+    expiration = value("debug_output_expiration_days")
+    if expiration is not None:
+        try:
+            optional["debug_output_expiration_days"] = int(expiration)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"debug_output_expiration_days: must be a whole number of days (got {expiration!r})"
+            ) from None
+    stack = TrainingRemediationStack(
+        app,
+        value("stack_name", DEFAULT_STACK_NAME),
+        job_name_prefix=str(value("job_name_prefix", DEFAULT_JOB_NAME_PREFIX)),
+        notification_email=value("notification_email"),
+        definition_path=Path(value("state_machine_definition", str(DEFAULT_DEFINITION_PATH))),
+        env=env,
+        **optional,
+    )
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    return app, stack

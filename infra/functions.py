@@ -1,0 +1,210 @@
+"""The train, monitor and plan Lambdas, each with its own least-privilege role."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aws_cdk import AssetHashType, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_ssm as ssm
+from constructs import Construct
+
+from infra.bundling import HANDLER_PACKAGE, REPO_ROOT, handler_bundling_options
+from infra.nag import ACCOUNT_SCOPED_ARN_PREFIX, acknowledge, attribute_placeholder
+from lambdas.remediation import bucket_layout
+
+DEFAULT_POWERTOOLS_VERSION = "3.37.0"  # = aws_lambda_powertools in requirements.txt
+POWERTOOLS_SERVICE_NAME = "training-remediation"
+POWERTOOLS_METRICS_NAMESPACE = "TrainingRemediation"
+SAGEMAKER_SERVICE = "sagemaker.amazonaws.com"
+
+
+def powertools_layer_parameter(version: str) -> str:
+    """The public SSM parameter holding the Powertools v3 layer ARN (the v3 layer carries pydantic v2)."""
+    return f"/aws/service/powertools/python/x86_64/python3.13/{version}"
+
+
+@dataclass(frozen=True)
+class HandlerSpec:
+    construct_id: str
+    module: str
+    description: str
+    timeout_seconds: int
+
+
+TRAIN = HandlerSpec("Train", "lambdas.train_handler", "Launches the next SageMaker training job of a remediation", 60)
+MONITOR = HandlerSpec("Monitor", "lambdas.monitor_handler", "Reads a training job and its debugger rule statuses", 60)
+PLAN = HandlerSpec("Plan", "lambdas.plan_handler", "Prescribes the next run_spec after an issue", 60)
+
+
+class RemediationFunctions(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        artifacts_bucket: s3.IBucket,
+        topic: sns.ITopic,
+        topic_key: kms.IKey,
+        sagemaker_role: iam.IRole,
+        job_name_prefix: str,
+        powertools_version: str = DEFAULT_POWERTOOLS_VERSION,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        stack = Stack.of(self)
+        layer_arn = ssm.StringParameter.value_for_string_parameter(self, powertools_layer_parameter(powertools_version))
+        self.powertools_layer = lambda_.LayerVersion.from_layer_version_arn(self, "PowertoolsLayer", layer_arn)
+        self.code = lambda_.Code.from_asset(
+            str(REPO_ROOT / HANDLER_PACKAGE),
+            asset_hash_type=AssetHashType.OUTPUT,
+            bundling=handler_bundling_options(),
+        )
+        environment = {
+            "NOTIFICATION_TOPIC_ARN": topic.topic_arn,
+            "JOB_NAME_PREFIX": job_name_prefix,
+            "POWERTOOLS_SERVICE_NAME": POWERTOOLS_SERVICE_NAME,
+            "POWERTOOLS_METRICS_NAMESPACE": POWERTOOLS_METRICS_NAMESPACE,
+            "POWERTOOLS_LOG_LEVEL": "INFO",
+        }
+        self.train = self._function(TRAIN, environment)
+        self.monitor = self._function(MONITOR, environment)
+        self.plan = self._function(PLAN, environment)
+
+        training_jobs = stack.format_arn(
+            service="sagemaker", resource="training-job", resource_name=f"{job_name_prefix}*"
+        )
+        self.train.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="LaunchOwnTrainingJobs",
+                actions=["sagemaker:CreateTrainingJob", "sagemaker:DescribeTrainingJob"],
+                resources=[training_jobs],
+            )
+        )
+        self.train.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="TagOwnTrainingJobsOnCreate",
+                actions=["sagemaker:AddTags"],
+                resources=[training_jobs],
+                conditions={"StringEquals": {"sagemaker:TaggingAction": "CreateTrainingJob"}},
+            )
+        )
+        self.train.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="PassOnlyTheTrainingRoleToSageMaker",
+                actions=["iam:PassRole"],
+                resources=[sagemaker_role.role_arn],
+                conditions={"StringEquals": {"iam:PassedToService": SAGEMAKER_SERVICE}},
+            )
+        )
+        self.monitor.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="WatchAndStopOwnTrainingJobs",
+                actions=["sagemaker:DescribeTrainingJob", "sagemaker:StopTrainingJob"],
+                resources=[training_jobs],
+            )
+        )
+        self.monitor.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="ReadDebugOutput",
+                actions=["s3:GetObject"],
+                resources=[artifacts_bucket.arn_for_objects(bucket_layout.DEBUG_OUTPUT_PREFIX + "*")],
+            )
+        )
+        # Without ListBucket a missing rule-status.json answers 403 instead of NoSuchKey.
+        self.monitor.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="ListDebugOutput",
+                actions=["s3:ListBucket"],
+                resources=[artifacts_bucket.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": [bucket_layout.DEBUG_OUTPUT_PREFIX + "*"]}},
+            )
+        )
+        for function in self.all:
+            grant_encrypted_publish(function.role, topic, topic_key)
+
+        job_arn_finding = (
+            "Resource::" + ACCOUNT_SCOPED_ARN_PREFIX.format(service="sagemaker") + f"training-job/{job_name_prefix}*"
+        )
+        for function in (self.train, self.monitor):
+            acknowledge(
+                function.role,
+                f"AwsSolutions-IAM5[{job_arn_finding}]",
+                "Training jobs are named at run time; the stack's job-name prefix is their scope.",
+            )
+        acknowledge(
+            self.monitor.role,
+            f"AwsSolutions-IAM5[Resource::{attribute_placeholder(artifacts_bucket.node.default_child)}/"
+            f"{bucket_layout.DEBUG_OUTPUT_PREFIX}*]",
+            "Rule-status documents are keyed by job name at run time; the debug-output/ prefix is their scope.",
+        )
+        for function in self.all:
+            acknowledge(
+                function.role,
+                "AwsSolutions-IAM5[Resource::*]",
+                "X-Ray PutTraceSegments/PutTelemetryRecords (active tracing) support no resource-level scoping.",
+            )
+        acknowledge(
+            self,
+            "AwsSolutions-L1",
+            "Python 3.13 matches the pinned Powertools v3 layer (python3.13) the handlers are tested with.",
+        )
+
+    @property
+    def all(self) -> tuple[lambda_.Function, ...]:
+        return (self.train, self.monitor, self.plan)
+
+    def _function(self, spec: HandlerSpec, environment: dict[str, str]) -> lambda_.Function:
+        log_group = logs.LogGroup(
+            self,
+            f"{spec.construct_id}Logs",
+            retention=logs.RetentionDays.THREE_MONTHS,
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        role = iam.Role(
+            self,
+            f"{spec.construct_id}Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"{spec.construct_id} Lambda of the training remediation workflow",
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="WriteOwnLogs",
+                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+                resources=[log_group.log_group_arn],
+            )
+        )
+        return lambda_.Function(
+            self,
+            spec.construct_id,
+            description=spec.description,
+            runtime=lambda_.Runtime.PYTHON_3_13,
+            architecture=lambda_.Architecture.X86_64,
+            handler=f"{spec.module}.handler",
+            code=self.code,
+            layers=[self.powertools_layer],
+            role=role,
+            log_group=log_group,
+            memory_size=512,
+            timeout=Duration.seconds(spec.timeout_seconds),
+            tracing=lambda_.Tracing.ACTIVE,
+            environment=environment,
+        )
+
+
+def grant_encrypted_publish(grantee: iam.IGrantable, topic: sns.ITopic, topic_key: kms.IKey) -> None:
+    """sns:Publish on this topic only, and the two KMS actions publishing to an SSE-KMS topic needs on its key."""
+    grantee.grant_principal.add_to_principal_policy(
+        iam.PolicyStatement(sid="PublishNotifications", actions=["sns:Publish"], resources=[topic.topic_arn])
+    )
+    grantee.grant_principal.add_to_principal_policy(
+        iam.PolicyStatement(
+            sid="EncryptNotifications",
+            actions=["kms:Decrypt", "kms:GenerateDataKey"],
+            resources=[topic_key.key_arn],
+        )
+    )

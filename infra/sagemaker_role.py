@@ -1,0 +1,147 @@
+"""The execution role SageMaker training jobs run as."""
+
+from __future__ import annotations
+
+from aws_cdk import ArnFormat, CfnMapping, Stack, region_info
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+from infra.nag import ACCOUNT_SCOPED_ARN_PREFIX, acknowledge, attribute_placeholder
+from lambdas.remediation import bucket_layout
+from lambdas.remediation.job_request import DLC_ACCOUNT, DLC_ACCOUNT_BY_REGION, RULE_EVALUATOR_ACCOUNT_BY_REGION
+
+TRAINING_IMAGE_REPOSITORY = "pytorch-training"
+RULE_IMAGE_REPOSITORY = "sagemaker-debugger-rules"  # SageMaker Debugger's evaluator (legacy mode only)
+TRAINING_LOG_GROUP = "/aws/sagemaker/TrainingJobs"
+TRAINING_METRICS_NAMESPACE = "/aws/sagemaker/TrainingJobs"
+
+READ_PREFIXES = (bucket_layout.CODE_PREFIX, bucket_layout.DATA_PREFIX, bucket_layout.CHECKPOINTS_PREFIX)
+WRITE_PREFIXES = (bucket_layout.JOBS_PREFIX, bucket_layout.DEBUG_OUTPUT_PREFIX, bucket_layout.CHECKPOINTS_PREFIX)
+
+
+class SageMakerExecutionRole(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        artifacts_bucket: s3.IBucket,
+        job_name_prefix: str,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        stack = Stack.of(self)
+        self.role = iam.Role(
+            self,
+            "Role",
+            description="Runs the remediation workflow's SageMaker training jobs",
+            assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com").with_conditions(
+                {"StringEquals": {"aws:SourceAccount": stack.account}}
+            ),
+        )
+        bucket = artifacts_bucket
+        # Channels and source archive in, checkpoints both ways (a spot restart reads them back).
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid="ReadCodeDataAndCheckpoints",
+                actions=["s3:GetObject"],
+                resources=[bucket.arn_for_objects(prefix + "*") for prefix in READ_PREFIXES],
+            )
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid="ListCodeDataAndCheckpoints",
+                actions=["s3:ListBucket"],
+                resources=[bucket.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": [prefix + "*" for prefix in READ_PREFIXES]}},
+            )
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid="WriteOutputDebugOutputAndCheckpoints",
+                actions=["s3:PutObject"],
+                resources=[bucket.arn_for_objects(prefix + "*") for prefix in WRITE_PREFIXES],
+            )
+        )
+        training_log_group_arn = stack.format_arn(
+            service="logs",
+            resource="log-group",
+            resource_name=TRAINING_LOG_GROUP,
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid="CreateTrainingLogGroup",
+                actions=["logs:CreateLogGroup", "logs:DescribeLogStreams"],
+                resources=[training_log_group_arn + ":*"],
+            )
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid="WriteOwnJobLogStreams",
+                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+                resources=[f"{training_log_group_arn}:log-stream:{job_name_prefix}*"],
+            )
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid="PublishTrainingMetrics",
+                actions=["cloudwatch:PutMetricData"],
+                resources=["*"],
+                conditions={"StringEquals": {"cloudwatch:namespace": TRAINING_METRICS_NAMESPACE}},
+            )
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid="AuthenticateToEcr",
+                actions=["ecr:GetAuthorizationToken"],
+                resources=["*"],
+            )
+        )
+        # The same per-region registries the train Lambda builds its image URIs from (job_request.py).
+        registries = CfnMapping(self, "ImageRegistries", mapping=image_registries_by_region())
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid="PullTrainingAndRuleImages",
+                actions=["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"],
+                resources=[
+                    f"arn:{stack.partition}:ecr:{stack.region}:{registries.find_in_map(stack.region, key)}:"
+                    f"repository/{repository}"
+                    for key, repository in (("Training", TRAINING_IMAGE_REPOSITORY), ("Rules", RULE_IMAGE_REPOSITORY))
+                ],
+            )
+        )
+        bucket_arn = attribute_placeholder(bucket.node.default_child)
+        for prefix in sorted(set(READ_PREFIXES + WRITE_PREFIXES)):
+            acknowledge(
+                self.role,
+                f"AwsSolutions-IAM5[Resource::{bucket_arn}/{prefix}*]",
+                f"Objects under {prefix} are named per job at run time; the prefix is their scope.",
+            )
+        logs_arn = ACCOUNT_SCOPED_ARN_PREFIX.format(service="logs") + f"log-group:{TRAINING_LOG_GROUP}"
+        acknowledge(
+            self.role,
+            f"AwsSolutions-IAM5[Resource::{logs_arn}:*]",
+            "SageMaker creates its one training log group and lists its streams; the group is the scope.",
+        )
+        acknowledge(
+            self.role,
+            f"AwsSolutions-IAM5[Resource::{logs_arn}:log-stream:{job_name_prefix}*]",
+            "Log streams are named after the job at run time; the stack's job-name prefix is their scope.",
+        )
+        acknowledge(
+            self.role,
+            "AwsSolutions-IAM5[Resource::*]",
+            "ecr:GetAuthorizationToken and namespace-conditioned cloudwatch:PutMetricData take no resource ARN.",
+        )
+
+
+def image_registries_by_region() -> dict[str, dict[str, str]]:
+    """Region -> the ECR accounts of the PyTorch training image and of the legacy rule evaluator image."""
+    regions = {info.name for info in region_info.RegionInfo.regions}
+    regions |= set(DLC_ACCOUNT_BY_REGION) | set(RULE_EVALUATOR_ACCOUNT_BY_REGION)
+    mapping = {}
+    for region in sorted(regions):
+        training = DLC_ACCOUNT_BY_REGION.get(region, DLC_ACCOUNT)
+        mapping[region] = {"Training": training, "Rules": RULE_EVALUATOR_ACCOUNT_BY_REGION.get(region, training)}
+    return mapping

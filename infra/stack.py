@@ -1,0 +1,86 @@
+"""The training remediation stack: bucket, topic, Lambdas, state machine, SageMaker role, alarms, outputs."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from aws_cdk import CfnOutput, Stack
+from constructs import Construct
+
+from infra.functions import DEFAULT_POWERTOOLS_VERSION, RemediationFunctions
+from infra.notifications import NotificationTopic
+from infra.sagemaker_role import SageMakerExecutionRole
+from infra.storage import ArtifactsStorage
+from infra.workflow import DEFAULT_DEFINITION_PATH, RemediationWorkflow
+
+DEFAULT_JOB_NAME_PREFIX = "remediation"
+# Training job names are [a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}; leave room for the execution and attempt suffix.
+JOB_NAME_PREFIX_PATTERN = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,23}")
+
+# Stack output keys: the cloud CLI reads them back with DescribeStacks.
+OUTPUT_STATE_MACHINE_ARN = "StateMachineArn"
+OUTPUT_TOPIC_ARN = "NotificationTopicArn"
+OUTPUT_BUCKET_NAME = "ArtifactsBucketName"
+OUTPUT_SAGEMAKER_ROLE_ARN = "SageMakerRoleArn"
+OUTPUT_JOB_NAME_PREFIX = "JobNamePrefix"
+
+
+class TrainingRemediationStack(Stack):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        job_name_prefix: str = DEFAULT_JOB_NAME_PREFIX,
+        notification_email: str | None = None,
+        definition_path: Path = DEFAULT_DEFINITION_PATH,
+        powertools_version: str = DEFAULT_POWERTOOLS_VERSION,
+        debug_output_expiration_days: int = 30,
+        **kwargs,
+    ) -> None:
+        if len(job_name_prefix) > 24 or not JOB_NAME_PREFIX_PATTERN.fullmatch(job_name_prefix):
+            raise ValueError(
+                f"job_name_prefix: {job_name_prefix!r} is not a valid training job name prefix; use 1-24 letters, "
+                "digits and inner hyphens (e.g. -c job_name_prefix=remediation)"
+            )
+        super().__init__(scope, construct_id, **kwargs)
+        self.template_options.description = "Automated remediation of unstable SageMaker training: Step Functions loop of train, monitor and plan Lambdas"
+        self.storage = storage = ArtifactsStorage(
+            self, "Storage", debug_output_expiration_days=debug_output_expiration_days
+        )
+        self.notifications = notifications = NotificationTopic(
+            self, "Notifications", notification_email=notification_email
+        )
+        self.sagemaker = sagemaker = SageMakerExecutionRole(
+            self,
+            "SageMaker",
+            artifacts_bucket=storage.artifacts_bucket,
+            job_name_prefix=job_name_prefix,
+        )
+        self.functions = functions = RemediationFunctions(
+            self,
+            "Functions",
+            artifacts_bucket=storage.artifacts_bucket,
+            topic=notifications.topic,
+            topic_key=notifications.key,
+            sagemaker_role=sagemaker.role,
+            job_name_prefix=job_name_prefix,
+            powertools_version=powertools_version,
+        )
+        self.workflow = workflow = RemediationWorkflow(
+            self,
+            "Workflow",
+            train=functions.train,
+            monitor=functions.monitor,
+            plan=functions.plan,
+            topic=notifications.topic,
+            topic_key=notifications.key,
+            definition_path=definition_path,
+        )
+
+        CfnOutput(self, OUTPUT_STATE_MACHINE_ARN, value=workflow.state_machine.state_machine_arn)
+        CfnOutput(self, OUTPUT_TOPIC_ARN, value=notifications.topic.topic_arn)
+        CfnOutput(self, OUTPUT_BUCKET_NAME, value=storage.artifacts_bucket.bucket_name)
+        CfnOutput(self, OUTPUT_SAGEMAKER_ROLE_ARN, value=sagemaker.role.role_arn)
+        CfnOutput(self, OUTPUT_JOB_NAME_PREFIX, value=job_name_prefix)

@@ -1,0 +1,168 @@
+"""The remediation state machine (the ASL file inlined, Lambda ARNs substituted) and its alarms."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_stepfunctions as sfn
+from constructs import Construct
+
+from infra.bundling import REPO_ROOT
+from infra.functions import grant_encrypted_publish
+from infra.nag import acknowledge
+
+DEFAULT_DEFINITION_PATH = REPO_ROOT / "statemachine" / "remediation.asl.json"
+SUBSTITUTION_PATTERN = re.compile(r"\$\{([A-Za-z0-9_]+)\}")
+
+TRAIN_FUNCTION_ARN = "TrainFunctionArn"
+MONITOR_FUNCTION_ARN = "MonitorFunctionArn"
+PLAN_FUNCTION_ARN = "PlanFunctionArn"
+NOTIFICATION_TOPIC_ARN = "NotificationTopicArn"
+REQUIRED_SUBSTITUTIONS = (TRAIN_FUNCTION_ARN, MONITOR_FUNCTION_ARN, PLAN_FUNCTION_ARN)
+OPTIONAL_SUBSTITUTIONS = (NOTIFICATION_TOPIC_ARN,)
+
+#: Task resources the state machine role is granted for; anything else fails the synth.
+LAMBDA_INVOKE = "arn:aws:states:::lambda:invoke"
+SNS_PUBLISH = "arn:aws:states:::sns:publish"
+
+
+class DefinitionError(ValueError):
+    """The ASL file cannot be deployed as it is; the message names the file and the fix."""
+
+
+def load_definition(path: Path) -> tuple[str, set[str]]:
+    """The ASL text and the substitution names it uses, checked against what the stack provides."""
+    if not path.is_file():
+        raise DefinitionError(f"state machine definition not found: {path}; pass -c state_machine_definition=PATH")
+    text = path.read_text(encoding="utf-8")
+    try:
+        definition = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise DefinitionError(f"{path}: not valid JSON ({error})") from error
+    if not isinstance(definition, dict) or "States" not in definition or "StartAt" not in definition:
+        raise DefinitionError(f"{path}: not an Amazon States Language document (needs StartAt and States)")
+    used = set(SUBSTITUTION_PATTERN.findall(text))
+    unknown = used - set(REQUIRED_SUBSTITUTIONS) - set(OPTIONAL_SUBSTITUTIONS)
+    if unknown:
+        raise DefinitionError(
+            f"{path}: unknown substitution(s) {', '.join('${' + name + '}' for name in sorted(unknown))}; "
+            f"the stack provides {', '.join('${' + n + '}' for n in REQUIRED_SUBSTITUTIONS + OPTIONAL_SUBSTITUTIONS)}"
+        )
+    missing = set(REQUIRED_SUBSTITUTIONS) - used
+    if missing:
+        raise DefinitionError(
+            f"{path}: never references {', '.join('${' + name + '}' for name in sorted(missing))}; "
+            "every Lambda must be reached through its substitution"
+        )
+    for resource in sorted(_task_resources(definition.get("States", {}))):
+        if not (SUBSTITUTION_PATTERN.fullmatch(resource) or resource in (LAMBDA_INVOKE, SNS_PUBLISH)):
+            raise DefinitionError(
+                f"{path}: Task resource {resource!r} is not granted to the state machine; use a Lambda substitution, "
+                f"{LAMBDA_INVOKE} or {SNS_PUBLISH}, or extend infra/workflow.py with its least-privilege grant"
+            )
+    return text, used
+
+
+def _task_resources(states: dict) -> set[str]:
+    resources: set[str] = set()
+    for state in states.values():
+        if not isinstance(state, dict):
+            continue
+        if state.get("Type") == "Task" and isinstance(state.get("Resource"), str):
+            resources.add(state["Resource"])
+        for branch in state.get("Branches", []) or []:
+            resources |= _task_resources(branch.get("States", {}))
+        for key in ("Iterator", "ItemProcessor"):
+            if isinstance(state.get(key), dict):
+                resources |= _task_resources(state[key].get("States", {}))
+    return resources
+
+
+class RemediationWorkflow(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        train: lambda_.IFunction,
+        monitor: lambda_.IFunction,
+        plan: lambda_.IFunction,
+        topic: sns.ITopic,
+        topic_key: kms.IKey,
+        definition_path: Path = DEFAULT_DEFINITION_PATH,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        stack = Stack.of(self)
+        definition, used = load_definition(definition_path)
+        substitutions = {
+            TRAIN_FUNCTION_ARN: train.function_arn,
+            MONITOR_FUNCTION_ARN: monitor.function_arn,
+            PLAN_FUNCTION_ARN: plan.function_arn,
+        }
+        if NOTIFICATION_TOPIC_ARN in used:
+            substitutions[NOTIFICATION_TOPIC_ARN] = topic.topic_arn
+
+        self.log_group = logs.LogGroup(
+            self,
+            "ExecutionLogs",
+            log_group_name=f"/aws/vendedlogs/states/{stack.stack_name}-remediation",
+            retention=logs.RetentionDays.THREE_MONTHS,
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        self.state_machine = sfn.StateMachine(
+            self,
+            "StateMachine",
+            state_machine_type=sfn.StateMachineType.STANDARD,
+            definition_body=sfn.DefinitionBody.from_string(definition),
+            definition_substitutions=substitutions,
+            logs=sfn.LogOptions(destination=self.log_group, level=sfn.LogLevel.ALL, include_execution_data=True),
+            tracing_enabled=True,
+        )
+        self.state_machine.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="InvokeRemediationLambdas",
+                actions=["lambda:InvokeFunction"],
+                resources=[train.function_arn, monitor.function_arn, plan.function_arn],
+            )
+        )
+        if NOTIFICATION_TOPIC_ARN in used:
+            grant_encrypted_publish(self.state_machine, topic, topic_key)
+        acknowledge(
+            self.state_machine.role,
+            "AwsSolutions-IAM5[Resource::*]",
+            "X-Ray tracing and CloudWatch Logs vended-log delivery actions support no resource-level scoping.",
+        )
+
+        alarm_action = cloudwatch_actions.SnsAction(topic)
+        self.failed_alarm = cloudwatch.Alarm(
+            self,
+            "ExecutionsFailedAlarm",
+            alarm_description="A training remediation execution failed",
+            metric=self.state_machine.metric_failed(period=Duration.minutes(5), statistic="Sum"),
+            threshold=1,
+            evaluation_periods=1,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+        self.failed_alarm.add_alarm_action(alarm_action)
+        self.timed_out_alarm = cloudwatch.Alarm(
+            self,
+            "ExecutionsTimedOutAlarm",
+            alarm_description="A training remediation execution timed out",
+            metric=self.state_machine.metric_timed_out(period=Duration.minutes(5), statistic="Sum"),
+            threshold=1,
+            evaluation_periods=1,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+        self.timed_out_alarm.add_alarm_action(alarm_action)

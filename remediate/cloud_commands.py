@@ -1,0 +1,466 @@
+"""``remediate cloud ...``: drive the deployed stack (upload the training source and data, start, follow).
+
+    remediate cloud upload-source [--stack-name NAME]
+    remediate cloud prepare-data (--synthetic [--train-samples N --test-samples M --seed S] | --cifar10-archive FILE)
+    remediate cloud start --run-spec FILE [--name NAME]
+    remediate cloud status EXECUTION_ARN_OR_NAME [--json]
+
+Every command finds the bucket, the state machine and the SageMaker role in the
+stack's outputs (CloudFormation DescribeStacks). The run_spec file is the same
+execution-input JSON that ``remediate local run --run-spec`` takes; bucket,
+region and sm_role come from the stack and are validated with the same
+ExecutionInput model before anything starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import re
+import sys
+import tempfile
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lambdas.remediation import bucket_layout
+
+DEFAULT_STACK_NAME = "TrainingRemediation"
+STACK_NAME_ENV = "REMEDIATION_STACK_NAME"
+
+# Kept equal to infra.stack's output keys (tests/cdk checks both sides); not imported so the CLI needs no CDK.
+OUTPUT_STATE_MACHINE_ARN = "StateMachineArn"
+OUTPUT_TOPIC_ARN = "NotificationTopicArn"
+OUTPUT_BUCKET_NAME = "ArtifactsBucketName"
+OUTPUT_SAGEMAKER_ROLE_ARN = "SageMakerRoleArn"
+OUTPUT_JOB_NAME_PREFIX = "JobNamePrefix"
+REQUIRED_OUTPUTS = (OUTPUT_STATE_MACHINE_ARN, OUTPUT_BUCKET_NAME, OUTPUT_SAGEMAKER_ROLE_ARN)
+
+#: Execution input keys the stack decides; a run_spec may repeat them only with the stack's values.
+STACK_FILLED_KEYS = ("bucket", "region", "sm_role")
+EXECUTION_NAME = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
+EXIT_BAD_INPUT = 2
+EXIT_AWS_ERROR = 1
+
+
+class CloudCommandError(Exception):
+    """A problem the user can fix; the message names it and the fix."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_BAD_INPUT):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+@dataclass(frozen=True)
+class StackOutputs:
+    stack_name: str
+    region: str
+    state_machine_arn: str
+    bucket: str
+    sagemaker_role_arn: str
+    topic_arn: str | None
+    job_name_prefix: str | None
+
+
+# --------------------------------------------------------------------------- AWS access
+
+
+def _session(region: str | None):
+    import boto3
+
+    session = boto3.session.Session(region_name=region) if region else boto3.session.Session()
+    if not session.region_name:
+        raise CloudCommandError("no AWS region: pass --region or set AWS_REGION / AWS_DEFAULT_REGION")
+    return session
+
+
+def _aws_call(what: str, call, *args, **kwargs):
+    from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+
+    try:
+        return call(*args, **kwargs)
+    except NoCredentialsError:
+        raise CloudCommandError(
+            f"{what}: no AWS credentials found; configure them (aws configure, AWS_PROFILE, or environment variables)",
+            EXIT_AWS_ERROR,
+        ) from None
+    except ClientError as error:
+        code = error.response.get("Error", {}).get("Code", "")
+        message = error.response.get("Error", {}).get("Message", str(error))
+        raise CloudCommandError(f"{what}: {code}: {message}", EXIT_AWS_ERROR) from None
+    except BotoCoreError as error:
+        raise CloudCommandError(f"{what}: {error}", EXIT_AWS_ERROR) from None
+
+
+def read_stack_outputs(stack_name: str, session) -> StackOutputs:
+    """The stack's outputs; CloudCommandError naming the stack or the missing output and the fix."""
+    from botocore.exceptions import ClientError
+
+    client = session.client("cloudformation")
+    try:
+        stacks = client.describe_stacks(StackName=stack_name)["Stacks"]
+    except ClientError as error:
+        message = error.response.get("Error", {}).get("Message", "")
+        if "does not exist" in message:
+            raise CloudCommandError(
+                f"stack '{stack_name}' not found in {session.region_name}: deploy it with `npx cdk deploy` "
+                f"or pass --stack-name / --region (or set {STACK_NAME_ENV})"
+            ) from None
+        raise
+    if not stacks:
+        raise CloudCommandError(f"stack '{stack_name}' not found in {session.region_name}")
+    stack = stacks[0]
+    outputs = {item["OutputKey"]: item["OutputValue"] for item in stack.get("Outputs", [])}
+    missing = [key for key in REQUIRED_OUTPUTS if not outputs.get(key)]
+    if missing:
+        status = stack.get("StackStatus", "unknown")
+        raise CloudCommandError(
+            f"stack '{stack_name}' (status {status}) has no output {', '.join(missing)}: it is not this project's "
+            "stack or not fully deployed; run `npx cdk deploy` and retry"
+        )
+    return StackOutputs(
+        stack_name=stack_name,
+        region=session.region_name,
+        state_machine_arn=outputs[OUTPUT_STATE_MACHINE_ARN],
+        bucket=outputs[OUTPUT_BUCKET_NAME],
+        sagemaker_role_arn=outputs[OUTPUT_SAGEMAKER_ROLE_ARN],
+        topic_arn=outputs.get(OUTPUT_TOPIC_ARN),
+        job_name_prefix=outputs.get(OUTPUT_JOB_NAME_PREFIX),
+    )
+
+
+# --------------------------------------------------------------------------- execution input
+
+
+def load_run_spec(path: Path) -> dict[str, Any]:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CloudCommandError(
+            f"--run-spec: {path} does not exist; pass the path of an execution-input JSON file"
+        ) from None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise CloudCommandError(f"--run-spec: {path} is not valid JSON ({error})") from None
+    if not isinstance(value, dict):
+        raise CloudCommandError(f"--run-spec: {path} must hold a JSON object of execution-input keys")
+    return value
+
+
+def build_execution_input(run_spec: Mapping[str, Any], outputs: StackOutputs) -> dict[str, Any]:
+    """run_spec plus bucket, region and sm_role from the stack, validated as the local runtime validates it."""
+    from lambdas.remediation.payload import InvalidExecutionInput, initial_state
+
+    stack_values = {"bucket": outputs.bucket, "region": outputs.region, "sm_role": outputs.sagemaker_role_arn}
+    conflicts = {
+        key: f"the run_spec says {run_spec[key]!r} but stack '{outputs.stack_name}' uses {value!r}; "
+        f"remove '{key}' from the run_spec"
+        for key, value in stack_values.items()
+        if key in run_spec and run_spec[key] != value
+    }
+    if conflicts:
+        raise CloudCommandError("invalid run_spec: " + "; ".join(f"{k}: {v}" for k, v in conflicts.items()))
+    execution_input = {**dict(run_spec), **stack_values}
+    try:
+        initial_state(execution_input)
+    except InvalidExecutionInput as error:
+        raise CloudCommandError(f"--run-spec: {error}") from None
+    return execution_input
+
+
+#: Valid stand-ins for the stack's values, so a run_spec's own fields are checked before any AWS call.
+_PRECHECK_STACK_VALUES = {
+    "bucket": "precheck-bucket",
+    "region": "us-east-1",
+    "sm_role": "arn:aws:iam::123456789012:role/precheck",
+}
+
+
+def precheck_run_spec(run_spec: Mapping[str, Any]) -> None:
+    """Validate the run_spec's own fields offline (the stack's values are checked once they are known)."""
+    from lambdas.remediation.payload import InvalidExecutionInput, initial_state
+
+    try:
+        initial_state({**_PRECHECK_STACK_VALUES, **dict(run_spec)})
+    except InvalidExecutionInput as error:
+        raise CloudCommandError(f"--run-spec: {error}") from None
+
+
+def default_execution_name() -> str:
+    return f"remediation-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
+
+
+def start_execution(session, outputs: StackOutputs, execution_input: Mapping[str, Any], name: str | None) -> dict:
+    name = name or default_execution_name()
+    if not EXECUTION_NAME.fullmatch(name):
+        raise CloudCommandError(f"--name: {name!r} must be 1-80 letters, digits, '-' or '_'")
+    client = session.client("stepfunctions")
+    return _aws_call(
+        "StartExecution",
+        client.start_execution,
+        stateMachineArn=outputs.state_machine_arn,
+        name=name,
+        input=json.dumps(dict(execution_input)),
+    )
+
+
+# --------------------------------------------------------------------------- status
+
+
+def execution_arn_for(name_or_arn: str, state_machine_arn: str) -> str:
+    if name_or_arn.startswith("arn:"):
+        return name_or_arn
+    if not EXECUTION_NAME.fullmatch(name_or_arn):
+        raise CloudCommandError(f"EXECUTION_ARN_OR_NAME: {name_or_arn!r} is neither an execution ARN nor a valid name")
+    head, _, machine = state_machine_arn.rpartition(":")
+    return f"{head.replace(':stateMachine', ':execution')}:{machine}:{name_or_arn}"
+
+
+def latest_state_payload(description: Mapping[str, Any], history: list[Mapping[str, Any]]) -> dict | None:
+    """The last state payload ({"state": ...}) seen: the execution's output, else the newest state output."""
+    candidates: list[str] = []
+    if description.get("output"):
+        candidates.append(description["output"])
+    for event in sorted(history, key=lambda e: e.get("id", 0), reverse=True):
+        for details_key in (
+            "stateExitedEventDetails",
+            "taskSucceededEventDetails",
+            "lambdaFunctionSucceededEventDetails",
+        ):
+            output = (event.get(details_key) or {}).get("output")
+            if output:
+                candidates.append(output)
+    for text in candidates:
+        try:
+            value = json.loads(text)
+        except (TypeError, json.JSONDecodeError):
+            continue
+        if isinstance(value, dict) and isinstance(value.get("state"), dict):
+            return value
+    return None
+
+
+def summarize_execution(description: Mapping[str, Any], history: list[Mapping[str, Any]]) -> dict[str, Any]:
+    payload = latest_state_payload(description, history)
+    state = (payload or {}).get("state", {})
+    entered = [e for e in history if e.get("type", "").endswith("StateEntered")]
+    current = entered[-1]["stateEnteredEventDetails"]["name"] if entered else None
+    attempts = []
+    for attempt in state.get("attempts", []) or []:
+        decision = attempt.get("decision") or {}
+        issue = attempt.get("issue") or {}
+        attempts.append(
+            {
+                "number": attempt.get("number"),
+                "job_name": attempt.get("job_name"),
+                "outcome": attempt.get("outcome"),
+                "issue": f"{issue.get('rule')} at step {issue.get('step')}" if issue.get("rule") else None,
+                "remedy": decision.get("remedy"),
+                "reason": decision.get("reason"),
+            }
+        )
+    summary = {
+        "execution_arn": description.get("executionArn"),
+        "status": description.get("status"),
+        "start_date": _iso(description.get("startDate")),
+        "stop_date": _iso(description.get("stopDate")),
+        "current_state": current,
+        "next_action": state.get("next_action"),
+        "job_status": state.get("job_status"),
+        "rule_status": state.get("rule_status"),
+        "history": state.get("history"),
+        "end_reason": state.get("end_reason"),
+        "attempts": attempts,
+        "run_spec": state.get("run_spec"),
+    }
+    if description.get("status") == "FAILED":
+        summary["error"] = description.get("error")
+        summary["cause"] = description.get("cause")
+    return summary
+
+
+def _iso(value: Any) -> str | None:
+    return value.isoformat() if hasattr(value, "isoformat") else value
+
+
+def execution_history(client, execution_arn: str) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    for page in client.get_paginator("get_execution_history").paginate(executionArn=execution_arn):
+        events += page["events"]
+    return events
+
+
+# --------------------------------------------------------------------------- uploads
+
+
+def upload_file(session, bucket: str, key: str, path: Path) -> str:
+    client = session.client("s3")
+    _aws_call(f"upload to s3://{bucket}/{key}", client.upload_file, str(path), bucket, key)
+    return bucket_layout.s3_uri(bucket, key)
+
+
+def upload_source(session, outputs: StackOutputs) -> str:
+    from remediate.packaging import build_source_archive
+
+    with tempfile.TemporaryDirectory(prefix="remediate-source-") as scratch:
+        archive = build_source_archive(Path(scratch) / "sourcedir.tar.gz")
+        return upload_file(session, outputs.bucket, bucket_layout.SOURCE_ARCHIVE_KEY, archive)
+
+
+def upload_channels(session, outputs: StackOutputs, channels: Mapping[str, Path]) -> list[str]:
+    prefixes = {"train": bucket_layout.TRAIN_CHANNEL_PREFIX, "test": bucket_layout.TEST_CHANNEL_PREFIX}
+    uploaded = []
+    for channel, prefix in prefixes.items():
+        directory = Path(channels[channel])
+        for file_name in ("x.npy", "y.npy"):
+            uploaded.append(upload_file(session, outputs.bucket, prefix + file_name, directory / file_name))
+    return uploaded
+
+
+def prepare_channels(arguments: argparse.Namespace, out_dir: Path) -> dict[str, Path]:
+    from model import data
+
+    try:
+        if arguments.cifar10_archive:
+            return data.convert_cifar10_archive(arguments.cifar10_archive, out_dir)
+        return data.write_synthetic_channels(
+            out_dir, train_samples=arguments.train_samples, test_samples=arguments.test_samples, seed=arguments.seed
+        )
+    except (ValueError, OSError) as error:  # DataChannelError is a ValueError
+        raise CloudCommandError(f"prepare-data: {error}") from None
+
+
+# --------------------------------------------------------------------------- command handlers
+
+
+def _outputs_for(arguments: argparse.Namespace):
+    session = _session(arguments.region)
+    outputs = _aws_call("DescribeStacks", read_stack_outputs, arguments.stack_name, session)
+    return session, outputs
+
+
+def _print_json(value: Any) -> None:
+    print(json.dumps(value, indent=2, default=str))
+
+
+def _upload_source_command(arguments: argparse.Namespace) -> int:
+    session, outputs = _outputs_for(arguments)
+    uri = upload_source(session, outputs)
+    print(f"uploaded the training source to {uri}")
+    return 0
+
+
+def _prepare_data_command(arguments: argparse.Namespace) -> int:
+    for name in ("train_samples", "test_samples"):
+        if getattr(arguments, name) < 1:
+            raise CloudCommandError(f"--{name.replace('_', '-')}: must be >= 1 (got {getattr(arguments, name)})")
+    session, outputs = _outputs_for(arguments)
+    with tempfile.TemporaryDirectory(prefix="remediate-data-") as scratch:
+        channels = prepare_channels(arguments, Path(scratch))
+        uris = upload_channels(session, outputs, channels)
+    for uri in uris:
+        print(f"uploaded {uri}")
+    return 0
+
+
+def _start_command(arguments: argparse.Namespace) -> int:
+    run_spec = load_run_spec(arguments.run_spec)
+    precheck_run_spec(run_spec)
+    if arguments.name is not None and not EXECUTION_NAME.fullmatch(arguments.name):
+        raise CloudCommandError(f"--name: {arguments.name!r} must be 1-80 letters, digits, '-' or '_'")
+    session, outputs = _outputs_for(arguments)
+    execution_input = build_execution_input(run_spec, outputs)
+    response = start_execution(session, outputs, execution_input, arguments.name)
+    if arguments.json:
+        _print_json({"executionArn": response["executionArn"], "input": execution_input})
+    else:
+        print(f"started {response['executionArn']}")
+        print(f"follow it with: remediate cloud status {response['executionArn']}")
+    return 0
+
+
+def _status_command(arguments: argparse.Namespace) -> int:
+    session, outputs = _outputs_for(arguments)
+    execution_arn = execution_arn_for(arguments.execution, outputs.state_machine_arn)
+    client = session.client("stepfunctions")
+    description = _aws_call("DescribeExecution", client.describe_execution, executionArn=execution_arn)
+    history = _aws_call("GetExecutionHistory", execution_history, client, execution_arn)
+    summary = summarize_execution(description, history)
+    if arguments.json:
+        _print_json(summary)
+        return 0
+    print(f"{summary['execution_arn']}: {summary['status']} (state: {summary['current_state'] or '-'})")
+    if summary.get("history"):
+        counters = ", ".join(f"{k}={v}" for k, v in summary["history"].items() if k != "latest_job_name")
+        print(f"  job {summary['history'].get('latest_job_name') or '-'}: {summary['job_status'] or '-'}; {counters}")
+    for attempt in summary["attempts"]:
+        line = f"  attempt {attempt['number']}: {attempt['job_name']} -> {attempt['outcome']}"
+        if attempt["issue"]:
+            line += f" ({attempt['issue']})"
+        if attempt["remedy"]:
+            line += f"; {attempt['remedy']}: {attempt['reason']}"
+        print(line)
+    if summary.get("end_reason"):
+        print(f"  end: {summary['end_reason']}")
+    if summary.get("error"):
+        print(f"  failed: {summary['error']}: {summary.get('cause')}")
+    return 0
+
+
+def _guarded(handler):
+    def run(arguments: argparse.Namespace) -> int:
+        try:
+            return handler(arguments)
+        except CloudCommandError as error:
+            print(f"remediate cloud: {error}", file=sys.stderr)
+            return error.exit_code
+
+    return run
+
+
+def register(subparsers) -> argparse.ArgumentParser:
+    cloud = subparsers.add_parser("cloud", help="drive the deployed stack in an AWS account")
+    commands = cloud.add_subparsers(
+        dest="cloud_command", metavar="{upload-source,prepare-data,start,status}", required=True
+    )
+
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--stack-name",
+        default=os.environ.get(STACK_NAME_ENV, DEFAULT_STACK_NAME),
+        help=f"the deployed stack (default: ${STACK_NAME_ENV} or {DEFAULT_STACK_NAME})",
+    )
+    common.add_argument("--region", default=None, help="AWS region of the stack (default: the AWS configuration's)")
+
+    upload = commands.add_parser(
+        "upload-source", parents=[common], help="upload model/ + debugger/ as code/sourcedir.tar.gz"
+    )
+    upload.set_defaults(handler=_guarded(_upload_source_command))
+
+    prepare = commands.add_parser("prepare-data", parents=[common], help="upload the train/test channels to data/")
+    source = prepare.add_mutually_exclusive_group(required=True)
+    source.add_argument("--cifar10-archive", type=Path, help="cifar-10-python.tar.gz to convert")
+    source.add_argument("--synthetic", action="store_true", help="generate CIFAR-shaped synthetic data")
+    prepare.add_argument("--train-samples", type=int, default=2560)
+    prepare.add_argument("--test-samples", type=int, default=512)
+    prepare.add_argument("--seed", type=int, default=0)
+    prepare.set_defaults(handler=_guarded(_prepare_data_command))
+
+    start = commands.add_parser("start", parents=[common], help="start an execution from a run_spec file")
+    start.add_argument(
+        "--run-spec", type=Path, required=True, help="execution-input JSON (as for `remediate local run`)"
+    )
+    start.add_argument("--name", default=None, help="execution name (default: remediation-<UTC time>-<random>)")
+    start.add_argument("--json", action="store_true", help="print the execution ARN and input as JSON")
+    start.set_defaults(handler=_guarded(_start_command))
+
+    status = commands.add_parser("status", parents=[common], help="show an execution's progress and attempts")
+    status.add_argument("execution", metavar="EXECUTION_ARN_OR_NAME")
+    status.add_argument("--json", action="store_true", help="print the summary as JSON")
+    status.set_defaults(handler=_guarded(_status_command))
+    return cloud

@@ -1,0 +1,75 @@
+"""Synthesizes the real stack through the Python API (no CDK CLI, no network) for the tests in tests/cdk."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+# What the Makefile exports, so a bare `pytest tests/cdk` behaves the same.
+for _name, _value in {
+    "CDK_DISABLE_CLI_TELEMETRY": "1",
+    "CDK_DISABLE_VERSION_CHECK": "1",
+    "CDK_VALIDATION": "false",
+    "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
+    "JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION": "1",
+}.items():
+    os.environ.setdefault(_name, _value)
+
+from aws_cdk.assertions import Template  # noqa: E402
+
+from infra.app import build_app  # noqa: E402
+from infra.stack import TrainingRemediationStack  # noqa: E402
+from infra.workflow import DEFAULT_DEFINITION_PATH  # noqa: E402
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+PLACEHOLDER_DEFINITION = Path(__file__).parent / "fixtures" / "placeholder.asl.json"
+
+
+@dataclass
+class Synthesized:
+    stack: TrainingRemediationStack
+    outdir: Path
+    template: dict[str, Any]
+    assertions: Template
+    synth_seconds: float
+    definition_path: Path
+
+    @property
+    def template_path(self) -> Path:
+        return self.outdir / f"{self.stack.stack_name}.template.json"
+
+    def resources(self, resource_type: str) -> dict[str, dict[str, Any]]:
+        return {k: v for k, v in self.template["Resources"].items() if v["Type"] == resource_type}
+
+    def logical_id(self, construct) -> str:
+        return self.stack.resolve(construct.node.default_child.logical_id)
+
+
+def definition_under_test() -> Path:
+    """The real ASL once its owner has written it; the placeholder only before that."""
+    return DEFAULT_DEFINITION_PATH if DEFAULT_DEFINITION_PATH.is_file() else PLACEHOLDER_DEFINITION
+
+
+def synthesize(outdir: Path, **context: Any) -> Synthesized:
+    started = time.perf_counter()
+    app, stack = build_app({"state_machine_definition": str(definition_under_test()), **context}, outdir=str(outdir))
+    app.synth()
+    seconds = time.perf_counter() - started
+    template = json.loads((outdir / f"{stack.stack_name}.template.json").read_text())
+    return Synthesized(stack, outdir, template, Template.from_json(template), seconds, definition_under_test())
+
+
+def acknowledgements(synthesized: Synthesized) -> dict[str, dict[str, str]]:
+    """{construct path: {rule id: reason}} for every cdk-nag acknowledgement in the stack."""
+    from aws_cdk import Validations
+
+    found: dict[str, dict[str, str]] = {}
+    for construct in synthesized.stack.node.find_all():
+        for entry in construct.node.metadata:
+            if entry.type == Validations.ACKNOWLEDGED_RULES_METADATA_KEY:
+                found.setdefault(construct.node.path, {}).update(entry.data)
+    return found

@@ -1,0 +1,246 @@
+"""The synthesized template deployed into moto's CloudFormation, and the cloud CLI driven against that stack."""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import io
+import json
+import tarfile
+import time
+
+import boto3
+import numpy as np
+import pytest
+from cdk_moto import ACCOUNT, REGION, deploy
+from moto import mock_aws
+
+from lambdas.remediation import bucket_layout
+from lambdas.remediation.payload import Attempt, Decision, Issue, initial_state
+from remediate import cloud_commands
+
+pytestmark = pytest.mark.cdk  # synthesizes through jsii (Node.js)
+
+STACK_NAME = "TrainingRemediation"
+
+
+@pytest.fixture
+def aws(monkeypatch):
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": REGION,
+    }.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    with mock_aws():
+        yield
+
+
+@pytest.fixture
+def deployed(aws, synthesized):
+    started = time.perf_counter()
+    description = deploy(synthesized.outdir, STACK_NAME, synthesized.template)
+    description["deploy_seconds"] = time.perf_counter() - started
+    return description
+
+
+def run_cli(*argv: str) -> int:
+    parser = argparse.ArgumentParser(prog="remediate")
+    cloud_commands.register(parser.add_subparsers(dest="group", required=True))
+    arguments = parser.parse_args(list(argv))
+    return arguments.handler(arguments)
+
+
+def test_the_template_deploys_to_create_complete_with_the_resources_it_declares(deployed, synthesized):
+    assert deployed["StackStatus"] == "CREATE_COMPLETE", deployed.get("StackStatusReason")
+    # Everything else is really created by moto; these three types it accepts without creating.
+    assert deployed["SkippedByMoto"] == ["AWS::CloudWatch::Alarm", "AWS::S3::BucketPolicy", "AWS::SNS::TopicPolicy"]
+    outputs = {o["OutputKey"]: o["OutputValue"] for o in deployed["Outputs"]}
+    assert outputs["JobNamePrefix"] == "remediation"
+
+    lambda_client = boto3.client("lambda", region_name=REGION)
+    functions = {f["Handler"]: f for f in lambda_client.list_functions()["Functions"]}
+    assert set(functions) == {
+        "lambdas.train_handler.handler",
+        "lambdas.monitor_handler.handler",
+        "lambdas.plan_handler.handler",
+    }
+    for function in functions.values():
+        assert function["Runtime"] == "python3.13"
+        assert function["Environment"]["Variables"]["NOTIFICATION_TOPIC_ARN"] == outputs["NotificationTopicArn"]
+        # (moto drops layers it does not hold itself, so the layer is asserted on the template instead)
+
+    machine = boto3.client("stepfunctions", region_name=REGION).describe_state_machine(
+        stateMachineArn=outputs["StateMachineArn"]
+    )
+    # moto stores DefinitionString as given (it does not apply DefinitionSubstitutions; the definition test does).
+    assert json.loads(machine["definition"]) == json.loads(synthesized.definition_path.read_text())
+    # (moto's CloudFormation ignores LoggingConfiguration/TracingConfiguration: asserted on the template)
+
+    s3 = boto3.client("s3", region_name=REGION)
+    encryption = s3.get_bucket_encryption(Bucket=outputs["ArtifactsBucketName"])["ServerSideEncryptionConfiguration"]
+    assert encryption["Rules"][0]["ApplyServerSideEncryptionByDefault"]["SSEAlgorithm"] == "AES256"
+    # (moto's CloudFormation skips versioning, logging and lifecycle: asserted on the template)
+    sns = boto3.client("sns", region_name=REGION)
+    attributes = sns.get_topic_attributes(TopicArn=outputs["NotificationTopicArn"])["Attributes"]
+    assert attributes["KmsMasterKeyId"].startswith(f"arn:aws:kms:{REGION}:{ACCOUNT}:key/")
+    role = boto3.client("iam").get_role(RoleName=outputs["SageMakerRoleArn"].split("/")[-1])["Role"]
+    assert role["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {"Service": "sagemaker.amazonaws.com"}
+
+
+def test_start_fills_bucket_role_and_region_from_the_stack_and_sends_what_the_local_runtime_accepts(
+    deployed, tmp_path, capsys
+):
+    run_spec = {"init_warmup_learning_rate": 0.1, "add_batch_norm": 0, "num_epochs": 2, "policy": "anchor"}
+    run_spec_file = tmp_path / "run_spec.json"
+    run_spec_file.write_text(json.dumps(run_spec))
+
+    assert run_cli("cloud", "start", "--run-spec", str(run_spec_file), "--name", "first-try", "--json") == 0
+    printed = json.loads(capsys.readouterr().out)
+
+    outputs = {o["OutputKey"]: o["OutputValue"] for o in deployed["Outputs"]}
+    execution = boto3.client("stepfunctions", region_name=REGION).describe_execution(
+        executionArn=printed["executionArn"]
+    )
+    assert execution["stateMachineArn"] == outputs["StateMachineArn"]
+    assert execution["name"] == "first-try"
+    sent = json.loads(execution["input"])
+    assert sent == {
+        **run_spec,
+        "bucket": outputs["ArtifactsBucketName"],
+        "region": REGION,
+        "sm_role": outputs["SageMakerRoleArn"],
+    }
+    # The same validation the local runtime's first step applies accepts it.
+    state = initial_state(sent)
+    assert state.run_spec.bucket == outputs["ArtifactsBucketName"] and state.policy == "anchor"
+    assert state.run_spec.sm_role == outputs["SageMakerRoleArn"]
+
+
+@pytest.mark.parametrize(
+    ("run_spec", "named"),
+    [
+        ({"learning_rate": -1}, "learning_rate"),
+        ({"bucket": "some-other-bucket"}, "bucket: the run_spec says 'some-other-bucket'"),
+        ({"surprise": 1}, "surprise: is not a known key"),
+    ],
+)
+def test_start_refuses_a_bad_run_spec_naming_the_field_and_starts_nothing(deployed, tmp_path, capsys, run_spec, named):
+    run_spec_file = tmp_path / "run_spec.json"
+    run_spec_file.write_text(json.dumps(run_spec))
+    assert run_cli("cloud", "start", "--run-spec", str(run_spec_file)) == 2
+    assert named in capsys.readouterr().err
+    client = boto3.client("stepfunctions", region_name=REGION)
+    machine = {o["OutputKey"]: o["OutputValue"] for o in deployed["Outputs"]}["StateMachineArn"]
+    assert client.list_executions(stateMachineArn=machine)["executions"] == []
+
+
+def test_commands_name_a_missing_stack_and_a_stack_without_the_outputs(aws, tmp_path, capsys):
+    run_spec_file = tmp_path / "run_spec.json"
+    run_spec_file.write_text("{}")
+    assert run_cli("cloud", "start", "--run-spec", str(run_spec_file), "--stack-name", "Nowhere") == 2
+    error = capsys.readouterr().err
+    assert "stack 'Nowhere' not found in us-east-1" in error and "cdk deploy" in error
+
+    boto3.client("cloudformation", region_name=REGION).create_stack(
+        StackName="Unrelated",
+        TemplateBody=json.dumps({"Resources": {"Topic": {"Type": "AWS::SNS::Topic"}}}),
+    )
+    assert run_cli("cloud", "upload-source", "--stack-name", "Unrelated") == 2
+    error = capsys.readouterr().err
+    assert "has no output StateMachineArn, ArtifactsBucketName, SageMakerRoleArn" in error
+
+
+def test_upload_source_and_prepare_data_put_the_layout_the_jobs_read(deployed, capsys):
+    bucket = {o["OutputKey"]: o["OutputValue"] for o in deployed["Outputs"]}["ArtifactsBucketName"]
+    assert run_cli("cloud", "upload-source") == 0
+    assert run_cli("cloud", "prepare-data", "--synthetic", "--train-samples", "32", "--test-samples", "16") == 0
+    s3 = boto3.client("s3", region_name=REGION)
+    archive = s3.get_object(Bucket=bucket, Key=bucket_layout.SOURCE_ARCHIVE_KEY)["Body"].read()
+    with tarfile.open(fileobj=io.BytesIO(gzip.decompress(archive))) as tar:
+        names = tar.getnames()
+    assert "train.py" in names and "model/train.py" in names and "debugger/contract.py" in names
+    for prefix, count in ((bucket_layout.TRAIN_CHANNEL_PREFIX, 32), (bucket_layout.TEST_CHANNEL_PREFIX, 16)):
+        x = np.load(io.BytesIO(s3.get_object(Bucket=bucket, Key=prefix + "x.npy")["Body"].read()))
+        y = np.load(io.BytesIO(s3.get_object(Bucket=bucket, Key=prefix + "y.npy")["Body"].read()))
+        assert x.shape == (count, 32, 32, 3) and x.dtype == np.uint8 and y.shape == (count,)
+
+
+def test_status_reads_progress_and_attempts_from_a_real_moto_execution(aws, capsys):
+    """A one-state machine whose output is a real payload, run by moto's interpreter; status reads it back."""
+    state = initial_state(
+        {"bucket": "artifacts-bucket", "region": REGION, "sm_role": f"arn:aws:iam::{ACCOUNT}:role/SageMaker"}
+    )
+    state.attempts.append(
+        Attempt(
+            number=1,
+            job_name="remediation-first-try-1",
+            run_spec=state.run_spec,
+            outcome="issues_found",
+            issue=Issue(rule="ExplodingTensor", step=3),
+            decision=Decision(remedy="add_batch_norm", reason="init-scale gradient norm 412", next_action="launch_new"),
+        )
+    )
+    state.history.latest_job_name = "remediation-first-try-1"
+    payload = {"state": state.model_dump(mode="json")}
+    cloudformation = boto3.client("cloudformation", region_name=REGION)
+    iam = boto3.client("iam")
+    role = iam.create_role(RoleName="machine", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
+        client = boto3.client("stepfunctions", region_name=REGION)
+        machine = client.create_state_machine(
+            name="status-probe",
+            roleArn=role,
+            definition=json.dumps(
+                {"StartAt": "Done", "States": {"Done": {"Type": "Pass", "Result": payload, "End": True}}}
+            ),
+        )["stateMachineArn"]
+        cloudformation.create_stack(
+            StackName=STACK_NAME,
+            TemplateBody=json.dumps(
+                {
+                    "Resources": {"Topic": {"Type": "AWS::SNS::Topic"}},
+                    "Outputs": {
+                        "StateMachineArn": {"Value": machine},
+                        "ArtifactsBucketName": {"Value": "artifacts-bucket"},
+                        "SageMakerRoleArn": {"Value": role},
+                    },
+                }
+            ),
+        )
+        client.start_execution(stateMachineArn=machine, name="probe-run", input="{}")
+        deadline = time.monotonic() + 20
+        while (
+            client.describe_execution(executionArn=machine.replace("stateMachine", "execution") + ":probe-run")[
+                "status"
+            ]
+            == "RUNNING"
+        ):
+            assert time.monotonic() < deadline, "moto's interpreter never finished a one-state machine"
+            time.sleep(0.05)
+        assert run_cli("cloud", "status", "probe-run", "--json") == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["status"] == "SUCCEEDED"
+    assert summary["current_state"] == "Done"
+    assert summary["history"]["latest_job_name"] == "remediation-first-try-1"
+    assert summary["attempts"] == [
+        {
+            "number": 1,
+            "job_name": "remediation-first-try-1",
+            "outcome": "issues_found",
+            "issue": "ExplodingTensor at step 3",
+            "remedy": "add_batch_norm",
+            "reason": "init-scale gradient norm 412",
+        }
+    ]
+
+
+def test_a_bad_run_spec_field_is_reported_before_any_stack_lookup(aws, tmp_path, capsys):
+    run_spec_file = tmp_path / "run_spec.json"
+    run_spec_file.write_text(json.dumps({"init_warmup_learning_rate": -1, "depth": 21}))
+    assert run_cli("cloud", "start", "--run-spec", str(run_spec_file), "--stack-name", "Nowhere") == 2
+    error = capsys.readouterr().err
+    assert "init_warmup_learning_rate: must be > 0 (got -1)" in error and "depth" in error
+    assert "not found" not in error

@@ -1,0 +1,80 @@
+"""Context values: the optional e-mail subscription, and bad values refused with the field and the fix."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from cdk_synth import synthesize
+
+from infra.app import build_app
+
+pytestmark = pytest.mark.cdk  # synthesizes through jsii (Node.js)
+
+
+def test_notification_email_adds_one_email_subscription_to_the_topic(tmp_path):
+    synthesized = synthesize(tmp_path, notification_email="ops@example.com")
+    topic_id = synthesized.logical_id(synthesized.stack.notifications.topic)
+    (subscription,) = synthesized.resources("AWS::SNS::Subscription").values()
+    assert subscription["Properties"] == {
+        "Endpoint": "ops@example.com",
+        "Protocol": "email",
+        "TopicArn": {"Ref": topic_id},
+    }
+
+
+def test_job_name_prefix_scopes_the_environment_and_every_training_job_grant(tmp_path):
+    synthesized = synthesize(tmp_path, job_name_prefix="team-a")
+    text = json.dumps(synthesized.template)
+    assert "training-job/team-a*" in text and "training-job/remediation*" not in text
+    assert "log-stream:team-a*" in text
+    for function in synthesized.resources("AWS::Lambda::Function").values():
+        assert function["Properties"]["Environment"]["Variables"]["JOB_NAME_PREFIX"] == "team-a"
+
+
+@pytest.mark.parametrize(
+    ("context", "named"),
+    [
+        ({"job_name_prefix": "bad_prefix!"}, "job_name_prefix"),
+        ({"job_name_prefix": "x" * 30}, "job_name_prefix"),
+        ({"notification_email": "not-an-address"}, "notification_email"),
+        ({"debug_output_expiration_days": "soon"}, "debug_output_expiration_days"),
+        ({"debug_output_expiration_days": 0}, "debug_output_expiration_days"),
+    ],
+)
+def test_a_bad_context_value_is_refused_naming_it(tmp_path, context, named):
+    with pytest.raises(ValueError) as raised:
+        build_app(context, outdir=str(tmp_path))
+    assert str(raised.value).startswith(named)
+
+
+def test_an_asl_that_publishes_itself_gets_the_topic_substituted_and_only_that_grant(tmp_path):
+    definition = {
+        "StartAt": "Train",
+        "States": {
+            "Train": {"Type": "Task", "Resource": "${TrainFunctionArn}", "Next": "Monitor"},
+            "Monitor": {"Type": "Task", "Resource": "${MonitorFunctionArn}", "Next": "Plan"},
+            "Plan": {"Type": "Task", "Resource": "${PlanFunctionArn}", "Next": "Notify"},
+            "Notify": {
+                "Type": "Task",
+                "Resource": "arn:aws:states:::sns:publish",
+                "Parameters": {"TopicArn": "${NotificationTopicArn}", "Message.$": "$"},
+                "End": True,
+            },
+        },
+    }
+    path = tmp_path / "publishing.asl.json"
+    path.write_text(json.dumps(definition))
+    synthesized = synthesize(tmp_path / "out", state_machine_definition=str(path))
+    topic_id = synthesized.logical_id(synthesized.stack.notifications.topic)
+    (machine,) = synthesized.resources("AWS::StepFunctions::StateMachine").values()
+    assert machine["Properties"]["DefinitionSubstitutions"]["NotificationTopicArn"] == {"Ref": topic_id}
+    role_id = synthesized.logical_id(synthesized.stack.workflow.state_machine.role)
+    statements = [
+        s
+        for p in synthesized.resources("AWS::IAM::Policy").values()
+        if {"Ref": role_id} in p["Properties"]["Roles"]
+        for s in p["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    (publish,) = [s for s in statements if s["Action"] == "sns:Publish"]
+    assert publish["Resource"] == {"Ref": topic_id}

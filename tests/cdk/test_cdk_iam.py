@@ -1,0 +1,313 @@
+"""Least privilege: every IAM statement of the stack, scoped as the design says, and matched to the handlers' calls."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import botocore.session
+import pytest
+from botocore import xform_name
+from cdk_synth import acknowledgements
+
+from lambdas.remediation import bucket_layout
+
+pytestmark = pytest.mark.cdk  # synthesizes through jsii (Node.js)
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+#: Actions AWS documents as taking no resource ARN ("*" is the only valid Resource).
+RESOURCE_STAR_ONLY = {
+    "xray:PutTraceSegments",
+    "xray:PutTelemetryRecords",
+    "xray:GetSamplingRules",
+    "xray:GetSamplingTargets",
+    "logs:CreateLogDelivery",
+    "logs:GetLogDelivery",
+    "logs:UpdateLogDelivery",
+    "logs:DeleteLogDelivery",
+    "logs:ListLogDeliveries",
+    "logs:PutResourcePolicy",
+    "logs:DescribeResourcePolicies",
+    "logs:DescribeLogGroups",
+    "ecr:GetAuthorizationToken",
+    "cloudwatch:PutMetricData",
+}
+#: The IAM prefix of each service the handlers may call, by botocore service name.
+IAM_PREFIX = {"sagemaker": "sagemaker", "s3": "s3", "sns": "sns", "stepfunctions": "states", "cloudwatch": "cloudwatch"}
+#: boto3 method names that are also everyday Python methods (re.Pattern.search, dict.get...): not counted.
+GENERIC_METHOD_NAMES = {"search", "get", "update", "delete", "copy", "select"}
+
+
+def _as_list(value):
+    return value if isinstance(value, list) else [value]
+
+
+def statements_by_role(synthesized) -> dict[str, list[dict]]:
+    by_role: dict[str, list[dict]] = {}
+    for policy in synthesized.resources("AWS::IAM::Policy").values():
+        for role in policy["Properties"]["Roles"]:
+            by_role.setdefault(role["Ref"], []).extend(policy["Properties"]["PolicyDocument"]["Statement"])
+    return by_role
+
+
+def role_statements(synthesized, role) -> list[dict]:
+    return statements_by_role(synthesized)[synthesized.stack.resolve(role.node.default_child.logical_id)]
+
+
+def granted(statements, action) -> list[dict]:
+    return [s for s in statements if s["Effect"] == "Allow" and action in _as_list(s["Action"])]
+
+
+def bucket_object_arn(synthesized, prefix: str) -> dict:
+    bucket = synthesized.logical_id(synthesized.stack.storage.artifacts_bucket)
+    return {"Fn::Join": ["", [{"Fn::GetAtt": [bucket, "Arn"]}, f"/{prefix}*"]]}
+
+
+def training_job_arn() -> dict:
+    return {
+        "Fn::Join": [
+            "",
+            [
+                "arn:",
+                {"Ref": "AWS::Partition"},
+                ":sagemaker:",
+                {"Ref": "AWS::Region"},
+                ":",
+                {"Ref": "AWS::AccountId"},
+                ":training-job/remediation*",
+            ],
+        ]
+    }
+
+
+def test_no_wildcard_action_and_no_star_resource_beyond_what_the_service_requires(synthesized):
+    acknowledged = acknowledgements(synthesized)
+    for role_id, statements in statements_by_role(synthesized).items():
+        for statement in statements:
+            assert statement["Effect"] == "Allow"
+            for action in _as_list(statement["Action"]):
+                assert "*" not in action, f"{role_id}: wildcard action {action}"
+            if "*" in _as_list(statement["Resource"]):
+                extra = set(_as_list(statement["Action"])) - RESOURCE_STAR_ONLY
+                assert not extra, f"{role_id}: Resource '*' for {sorted(extra)}, which take resource ARNs"
+                path = _construct_path_of_role(synthesized, role_id)
+                assert "AwsSolutions::AwsSolutions-IAM5[Resource::*]" in acknowledged.get(path, {}), (
+                    f"{path} uses Resource '*' without an acknowledgement stating why"
+                )
+
+
+def test_put_metric_data_is_limited_to_the_training_namespace(synthesized):
+    (statement,) = granted(role_statements(synthesized, synthesized.stack.sagemaker.role), "cloudwatch:PutMetricData")
+    assert statement["Condition"] == {"StringEquals": {"cloudwatch:namespace": "/aws/sagemaker/TrainingJobs"}}
+
+
+def test_train_lambda_creates_only_prefixed_jobs_tags_only_on_create_and_passes_only_the_sagemaker_role(synthesized):
+    statements = role_statements(synthesized, synthesized.stack.functions.train.role)
+    for action in ("sagemaker:CreateTrainingJob", "sagemaker:DescribeTrainingJob"):
+        (statement,) = granted(statements, action)
+        assert statement["Resource"] == training_job_arn()
+    (tagging,) = granted(statements, "sagemaker:AddTags")
+    assert tagging["Resource"] == training_job_arn()
+    assert tagging["Condition"] == {"StringEquals": {"sagemaker:TaggingAction": "CreateTrainingJob"}}
+    (pass_role,) = granted(statements, "iam:PassRole")
+    role_id = synthesized.logical_id(synthesized.stack.sagemaker.role)
+    assert pass_role["Resource"] == {"Fn::GetAtt": [role_id, "Arn"]}
+    assert pass_role["Condition"] == {"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}}
+    assert not granted(statements, "sagemaker:StopTrainingJob")
+    assert not [s for s in statements if any(a.startswith("s3:") for a in _as_list(s["Action"]))]
+
+
+def test_monitor_lambda_watches_and_stops_prefixed_jobs_and_reads_only_debug_output(synthesized):
+    statements = role_statements(synthesized, synthesized.stack.functions.monitor.role)
+    for action in ("sagemaker:DescribeTrainingJob", "sagemaker:StopTrainingJob"):
+        (statement,) = granted(statements, action)
+        assert statement["Resource"] == training_job_arn()
+    assert not granted(statements, "sagemaker:CreateTrainingJob") and not granted(statements, "iam:PassRole")
+    (read,) = granted(statements, "s3:GetObject")
+    assert read["Resource"] == bucket_object_arn(synthesized, bucket_layout.DEBUG_OUTPUT_PREFIX)
+    (listing,) = granted(statements, "s3:ListBucket")
+    assert listing["Condition"] == {"StringLike": {"s3:prefix": ["debug-output/*"]}}
+    assert not granted(statements, "s3:PutObject")
+
+
+def test_every_lambda_publishes_only_to_the_topic_and_encrypts_only_with_its_key(synthesized):
+    topic_id = synthesized.logical_id(synthesized.stack.notifications.topic)
+    key_id = synthesized.logical_id(synthesized.stack.notifications.key)
+    for function in synthesized.stack.functions.all:
+        statements = role_statements(synthesized, function.role)
+        (publish,) = granted(statements, "sns:Publish")
+        assert publish["Resource"] == {"Ref": topic_id}
+        (encrypt,) = granted(statements, "kms:GenerateDataKey")
+        assert encrypt["Resource"] == {"Fn::GetAtt": [key_id, "Arn"]}
+    plan_actions = {
+        a for s in role_statements(synthesized, synthesized.stack.functions.plan.role) for a in _as_list(s["Action"])
+    }
+    assert plan_actions == {
+        "logs:CreateLogStream",
+        "logs:PutLogEvents",
+        "xray:PutTelemetryRecords",
+        "xray:PutTraceSegments",
+        "sns:Publish",
+        "kms:Decrypt",
+        "kms:GenerateDataKey",
+    }
+
+
+def test_sagemaker_role_reads_code_data_checkpoints_and_writes_output_debug_output_checkpoints_only(synthesized):
+    statements = role_statements(synthesized, synthesized.stack.sagemaker.role)
+    (read,) = granted(statements, "s3:GetObject")
+    assert sorted(map(json.dumps, _as_list(read["Resource"]))) == sorted(
+        json.dumps(bucket_object_arn(synthesized, p)) for p in ("code/", "data/", "checkpoints/")
+    )
+    (write,) = granted(statements, "s3:PutObject")
+    assert sorted(map(json.dumps, _as_list(write["Resource"]))) == sorted(
+        json.dumps(bucket_object_arn(synthesized, p)) for p in ("jobs/", "debug-output/", "checkpoints/")
+    )
+    (listing,) = granted(statements, "s3:ListBucket")
+    assert listing["Condition"] == {"StringLike": {"s3:prefix": ["code/*", "data/*", "checkpoints/*"]}}
+    s3_actions = {a for s in statements for a in _as_list(s["Action"]) if a.startswith("s3:")}
+    assert s3_actions == {"s3:GetObject", "s3:PutObject", "s3:ListBucket"}
+    (pull,) = granted(statements, "ecr:BatchGetImage")
+    repositories = {}
+    for resource in pull["Resource"]:
+        parts = resource["Fn::Join"][1]
+        (lookup,) = [p["Fn::FindInMap"] for p in parts if isinstance(p, dict) and "Fn::FindInMap" in p]
+        assert lookup[1] == {"Ref": "AWS::Region"}
+        repositories[parts[-1]] = lookup[2]
+    assert repositories == {":repository/pytorch-training": "Training", ":repository/sagemaker-debugger-rules": "Rules"}
+    (streams,) = granted(statements, "logs:PutLogEvents")
+    assert json.dumps(streams["Resource"]).endswith(
+        ':log-group:/aws/sagemaker/TrainingJobs:log-stream:remediation*"]]}'
+    )
+
+
+def test_images_are_pulled_from_the_registries_the_train_lambda_names(synthesized):
+    from lambdas.remediation.job_request import rule_evaluator_image_uri, training_image_uri
+
+    (mapping,) = synthesized.template["Mappings"].values()
+    for region in ("us-east-1", "eu-west-1", "ap-east-1", "me-south-1", "cn-north-1"):
+        assert training_image_uri(region, "ml.m5.xlarge").split(".")[0] == mapping[region]["Training"]
+    for region in ("us-east-1", "ap-east-1", "eu-west-1"):
+        assert rule_evaluator_image_uri(region).split(".")[0] == mapping[region]["Rules"]
+
+
+def test_state_machine_invokes_exactly_the_three_lambdas(synthesized):
+    statements = role_statements(synthesized, synthesized.stack.workflow.state_machine.role)
+    (invoke,) = granted(statements, "lambda:InvokeFunction")
+    functions = synthesized.stack.functions
+    assert sorted(r["Fn::GetAtt"][0] for r in invoke["Resource"]) == sorted(
+        synthesized.logical_id(f) for f in (functions.train, functions.monitor, functions.plan)
+    )
+
+
+# --------------------------------------------------------------------------- the handlers' AWS calls vs. the grants
+
+
+def _aws_operations() -> dict[str, set[str]]:
+    """snake_case boto3 method -> {"prefix:Operation"} over the services the handlers may use."""
+    session = botocore.session.get_session()
+    operations: dict[str, set[str]] = {}
+    for service, prefix in IAM_PREFIX.items():
+        for operation in session.get_service_model(service).operation_names:
+            operations.setdefault(xform_name(operation), set()).add(f"{prefix}:{operation}")
+    operations = {name: actions for name, actions in operations.items() if name not in GENERIC_METHOD_NAMES}
+    operations["upload_file"] = {"s3:PutObject"}  # boto3's managed transfers
+    operations["download_file"] = {"s3:GetObject"}
+    return operations
+
+
+def _module_file(module: str) -> Path | None:
+    path = REPO_ROOT.joinpath(*module.split(".")).with_suffix(".py")
+    return path if path.is_file() else None
+
+
+def aws_actions_reached(handler_module: str) -> set[str]:
+    """IAM actions for the AWS calls a handler makes, following calls into lambdas.* module functions."""
+    operations = _aws_operations()
+    trees: dict[str, ast.Module] = {}
+
+    def tree(module: str) -> ast.Module:
+        if module not in trees:
+            trees[module] = ast.parse(_module_file(module).read_text(encoding="utf-8"))
+        return trees[module]
+
+    def module_aliases(module: str) -> dict[str, str]:
+        aliases = {}
+        for node in ast.walk(tree(module)):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("lambdas"):
+                for alias in node.names:
+                    full = f"{node.module}.{alias.name}"
+                    if _module_file(full):
+                        aliases[alias.asname or alias.name] = full
+        return aliases
+
+    reached: set[str] = set()
+    seen: set[tuple[str, str]] = set()
+
+    def visit(module: str, body: list[ast.stmt]) -> None:
+        aliases = module_aliases(module)
+        functions = {n.name: n for n in tree(module).body if isinstance(n, ast.FunctionDef)}
+        for node in ast.walk(ast.Module(body=body, type_ignores=[])):
+            if not isinstance(node, ast.Call):
+                continue
+            target = node.func
+            if isinstance(target, ast.Attribute):
+                owner = target.value.id if isinstance(target.value, ast.Name) else None
+                if owner in aliases:
+                    follow(aliases[owner], target.attr)
+                elif target.attr in operations:
+                    reached.update(operations[target.attr])
+            elif isinstance(target, ast.Name) and target.id in functions:
+                follow(module, target.id)
+
+    def follow(module: str, function: str) -> None:
+        if (module, function) in seen:
+            return
+        seen.add((module, function))
+        definitions = [n for n in tree(module).body if isinstance(n, ast.FunctionDef) and n.name == function]
+        if definitions:
+            visit(module, definitions[0].body)
+
+    visit(handler_module, tree(handler_module).body)
+    return reached
+
+
+@pytest.mark.parametrize("name", ["train", "monitor", "plan"])
+def test_each_lambda_is_granted_every_aws_call_its_handler_makes(synthesized, name):
+    module = f"lambdas.{name}_handler"
+    assert _module_file(module), f"{module} is missing: the stack deploys it as the {name} Lambda's handler"
+    candidates = aws_actions_reached(module)
+    assert candidates, f"{module}: found no AWS call at all, the call-graph scan is broken"
+    function = getattr(synthesized.stack.functions, name)
+    allowed = {a for s in role_statements(synthesized, function.role) for a in _as_list(s["Action"])}
+    # A boto3 method name shared by several services maps to several actions: one of them suffices.
+    by_method: dict[str, set[str]] = {}
+    for action in candidates:
+        by_method.setdefault(xform_name(action.split(":")[1]), set()).add(action)
+    missing = {method: actions for method, actions in by_method.items() if not actions & allowed}
+    assert not missing, f"{name} Lambda calls AWS without a grant: {missing}"
+
+
+def test_the_sagemaker_role_grants_what_the_in_job_debugger_mirror_calls(synthesized):
+    """The training job mirrors its debug output to S3 with boto3 (debugger/s3_mirror.py) as the SageMaker role."""
+    reached = aws_actions_reached("debugger.s3_mirror")
+    assert reached == {"s3:PutObject"}, reached
+    statements = role_statements(synthesized, synthesized.stack.sagemaker.role)
+    (write,) = granted(statements, "s3:PutObject")
+    assert json.dumps(bucket_object_arn(synthesized, bucket_layout.DEBUG_OUTPUT_PREFIX)) in map(
+        json.dumps, _as_list(write["Resource"])
+    )
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _construct_path_of_role(synthesized, role_logical_id: str) -> str:
+    for construct in synthesized.stack.node.find_all():
+        child = construct.node.default_child
+        if child is not None and hasattr(child, "cfn_resource_type") and child.cfn_resource_type == "AWS::IAM::Role":
+            if synthesized.stack.resolve(child.logical_id) == role_logical_id:
+                return construct.node.path
+    raise AssertionError(f"no role construct for {role_logical_id}")

@@ -1,0 +1,205 @@
+"""Every resource of the stack with its encryption, logging, tracing and outputs (aws_cdk.assertions)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from aws_cdk.assertions import Match
+
+from infra.functions import POWERTOOLS_METRICS_NAMESPACE, POWERTOOLS_SERVICE_NAME
+from infra.stack import (
+    OUTPUT_BUCKET_NAME,
+    OUTPUT_JOB_NAME_PREFIX,
+    OUTPUT_SAGEMAKER_ROLE_ARN,
+    OUTPUT_STATE_MACHINE_ARN,
+    OUTPUT_TOPIC_ARN,
+)
+from lambdas.remediation import bucket_layout
+from remediate import cloud_commands
+
+pytestmark = pytest.mark.cdk  # synthesizes through jsii (Node.js)
+
+
+def test_resource_inventory(synthesized):
+    counts = {}
+    for resource in synthesized.template["Resources"].values():
+        counts[resource["Type"]] = counts.get(resource["Type"], 0) + 1
+    assert counts["AWS::Lambda::Function"] == 3
+    assert counts["AWS::StepFunctions::StateMachine"] == 1
+    assert counts["AWS::S3::Bucket"] == 2  # artifacts + its access logs
+    assert counts["AWS::SNS::Topic"] == 1
+    assert counts["AWS::KMS::Key"] == 1
+    assert counts["AWS::CloudWatch::Alarm"] == 2
+    # No custom-resource Lambdas (log retention, bucket auto-delete...) sneaked in.
+    assert "Custom::LogRetention" not in counts and "AWS::CloudFormation::CustomResource" not in counts
+
+
+def test_artifacts_bucket_is_encrypted_private_versioned_logged_and_expires_debug_output(synthesized):
+    artifacts = synthesized.logical_id(synthesized.stack.storage.artifacts_bucket)
+    access_logs = synthesized.logical_id(synthesized.stack.storage.access_log_bucket)
+    bucket = synthesized.template["Resources"][artifacts]["Properties"]
+    assert bucket["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"] == {
+        "SSEAlgorithm": "AES256"
+    }
+    assert bucket["PublicAccessBlockConfiguration"] == {
+        "BlockPublicAcls": True,
+        "BlockPublicPolicy": True,
+        "IgnorePublicAcls": True,
+        "RestrictPublicBuckets": True,
+    }
+    assert bucket["VersioningConfiguration"] == {"Status": "Enabled"}
+    assert bucket["LoggingConfiguration"]["DestinationBucketName"] == {"Ref": access_logs}
+    rules = {rule["Id"]: rule for rule in bucket["LifecycleConfiguration"]["Rules"]}
+    debug_rule = rules["ExpireDebugOutput"]
+    assert debug_rule["Prefix"] == bucket_layout.DEBUG_OUTPUT_PREFIX == "debug-output/"
+    assert debug_rule["Status"] == "Enabled" and debug_rule["ExpirationInDays"] == 30
+
+
+def test_both_buckets_refuse_plain_http(synthesized):
+    for bucket in (synthesized.stack.storage.artifacts_bucket, synthesized.stack.storage.access_log_bucket):
+        logical_id = synthesized.logical_id(bucket)
+        policies = [
+            p["Properties"]["PolicyDocument"]["Statement"]
+            for p in synthesized.resources("AWS::S3::BucketPolicy").values()
+            if p["Properties"]["Bucket"] == {"Ref": logical_id}
+        ]
+        assert policies, f"no bucket policy on {logical_id}"
+        denies = [
+            s
+            for s in policies[0]
+            if s["Effect"] == "Deny" and s.get("Condition") == {"Bool": {"aws:SecureTransport": "false"}}
+        ]
+        assert denies, f"{logical_id} accepts requests without TLS"
+
+
+def test_topic_is_kms_encrypted_with_a_rotating_customer_key_and_tls_only(synthesized):
+    key_id = synthesized.logical_id(synthesized.stack.notifications.key)
+    synthesized.assertions.has_resource_properties(
+        "AWS::SNS::Topic", {"KmsMasterKeyId": {"Fn::GetAtt": [key_id, "Arn"]}}
+    )
+    synthesized.assertions.has_resource_properties("AWS::KMS::Key", {"EnableKeyRotation": True})
+    synthesized.assertions.has_resource_properties(
+        "AWS::SNS::TopicPolicy",
+        {
+            "PolicyDocument": {
+                "Statement": Match.array_with(
+                    [Match.object_like({"Effect": "Deny", "Condition": {"Bool": {"aws:SecureTransport": "false"}}})]
+                )
+            }
+        },
+    )
+    # CloudWatch alarms may use the key, or their notifications to the encrypted topic would be dropped.
+    key_policy = synthesized.template["Resources"][key_id]["Properties"]["KeyPolicy"]["Statement"]
+    assert any(
+        s.get("Principal") == {"Service": "cloudwatch.amazonaws.com"} and "kms:GenerateDataKey" in s["Action"]
+        for s in key_policy
+    )
+    # No e-mail subscription unless the notification_email context value asks for one.
+    assert not synthesized.resources("AWS::SNS::Subscription")
+
+
+def test_lambdas_run_python_3_13_with_powertools_tracing_and_their_environment(synthesized):
+    functions = synthesized.resources("AWS::Lambda::Function")
+    topic_id = synthesized.logical_id(synthesized.stack.notifications.topic)
+    handlers = sorted(f["Properties"]["Handler"] for f in functions.values())
+    assert handlers == [
+        "lambdas.monitor_handler.handler",
+        "lambdas.plan_handler.handler",
+        "lambdas.train_handler.handler",
+    ]
+    layer_parameters = [
+        name
+        for name, p in synthesized.template["Parameters"].items()
+        if p["Default"] == "/aws/service/powertools/python/x86_64/python3.13/3.37.0"
+    ]
+    assert len(layer_parameters) == 1
+    for function in functions.values():
+        properties = function["Properties"]
+        assert properties["Runtime"] == "python3.13"
+        assert properties["Architectures"] == ["x86_64"]
+        assert properties["TracingConfig"] == {"Mode": "Active"}
+        assert properties["Layers"] == [{"Ref": layer_parameters[0]}]
+        assert properties["LoggingConfig"]["LogGroup"]["Ref"] in synthesized.resources("AWS::Logs::LogGroup")
+        assert properties["Environment"]["Variables"] == {
+            "NOTIFICATION_TOPIC_ARN": {"Ref": topic_id},
+            "JOB_NAME_PREFIX": "remediation",
+            "POWERTOOLS_SERVICE_NAME": POWERTOOLS_SERVICE_NAME,
+            "POWERTOOLS_METRICS_NAMESPACE": POWERTOOLS_METRICS_NAMESPACE,
+            "POWERTOOLS_LOG_LEVEL": "INFO",
+        }
+    for log_group in synthesized.resources("AWS::Logs::LogGroup").values():
+        assert log_group["Properties"]["RetentionInDays"] == 90
+
+
+def test_state_machine_logs_every_event_traces_and_inlines_the_definition(synthesized):
+    machines = synthesized.resources("AWS::StepFunctions::StateMachine")
+    (machine,) = machines.values()
+    properties = machine["Properties"]
+    assert properties["StateMachineType"] == "STANDARD"
+    assert properties["TracingConfiguration"] == {"Enabled": True}
+    assert properties["LoggingConfiguration"]["Level"] == "ALL"
+    assert properties["LoggingConfiguration"]["IncludeExecutionData"] is True
+    log_group_id = properties["LoggingConfiguration"]["Destinations"][0]["CloudWatchLogsLogGroup"]["LogGroupArn"][
+        "Fn::GetAtt"
+    ][0]
+    log_group_name = synthesized.template["Resources"][log_group_id]["Properties"]["LogGroupName"]
+    assert json.dumps(log_group_name).count("/aws/vendedlogs/states/") == 1
+    # Inline, byte for byte the ASL file: cfn-lint and these tests see the definition (no S3 location).
+    assert "DefinitionS3Location" not in properties
+    assert properties["DefinitionString"] == synthesized.definition_path.read_text(encoding="utf-8")
+
+
+def test_alarms_on_failed_and_timed_out_executions_notify_the_topic(synthesized):
+    machine_id = synthesized.logical_id(synthesized.stack.workflow.state_machine)
+    topic_id = synthesized.logical_id(synthesized.stack.notifications.topic)
+    alarms = {
+        a["Properties"]["MetricName"]: a["Properties"] for a in synthesized.resources("AWS::CloudWatch::Alarm").values()
+    }
+    assert set(alarms) == {"ExecutionsFailed", "ExecutionsTimedOut"}
+    for alarm in alarms.values():
+        assert alarm["Namespace"] == "AWS/States"
+        assert alarm["Dimensions"] == [{"Name": "StateMachineArn", "Value": {"Ref": machine_id}}]
+        assert alarm["Threshold"] == 1 and alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+        assert alarm["AlarmActions"] == [{"Ref": topic_id}]
+        assert alarm["TreatMissingData"] == "notBreaching"
+
+
+def test_sagemaker_role_is_assumable_only_by_sagemaker_of_this_account(synthesized):
+    role_id = synthesized.logical_id(synthesized.stack.sagemaker.role)
+    trust = synthesized.template["Resources"][role_id]["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+    assert trust == [
+        {
+            "Action": "sts:AssumeRole",
+            "Condition": {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}},
+            "Effect": "Allow",
+            "Principal": {"Service": "sagemaker.amazonaws.com"},
+        }
+    ]
+
+
+def test_outputs_are_the_ones_the_cloud_cli_reads(synthesized):
+    outputs = synthesized.template["Outputs"]
+    expected = {
+        OUTPUT_STATE_MACHINE_ARN: synthesized.stack.workflow.state_machine,
+        OUTPUT_TOPIC_ARN: synthesized.stack.notifications.topic,
+        OUTPUT_BUCKET_NAME: synthesized.stack.storage.artifacts_bucket,
+    }
+    for key, construct in expected.items():
+        assert outputs[key]["Value"] == {"Ref": synthesized.logical_id(construct)}
+    role_id = synthesized.logical_id(synthesized.stack.sagemaker.role)
+    assert outputs[OUTPUT_SAGEMAKER_ROLE_ARN]["Value"] == {"Fn::GetAtt": [role_id, "Arn"]}
+    assert outputs[OUTPUT_JOB_NAME_PREFIX]["Value"] == "remediation"
+    assert (
+        cloud_commands.OUTPUT_STATE_MACHINE_ARN,
+        cloud_commands.OUTPUT_TOPIC_ARN,
+        cloud_commands.OUTPUT_BUCKET_NAME,
+        cloud_commands.OUTPUT_SAGEMAKER_ROLE_ARN,
+        cloud_commands.OUTPUT_JOB_NAME_PREFIX,
+    ) == (
+        OUTPUT_STATE_MACHINE_ARN,
+        OUTPUT_TOPIC_ARN,
+        OUTPUT_BUCKET_NAME,
+        OUTPUT_SAGEMAKER_ROLE_ARN,
+        OUTPUT_JOB_NAME_PREFIX,
+    )
