@@ -74,7 +74,16 @@ def read_rule_statuses(
 
 
 def read_rule_status_document(s3_client: Any, bucket: str, job_name: str) -> contract.RuleStatusDocument | None:
+    """None while the job has not written its status yet.
+
+    The key is listed before it is read: the monitor's s3:ListBucket grant is
+    conditioned on the debug-output/ prefix, and a GetObject of a missing key
+    answers 403 (not 404) to a caller whose ListBucket does not cover the request.
+    """
     key = bucket_layout.rule_status_key(job_name)
+    listing = s3_client.list_objects_v2(Bucket=bucket, Prefix=key, MaxKeys=1)
+    if not any(item["Key"] == key for item in listing.get("Contents", [])):
+        return None
     try:
         response = s3_client.get_object(Bucket=bucket, Key=key)
     except ClientError as error:

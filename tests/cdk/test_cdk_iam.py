@@ -215,6 +215,9 @@ def _aws_operations() -> dict[str, set[str]]:
     operations = {name: actions for name, actions in operations.items() if name not in GENERIC_METHOD_NAMES}
     operations["upload_file"] = {"s3:PutObject"}  # boto3's managed transfers
     operations["download_file"] = {"s3:GetObject"}
+    # S3 API operations whose IAM action has another name.
+    operations["list_objects_v2"] = {"s3:ListBucket"}
+    operations["list_objects"] = {"s3:ListBucket"}
     return operations
 
 
