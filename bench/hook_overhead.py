@@ -1,0 +1,261 @@
+"""Cost of the debugger hook on ResNet-20 training steps, and how fast a StopTraining rule ends a job.
+
+    python bench/hook_overhead.py [--quick] [--skip-latency]
+
+1. Overhead: ResNet-20 (model.resnet.build_resnet, no batch norm), batch 128, random CIFAR-shaped data,
+   CPU, 2 threads. Four configurations train side by side in this one process, in interleaved repetitions
+   (one block of steps of each per repetition, the first repetition discarded as warm-up):
+   no hook; the hook with default settings (save_interval 500, ExplodingTensor with StopTraining +
+   VanishingGradient + LossNotDecreasing, every-step cheap checks); save_interval 10; save_interval 1.
+   Reports the median step time per configuration, its ratio to no hook (overall, and the median of the
+   per-repetition ratios, which cancels slow drifts in machine load), and the time spent inside the hook's
+   per-step check (measured directly, so it is not drowned by machine noise).
+2. Detection latency: `python -m model.train` in a subprocess on a generated synthetic data set, no batch
+   norm, warmup learning rate 0.1, ExplodingTensor with StopTraining. Reports the step of the first
+   non-finite gradient (progress log), the rule's issue step (status document), the steps executed after
+   it, and the seconds from the issue to process exit.
+
+Prints one JSON document on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+
+from debugger import Hook  # noqa: E402
+from debugger.contract import RuleStatusDocument  # noqa: E402
+from model.progress_log import parse_progress_line  # noqa: E402
+
+STOP = '[{"name":"StopTraining"}]'
+DEFAULT_RULES = [
+    {
+        "RuleConfigurationName": "ExplodingTensor",
+        "RuleParameters": {"rule_to_invoke": "ExplodingTensor", "action_json": STOP},
+    },
+    {"RuleConfigurationName": "VanishingGradient", "RuleParameters": {"rule_to_invoke": "VanishingGradient"}},
+    {"RuleConfigurationName": "LossNotDecreasing", "RuleParameters": {"rule_to_invoke": "LossNotDecreasing"}},
+]
+CONFIGURATIONS = {
+    "no_hook": None,
+    "hook_default_save_interval_500": {},
+    "hook_save_interval_10": {"HookParameters": {"save_interval": "10"}},
+    "hook_save_interval_1": {"HookParameters": {"save_interval": "1"}},
+}
+
+
+def wait_for_model(timeout: float = 1800.0) -> None:
+    """model/resnet.py is written by another part of the project; wait for it if it is not there yet."""
+    deadline = time.monotonic() + timeout
+    while not (REPO / "model" / "resnet.py").exists():
+        if time.monotonic() > deadline:
+            raise SystemExit("model/resnet.py did not appear")
+        time.sleep(10)
+
+
+class Runner:
+    """One configuration: its own model, optimizer and (maybe) hook."""
+
+    def __init__(self, name: str, hook_config: dict | None, out_root: Path):
+        from model.resnet import build_resnet
+
+        torch.manual_seed(0)
+        self.name = name
+        self.model = build_resnet(depth=20, activation="elu", add_batch_norm=False, num_classes=10)
+        self.criterion = nn.CrossEntropyLoss()
+        # a small learning rate keeps the BN-free network finite for the whole benchmark
+        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=1e-4, momentum=0.9)
+        self.hook = None
+        self.hook_seconds: list[float] = []
+        if hook_config is not None:
+            self.hook = Hook.from_configs(hook_config, DEFAULT_RULES, out_dir=out_root / name, job_name=name)
+            self.hook.register_module(self.model)
+            self.hook.register_loss(self.criterion)
+            self.hook.register_optimizer(self.optimizer)
+            self.hook.set_context(epoch=0, phase="main", steps_per_epoch=20, learning_rate=1e-4)
+            original = self.hook.end_step
+
+            def timed_end_step() -> None:
+                started = time.perf_counter()
+                try:
+                    original()
+                finally:
+                    self.hook_seconds.append(time.perf_counter() - started)
+
+            self.hook.end_step = timed_end_step  # the optimizer pre-hook calls it through the instance
+        self.step_seconds: list[float] = []
+        self.block_medians: list[float] = []
+
+    def run(self, batches: list[tuple[torch.Tensor, torch.Tensor]], record: bool) -> None:
+        for images, labels in batches:
+            started = time.perf_counter()
+            self.optimizer.zero_grad(set_to_none=True)
+            self.criterion(self.model(images), labels).backward()
+            self.optimizer.step()
+            elapsed = time.perf_counter() - started
+            if record:
+                self.step_seconds.append(elapsed)
+        if record:
+            self.block_medians.append(statistics.median(self.step_seconds[-len(batches) :]))
+        if not record:
+            self.hook_seconds.clear()
+
+
+def measure_overhead(repetitions: int, steps_per_repetition: int) -> dict:
+    torch.set_num_threads(2)
+    generator = torch.Generator().manual_seed(0)
+    batches = [
+        (torch.randn(128, 3, 32, 32, generator=generator), torch.randint(0, 10, (128,), generator=generator))
+        for _ in range(steps_per_repetition)
+    ]
+    with tempfile.TemporaryDirectory() as scratch:
+        runners = [Runner(name, config, Path(scratch)) for name, config in CONFIGURATIONS.items()]
+        for repetition in range(repetitions + 1):
+            order = runners if repetition % 2 == 0 else list(reversed(runners))
+            for runner in order:
+                runner.run(batches, record=repetition > 0)
+        baseline = statistics.median(runners[0].step_seconds)
+        results = {}
+        for runner in runners:
+            median = statistics.median(runner.step_seconds)
+            paired = [
+                block / base - 1.0 for block, base in zip(runner.block_medians, runners[0].block_medians, strict=True)
+            ]
+            entry = {
+                "median_step_seconds": round(median, 4),
+                "steps_measured": len(runner.step_seconds),
+                "overhead_vs_no_hook": round(median / baseline - 1.0, 4),
+                "paired_overhead_median": round(statistics.median(paired), 4),
+            }
+            if runner.hook is not None:
+                hook_median = statistics.median(runner.hook_seconds)
+                entry["median_hook_seconds_per_step"] = round(hook_median, 5)
+                entry["hook_share_of_no_hook_step"] = round(hook_median / baseline, 4)
+                entry["saved_steps"] = len(list((Path(scratch) / runner.name / "steps").glob("*.npz")))
+                runner.hook.close()
+            results[runner.name] = entry
+    return {
+        "model": "ResNet-20 ELU, no batch norm",
+        "batch_size": 128,
+        "threads": 2,
+        "repetitions": repetitions,
+        "steps_per_repetition": steps_per_repetition,
+        "configurations": results,
+    }
+
+
+def measure_detection_latency(num_train_samples: int) -> dict:
+    if not (REPO / "model" / "train.py").exists():
+        return {"skipped": "model/train.py is not there yet"}
+    from model.data import write_synthetic_channels
+
+    with tempfile.TemporaryDirectory() as scratch:
+        root = Path(scratch)
+        channels = write_synthetic_channels(root / "data", train_samples=num_train_samples, test_samples=128, seed=0)
+        debug_dir = root / "debug"
+        hyperparameters = {
+            "warmup_learning_rate": "0.1",
+            "learning_rate": "0.1",
+            "add_batch_norm": "false",
+            "num_epochs": "2",
+            "batch_size": "128",
+            "debugger_hook_config": json.dumps({"HookParameters": {"save_interval": "500"}}),
+            "debugger_rule_configs": json.dumps(DEFAULT_RULES[:1]),
+        }
+        env = {
+            **os.environ,
+            "SM_HPS": json.dumps(hyperparameters),
+            "SM_CHANNEL_TRAIN": str(channels["train"]),
+            "SM_CHANNEL_TEST": str(channels["test"]),
+            "SM_MODEL_DIR": str(root / "model"),
+            "TRAINING_CHECKPOINT_DIR": str(root / "checkpoints"),
+            "TRAINING_FAILURE_FILE": str(root / "failure"),
+            "DEBUG_OUTPUT_DIR": str(debug_dir),
+            "DEBUG_OUTPUT_S3_SYNC": "off",
+            "TRAINING_JOB_NAME": "latency-probe",
+            "PYTHONPATH": str(REPO),
+        }
+        started = time.time()
+        process = subprocess.Popen(
+            [sys.executable, "-m", "model.train"],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        first_nonfinite_step = None
+        first_nonfinite_seen_at = None
+        for line in process.stdout:
+            parsed = parse_progress_line(line)
+            if parsed and parsed["kind"] == "training_step" and first_nonfinite_step is None:
+                norm = parsed.get("gradient_norm")
+                if not isinstance(norm, float) or norm != norm or norm in (float("inf"), float("-inf")):
+                    first_nonfinite_step, first_nonfinite_seen_at = parsed["step"], time.time()
+        exit_code = process.wait()
+        exited_at = time.time()
+        document = RuleStatusDocument.from_json((debug_dir / "rule-status.json").read_text())
+        issue = document.rules[0].issue
+        issue_at = datetime.fromisoformat(document.actions[0].at).timestamp() if document.actions else None
+        failure = (root / "failure").read_text() if (root / "failure").exists() else ""
+        return {
+            "exit_code": exit_code,
+            "failure_text": failure[:160],
+            "first_nonfinite_gradient_step_in_progress_log": first_nonfinite_step,
+            "rule_issue_step": issue.step if issue else None,
+            "last_step_executed_by_hook": document.last_step,
+            "steps_from_first_nonfinite_to_stop": (document.last_step - first_nonfinite_step)
+            if first_nonfinite_step is not None
+            else None,
+            "seconds_from_issue_to_exit": round(exited_at - issue_at, 3) if issue_at else None,
+            "seconds_from_nonfinite_log_line_to_exit": round(exited_at - first_nonfinite_seen_at, 3)
+            if first_nonfinite_seen_at
+            else None,
+            "job_seconds": round(exited_at - started, 2),
+            "evidence": document.to_dict()["evidence"],
+        }
+
+
+def measure_torch_teardown() -> float:
+    """Seconds a process that imported torch and ran one backward takes to exit after its last line: the floor
+    under any "issue to exit" latency of a PyTorch job, whatever the debugger does."""
+    code = (
+        "import time, torch\n"
+        "torch.nn.Conv2d(3, 16, 3)(torch.randn(128, 3, 32, 32)).sum().backward()\n"
+        "print(time.time(), flush=True)\n"
+    )
+    process = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return round(time.time() - float(process.stdout.strip()), 3)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a short run (2 repetitions of 3 steps)")
+    parser.add_argument("--skip-latency", action="store_true", help="only the overhead measurement")
+    parser.add_argument("--repetitions", type=int, default=8, help="measured repetitions (default 8)")
+    arguments = parser.parse_args()
+    wait_for_model()
+    repetitions, steps = (2, 3) if arguments.quick else (arguments.repetitions, 6)
+    report = {"overhead": measure_overhead(repetitions, steps)}
+    if not arguments.skip_latency:
+        report["detection_latency"] = measure_detection_latency(640 if arguments.quick else 2560)
+        report["detection_latency"]["bare_torch_process_exit_seconds"] = measure_torch_teardown()
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

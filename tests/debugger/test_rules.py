@@ -1,0 +1,274 @@
+"""Each built-in rule fires, and stays quiet, on crafted tensors at and around its thresholds."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from debugger.config import RuleSpec
+from debugger.contract import BUILTIN_RULE_DEFAULTS, ContractError
+from debugger.rules import (
+    TOTAL_GRADIENT_NORM,
+    ExplodingTensor,
+    LossNotDecreasing,
+    PoorWeightInitialization,
+    VanishingGradient,
+    WeightUpdateRatio,
+    build_rule,
+    builtin_rule_parameters,
+)
+from debugger.trial import LiveTrial
+
+
+def trial_with(tmp_path: Path, steps: dict[int, dict[str, tuple[str, np.ndarray]]]) -> LiveTrial:
+    """A LiveTrial whose saved steps hold the given {name: (collection, array)}."""
+    trial = LiveTrial(tmp_path)
+    for step, tensors in steps.items():
+        trial.add_saved_step(
+            step,
+            {name: np.asarray(array) for name, (_, array) in tensors.items()},
+            {name: [collection] for name, (collection, _) in tensors.items()},
+        )
+    return trial
+
+
+def make(rule_name: str, trial: LiveTrial, **parameters: str):
+    spec = RuleSpec(rule_name, rule_name, parameters, (), None, None, None, "rule.RuleParameters")
+    return build_rule(spec, trial)
+
+
+@pytest.mark.parametrize(
+    ("value", "only_nan", "fires"),
+    [
+        (1e30, False, False),
+        (np.finfo(np.float32).max, False, False),
+        (math.inf, False, True),
+        (-math.inf, False, True),
+        (math.nan, False, True),
+        (math.inf, True, False),
+        (math.nan, True, True),
+    ],
+)
+def test_exploding_tensor(tmp_path, value, only_nan, fires):
+    gradient = np.ones((3, 3), dtype=np.float32)
+    gradient[1, 2] = value
+    trial = trial_with(
+        tmp_path, {4: {"gradient/conv.weight": ("gradients", gradient), "conv.weight": ("weights", np.ones(3))}}
+    )
+    rule = make("ExplodingTensor", trial, only_nan=str(only_nan))
+    assert rule.invoke_at_step(4) is fires
+    if fires:
+        assert rule.finding.tensor == "gradient/conv.weight"
+
+
+def test_exploding_tensor_respects_collection_and_regex_selection(tmp_path):
+    trial = trial_with(
+        tmp_path,
+        {
+            0: {
+                "gradient/a": ("gradients", np.array([1.0])),
+                "w": ("weights", np.array([math.nan])),
+                "b": ("biases", np.array([1.0])),
+            }
+        },
+    )
+    assert make("ExplodingTensor", trial, collection_names="gradients").invoke_at_step(0) is False
+    assert make("ExplodingTensor", trial, collection_names="weights").invoke_at_step(0) is True
+    assert make("ExplodingTensor", trial, tensor_regex="^w$").invoke_at_step(0) is True
+    assert (
+        make("ExplodingTensor", trial, collection_names="biases", tensor_regex="^gradient/").invoke_at_step(0) is False
+    )
+    # nothing is read at a step the tensors were not saved at
+    assert make("ExplodingTensor", trial).invoke_at_step(1) is False
+
+
+def test_exploding_tensor_on_every_step_scalar(tmp_path):
+    trial = LiveTrial(tmp_path)
+    trial.add_scalar(TOTAL_GRADIENT_NORM, "gradients", 3, 12.0)
+    trial.add_scalar(TOTAL_GRADIENT_NORM, "gradients", 4, math.inf)
+    rule = ExplodingTensor(trial)
+    assert rule.invoke_at_step(3) is False
+    assert rule.invoke_at_step(4) is True
+    assert rule.finding.tensor == TOTAL_GRADIENT_NORM
+
+
+THRESHOLD = 1e-7
+
+
+@pytest.mark.parametrize(
+    ("mean_abs", "fires"),
+    [
+        (THRESHOLD * 0.5, True),
+        (THRESHOLD * 0.999, True),
+        (THRESHOLD, False),
+        (THRESHOLD * 1.001, False),
+        (1.0, False),
+        (0.0, True),
+    ],
+)
+def test_vanishing_gradient_default_threshold(tmp_path, mean_abs, fires):
+    gradient = np.array([mean_abs, -mean_abs, mean_abs, -mean_abs], dtype=np.float64)
+    trial = trial_with(tmp_path, {2: {"gradient/x": ("gradients", gradient), "x": ("weights", np.zeros(4))}})
+    rule = make("VanishingGradient", trial)
+    assert rule.threshold == float(BUILTIN_RULE_DEFAULTS["VanishingGradient"]["threshold"])
+    assert rule.invoke_at_step(2) is fires
+
+
+def test_vanishing_gradient_custom_threshold_and_weights_ignored(tmp_path):
+    trial = trial_with(tmp_path, {0: {"gradient/x": ("gradients", np.full(4, 0.01)), "x": ("weights", np.zeros(4))}})
+    assert make("VanishingGradient", trial, threshold="0.02").invoke_at_step(0) is True
+    assert make("VanishingGradient", trial, threshold="0.005").invoke_at_step(0) is False
+
+
+def loss_trial(tmp_path: Path, losses: dict[int, float]) -> LiveTrial:
+    trial = LiveTrial(tmp_path)
+    for step, loss in losses.items():
+        trial.add_scalar("CrossEntropyLoss_output_0", "losses", step, loss)
+    return trial
+
+
+@pytest.mark.parametrize(
+    ("final_loss", "fires", "why"),
+    [
+        (0.99, False, "fell 1% >= diff_percent 0.1%"),
+        (0.9991, True, "fell 0.09% < 0.1%"),
+        (0.998, False, "fell 0.2%"),
+        (1.0, True, "flat"),
+        (1.04, False, "rose 4% <= increase_threshold_percent 5%"),
+        (1.06, True, "rose 6% > 5%"),
+    ],
+)
+def test_loss_not_decreasing_defaults(tmp_path, final_loss, fires, why):
+    trial = loss_trial(tmp_path, {0: 1.0, 5: 0.5, 10: final_loss})
+    rule = make("LossNotDecreasing", trial)
+    results = [rule.invoke_at_step(step) for step in (0, 5, 10)]
+    assert results == [False, False, fires], why
+
+
+def test_loss_not_decreasing_compares_at_least_num_steps_back(tmp_path):
+    # saved every 3 steps, num_steps 10: step 21 is compared with step 9 (SageMaker's documented example)
+    losses = {step: 1.0 for step in range(0, 40, 3)}
+    trial = loss_trial(tmp_path, losses)
+    rule = LossNotDecreasing(trial, num_steps=10)
+    fired_at = [step for step in range(0, 40, 3) if rule.invoke_at_step(step)]
+    assert fired_at[0] == 12  # first reference step 0, 12 is the first saved step >= 10 back
+    rule = LossNotDecreasing(trial, num_steps=10)
+    rule._checked["CrossEntropyLoss_output_0"] = (9, 1.0)
+    assert rule.invoke_at_step(18) is False and rule.invoke_at_step(21) is True
+
+
+def test_loss_not_decreasing_without_selection_is_quiet(tmp_path):
+    trial = loss_trial(tmp_path, {0: 1.0, 10: 1.0})
+    rule = make("LossNotDecreasing", trial, use_losses_collection="False")
+    assert not rule.invoke_at_step(0) and not rule.invoke_at_step(10)
+
+
+@pytest.mark.parametrize(
+    ("update_scale", "fires"),
+    [(11.0, True), (9.0, False), (1e-3, False), (0.5e-8, True), (2e-8, False), (0.0, True)],
+)
+def test_weight_update_ratio(tmp_path, update_scale, fires):
+    weights = np.zeros(100)
+    weights[0] = 1.0  # ||w|| = 1
+    update = np.zeros(100)
+    update[1] = update_scale  # ||delta|| = update_scale
+    trial = trial_with(tmp_path, {0: {"w": ("weights", weights)}, 500: {"w": ("weights", weights + update)}})
+    rule = make("WeightUpdateRatio", trial)
+    assert rule.invoke_at_step(0) is False
+    assert rule.invoke_at_step(500) is fires
+
+
+def test_weight_update_ratio_needs_a_previous_step_within_num_steps(tmp_path):
+    weights = np.ones(4)
+    trial = trial_with(tmp_path, {0: {"w": ("weights", weights)}, 20: {"w": ("weights", weights * 100)}})
+    rule = WeightUpdateRatio(trial, num_steps=10)
+    assert not rule.invoke_at_step(0) and not rule.invoke_at_step(20)
+    rule = WeightUpdateRatio(trial, num_steps=20, step=25)
+    assert not rule.invoke_at_step(0) and not rule.invoke_at_step(20)
+
+
+def activation_step(variance_ratio: float, gradient_spread: float) -> dict[str, tuple[str, np.ndarray]]:
+    rng = np.random.default_rng(0)
+    base = rng.standard_normal(10_000)
+    base = (base - base.mean()) / base.std()
+    gradient = np.linspace(-gradient_spread / 0.9, gradient_spread / 0.9, 1001) / 2
+    return {
+        "block.act1_input_0": ("activations", base),
+        "block.act2_input_0": ("activations", base * math.sqrt(variance_ratio)),
+        "block.act2_output_0": ("activations", base * 1000),  # outputs are not activation inputs
+        "gradient/block.conv.weight": ("gradients", gradient),
+    }
+
+
+@pytest.mark.parametrize(
+    ("variance_ratio", "gradient_spread", "fires", "culprit"),
+    [
+        (9.5, 0.01, False, None),
+        (10.5, 0.01, True, "block.act2_input_0"),
+        (1.0, 0.0011, False, None),
+        (1.0, 0.0009, True, "gradient/block.conv.weight"),
+    ],
+)
+def test_poor_weight_initialization_variance_and_gradient_spread(
+    tmp_path, variance_ratio, gradient_spread, fires, culprit
+):
+    trial = trial_with(tmp_path, {0: activation_step(variance_ratio, gradient_spread)})
+    rule = make("PoorWeightInitialization", trial)
+    assert rule.invoke_at_step(0) is fires
+    if fires:
+        assert rule.finding.tensor == culprit
+
+
+def test_poor_weight_initialization_loss_patience_and_window(tmp_path):
+    stalled = loss_trial(tmp_path, {step: 2.0 + (0.0 if step == 0 else 0.01) for step in range(12)})
+    rule = PoorWeightInitialization(stalled, patience=5, steps=10)
+    fired = [step for step in range(12) if rule.invoke_at_step(step)]
+    assert fired[0] == 5
+    improving = loss_trial(tmp_path, {step: 2.0 - 0.1 * step for step in range(12)})
+    rule = PoorWeightInitialization(improving)
+    assert not any(rule.invoke_at_step(step) for step in range(12))
+    late = loss_trial(tmp_path, {step: 2.0 for step in range(30)})
+    rule = PoorWeightInitialization(late, patience=5, steps=3)
+    assert not any(rule.invoke_at_step(step) for step in range(30))
+
+
+def test_builtin_defaults_match_the_contract():
+    for name, defaults in BUILTIN_RULE_DEFAULTS.items():
+        typed = builtin_rule_parameters(name, {}, f"rules[{name}]")
+        assert set(typed) == set(defaults)
+    assert builtin_rule_parameters("LossNotDecreasing", {}, "x")["num_steps"] == 10
+    assert builtin_rule_parameters("WeightUpdateRatio", {}, "x")["step"] is None
+    assert builtin_rule_parameters("PoorWeightInitialization", {}, "x")["patience"] == 5
+
+
+@pytest.mark.parametrize(
+    ("rule", "parameter", "value", "allowed_hint"),
+    [
+        ("VanishingGradient", "threshold", "small", "number"),
+        ("VanishingGradient", "threshold", "-1", ">= 0"),
+        ("LossNotDecreasing", "num_steps", "0", ">= 1"),
+        ("LossNotDecreasing", "num_steps", "2.5", "whole number"),
+        ("LossNotDecreasing", "mode", "TRAINING", "TRAIN, EVAL, GLOBAL"),
+        ("ExplodingTensor", "only_nan", "yes", '"True" or "False"'),
+        ("ExplodingTensor", "collection_names", "gradients,tensors", "not a collection"),
+        ("ExplodingTensor", "tensor_regex", "gradient/(", "regular expression"),
+        ("WeightUpdateRatio", "step", "soon", "whole number"),
+    ],
+)
+def test_bad_builtin_parameter_names_the_field(tmp_path, rule, parameter, value, allowed_hint):
+    with pytest.raises(ContractError) as raised:
+        make(rule, LiveTrial(tmp_path), **{parameter: value})
+    assert raised.value.field == f"rule.RuleParameters.{parameter}"
+    assert allowed_hint in raised.value.problem
+
+
+def test_vanishing_gradient_every_step_scalar_implies_every_tensor(tmp_path):
+    trial = LiveTrial(tmp_path)
+    trial.add_scalar(TOTAL_GRADIENT_NORM, "gradients", 7, 5e-8)
+    trial.add_scalar(TOTAL_GRADIENT_NORM, "gradients", 8, 5e-7)
+    rule = VanishingGradient(trial)
+    assert rule.invoke_at_step(7) is True
+    assert VanishingGradient(trial).invoke_at_step(8) is False

@@ -1,0 +1,88 @@
+"""The trial reader on runs still in progress (a real writer process) and on a run killed mid-write."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from debugger import create_trial
+from debugger.storage import STEPS_DIR
+
+WRITER = Path(__file__).with_name("writer_job.py")
+
+
+def start_writer(out_dir: Path, steps: int, pause: float, width: int) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, str(WRITER), str(out_dir), str(steps), str(pause), str(width)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def wait_for_line(process: subprocess.Popen, prefix: str, timeout: float = 60.0) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if line.startswith(prefix):
+            return line
+        if not line and process.poll() is not None:
+            raise AssertionError(f"writer exited early: {process.stderr.read()}")
+    raise AssertionError(f"no line starting {prefix!r} within {timeout}s")
+
+
+def test_reader_follows_a_running_job(tmp_path):
+    writer = start_writer(tmp_path, steps=8, pause=0.3, width=8)
+    try:
+        wait_for_line(writer, "step 1")
+        trial = create_trial(tmp_path)
+        seen_while_running = trial.steps()
+        assert seen_while_running[:2] == [0, 1] and not trial.training_ended()
+        assert trial.rule_status() is not None and not trial.rule_status().training_ended
+        wait_for_line(writer, "step 4")
+        new_steps = trial.refresh()
+        assert new_steps and min(new_steps) == seen_while_running[-1] + 1
+        assert trial.steps() == list(range(max(trial.steps()) + 1))
+        assert writer.wait(timeout=60) == 0, writer.stderr.read()
+    finally:
+        writer.kill()
+    trial.refresh()
+    assert trial.steps() == list(range(8)) and trial.training_ended()
+    weight = trial.tensor("0.weight")
+    assert weight.value(7).shape == (8, 8)
+    reductions = weight.reduction_values(7)
+    assert reductions["l2"] == pytest.approx(float(np.linalg.norm(weight.value(7))))
+    assert reductions["nonfinite_count"] == 0 and reductions["min"] <= reductions["mean"] <= reductions["max"]
+    assert not np.array_equal(weight.value(0), weight.value(7))  # the optimizer moved the weights
+
+
+def test_run_killed_mid_write_stays_readable_up_to_its_last_complete_step(tmp_path):
+    # ~17 MB per step (two 1,024 x 1,024 float32 tensors, weights and gradients): the kill is sent while the
+    # temporary file of a step is being written, i.e. mid-write.
+    writer = start_writer(tmp_path, steps=10_000, pause=0.0, width=1024)
+    try:
+        wait_for_line(writer, "step 2")
+        steps_dir = tmp_path / STEPS_DIR
+        deadline = time.monotonic() + 30
+        while not any(name.endswith(".tmp") for name in os.listdir(steps_dir)):
+            assert time.monotonic() < deadline, "the writer never wrote another step"
+        os.kill(writer.pid, signal.SIGKILL)
+        writer.wait(timeout=30)
+    finally:
+        writer.kill()
+    leftovers = [name for name in os.listdir(steps_dir) if name.endswith(".tmp")]
+    assert leftovers, "the kill did not land mid-write"
+    trial = create_trial(tmp_path)
+    steps = trial.steps()
+    assert steps == list(range(len(steps))) and len(steps) >= 3
+    assert not trial.training_ended()
+    last = steps[-1]
+    assert trial.tensor("gradient/0.weight").value(last).shape == (1024, 1024)
+    assert trial.tensor("0.weight").reduction_value(last, "nonfinite_count") == 0
