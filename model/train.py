@@ -1,0 +1,588 @@
+"""The training job's entry point, following SageMaker's container contract.
+
+Run as ``python -m model.train [--name value ...]`` (or through the source
+archive's root ``train.py``). Inputs and outputs:
+
+* hyperparameters: ``--name value`` arguments (script mode) if any, else the
+  JSON in env ``SM_HPS``, else ``${SM_INPUT_CONFIG_DIR:-/opt/ml/input/config}/hyperparameters.json``,
+  else the defaults of :class:`model.hyperparameters.TrainingHyperparameters`;
+* channels: ``SM_CHANNEL_TRAIN`` / ``SM_CHANNEL_TEST`` (default
+  ``${SM_INPUT_DIR:-/opt/ml/input}/data/{train,test}``), each with x.npy and y.npy (see model.data);
+* ``SM_MODEL_DIR`` (default /opt/ml/model): model.pt and metrics.json at the end;
+* ``${TRAINING_CHECKPOINT_DIR:-/opt/ml/checkpoints}``: one checkpoint per epoch;
+  a restarted job (spot interruption) resumes after the newest one;
+* ``${TRAINING_FAILURE_FILE:-/opt/ml/output/failure}``: why the job failed;
+* debug output: env ``DEBUG_OUTPUT_DIR``, else the hook config's LocalPath,
+  else /opt/ml/output/tensors (rule-status.json at its root);
+* ``TRAINING_JOB_NAME``, ``TRAINING_NUM_THREADS`` (default: all cores).
+
+Exit codes: 0 success; 1 unexpected error; 2 bad input (hyperparameter,
+channel, debugger configuration; the failure text names the field);
+3 a debugger rule with a StopTraining action fired; 143 SIGTERM (nothing
+partial is written and no failure text, as SageMaker stops a job).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import re
+import signal
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from debugger import Hook, StopTrainingRequested
+from debugger.contract import ContractError, validate_hook_config, validate_rule_configs
+from model.data import DataChannelError, load_channel
+from model.hyperparameters import (
+    DEBUGGER_HOOK_CONFIG,
+    DEBUGGER_RULE_CONFIGS,
+    HyperparameterError,
+    TrainingHyperparameters,
+    parse_hyperparameters,
+    parse_script_mode_arguments,
+)
+from model.progress_log import format_epoch_line, format_step_line
+from model.resnet import build_resnet
+
+EXIT_SUCCESS = 0
+EXIT_ERROR = 1
+EXIT_BAD_INPUT = 2
+EXIT_RULE_STOP = 3
+EXIT_TERMINATED = 143  # 128 + SIGTERM, what a shell reports for a job stopped by SIGTERM
+
+#: DescribeTrainingJob's FailureReason holds at most this many characters.
+MAX_FAILURE_TEXT = 1024
+
+DEFAULT_INPUT_CONFIG_DIR = "/opt/ml/input/config"
+DEFAULT_INPUT_DIR = "/opt/ml/input"
+DEFAULT_MODEL_DIR = "/opt/ml/model"
+DEFAULT_CHECKPOINT_DIR = "/opt/ml/checkpoints"
+DEFAULT_FAILURE_FILE = "/opt/ml/output/failure"
+DEFAULT_DEBUG_OUTPUT_DIR = "/opt/ml/output/tensors"
+DEFAULT_JOB_NAME = "training-job"
+
+MODEL_FILE = "model.pt"
+METRICS_FILE = "metrics.json"
+CHECKPOINT_PATTERN = re.compile(r"^checkpoint-epoch-(\d+)\.pt$")
+CHECKPOINTS_KEPT = 2
+EVALUATION_BATCH_SIZE = 512
+#: Training samples used to re-estimate the BatchNorm statistics at the end of each epoch.
+BATCH_NORM_CALIBRATION_SAMPLES = 1024
+
+#: The rule the job runs when the configuration names none: stop at the first non-finite tensor.
+DEFAULT_RULE_CONFIGS = [
+    {
+        "RuleConfigurationName": "ExplodingTensor",
+        "RuleParameters": {"rule_to_invoke": "ExplodingTensor", "action_json": '[{"name":"StopTraining"}]'},
+    }
+]
+
+
+class BadInput(Exception):
+    """Input the job cannot run with; ``kind`` prefixes the failure text, the message names the field and the fix."""
+
+    def __init__(self, kind: str, message: str):
+        self.kind = kind
+        super().__init__(message)
+
+
+class JobTerminated(BaseException):
+    """SIGTERM arrived: stop at once, write nothing more."""
+
+
+def log(message: str) -> None:
+    print(message, flush=True)
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def read_hyperparameters(argv: list[str], environ: Mapping[str, str]) -> TrainingHyperparameters:
+    """From script-mode argv, else SM_HPS, else hyperparameters.json, else the defaults."""
+    if argv:
+        return parse_hyperparameters(parse_script_mode_arguments(argv))
+    if environ.get("SM_HPS"):
+        try:
+            raw = json.loads(environ["SM_HPS"])
+        except json.JSONDecodeError as error:
+            raise BadInput(
+                "InvalidHyperparameters", f"env SM_HPS must be a JSON object of hyperparameters: {error}"
+            ) from None
+        if not isinstance(raw, dict):
+            raise BadInput("InvalidHyperparameters", "env SM_HPS must be a JSON object of hyperparameters")
+        return parse_hyperparameters(raw)
+    path = Path(environ.get("SM_INPUT_CONFIG_DIR", DEFAULT_INPUT_CONFIG_DIR)) / "hyperparameters.json"
+    if not path.is_file():
+        return TrainingHyperparameters()
+    try:
+        raw = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise BadInput("InvalidHyperparameters", f"{path} must be a JSON object of hyperparameters: {error}") from None
+    if not isinstance(raw, dict):
+        raise BadInput("InvalidHyperparameters", f"{path} must be a JSON object of hyperparameters")
+    return parse_hyperparameters(raw)
+
+
+@dataclass
+class DebuggerSetup:
+    hook_config: dict[str, Any] | None
+    rule_configs: list[dict[str, Any]]
+    out_dir: Path
+    using_default_rules: bool
+
+
+def read_debugger_setup(hyperparameters: TrainingHyperparameters, environ: Mapping[str, str]) -> DebuggerSetup:
+    """Validate the two debugger hyperparameters (ContractError names the field) and pick the output directory."""
+    hook_config = None
+    if hyperparameters.debugger_hook_config:
+        hook_config = validate_hook_config(json.loads(hyperparameters.debugger_hook_config))
+    if hyperparameters.debugger_rule_configs:
+        rule_configs = validate_rule_configs(json.loads(hyperparameters.debugger_rule_configs))
+        using_default_rules = False
+    else:
+        rule_configs = [dict(rule) for rule in DEFAULT_RULE_CONFIGS]
+        using_default_rules = True
+    out_dir = environ.get("DEBUG_OUTPUT_DIR") or (hook_config or {}).get("LocalPath") or DEFAULT_DEBUG_OUTPUT_DIR
+    return DebuggerSetup(hook_config, rule_configs, Path(out_dir), using_default_rules)
+
+
+def channel_directory(name: str, environ: Mapping[str, str]) -> Path:
+    """SM_CHANNEL_<NAME>, else SageMaker's own layout ${SM_INPUT_DIR:-/opt/ml/input}/data/<name>."""
+    variable = f"SM_CHANNEL_{name.upper()}"
+    return Path(environ.get(variable) or Path(environ.get("SM_INPUT_DIR") or DEFAULT_INPUT_DIR) / "data" / name)
+
+
+def load_channels(environ: Mapping[str, str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    channels = {}
+    for name in ("train", "test"):
+        directory = channel_directory(name, environ)
+        try:
+            channels[name] = load_channel(directory)
+        except DataChannelError as error:
+            raise BadInput(
+                "MissingChannel" if not directory.is_dir() else "InvalidChannel",
+                f"channel '{name}' (env SM_CHANNEL_{name.upper()}): {error}",
+            ) from None
+    return channels
+
+
+def thread_count(environ: Mapping[str, str]) -> int:
+    text = environ.get("TRAINING_NUM_THREADS", "").strip()
+    if not text:
+        return os.cpu_count() or 1
+    if not text.isdigit() or int(text) < 1:
+        raise BadInput("InvalidEnvironment", f"env TRAINING_NUM_THREADS must be a whole number >= 1; got {text!r}")
+    return int(text)
+
+
+# --------------------------------------------------------------------------- files
+
+
+def write_atomically(path: Path, write: Callable[[Any], None], mode: str = "wb") -> None:
+    """Write through ``write(handle)`` into a temp file next to ``path``, then rename over it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(descriptor, mode) as handle:
+            write(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def write_failure(environ: Mapping[str, str], text: str) -> None:
+    text = text[:MAX_FAILURE_TEXT]
+    print(text, file=sys.stderr, flush=True)
+    path = Path(environ.get("TRAINING_FAILURE_FILE", DEFAULT_FAILURE_FILE))
+    try:
+        write_atomically(path, lambda handle: handle.write(text), mode="w")
+    except OSError as error:
+        print(f"could not write the failure file {path}: {error}", file=sys.stderr, flush=True)
+
+
+def checkpoint_files(directory: Path) -> list[tuple[int, Path]]:
+    if not directory.is_dir():
+        return []
+    found = []
+    for path in directory.iterdir():
+        match = CHECKPOINT_PATTERN.match(path.name)
+        if match:
+            found.append((int(match.group(1)), path))
+    return sorted(found)
+
+
+def architecture_of(hyperparameters: TrainingHyperparameters, num_classes: int) -> dict[str, Any]:
+    return {
+        "depth": hyperparameters.depth,
+        "activation": hyperparameters.activation,
+        "add_batch_norm": hyperparameters.add_batch_norm,
+        "num_classes": num_classes,
+    }
+
+
+def rng_states() -> dict[str, Any]:
+    numpy_state = np.random.get_state()
+    return {
+        "torch": torch.get_rng_state(),
+        "numpy": [numpy_state[0], numpy_state[1].tolist(), *numpy_state[2:]],
+        "python": random.getstate(),
+    }
+
+
+def restore_rng_states(states: Mapping[str, Any]) -> None:
+    torch.set_rng_state(states["torch"])
+    name, keys, *rest = states["numpy"]
+    np.random.set_state((name, np.asarray(keys, dtype=np.uint32), *rest))
+    version, internal, gauss = states["python"]
+    random.setstate((version, tuple(internal), gauss))
+
+
+def save_checkpoint(
+    directory: Path, epoch: int, model: nn.Module, optimizer: torch.optim.Optimizer, architecture: dict[str, Any]
+) -> Path:
+    path = directory / f"checkpoint-epoch-{epoch:04d}.pt"
+    state = {
+        "epoch": epoch,
+        "architecture": architecture,
+        "model": model.state_dict(),
+        "optimizer": optimizer.state_dict(),
+        "rng": rng_states(),
+    }
+    write_atomically(path, lambda handle: torch.save(state, handle))
+    for _, old in checkpoint_files(directory)[:-CHECKPOINTS_KEPT]:
+        old.unlink(missing_ok=True)
+    return path
+
+
+def load_newest_checkpoint(directory: Path) -> tuple[Path, dict[str, Any]] | None:
+    """The newest checkpoint that loads; unreadable ones (there should be none: writes are atomic) are skipped."""
+    for _, path in reversed(checkpoint_files(directory)):
+        try:
+            return path, torch.load(path, map_location="cpu", weights_only=True)
+        except Exception as error:  # a damaged file must not stop the restart: fall back to the previous one
+            log(f"checkpoint {path} is unreadable ({error}); trying an older one")
+    return None
+
+
+# --------------------------------------------------------------------------- training
+
+
+def to_model_input(images: np.ndarray | torch.Tensor, channel_mean: torch.Tensor) -> torch.Tensor:
+    """uint8 NHWC -> float NCHW in [0, 1] minus the training set's per-channel mean."""
+    tensor = torch.as_tensor(images).permute(0, 3, 1, 2).to(torch.float32).div_(255.0)
+    return tensor.sub_(channel_mean.view(1, 3, 1, 1))
+
+
+def total_gradient_norm(model: nn.Module) -> float:
+    norms = [parameter.grad.detach().norm() for parameter in model.parameters() if parameter.grad is not None]
+    if not norms:
+        return 0.0
+    return float(torch.linalg.vector_norm(torch.stack(norms)))
+
+
+def recalibrate_batch_norm(
+    model: nn.Module, images: torch.Tensor, sample: torch.Tensor, channel_mean: torch.Tensor, batch_size: int
+) -> None:
+    """Re-estimate the BatchNorm running statistics with the epoch's final weights ("precise BN").
+
+    PyTorch's running averages (momentum 0.1) lag behind weights that move fast at learning rate 0.1;
+    after two short epochs the lag alone can cost a tenth of the held-out accuracy in eval mode while
+    the same weights with fresh statistics classify perfectly. A cumulative average over a fixed sample
+    of training batches removes the lag. No gradients, no weight changes; a no-op without BatchNorm.
+    """
+    layers = [module for module in model.modules() if isinstance(module, nn.modules.batchnorm._BatchNorm)]
+    if not layers:
+        return
+    momenta = [layer.momentum for layer in layers]
+    for layer in layers:
+        layer.reset_running_stats()
+        layer.momentum = None  # cumulative moving average over the calibration batches
+    model.train()
+    with torch.no_grad():
+        for start in range(0, len(sample), batch_size):
+            model(to_model_input(images[sample[start : start + batch_size]], channel_mean))
+    for layer, momentum in zip(layers, momenta, strict=True):
+        layer.momentum = momentum
+
+
+def evaluate(
+    model: nn.Module, images: np.ndarray, labels: np.ndarray, channel_mean: torch.Tensor
+) -> tuple[float, float]:
+    """Held-out (mean loss, accuracy). Uses its own loss function so the debugger does not record it."""
+    model.eval()
+    total_loss = 0.0
+    correct = 0
+    with torch.no_grad():
+        for start in range(0, len(labels), EVALUATION_BATCH_SIZE):
+            batch = to_model_input(images[start : start + EVALUATION_BATCH_SIZE], channel_mean)
+            targets = torch.as_tensor(labels[start : start + EVALUATION_BATCH_SIZE])
+            logits = model(batch)
+            total_loss += float(F.cross_entropy(logits, targets, reduction="sum"))
+            correct += int((logits.argmax(dim=1) == targets).sum())
+    model.train()
+    return total_loss / len(labels), correct / len(labels)
+
+
+@dataclass
+class TrainingResult:
+    test_loss: float
+    test_accuracy: float
+    train_loss: float | None
+    epochs_completed: int
+    resumed_from_epoch: int | None
+
+
+def train(
+    hyperparameters: TrainingHyperparameters,
+    channels: dict[str, tuple[np.ndarray, np.ndarray]],
+    hook: Hook,
+    checkpoint_dir: Path,
+    model_dir: Path,
+) -> TrainingResult:
+    x_train, y_train = channels["train"]
+    x_test, y_test = channels["test"]
+    num_classes = max(10, int(max(y_train.max(), y_test.max())) + 1)
+    architecture = architecture_of(hyperparameters, num_classes)
+    channel_mean = torch.as_tensor((x_train.reshape(-1, 3).mean(axis=0) / 255.0).astype(np.float32))
+
+    torch.manual_seed(hyperparameters.seed)
+    np.random.seed(hyperparameters.seed)
+    random.seed(hyperparameters.seed)
+    model = build_resnet(
+        depth=hyperparameters.depth,
+        activation=hyperparameters.activation,
+        add_batch_norm=hyperparameters.add_batch_norm,
+        num_classes=num_classes,
+    )
+    criterion = nn.CrossEntropyLoss()
+    optimizer = torch.optim.SGD(
+        model.parameters(),
+        lr=hyperparameters.learning_rate_at_epoch(0),
+        momentum=hyperparameters.momentum,
+        weight_decay=hyperparameters.weight_decay,
+    )
+
+    start_epoch = 0
+    resumed_from = None
+    newest = load_newest_checkpoint(checkpoint_dir)
+    if newest is not None:
+        path, state = newest
+        if state.get("architecture") != architecture:
+            raise BadInput(
+                "IncompatibleCheckpoint",
+                f"checkpoint {path} holds a model {state.get('architecture')} but this job builds {architecture}; "
+                f"empty the checkpoint directory {checkpoint_dir} or restore the original hyperparameters",
+            )
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        restore_rng_states(state["rng"])
+        resumed_from = int(state["epoch"])
+        start_epoch = resumed_from + 1
+        log(f"resuming from checkpoint {path}: epoch {resumed_from} done, continuing at epoch {start_epoch}")
+
+    hook.register_module(model)
+    hook.register_loss(criterion)
+    hook.register_optimizer(optimizer)
+    steps_per_epoch = math.ceil(len(y_train) / hyperparameters.batch_size)
+    hook.step = start_epoch * steps_per_epoch  # a resumed job keeps numbering steps from where it left off
+
+    log(
+        f"training ResNet-{hyperparameters.depth} ({hyperparameters.activation}, "
+        f"batch norm {'on' if hyperparameters.add_batch_norm else 'off'}, "
+        f"{sum(parameter.numel() for parameter in model.parameters())} parameters) on {len(y_train)} samples, "
+        f"{steps_per_epoch} steps per epoch, epochs {start_epoch}..{hyperparameters.num_epochs - 1}"
+    )
+    images = torch.as_tensor(x_train)
+    targets = torch.as_tensor(y_train)
+    train_loss = None
+    held_out: tuple[float, float] | None = None
+    model.train()
+    for epoch in range(start_epoch, hyperparameters.num_epochs):
+        epoch_started = time.monotonic()
+        learning_rate = hyperparameters.learning_rate_at_epoch(epoch)
+        phase = hyperparameters.phase_at_epoch(epoch)
+        for group in optimizer.param_groups:
+            group["lr"] = learning_rate
+        hook.set_context(epoch=epoch, phase=phase, steps_per_epoch=steps_per_epoch, learning_rate=learning_rate)
+        # One permutation per (seed, epoch): a resumed job sees the same batches it would have seen.
+        order = torch.randperm(
+            len(targets), generator=torch.Generator().manual_seed(hyperparameters.seed * 100_003 + epoch)
+        )
+        loss_sum = 0.0
+        for batch_index in range(steps_per_epoch):
+            step = epoch * steps_per_epoch + batch_index
+            indices = order[batch_index * hyperparameters.batch_size : (batch_index + 1) * hyperparameters.batch_size]
+            optimizer.zero_grad(set_to_none=True)
+            loss = criterion(model(to_model_input(images[indices], channel_mean)), targets[indices])
+            loss.backward()
+            loss_value = float(loss.detach())
+            log(
+                format_step_line(
+                    step=step,
+                    epoch=epoch,
+                    phase=phase,
+                    loss=loss_value,
+                    learning_rate=learning_rate,
+                    gradient_norm=total_gradient_norm(model),
+                )
+            )
+            optimizer.step()
+            loss_sum += loss_value
+        train_loss = loss_sum / steps_per_epoch
+        recalibrate_batch_norm(
+            model, images, order[:BATCH_NORM_CALIBRATION_SAMPLES], channel_mean, hyperparameters.batch_size
+        )
+        test_loss, test_accuracy = held_out = evaluate(model, x_test, y_test, channel_mean)
+        save_checkpoint(checkpoint_dir, epoch, model, optimizer, architecture)
+        log(
+            format_epoch_line(
+                epoch=epoch,
+                train_loss=train_loss,
+                test_loss=test_loss,
+                test_accuracy=test_accuracy,
+                seconds=time.monotonic() - epoch_started,
+            )
+        )
+
+    test_loss, test_accuracy = held_out or evaluate(model, x_test, y_test, channel_mean)
+    hook.close(training_ended=True)
+    saved_model = {
+        "architecture": architecture,
+        "channel_mean": channel_mean,
+        "hyperparameters": asdict(hyperparameters),
+        "state_dict": model.state_dict(),
+    }
+    write_atomically(model_dir / MODEL_FILE, lambda handle: torch.save(saved_model, handle))
+    metrics = {
+        "test_accuracy": test_accuracy,
+        "test_loss": test_loss,
+        "train_loss": train_loss,
+        "epochs": hyperparameters.num_epochs,
+        "resumed_from_epoch": resumed_from,
+    }
+    write_atomically(model_dir / METRICS_FILE, lambda handle: handle.write(json.dumps(metrics, indent=2)), mode="w")
+    log(f"saved {model_dir / MODEL_FILE}: test_accuracy={test_accuracy:.4f} test_loss={test_loss:.6g}")
+    return TrainingResult(test_loss, test_accuracy, train_loss, hyperparameters.num_epochs, resumed_from)
+
+
+def load_model(path: str | os.PathLike) -> tuple[nn.Module, torch.Tensor]:
+    """Rebuild a model saved by the job: (model in eval mode, per-channel input mean)."""
+    saved = torch.load(path, map_location="cpu", weights_only=True)
+    model = build_resnet(**saved["architecture"])
+    model.load_state_dict(saved["state_dict"])
+    return model.eval(), saved["channel_mean"]
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def _raise_job_terminated(signum: int, frame: Any) -> None:
+    raise JobTerminated()
+
+
+def stop_training_text(stop: StopTrainingRequested) -> str:
+    return f"StopTraining: rule {stop.rule_name} found an issue at step {stop.step}: {stop.message}"
+
+
+def _close_quietly(hook: Hook | None) -> None:
+    if hook is None:
+        return
+    try:
+        hook.close(training_ended=True)
+    except Exception as error:  # the job is failing already; report the original cause
+        print(f"debugger hook did not close cleanly: {error}", file=sys.stderr, flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    in_main_thread = threading.current_thread() is threading.main_thread()  # signal handlers need the main thread
+    previous_handler = signal.signal(signal.SIGTERM, _raise_job_terminated) if in_main_thread else None
+    try:
+        return run_job(argv, os.environ)
+    except JobTerminated:
+        print("SIGTERM received: stopping without saving anything", file=sys.stderr, flush=True)
+        return EXIT_TERMINATED
+    finally:
+        if in_main_thread:
+            signal.signal(signal.SIGTERM, previous_handler)
+
+
+def run_job(argv: list[str], environ: Mapping[str, str]) -> int:
+    hook = None
+    try:
+        try:
+            hyperparameters = read_hyperparameters(argv, environ)
+            setup = read_debugger_setup(hyperparameters, environ)
+            torch.set_num_threads(thread_count(environ))
+            channels = load_channels(environ)
+            job_name = environ.get("TRAINING_JOB_NAME") or DEFAULT_JOB_NAME
+            hook = Hook.from_configs(
+                hook_config=setup.hook_config,
+                rule_configs=setup.rule_configs,
+                out_dir=str(setup.out_dir),
+                job_name=job_name,
+            )
+        except HyperparameterError as error:
+            write_failure(environ, f"InvalidHyperparameter: {error}")
+            return EXIT_BAD_INPUT
+        except ContractError as error:
+            write_failure(environ, f"InvalidDebuggerConfiguration: {error}")
+            return EXIT_BAD_INPUT
+        except BadInput as error:
+            write_failure(environ, f"{error.kind}: {error}")
+            return EXIT_BAD_INPUT
+
+        shown = {
+            key: value
+            for key, value in hyperparameters.to_sagemaker().items()
+            if key not in (DEBUGGER_HOOK_CONFIG, DEBUGGER_RULE_CONFIGS)
+        }
+        log(f"job {job_name}: hyperparameters {json.dumps(shown, sort_keys=True)}; {torch.get_num_threads()} threads")
+        if setup.using_default_rules:
+            log(
+                f"debugger: no {DEBUGGER_RULE_CONFIGS} given; using the default rule ExplodingTensor with action StopTraining"
+            )
+        rule_names = ", ".join(rule["RuleConfigurationName"] for rule in setup.rule_configs) or "none"
+        log(f"debugger: rules {rule_names}; output {setup.out_dir}")
+        try:
+            train(
+                hyperparameters,
+                channels,
+                hook,
+                checkpoint_dir=Path(environ.get("TRAINING_CHECKPOINT_DIR", DEFAULT_CHECKPOINT_DIR)),
+                model_dir=Path(environ.get("SM_MODEL_DIR", DEFAULT_MODEL_DIR)),
+            )
+        except StopTrainingRequested as stop:
+            _close_quietly(hook)
+            write_failure(environ, stop_training_text(stop))
+            return EXIT_RULE_STOP
+        except BadInput as error:
+            _close_quietly(hook)
+            write_failure(environ, f"{error.kind}: {error}")
+            return EXIT_BAD_INPUT
+        return EXIT_SUCCESS
+    except Exception as error:
+        _close_quietly(hook)
+        write_failure(environ, f"AlgorithmError: {type(error).__name__}: {error}")
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
