@@ -1,0 +1,390 @@
+"""Run the remediation workflow on one machine: the real ASL, the real handlers, real training.
+
+Only adapters live here. moto plays S3, SNS, SQS and Step Functions (its ASL
+interpreter executes ``statemachine/remediation.asl.json``); the dispatch seam
+answers ``lambda.Invoke`` with the real handlers and SageMaker's training API
+with :class:`LocalTrainingPlatform`. Nothing of the workflow's own logic is
+repeated: the runtime sets the stage, starts an execution with the same
+execution input the cloud accepts, and reports what happens.
+
+    with LocalRuntime(RuntimeOptions(run_dir=Path("runs/x"))) as runtime:
+        arn = runtime.start(runtime.execution_input({"policy": "anchor"}))
+        while runtime.describe()["status"] == "RUNNING": ...
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import importlib
+import json
+import logging
+import os
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import boto3
+from moto import mock_aws
+
+from lambdas.remediation import bucket_layout
+from local_runtime.botocore_dispatch import LocalDispatch
+from local_runtime.sagemaker_api import register_training_api
+from local_runtime.training_platform import ACCOUNT_ID, LocalTrainingPlatform
+from remediate.packaging import build_source_archive
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+ASL_PATH = PROJECT_ROOT / "statemachine" / "remediation.asl.json"
+
+HANDLERS = {
+    "TrainFunctionArn": ("remediation-train", "lambdas.train_handler"),
+    "MonitorFunctionArn": ("remediation-monitor", "lambdas.monitor_handler"),
+    "PlanFunctionArn": ("remediation-plan", "lambdas.plan_handler"),
+}
+TOPIC_NAME = "training-remediation-notifications"
+QUEUE_NAME = "training-remediation-local-inbox"
+STATE_MACHINE_NAME = "training-remediation-local"
+LOCAL_ROLE_ARN = f"arn:aws:iam::{ACCOUNT_ID}:role/local-sagemaker-execution"
+STATES_ROLE_ARN = f"arn:aws:iam::{ACCOUNT_ID}:role/local-states-execution"
+JOB_NAME_PREFIX = "remediation"
+
+#: What the local loop changes from the cloud defaults: the monitor polls every second. Everything else
+#: (instance type included) stays as the cloud has it, so the train Lambda builds the cloud's own request.
+LOCAL_EXECUTION_DEFAULTS = {"monitor_interval_seconds": 1}
+
+_FAKE_ENVIRONMENT = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+    "AWS_SECURITY_TOKEN": "testing",
+    "AWS_EC2_METADATA_DISABLED": "true",
+    "AWS_CONFIG_FILE": os.devnull,
+    "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+}
+
+
+@dataclasses.dataclass
+class RuntimeOptions:
+    run_dir: Path
+    data_dir: Path | None = None  # a directory with train/ and test/ channels; generated when None
+    train_samples: int = 2560
+    test_samples: int = 512
+    data_seed: int = 0
+    region: str = "us-east-1"
+    bucket: str = "remediation-local-artifacts"
+    num_threads: int | None = None
+    stop_grace_seconds: float = 10.0
+
+
+class LocalRuntime:
+    """Context manager: sets up the fake account on enter, stops everything on exit."""
+
+    def __init__(self, options: RuntimeOptions):
+        self.options = options
+        self.run_dir = Path(options.run_dir)
+        self.platform: LocalTrainingPlatform | None = None
+        self.dispatch: LocalDispatch | None = None
+        self.execution_arn: str | None = None
+        self.state_machine_arn: str | None = None
+        self.topic_arn: str | None = None
+        self.queue_url: str | None = None
+        self.notifications: list[dict[str, Any]] = []
+        self._mock = None
+        self._saved_environment: dict[str, str | None] = {}
+        self._lambda_log = None
+        self._redirected_handlers: list[tuple[logging.StreamHandler, Any]] = []
+        self._clients: dict[str, Any] = {}
+        self._clients_lock = threading.Lock()
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def __enter__(self) -> LocalRuntime:
+        try:
+            self._open()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    def _open(self) -> None:
+        options = self.options
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self._set_environment({**_FAKE_ENVIRONMENT, "AWS_DEFAULT_REGION": options.region, "AWS_REGION": options.region})
+        self._mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True}})
+        self._mock.start()
+
+        s3 = self.client("s3")
+        if options.region == "us-east-1":
+            s3.create_bucket(Bucket=options.bucket)
+        else:
+            s3.create_bucket(Bucket=options.bucket, CreateBucketConfiguration={"LocationConstraint": options.region})
+        self._upload_source_archive()
+        self._upload_channels()
+
+        sns, sqs = self.client("sns"), self.client("sqs")
+        self.topic_arn = sns.create_topic(Name=TOPIC_NAME)["TopicArn"]
+        self.queue_url = sqs.create_queue(QueueName=QUEUE_NAME)["QueueUrl"]
+        queue_arn = sqs.get_queue_attributes(QueueUrl=self.queue_url, AttributeNames=["QueueArn"])["Attributes"][
+            "QueueArn"
+        ]
+        sns.subscribe(
+            TopicArn=self.topic_arn, Protocol="sqs", Endpoint=queue_arn, Attributes={"RawMessageDelivery": "false"}
+        )
+
+        self._set_environment(
+            {
+                "NOTIFICATION_TOPIC_ARN": self.topic_arn,
+                "JOB_NAME_PREFIX": JOB_NAME_PREFIX,
+                "POWERTOOLS_SERVICE_NAME": "training-remediation",
+                "POWERTOOLS_METRICS_NAMESPACE": "TrainingRemediation",
+                "POWERTOOLS_TRACE_DISABLED": "true",
+                # No CloudWatch locally: EMF lines would only be printed to the terminal.
+                "POWERTOOLS_METRICS_DISABLED": "true",
+                "POWERTOOLS_LOG_LEVEL": "INFO",
+            }
+        )
+
+        self.platform = LocalTrainingPlatform(
+            self.run_dir,
+            lambda: self.client("s3"),
+            region=options.region,
+            num_threads=options.num_threads,
+            stop_grace_seconds=options.stop_grace_seconds,
+        )
+        self.dispatch = LocalDispatch()
+        register_training_api(self.dispatch, self.platform)
+        substitutions = {}
+        for substitution, (function_name, module_name) in HANDLERS.items():
+            module = importlib.import_module(module_name)
+            self.dispatch.register_lambda_function(function_name, module.handler)
+            substitutions[substitution] = f"arn:aws:lambda:{options.region}:{ACCOUNT_ID}:function:{function_name}"
+        substitutions["NotificationTopicArn"] = self.topic_arn
+        self._route_handler_logs()
+        self._route_interpreter_logs()
+        self.dispatch.install()
+
+        definition = substitute(ASL_PATH.read_text(), substitutions)
+        self.state_machine_arn = self.client("stepfunctions").create_state_machine(
+            name=STATE_MACHINE_NAME, definition=definition, roleArn=STATES_ROLE_ARN
+        )["stateMachineArn"]
+
+    def close(self) -> None:
+        """Stop the execution and every training process, then take the fake account down."""
+        try:
+            if self.execution_arn and self._mock is not None:
+                try:
+                    if self.describe()["status"] == "RUNNING":
+                        self.stop_execution("the local runtime is closing")
+                except Exception:  # noqa: BLE001 - closing must go on
+                    pass
+        finally:
+            if self.platform is not None:
+                self.platform.shutdown()
+            if self.dispatch is not None:
+                self.dispatch.uninstall()
+            for handler, stream in self._redirected_handlers:
+                handler.setStream(stream)
+            self._redirected_handlers = []
+            self._restore_interpreter_logs()
+            if getattr(self, "_warnings_handler", None) is not None:
+                logging.getLogger("py.warnings").removeHandler(self._warnings_handler)
+                logging.getLogger("py.warnings").propagate = True
+                logging.captureWarnings(False)
+                self._warnings_handler = None
+            if self._lambda_log is not None:
+                self._lambda_log.close()
+                self._lambda_log = None
+            if self._mock is not None:
+                self._mock.stop()
+                self._mock = None
+            self._restore_environment()
+
+    # ------------------------------------------------------------------ the execution
+
+    def execution_input(self, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The local defaults (this runtime's bucket and region, a local role, 1 s polls) with ``overrides``."""
+        execution_input = {
+            "bucket": self.options.bucket,
+            "region": self.options.region,
+            "sm_role": LOCAL_ROLE_ARN,
+            **LOCAL_EXECUTION_DEFAULTS,
+        }
+        execution_input.update(overrides or {})
+        return execution_input
+
+    def start(self, execution_input: Mapping[str, Any], name: str | None = None) -> str:
+        name = name or f"local-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
+        self.execution_arn = self.client("stepfunctions").start_execution(
+            stateMachineArn=self.state_machine_arn, name=name, input=json.dumps(dict(execution_input))
+        )["executionArn"]
+        return self.execution_arn
+
+    def describe(self) -> dict[str, Any]:
+        return self.client("stepfunctions").describe_execution(executionArn=self.execution_arn)
+
+    def history(self) -> list[dict[str, Any]]:
+        events: list[dict[str, Any]] = []
+        paginator = self.client("stepfunctions").get_paginator("get_execution_history")
+        for page in paginator.paginate(executionArn=self.execution_arn):
+            events += page["events"]
+        return events
+
+    def stop_execution(self, cause: str) -> None:
+        self.client("stepfunctions").stop_execution(executionArn=self.execution_arn, error="LocalStop", cause=cause)
+
+    def drain_notifications(self) -> list[dict[str, Any]]:
+        """Receive what arrived on the SNS subscription since the last call, in order."""
+        sqs = self.client("sqs")
+        arrived = []
+        while True:
+            messages = sqs.receive_message(QueueUrl=self.queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=0).get(
+                "Messages", []
+            )
+            if not messages:
+                break
+            for message in messages:
+                envelope = json.loads(message["Body"])
+                arrived.append(
+                    {
+                        "subject": envelope.get("Subject"),
+                        "message": envelope.get("Message"),
+                        "attributes": {k: v.get("Value") for k, v in envelope.get("MessageAttributes", {}).items()},
+                        "timestamp": envelope.get("Timestamp"),
+                        "message_id": envelope.get("MessageId"),
+                    }
+                )
+            sqs.delete_message_batch(
+                QueueUrl=self.queue_url,
+                Entries=[{"Id": str(index), "ReceiptHandle": m["ReceiptHandle"]} for index, m in enumerate(messages)],
+            )
+        arrived.sort(key=lambda item: item["timestamp"] or "")
+        self.notifications += arrived
+        return arrived
+
+    def wait(self, poll_seconds: float = 0.5, timeout: float | None = None) -> dict[str, Any]:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            described = self.describe()
+            if described["status"] != "RUNNING":
+                return described
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError(f"execution {self.execution_arn} still RUNNING after {timeout} s")
+            time.sleep(poll_seconds)
+
+    # ------------------------------------------------------------------ helpers
+
+    def client(self, service: str):
+        with self._clients_lock:
+            if service not in self._clients:
+                self._clients[service] = boto3.session.Session().client(service, region_name=self.options.region)
+            return self._clients[service]
+
+    def _upload_source_archive(self) -> None:
+        archive = build_source_archive(self.run_dir / "inputs" / "sourcedir.tar.gz")
+        self.client("s3").upload_file(str(archive), self.options.bucket, bucket_layout.SOURCE_ARCHIVE_KEY)
+
+    def _upload_channels(self) -> None:
+        data_dir = self.options.data_dir
+        if data_dir is None:
+            from model.data import write_synthetic_channels
+
+            channels = write_synthetic_channels(
+                self.run_dir / "inputs" / "data",
+                train_samples=self.options.train_samples,
+                test_samples=self.options.test_samples,
+                seed=self.options.data_seed,
+            )
+        else:
+            channels = {name: Path(data_dir) / name for name in ("train", "test")}
+            for directory in channels.values():
+                for file_name in ("x.npy", "y.npy"):
+                    if not (directory / file_name).is_file():
+                        raise FileNotFoundError(
+                            f"--data {data_dir}: {directory / file_name} is missing; a data directory holds "
+                            "train/ and test/ with x.npy and y.npy each (python -m model.data synthetic --out DIR)"
+                        )
+        prefixes = {"train": bucket_layout.TRAIN_CHANNEL_PREFIX, "test": bucket_layout.TEST_CHANNEL_PREFIX}
+        for name, directory in channels.items():
+            for path in sorted(Path(directory).iterdir()):
+                if path.is_file():
+                    self.client("s3").upload_file(str(path), self.options.bucket, prefixes[name] + path.name)
+
+    def _route_handler_logs(self) -> None:
+        """The handlers log (Powertools, JSON) to stdout; locally those lines go to the run directory.
+
+        Python warnings the handlers raise (Powertools warns about empty metrics) go there too.
+        """
+        self._lambda_log = open(self.run_dir / "lambda.log", "a", encoding="utf-8")
+        logging.captureWarnings(True)
+        warnings_handler = logging.StreamHandler(self._lambda_log)
+        logging.getLogger("py.warnings").addHandler(warnings_handler)
+        logging.getLogger("py.warnings").propagate = False
+        self._warnings_handler = warnings_handler
+        loggers = [logging.getLogger()] + [
+            logger for logger in logging.root.manager.loggerDict.values() if isinstance(logger, logging.Logger)
+        ]
+        for logger in loggers:
+            for handler in logger.handlers:
+                if isinstance(handler, logging.StreamHandler) and not isinstance(handler, logging.FileHandler):
+                    self._redirected_handlers.append((handler, handler.setStream(self._lambda_log)))
+
+    def _route_interpreter_logs(self) -> None:
+        """moto's interpreter logs each failed state as a warning with a traceback; keep those in the run directory."""
+        moto_logger = logging.getLogger("moto")
+        handler = logging.FileHandler(self.run_dir / "interpreter.log", encoding="utf-8")
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        self._saved_moto_logging = (moto_logger.propagate, handler)
+        moto_logger.addHandler(handler)
+        moto_logger.propagate = False
+
+    def _restore_interpreter_logs(self) -> None:
+        saved = getattr(self, "_saved_moto_logging", None)
+        if saved is not None:
+            propagate, handler = saved
+            moto_logger = logging.getLogger("moto")
+            moto_logger.removeHandler(handler)
+            moto_logger.propagate = propagate
+            handler.close()
+            self._saved_moto_logging = None
+
+    def _set_environment(self, values: Mapping[str, str]) -> None:
+        for name, value in values.items():
+            if name not in self._saved_environment:
+                self._saved_environment[name] = os.environ.get(name)
+            os.environ[name] = value
+
+    def _restore_environment(self) -> None:
+        for name, value in self._saved_environment.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        self._saved_environment = {}
+
+
+def substitute(definition: str, substitutions: Mapping[str, str]) -> str:
+    """Apply Step Functions definition substitutions (``${Name}``); an unknown one is an error."""
+    import re
+
+    def replace(match: re.Match) -> str:
+        name = match.group(1)
+        if name not in substitutions:
+            raise KeyError(f"{ASL_PATH.name}: no value for definition substitution ${{{name}}}")
+        return substitutions[name]
+
+    return re.sub(r"\$\{(\w+)\}", replace, definition)
+
+
+def write_json_atomically(path: Path, value: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    with os.fdopen(handle, "w", encoding="utf-8") as file:
+        json.dump(value, file, indent=2, default=str)
+    os.replace(temp, path)

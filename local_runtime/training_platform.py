@@ -1,0 +1,762 @@
+"""A local SageMaker training platform: CreateTrainingJob / DescribeTrainingJob / StopTrainingJob.
+
+It answers the same requests (already validated by botocore against the real
+schema, see ``local_runtime.sagemaker_api``) with the same response shapes and
+status vocabulary, and runs the job for real: the entry point from
+``sagemaker_submit_directory`` runs as ``python train.py --name value ...`` in its
+own process session, with the SageMaker container contract mapped to
+directories of one job folder (``input/config``, ``input/data/<channel>``,
+``model``, ``output``).
+
+S3 is whatever S3 the given client talks to (moto's in local mode). Inputs are
+read from it; outputs the job writes under the local mirror of a bucket
+(``<root>/buckets/<bucket>/<key>``: debug output, checkpoints, model.tar.gz)
+are copied into it on every Describe and when the job ends, as SageMaker's
+uploads would make them appear.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import io
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tarfile
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from lambdas.remediation.bucket_layout import split_s3_uri
+from local_runtime.botocore_dispatch import ServiceError
+from model.progress_log import parse_progress_line
+
+ACCOUNT_ID = "123456789012"
+DEFAULT_STOP_GRACE_SECONDS = 10.0
+LOG_FILE = "training.log"
+
+# TrainingJobStatus
+IN_PROGRESS, COMPLETED, FAILED, STOPPING, STOPPED = "InProgress", "Completed", "Failed", "Stopping", "Stopped"
+TERMINAL_STATUSES = (COMPLETED, FAILED, STOPPED)
+
+_STATUS_MESSAGES = {
+    "Starting": "Launching requested ML instances",
+    "Downloading": "Downloading input data",
+    "Training": "Training image download completed. Training in progress.",
+    "Uploading": "Uploading generated training model",
+    "Completed": "Training job completed",
+    "Stopping": "Stopping the training job",
+    "Stopped": "Training job stopped",
+    "MaxRuntimeExceeded": "Training job stopped: it exceeded StoppingCondition.MaxRuntimeInSeconds",
+}
+
+
+#: Runs first in each job process (single-threaded, before the entry point): on Linux it asks the kernel to
+#: SIGKILL the job if the platform's process dies without stopping it (kill -9 of the CLI), then execs the
+#: entry point in the same process, so the job keeps its pid and process group.
+_LAUNCHER = """
+import ctypes, os, signal, sys
+PR_SET_PDEATHSIG = 1
+if sys.platform == "linux":
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != int(os.environ["LOCAL_TRAINING_PLATFORM_PID"]):
+        os._exit(137)  # the platform died before prctl took effect
+os.execv(sys.executable, [sys.executable, *sys.argv[1:]])
+"""
+
+
+class SageMakerError(ServiceError):
+    """An error as SageMaker returns it: through the dispatch seam botocore raises ClientError with this code."""
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+def _decode_hyperparameter(value: str) -> str:
+    """The SageMaker SDK JSON-encodes each value ("\\"s3://...\\""); the toolkit decodes it once."""
+    if len(value) >= 2 and value[0] == value[-1] == '"':
+        try:
+            decoded = json.loads(value)
+        except json.JSONDecodeError:
+            return value
+        if isinstance(decoded, str):
+            return decoded
+    return value
+
+
+@dataclasses.dataclass
+class _Output:
+    """A local directory mirrored to an S3 prefix."""
+
+    local_dir: Path
+    bucket: str
+    prefix: str
+
+
+@dataclasses.dataclass
+class TrainingJobRecord:
+    name: str
+    arn: str
+    request: dict[str, Any]
+    job_dir: Path
+    created: dt.datetime
+    status: str = IN_PROGRESS
+    secondary_status: str = "Starting"
+    transitions: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    failure_reason: str | None = None
+    training_start: dt.datetime | None = None
+    training_end: dt.datetime | None = None
+    last_modified: dt.datetime | None = None
+    process: subprocess.Popen | None = None
+    exit_code: int | None = None
+    stop_reason: str | None = None  # "StopTrainingJob" | "MaxRuntimeExceeded" | "shutdown"
+    process_seconds: float = 0.0
+    process_started: float | None = None  # time.monotonic() at launch
+    process_ended: float | None = None  # time.monotonic() at exit
+    outputs: list[_Output] = dataclasses.field(default_factory=list)
+    synced: dict[tuple[str, str], tuple[int, int]] = dataclasses.field(default_factory=dict)
+    log_offset: int = 0
+    log_remainder: str = ""
+    metric_values: dict[str, tuple[float, dt.datetime]] = dataclasses.field(default_factory=dict)
+    steps: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    epochs: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    lock: threading.RLock = dataclasses.field(default_factory=threading.RLock)
+    worker: threading.Thread | None = None
+
+    @property
+    def ended(self) -> bool:
+        return self.status in TERMINAL_STATUSES
+
+
+class LocalTrainingPlatform:
+    """Runs training jobs as local subprocesses behind SageMaker's training API."""
+
+    def __init__(
+        self,
+        root: Path,
+        s3_client_factory: Callable[[], Any],
+        *,
+        region: str = "us-east-1",
+        num_threads: int | None = None,
+        stop_grace_seconds: float = DEFAULT_STOP_GRACE_SECONDS,
+        python: str = sys.executable,
+    ):
+        self.root = Path(root)
+        self.region = region
+        self.num_threads = num_threads or max(1, os.cpu_count() or 1)
+        self.stop_grace_seconds = stop_grace_seconds
+        self.python = python
+        self._s3_client_factory = s3_client_factory
+        self._s3 = None
+        self._s3_lock = threading.Lock()
+        self._lock = threading.RLock()
+        self._jobs: dict[str, TrainingJobRecord] = {}
+        self._shutting_down = False
+
+    # ------------------------------------------------------------------ paths and S3
+
+    def bucket_dir(self, bucket: str) -> Path:
+        return self.root / "buckets" / bucket
+
+    def local_path_for(self, s3_uri: str) -> Path:
+        bucket, key = split_s3_uri(s3_uri)
+        return self.bucket_dir(bucket) / key
+
+    def job_dir(self, name: str) -> Path:
+        return self.root / "jobs" / name
+
+    def _client(self):
+        with self._s3_lock:
+            if self._s3 is None:
+                self._s3 = self._s3_client_factory()
+            return self._s3
+
+    # ------------------------------------------------------------------ the API
+
+    def create_training_job(self, **request: Any) -> dict[str, Any]:
+        name = request["TrainingJobName"]
+        hyperparameters = {
+            key: _decode_hyperparameter(value) for key, value in request.get("HyperParameters", {}).items()
+        }
+        for required in ("sagemaker_submit_directory", "sagemaker_program"):
+            if required not in hyperparameters:
+                raise SageMakerError(
+                    "ValidationException",
+                    f"HyperParameters.{required} is required by the local platform (script mode): "
+                    "set it to the source archive's s3:// URI and the entry point file",
+                )
+        try:
+            split_s3_uri(hyperparameters["sagemaker_submit_directory"])
+        except ValueError as error:
+            raise SageMakerError(
+                "ValidationException", f"HyperParameters.sagemaker_submit_directory: {error}"
+            ) from None
+        arn = f"arn:aws:sagemaker:{self.region}:{ACCOUNT_ID}:training-job/{name.lower()}"
+        with self._lock:
+            if self._shutting_down:
+                raise SageMakerError("ThrottlingException", "the local training platform is shutting down")
+            if name in self._jobs:
+                raise SageMakerError(
+                    "ResourceInUse",
+                    f"Training job names must be unique within an AWS account and region, and a training job with "
+                    f"this name already exists ({arn})",
+                )
+            job_dir = self.job_dir(name)
+            job = TrainingJobRecord(name=name, arn=arn, request=request, job_dir=job_dir, created=_now())
+            self._transition(job, "Starting")
+            self._jobs[name] = job
+        job.worker = threading.Thread(target=self._run_job, args=(job,), name=f"training-job-{name}", daemon=True)
+        job.worker.start()
+        return {"TrainingJobArn": arn}
+
+    def describe_training_job(self, TrainingJobName: str) -> dict[str, Any]:
+        job = self._job(TrainingJobName)
+        self.sync_outputs(job)
+        self.read_progress(job)
+        with job.lock:
+            return self._describe(job)
+
+    def stop_training_job(self, TrainingJobName: str) -> dict[str, Any]:
+        job = self._job(TrainingJobName)
+        with job.lock:
+            if job.ended or job.status == STOPPING:
+                raise SageMakerError(
+                    "ValidationException",
+                    f"The request was rejected because the training job is in status {job.status}.",
+                )
+            self._request_stop(job, "StopTrainingJob")
+        return {}
+
+    # ------------------------------------------------------------------ queries for the runtime and CLI
+
+    def job_names(self) -> list[str]:
+        with self._lock:
+            return list(self._jobs)
+
+    def job(self, name: str) -> TrainingJobRecord:
+        return self._job(name)
+
+    def running_process_ids(self) -> list[int]:
+        with self._lock:
+            jobs = list(self._jobs.values())
+        return [job.process.pid for job in jobs if job.process is not None and job.process.poll() is None]
+
+    def seconds_with_a_process_running(self) -> float:
+        """Wall seconds during which at least one training process ran (the union of their lifetimes).
+
+        A stopped job may still be exiting while the next one starts; the union counts that overlap once.
+        """
+        with self._lock:
+            jobs = list(self._jobs.values())
+        now = time.monotonic()
+        intervals = sorted(
+            (job.process_started, job.process_ended or now) for job in jobs if job.process_started is not None
+        )
+        total, current_start, current_end = 0.0, None, None
+        for start, end in intervals:
+            if current_end is None or start > current_end:
+                if current_end is not None:
+                    total += current_end - current_start
+                current_start, current_end = start, end
+            else:
+                current_end = max(current_end, end)
+        if current_end is not None:
+            total += current_end - current_start
+        return total
+
+    def read_progress(self, job: TrainingJobRecord) -> dict[str, Any]:
+        """Parse the log lines written since the last call; return the latest step and epoch records."""
+        log_path = job.job_dir / LOG_FILE
+        with job.lock:
+            if log_path.exists():
+                with open(log_path, "rb") as log:
+                    log.seek(job.log_offset)
+                    chunk = log.read()
+                job.log_offset += len(chunk)
+                text = job.log_remainder + chunk.decode("utf-8", errors="replace")
+                lines = text.split("\n")
+                job.log_remainder = lines.pop()
+                definitions = job.request.get("AlgorithmSpecification", {}).get("MetricDefinitions", [])
+                for line in lines:
+                    self._read_line(job, line, definitions)
+            return {
+                "step": job.steps[-1] if job.steps else None,
+                "epoch": job.epochs[-1] if job.epochs else None,
+            }
+
+    def wait(self, name: str, timeout: float | None = None) -> bool:
+        """Block until the job's worker has finished (ended and synced); True if it did."""
+        job = self._job(name)
+        if job.worker is not None:
+            job.worker.join(timeout)
+            return not job.worker.is_alive()
+        return True
+
+    def shutdown(self, timeout: float | None = None) -> None:
+        """Refuse new jobs, stop every running one (SIGTERM, SIGKILL after the grace period), wait for them."""
+        with self._lock:
+            self._shutting_down = True
+            jobs = list(self._jobs.values())
+        for job in jobs:
+            with job.lock:
+                if not job.ended and job.status != STOPPING:
+                    self._request_stop(job, "shutdown")
+        deadline = time.monotonic() + (timeout if timeout is not None else self.stop_grace_seconds + 10)
+        for job in jobs:
+            if job.worker is not None:
+                job.worker.join(max(0.0, deadline - time.monotonic()))
+            if job.process is not None and job.process.poll() is None:
+                self._kill_group(job.process, signal.SIGKILL)
+                job.process.wait()
+
+    # ------------------------------------------------------------------ internals
+
+    def _job(self, name: str) -> TrainingJobRecord:
+        with self._lock:
+            job = self._jobs.get(name)
+        if job is None:
+            raise SageMakerError("ValidationException", "Requested resource not found.")
+        return job
+
+    def _transition(self, job: TrainingJobRecord, secondary: str, message: str | None = None) -> None:
+        now = _now()
+        if job.transitions and "EndTime" not in job.transitions[-1]:
+            job.transitions[-1]["EndTime"] = now
+        job.transitions.append(
+            {
+                "Status": secondary,
+                "StartTime": now,
+                "StatusMessage": message or _STATUS_MESSAGES.get(secondary, secondary),
+            }
+        )
+        job.secondary_status = secondary
+        job.last_modified = now
+
+    def _finish(self, job: TrainingJobRecord, status: str, secondary: str, message: str | None = None) -> None:
+        self._transition(job, secondary, message)
+        job.transitions[-1]["EndTime"] = job.transitions[-1]["StartTime"]
+        job.status = status
+        job.training_end = job.last_modified
+
+    def _request_stop(self, job: TrainingJobRecord, reason: str) -> None:
+        """Caller holds job.lock."""
+        job.stop_reason = reason
+        if reason == "MaxRuntimeExceeded":
+            job.status = STOPPING
+        else:
+            job.status = STOPPING
+            self._transition(job, "Stopping")
+        if job.process is not None and job.process.poll() is None:
+            self._kill_group(job.process, signal.SIGTERM)
+
+    @staticmethod
+    def _kill_group(process: subprocess.Popen, sig: int) -> None:
+        try:
+            os.killpg(process.pid, sig)  # the job runs in its own session: pgid == pid
+        except ProcessLookupError:
+            pass
+
+    def _run_job(self, job: TrainingJobRecord) -> None:
+        try:
+            self._prepare(job)
+            self._train(job)
+        except Exception as error:  # the platform's own failure: the job fails with a reason, as SageMaker's would
+            with job.lock:
+                if job.process is not None and job.process.poll() is None:
+                    self._kill_group(job.process, signal.SIGKILL)
+                if not job.ended:
+                    job.failure_reason = f"ClientError: {error}"
+                    self._finish(job, FAILED, "Failed", f"Training job failed. Reason: {job.failure_reason}")
+        finally:
+            try:
+                self.read_progress(job)
+                self.sync_outputs(job)
+            except Exception:  # noqa: BLE001 - outputs are best effort once the job has ended
+                pass
+
+    def _prepare(self, job: TrainingJobRecord) -> None:
+        request = job.request
+        hyperparameters = {
+            key: _decode_hyperparameter(value) for key, value in request.get("HyperParameters", {}).items()
+        }
+        with job.lock:
+            if job.status == STOPPING:
+                return
+            self._transition(job, "Downloading")
+        config_dir = job.job_dir / "input" / "config"
+        for directory in (config_dir, job.job_dir / "model", job.job_dir / "output" / "data", job.job_dir / "code"):
+            directory.mkdir(parents=True, exist_ok=True)
+        _write_json(config_dir / "hyperparameters.json", request.get("HyperParameters", {}))
+        channels = {}
+        for channel in request.get("InputDataConfig", []):
+            channels[channel["ChannelName"]] = {
+                "ContentType": channel.get("ContentType", ""),
+                "TrainingInputMode": channel.get(
+                    "InputMode", request.get("AlgorithmSpecification", {}).get("TrainingInputMode", "File")
+                ),
+                "S3DistributionType": channel.get("DataSource", {})
+                .get("S3DataSource", {})
+                .get("S3DataDistributionType", "FullyReplicated"),
+                "RecordWrapperType": channel.get("RecordWrapperType", "None"),
+            }
+        _write_json(config_dir / "inputdataconfig.json", channels)
+        _write_json(
+            config_dir / "resourceconfig.json",
+            {"current_host": "algo-1", "hosts": ["algo-1"], "network_interface_name": "lo"},
+        )
+        self._download_archive(hyperparameters["sagemaker_submit_directory"], job.job_dir / "code")
+        for channel in request.get("InputDataConfig", []):
+            source = channel.get("DataSource", {}).get("S3DataSource")
+            if source is None:
+                raise ValueError(f"channel {channel['ChannelName']!r}: only S3DataSource is supported locally")
+            if source.get("S3DataType", "S3Prefix") != "S3Prefix":
+                raise ValueError(f"channel {channel['ChannelName']!r}: only S3DataType S3Prefix is supported locally")
+            self._download_prefix(source["S3Uri"], job.job_dir / "input" / "data" / channel["ChannelName"])
+
+        with job.lock:
+            job.outputs = self._output_locations(job, hyperparameters)
+            for output in job.outputs:
+                output.local_dir.mkdir(parents=True, exist_ok=True)
+
+    def _output_locations(self, job: TrainingJobRecord, hyperparameters: dict[str, str]) -> list[_Output]:
+        outputs = []
+        checkpoint = job.request.get("CheckpointConfig", {}).get("S3Uri")
+        if checkpoint:
+            bucket, key = split_s3_uri(checkpoint)
+            outputs.append(_Output(self.local_path_for(checkpoint), bucket, key))
+        debug_uri = self._debug_output_uri(job, hyperparameters)
+        if debug_uri:
+            bucket, key = split_s3_uri(debug_uri)
+            outputs.append(_Output(self.local_path_for(debug_uri), bucket, key))
+        bucket, key = split_s3_uri(self._model_artifact_uri(job).rsplit("/", 1)[0] + "/")
+        outputs.append(_Output(self.bucket_dir(bucket) / key, bucket, key))
+        return outputs
+
+    @staticmethod
+    def _debug_output_uri(job: TrainingJobRecord, hyperparameters: dict[str, str]) -> str | None:
+        text = hyperparameters.get("debugger_hook_config")
+        if text:
+            try:
+                config = json.loads(text)
+                if isinstance(config, str):
+                    config = json.loads(config)
+            except json.JSONDecodeError:
+                config = None  # the job itself reports a malformed config
+            if isinstance(config, dict) and isinstance(config.get("S3OutputPath"), str):
+                return config["S3OutputPath"]
+        return job.request.get("DebugHookConfig", {}).get("S3OutputPath")
+
+    def _model_artifact_uri(self, job: TrainingJobRecord) -> str:
+        output_path = job.request["OutputDataConfig"]["S3OutputPath"].rstrip("/")
+        return f"{output_path}/{job.name}/output/model.tar.gz"
+
+    def _download_archive(self, uri: str, destination: Path) -> None:
+        bucket, key = split_s3_uri(uri)
+        body = self._client().get_object(Bucket=bucket, Key=key)["Body"].read()
+        with tarfile.open(fileobj=io.BytesIO(body), mode="r:*") as archive:
+            archive.extractall(destination, filter="data")
+
+    def _download_prefix(self, uri: str, destination: Path) -> None:
+        bucket, prefix = split_s3_uri(uri)
+        destination.mkdir(parents=True, exist_ok=True)
+        paginator = self._client().get_paginator("list_objects_v2")
+        found = False
+        for page in paginator.paginate(Bucket=bucket, Prefix=prefix):
+            for item in page.get("Contents", []):
+                relative = item["Key"][len(prefix) :].lstrip("/")
+                if not relative or item["Key"].endswith("/"):
+                    continue
+                found = True
+                target = destination / relative
+                target.parent.mkdir(parents=True, exist_ok=True)
+                self._client().download_file(bucket, item["Key"], str(target))
+        if not found:
+            raise ValueError(f"no data found at {uri} (the channel's S3Uri prefix is empty)")
+
+    def _environment(self, job: TrainingJobRecord, hyperparameters: dict[str, str], debug_dir: Path) -> dict[str, str]:
+        env = {key: value for key, value in os.environ.items() if not key.startswith(("AWS_", "SM_", "POWERTOOLS_"))}
+        # The request's Environment first: the platform's own variables below win, as SageMaker's reserved
+        # ones do. In particular the platform, not the job, carries the debug output to S3 here.
+        env.update(job.request.get("Environment", {}))
+        user_hyperparameters = {k: v for k, v in hyperparameters.items() if not k.startswith("sagemaker_")}
+        channels = [channel["ChannelName"] for channel in job.request.get("InputDataConfig", [])]
+        checkpoint_uri = job.request.get("CheckpointConfig", {}).get("S3Uri")
+        checkpoint_dir = self.local_path_for(checkpoint_uri) if checkpoint_uri else job.job_dir / "checkpoints"
+        checkpoint_dir.mkdir(parents=True, exist_ok=True)
+        env.update(
+            {
+                "PYTHONUNBUFFERED": "1",
+                "PYTHONDONTWRITEBYTECODE": "1",
+                "SM_HPS": json.dumps(user_hyperparameters),
+                "SM_MODEL_DIR": str(job.job_dir / "model"),
+                "SM_INPUT_DIR": str(job.job_dir / "input"),
+                "SM_INPUT_CONFIG_DIR": str(job.job_dir / "input" / "config"),
+                "SM_OUTPUT_DIR": str(job.job_dir / "output"),
+                "SM_OUTPUT_DATA_DIR": str(job.job_dir / "output" / "data"),
+                "SM_CHANNELS": json.dumps(channels),
+                "SM_USER_ENTRY_POINT": hyperparameters["sagemaker_program"],
+                "SM_MODULE_DIR": hyperparameters["sagemaker_submit_directory"],
+                "SM_CURRENT_HOST": "algo-1",
+                "SM_HOSTS": json.dumps(["algo-1"]),
+                "SM_NUM_CPUS": str(self.num_threads),
+                "SM_NUM_GPUS": "0",
+                "TRAINING_JOB_NAME": job.name,
+                "TRAINING_CHECKPOINT_DIR": str(checkpoint_dir),
+                "TRAINING_FAILURE_FILE": str(job.job_dir / "output" / "failure"),
+                "DEBUG_OUTPUT_DIR": str(debug_dir),
+                "DEBUG_OUTPUT_S3_SYNC": "off",
+                "TRAINING_NUM_THREADS": str(self.num_threads),
+                "OMP_NUM_THREADS": str(self.num_threads),
+                "LOCAL_TRAINING_PLATFORM_PID": str(os.getpid()),
+            }
+        )
+        for channel in channels:
+            env[f"SM_CHANNEL_{channel.upper()}"] = str(job.job_dir / "input" / "data" / channel)
+        return env
+
+    def _train(self, job: TrainingJobRecord) -> None:
+        request = job.request
+        hyperparameters = {
+            key: _decode_hyperparameter(value) for key, value in request.get("HyperParameters", {}).items()
+        }
+        debug_uri = self._debug_output_uri(job, hyperparameters)
+        debug_dir = self.local_path_for(debug_uri) if debug_uri else job.job_dir / "output" / "tensors"
+        debug_dir.mkdir(parents=True, exist_ok=True)
+        program = hyperparameters["sagemaker_program"]
+        arguments = []
+        for key, value in hyperparameters.items():
+            if not key.startswith("sagemaker_"):
+                arguments += [f"--{key}", value]
+        env = self._environment(job, hyperparameters, debug_dir)
+        max_runtime = request.get("StoppingCondition", {}).get("MaxRuntimeInSeconds")
+        with job.lock:
+            if job.status == STOPPING:  # stopped before the process could start
+                self._finish(job, STOPPED, "Stopped")
+                return
+            self._transition(job, "Training")
+            job.training_start = _now()
+            started = time.monotonic()
+            job.process_started = started
+            log = open(job.job_dir / LOG_FILE, "ab")
+            try:
+                job.process = subprocess.Popen(
+                    [self.python, "-c", _LAUNCHER, program, *arguments],
+                    cwd=job.job_dir / "code",
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+            finally:
+                log.close()
+        process = job.process
+        term_sent_at: float | None = None
+        while True:
+            try:
+                exit_code = process.wait(timeout=0.2)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            with job.lock:
+                if job.stop_reason is None and max_runtime is not None and time.monotonic() - started > max_runtime:
+                    self._request_stop(job, "MaxRuntimeExceeded")
+                if job.stop_reason is not None and term_sent_at is None:
+                    term_sent_at = time.monotonic()
+            if term_sent_at is not None and time.monotonic() - term_sent_at > self.stop_grace_seconds:
+                self._kill_group(process, signal.SIGKILL)
+        # The entry point may have left children in its group: the group ends with the job.
+        self._kill_group(process, signal.SIGKILL)
+        with job.lock:
+            job.exit_code = exit_code
+            job.process_ended = time.monotonic()
+            job.process_seconds = job.process_ended - started
+        self._conclude(job, exit_code)
+
+    def _conclude(self, job: TrainingJobRecord, exit_code: int) -> None:
+        failure_file = job.job_dir / "output" / "failure"
+        with job.lock:
+            stop_reason = job.stop_reason
+        if stop_reason is None and exit_code == 0:
+            with job.lock:
+                self._transition(job, "Uploading")
+            self._package_model(job)
+            self.sync_outputs(job)
+            with job.lock:
+                self._finish(job, COMPLETED, "Completed")
+        elif stop_reason is not None:
+            self._package_model(job)
+            self.sync_outputs(job)
+            with job.lock:
+                if stop_reason == "MaxRuntimeExceeded":
+                    self._finish(job, STOPPED, "MaxRuntimeExceeded")
+                else:
+                    self._finish(job, STOPPED, "Stopped")
+        else:
+            reason = failure_file.read_text(errors="replace").strip() if failure_file.exists() else ""
+            if not reason:
+                reason = f"AlgorithmError: the entry point exited with code {exit_code}. {self._log_tail(job)}".strip()
+            with job.lock:
+                job.failure_reason = reason[:1024]
+                self._finish(job, FAILED, "Failed", f"Training job failed. Reason: {job.failure_reason}")
+
+    def _log_tail(self, job: TrainingJobRecord, lines: int = 5) -> str:
+        path = job.job_dir / LOG_FILE
+        if not path.exists():
+            return ""
+        tail = path.read_text(errors="replace").strip().splitlines()[-lines:]
+        return "Last log lines: " + " | ".join(tail) if tail else ""
+
+    def _package_model(self, job: TrainingJobRecord) -> None:
+        target = self.local_path_for(self._model_artifact_uri(job))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temp = target.with_name(f".{target.name}.{uuid.uuid4().hex}")
+        with tarfile.open(temp, "w:gz") as archive:
+            for path in sorted((job.job_dir / "model").rglob("*")):
+                if path.is_file():
+                    archive.add(path, arcname=path.relative_to(job.job_dir / "model").as_posix())
+        os.replace(temp, target)
+
+    def sync_outputs(self, job: TrainingJobRecord) -> None:
+        """Copy new or changed files of the job's output directories into S3; delete vanished ones."""
+        with job.lock:
+            outputs = list(job.outputs)
+            client = self._client() if outputs else None
+            for output in outputs:
+                seen = set()
+                if output.local_dir.exists():
+                    for path in sorted(output.local_dir.rglob("*")):
+                        if not path.is_file() or path.name.startswith("."):
+                            continue  # dot files are writers' temporaries (atomic writes)
+                        key = output.prefix.rstrip("/") + "/" + path.relative_to(output.local_dir).as_posix()
+                        key = key.lstrip("/")
+                        seen.add(key)
+                        try:
+                            stat = path.stat()
+                            signature = (stat.st_mtime_ns, stat.st_size)
+                            if job.synced.get((output.bucket, key)) == signature:
+                                continue
+                            data = path.read_bytes()
+                        except FileNotFoundError:
+                            seen.discard(key)
+                            continue
+                        client.put_object(Bucket=output.bucket, Key=key, Body=data)
+                        job.synced[(output.bucket, key)] = signature
+                for bucket, key in list(job.synced):
+                    if bucket == output.bucket and key.startswith(output.prefix.lstrip("/")) and key not in seen:
+                        client.delete_object(Bucket=bucket, Key=key)
+                        del job.synced[(bucket, key)]
+
+    def _read_line(self, job: TrainingJobRecord, line: str, definitions: list[dict[str, str]]) -> None:
+        now = _now()
+        for definition in definitions:
+            match = re.search(definition["Regex"], line)
+            if match:
+                try:
+                    value = float(match.group(1))
+                except (ValueError, IndexError):
+                    continue
+                if value == value and value not in (float("inf"), float("-inf")):  # CloudWatch takes finite values only
+                    job.metric_values[definition["Name"]] = (value, now)
+        parsed = parse_progress_line(line)
+        if parsed is None:
+            return
+        if parsed["kind"] == "training_step":
+            job.steps.append(parsed)
+        else:
+            job.epochs.append(parsed)
+
+    def _describe(self, job: TrainingJobRecord) -> dict[str, Any]:
+        request = job.request
+        response: dict[str, Any] = {
+            "TrainingJobName": job.name,
+            "TrainingJobArn": job.arn,
+            "ModelArtifacts": {"S3ModelArtifacts": self._model_artifact_uri(job)},
+            "TrainingJobStatus": job.status,
+            "SecondaryStatus": job.secondary_status,
+            "HyperParameters": dict(request.get("HyperParameters", {})),
+            "AlgorithmSpecification": dict(request.get("AlgorithmSpecification", {"TrainingInputMode": "File"})),
+            "RoleArn": request["RoleArn"],
+            "InputDataConfig": list(request.get("InputDataConfig", [])),
+            "OutputDataConfig": dict(request["OutputDataConfig"]),
+            "ResourceConfig": dict(request.get("ResourceConfig", {})),
+            "StoppingCondition": dict(request.get("StoppingCondition", {"MaxRuntimeInSeconds": 86400})),
+            "CreationTime": job.created,
+            "LastModifiedTime": job.last_modified or job.created,
+            "SecondaryStatusTransitions": [dict(item) for item in job.transitions],
+            "FinalMetricDataList": [
+                {"MetricName": name, "Value": value, "Timestamp": at}
+                for name, (value, at) in sorted(job.metric_values.items())
+            ],
+            "EnableNetworkIsolation": bool(request.get("EnableNetworkIsolation", False)),
+            "EnableInterContainerTrafficEncryption": bool(request.get("EnableInterContainerTrafficEncryption", False)),
+            "EnableManagedSpotTraining": bool(request.get("EnableManagedSpotTraining", False)),
+        }
+        if job.failure_reason:
+            response["FailureReason"] = job.failure_reason
+        if job.training_start:
+            response["TrainingStartTime"] = job.training_start
+        if job.training_end:
+            response["TrainingEndTime"] = job.training_end
+            seconds = max(1, int(round((job.training_end - (job.training_start or job.created)).total_seconds())))
+            response["TrainingTimeInSeconds"] = seconds
+            response["BillableTimeInSeconds"] = seconds
+        for key in (
+            "CheckpointConfig",
+            "DebugHookConfig",
+            "DebugRuleConfigurations",
+            "Environment",
+            "RetryStrategy",
+            "TensorBoardOutputConfig",
+        ):
+            if key in request:
+                response[key] = request[key]
+        if "DebugRuleConfigurations" in request:
+            response["DebugRuleEvaluationStatuses"] = self._rule_evaluation_statuses(job)
+        return response
+
+    def _rule_evaluation_statuses(self, job: TrainingJobRecord) -> list[dict[str, Any]]:
+        """Legacy mode: SageMaker's rule-job statuses, answered from the in-job debugger's rule-status.json."""
+        hyperparameters = {
+            key: _decode_hyperparameter(value) for key, value in job.request.get("HyperParameters", {}).items()
+        }
+        debug_uri = self._debug_output_uri(job, hyperparameters)
+        document: dict[str, Any] = {}
+        if debug_uri:
+            path = self.local_path_for(debug_uri) / "rule-status.json"
+            try:
+                document = json.loads(path.read_text())
+            except (FileNotFoundError, json.JSONDecodeError):
+                document = {}
+        by_name = {
+            rule.get("RuleConfigurationName"): rule for rule in document.get("rules", []) if isinstance(rule, dict)
+        }
+        statuses = []
+        for rule in job.request["DebugRuleConfigurations"]:
+            name = rule["RuleConfigurationName"]
+            found = by_name.get(name, {})
+            status = found.get("RuleEvaluationStatus") or ("NoIssuesFound" if job.ended else "InProgress")
+            statuses.append(
+                {
+                    "RuleConfigurationName": name,
+                    "RuleEvaluationJobArn": f"arn:aws:sagemaker:{self.region}:{ACCOUNT_ID}:processing-job/{job.name[:26].lower()}-{name[:26].lower()}",
+                    "RuleEvaluationStatus": status,
+                    "StatusDetails": found.get("StatusDetails", ""),
+                    "LastModifiedTime": job.last_modified or job.created,
+                }
+            )
+        return statuses
+
+
+def _write_json(path: Path, value: Any) -> None:
+    temp = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
+    temp.write_text(json.dumps(value, indent=2))
+    os.replace(temp, path)

@@ -1,0 +1,67 @@
+"""The training source archive SageMaker script mode runs: model/, debugger/ and a root train.py.
+
+Deterministic (sorted entries, fixed mtimes, no owner names), so the same tree
+always gives the same bytes and the same asset hash in the CDK stack.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import tarfile
+import tempfile
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("model", "debugger")
+ENTRY_POINT = "train.py"
+ENTRY_POINT_SOURCE = "from model.train import main\n\nraise SystemExit(main())\n"
+#: 1980-01-01, the earliest time every archive format and zip tool accepts.
+FIXED_MTIME = 315532800
+
+
+def source_files(root: Path = PROJECT_ROOT) -> list[tuple[str, Path]]:
+    """(archive name, file) for every Python file of the packed packages, sorted."""
+    files = []
+    for package in PACKAGES:
+        package_dir = root / package
+        if not (package_dir / "__init__.py").is_file():
+            raise FileNotFoundError(f"package {package!r} not found at {package_dir} (needs __init__.py)")
+        for path in package_dir.rglob("*.py"):
+            if "__pycache__" in path.parts:
+                continue
+            files.append((path.relative_to(root).as_posix(), path))
+    return sorted(files)
+
+
+def _add_bytes(archive: tarfile.TarFile, name: str, data: bytes) -> None:
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    info.mtime = FIXED_MTIME
+    info.mode = 0o644
+    info.uid = info.gid = 0
+    info.uname = info.gname = ""
+    archive.addfile(info, io.BytesIO(data))
+
+
+def build_source_archive(destination: Path, root: Path = PROJECT_ROOT) -> Path:
+    """Write the tar.gz to ``destination`` (atomically) and return its path."""
+    destination = Path(destination)
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    entries = [(ENTRY_POINT, ENTRY_POINT_SOURCE.encode())]
+    entries += [(name, path.read_bytes()) for name, path in source_files(root)]
+    entries.sort(key=lambda entry: entry[0])
+    handle, temp_name = tempfile.mkstemp(prefix=".sourcedir-", suffix=".tar.gz", dir=destination.parent)
+    try:
+        with os.fdopen(handle, "wb") as raw:
+            # gzip's header carries an mtime and a file name: fix both.
+            with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=FIXED_MTIME, compresslevel=9) as zipped:
+                with tarfile.open(fileobj=zipped, mode="w", format=tarfile.PAX_FORMAT) as archive:
+                    for name, data in entries:
+                        _add_bytes(archive, name, data)
+        os.replace(temp_name, destination)
+    except BaseException:
+        Path(temp_name).unlink(missing_ok=True)
+        raise
+    return destination

@@ -1,0 +1,249 @@
+"""What a local run leaves behind: the run directory's files and the machine-readable summary.
+
+<run dir>/summary.json              the run in figures: attempts, launches, steps, accuracy;
+                                    training_process_seconds = wall seconds with a training process
+                                    running, orchestration_overhead_seconds = the rest of the wall time
+<run dir>/execution.json            describe_execution at the end
+<run dir>/execution-history.json    every Step Functions history event
+<run dir>/final-payload.json        the state payload at the end ({"state": ...})
+<run dir>/notifications.json        every SNS notification, in arrival order
+<run dir>/training-curves.png       loss and gradient norm per attempt
+<run dir>/jobs/<job>/training.log   each job's log (and its /opt/ml-like folders)
+<run dir>/buckets/<bucket>/...      the local S3 mirror: debug-output/<job>/, checkpoints/<job>/, jobs/<job>/output/
+<run dir>/lambda.log                the handlers' log lines (and Python warnings)
+<run dir>/interpreter.log           moto's Step Functions interpreter (failed states, with their causes)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from local_runtime.training_platform import LocalTrainingPlatform
+
+SUMMARY_FILE = "summary.json"
+PLOT_FILE = "training-curves.png"
+
+
+def write_json(path: Path, value: Any) -> None:
+    """Atomically: a temp file in the same directory, then os.replace."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            json.dump(_json_safe(value), file, indent=2, default=str, allow_nan=False)
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {str(key): _json_safe(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(item) for item in value]
+    return value
+
+
+def final_payload(description: dict[str, Any], history: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The execution's output if it has one, else the last state output recorded in the history."""
+    output = description.get("output")
+    if output:
+        try:
+            parsed = json.loads(output)
+            if isinstance(parsed, dict) and "state" in parsed:
+                return parsed
+        except json.JSONDecodeError:
+            pass
+    for event in reversed(history):
+        for details_key in (
+            "stateExitedEventDetails",
+            "taskSucceededEventDetails",
+            "lambdaFunctionSucceededEventDetails",
+        ):
+            details = event.get(details_key)
+            if details and details.get("output"):
+                try:
+                    parsed = json.loads(details["output"])
+                except json.JSONDecodeError:
+                    continue
+                if isinstance(parsed, dict) and "state" in parsed:
+                    return parsed
+                if (
+                    isinstance(parsed, dict)
+                    and isinstance(parsed.get("Payload"), dict)
+                    and "state" in parsed["Payload"]
+                ):
+                    return parsed["Payload"]
+    return None
+
+
+def current_state_name(history: list[dict[str, Any]]) -> str:
+    for event in reversed(history):
+        details = event.get("stateEnteredEventDetails")
+        if details:
+            return details.get("name", "")
+    return ""
+
+
+def job_figures(platform: LocalTrainingPlatform, name: str) -> dict[str, Any]:
+    """What the job's log and record say: steps, last loss and gradient norm, held-out accuracy, seconds."""
+    job = platform.job(name)
+    platform.read_progress(job)
+    with job.lock:
+        steps = list(job.steps)
+        epochs = list(job.epochs)
+        figures = {
+            "job_name": name,
+            "status": job.status,
+            "secondary_status": job.secondary_status,
+            "failure_reason": job.failure_reason,
+            "training_steps": len(steps),
+            "last_step": steps[-1]["step"] if steps else None,
+            "last_loss": steps[-1].get("loss") if steps else None,
+            "last_gradient_norm": steps[-1].get("gradient_norm") if steps else None,
+            "held_out_accuracy": epochs[-1].get("test_accuracy") if epochs else None,
+            "training_process_seconds": round(job.process_seconds, 3),
+            "log": str(job.job_dir / "training.log"),
+        }
+    return figures
+
+
+def attempts_summary(payload: dict[str, Any] | None, platform: LocalTrainingPlatform) -> list[dict[str, Any]]:
+    """One row per launched job: the payload's attempt record joined with the job's own figures."""
+    recorded = {}
+    if payload:
+        for attempt in payload.get("state", {}).get("attempts", []):
+            recorded[attempt["job_name"]] = attempt
+    rows = []
+    for number, name in enumerate(platform.job_names(), start=1):
+        attempt = recorded.get(name, {})
+        run_spec = attempt.get("run_spec", {})
+        issue = attempt.get("issue") or {}
+        decision = attempt.get("decision") or {}
+        row = {
+            "number": attempt.get("number", number),
+            "run_spec": {
+                key: run_spec.get(key)
+                for key in ("warmup_learning_rate", "learning_rate", "add_batch_norm", "num_epochs", "activation")
+                if key in run_spec
+            },
+            "outcome": attempt.get("outcome"),
+            "rule": issue.get("rule"),
+            "issue_step": issue.get("step"),
+            "decision": decision.get("remedy"),
+            "decision_reason": decision.get("reason"),
+        }
+        row.update(job_figures(platform, name))
+        rows.append(row)
+    return rows
+
+
+def build_summary(
+    *,
+    run_dir: Path,
+    execution_input: dict[str, Any],
+    description: dict[str, Any] | None,
+    payload: dict[str, Any] | None,
+    platform: LocalTrainingPlatform,
+    notifications: list[dict[str, Any]],
+    wall_seconds: float,
+    interrupted: bool,
+) -> dict[str, Any]:
+    attempts = attempts_summary(payload, platform)
+    completed = [row for row in attempts if row["status"] == "Completed"]
+    process_seconds = platform.seconds_with_a_process_running()
+    state = (payload or {}).get("state", {})
+    return {
+        "run_dir": str(run_dir),
+        "execution_arn": (description or {}).get("executionArn"),
+        "execution_status": (description or {}).get("status"),
+        "interrupted": interrupted,
+        "policy": execution_input.get("policy", "evidence"),
+        "execution_input": execution_input,
+        "launches": len(attempts),
+        "launches_until_completed": (attempts.index(completed[0]) + 1) if completed else None,
+        "completed_job": completed[0]["job_name"] if completed else None,
+        "held_out_accuracy": completed[0]["held_out_accuracy"] if completed else None,
+        "total_training_steps": sum(row["training_steps"] for row in attempts),
+        "wall_seconds": round(wall_seconds, 3),
+        "training_process_seconds": round(process_seconds, 3),
+        "orchestration_overhead_seconds": round(max(0.0, wall_seconds - process_seconds), 3),
+        "end_reason": state.get("end_reason"),
+        "notifications": len(notifications),
+        "attempts": attempts,
+        "files": {
+            "summary": SUMMARY_FILE,
+            "execution": "execution.json",
+            "history": "execution-history.json",
+            "final_payload": "final-payload.json",
+            "notifications": "notifications.json",
+            "plot": PLOT_FILE,
+            "jobs": "jobs/",
+            "buckets": "buckets/",
+            "lambda_log": "lambda.log",
+            "interpreter_log": "interpreter.log",
+        },
+    }
+
+
+def plot_training_curves(platform: LocalTrainingPlatform, path: Path) -> Path:
+    """Loss and gradient norm per step, one line per attempt; a cross where a value stopped being finite."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, (loss_axis, norm_axis) = plt.subplots(2, 1, figsize=(9, 7), sharex=False)
+    for number, name in enumerate(platform.job_names(), start=1):
+        job = platform.job(name)
+        platform.read_progress(job)
+        with job.lock:
+            steps = list(job.steps)
+        label = f"attempt {number}: {name}"
+        for axis, field in ((loss_axis, "loss"), (norm_axis, "gradient_norm")):
+            points = [
+                (s["step"], s.get(field)) for s in steps if isinstance(s.get(field), float) and math.isfinite(s[field])
+            ]
+            bad = [s["step"] for s in steps if not (isinstance(s.get(field), float) and math.isfinite(s[field]))]
+            if points:
+                marker = "o" if len(points) < 40 else None  # a job stopped after a step or two is still visible
+                line = axis.plot(
+                    [p[0] for p in points],
+                    [p[1] for p in points],
+                    label=label,
+                    linewidth=1.2,
+                    marker=marker,
+                    markersize=3,
+                )[0]
+                if bad:
+                    axis.scatter([bad[0]], [points[-1][1]], marker="x", s=60, color=line.get_color())
+    loss_axis.set_title("Training loss per step (x: first non-finite value)")
+    loss_axis.set_ylabel("loss")
+    loss_axis.set_yscale("log")
+    norm_axis.set_title("Total gradient norm per step")
+    norm_axis.set_ylabel("gradient norm")
+    norm_axis.set_yscale("log")
+    norm_axis.set_xlabel("step")
+    for axis in (loss_axis, norm_axis):
+        axis.grid(True, alpha=0.3)
+        if axis.get_legend_handles_labels()[0]:
+            axis.legend(fontsize=8)
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".png", dir=path.parent)
+    os.close(handle)
+    try:
+        figure.savefig(temp, format="png", dpi=100)
+        os.replace(temp, path)
+    finally:
+        plt.close(figure)
+        Path(temp).unlink(missing_ok=True)
+    return path
