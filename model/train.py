@@ -584,5 +584,21 @@ def run_job(argv: list[str], environ: Mapping[str, str]) -> int:
         return EXIT_ERROR
 
 
+def process_main() -> None:
+    """Run the job as the container's process and end it.
+
+    After a rule stop everything that matters is already on disk (the failure
+    text, the rule status, the debug output, flushed by the hook's close), so
+    the process ends at once: tearing down the interpreter and torch takes
+    0.3-2 s, which SageMaker would otherwise bill and the monitor would wait for.
+    """
+    code = main()
+    if code == EXIT_RULE_STOP:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    raise SystemExit(code)
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    process_main()

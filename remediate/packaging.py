@@ -16,7 +16,7 @@ from pathlib import Path
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("model", "debugger")
 ENTRY_POINT = "train.py"
-ENTRY_POINT_SOURCE = "from model.train import main\n\nraise SystemExit(main())\n"
+ENTRY_POINT_SOURCE = "from model.train import process_main\n\nprocess_main()\n"
 #: 1980-01-01, the earliest time every archive format and zip tool accepts.
 FIXED_MTIME = 315532800
 

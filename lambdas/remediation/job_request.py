@@ -178,8 +178,14 @@ def hook_config(run_spec: RunSpec, job_name: str) -> dict[str, Any]:
     return contract.validate_hook_config(config)
 
 
-def rule_configs(job_name: str) -> list[dict[str, Any]]:
+#: LossNotDecreasing compares single-batch losses; ten steps apart (its default) that is mostly
+#: noise once a job converges, so the product compares losses this many saved steps apart.
+LOSS_NOT_DECREASING_SAVED_STEPS_APART = 5
+
+
+def rule_configs(job_name: str, save_interval: int = 10) -> list[dict[str, Any]]:
     """Our debugger's rules (DebugRuleConfigurations shape): an explosion stops the job at once."""
+    loss_window = max(10, LOSS_NOT_DECREASING_SAVED_STEPS_APART * save_interval)
     configs = [
         {
             "RuleConfigurationName": "ExplodingTensor",
@@ -190,7 +196,10 @@ def rule_configs(job_name: str) -> list[dict[str, Any]]:
             },
         },
         {"RuleConfigurationName": "VanishingGradient", "RuleParameters": {"rule_to_invoke": "VanishingGradient"}},
-        {"RuleConfigurationName": "LossNotDecreasing", "RuleParameters": {"rule_to_invoke": "LossNotDecreasing"}},
+        {
+            "RuleConfigurationName": "LossNotDecreasing",
+            "RuleParameters": {"rule_to_invoke": "LossNotDecreasing", "num_steps": str(loss_window)},
+        },
     ]
     return contract.validate_rule_configs(configs)
 
@@ -234,7 +243,7 @@ def script_mode_hyperparameters(run_spec: RunSpec, job_name: str) -> dict[str, s
     hyperparameters = run_spec.training_hyperparameters(
         **{
             DEBUGGER_HOOK_CONFIG: json.dumps(hook_config(run_spec, job_name), separators=(",", ":")),
-            DEBUGGER_RULE_CONFIGS: json.dumps(rule_configs(job_name), separators=(",", ":")),
+            DEBUGGER_RULE_CONFIGS: json.dumps(rule_configs(job_name, run_spec.debugger_save_interval), separators=(",", ":")),
         }
     )
     values: dict[str, Any] = dict(hyperparameters.to_sagemaker())

@@ -23,7 +23,7 @@ def test_archive_is_deterministic_and_holds_the_packages_and_entry_point(tmp_pat
         assert {member.mtime for member in members} == {FIXED_MTIME}
         assert {(member.uid, member.gid, member.uname) for member in members} == {(0, 0, "")}
         assert archive.extractfile("train.py").read().decode() == (
-            "from model.train import main\n\nraise SystemExit(main())\n"
+            "from model.train import process_main\n\nprocess_main()\n"
         )
     assert not list(first.parent.glob(".sourcedir-*")), "no temporary file is left behind"
 

@@ -81,3 +81,16 @@ def test_request_parts_follow_the_bucket_layout():
     assert [definition["Name"] for definition in request["AlgorithmSpecification"]["MetricDefinitions"]][
         0
     ] == "train:loss"
+
+
+@pytest.mark.parametrize(("save_interval", "expected_window"), [(1, 10), (10, 50), (100, 500)])
+def test_loss_not_decreasing_compares_losses_several_saved_steps_apart(save_interval, expected_window):
+    import json
+
+    from model.hyperparameters import DEBUGGER_RULE_CONFIGS
+
+    state = initial_state({**INPUT, "debugger_save_interval": save_interval})
+    request = job_request.build_create_training_job_request(state, "remediation-x-001", execution_name="exec")
+    rules = json.loads(json.loads(request["HyperParameters"][DEBUGGER_RULE_CONFIGS]))
+    (loss_rule,) = [rule for rule in rules if rule["RuleConfigurationName"] == "LossNotDecreasing"]
+    assert loss_rule["RuleParameters"]["num_steps"] == str(expected_window)
