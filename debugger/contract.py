@@ -21,7 +21,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 RULE_STATUS_FILE = "rule-status.json"
 SCHEMA_VERSION = 1
@@ -259,7 +260,7 @@ class RuleStatusDocument:
         return json.dumps(self.to_dict(), indent=2, allow_nan=False)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "RuleStatusDocument":
+    def from_dict(cls, data: Mapping[str, Any]) -> RuleStatusDocument:
         if not isinstance(data, Mapping):
             raise ContractError("rule-status", "must be a JSON object")
         version = data.get("schema_version")
@@ -287,7 +288,7 @@ class RuleStatusDocument:
             raise ContractError("rule-status", f"does not have the agreed shape: {error}") from None
 
     @classmethod
-    def from_json(cls, text: str | bytes) -> "RuleStatusDocument":
+    def from_json(cls, text: str | bytes) -> RuleStatusDocument:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as error:
