@@ -29,10 +29,11 @@ import os
 import pickle
 import sys
 import tarfile
-import tempfile
 from pathlib import Path
 
 import numpy as np
+
+from model.atomic_files import write_atomically
 
 IMAGE_SHAPE = (32, 32, 3)
 IMAGES_FILE = "x.npy"
@@ -112,16 +113,7 @@ def generate_synthetic_dataset(
 
 
 def _save_array_atomically(path: Path, array: np.ndarray) -> None:
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(descriptor, "wb") as handle:
-            np.save(handle, array, allow_pickle=False)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    write_atomically(path, lambda handle: np.save(handle, array, allow_pickle=False))
 
 
 def _check_images(x: np.ndarray, where: str) -> None:

@@ -31,10 +31,9 @@ import random
 import re
 import signal
 import sys
-import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -46,6 +45,7 @@ from torch import nn
 
 from debugger import Hook, StopTrainingRequested
 from debugger.contract import ContractError, validate_hook_config, validate_rule_configs
+from model.atomic_files import write_atomically
 from model.data import DataChannelError, load_channel
 from model.hyperparameters import (
     DEBUGGER_HOOK_CONFIG,
@@ -190,21 +190,6 @@ def thread_count(environ: Mapping[str, str]) -> int:
 
 
 # --------------------------------------------------------------------------- files
-
-
-def write_atomically(path: Path, write: Callable[[Any], None], mode: str = "wb") -> None:
-    """Write through ``write(handle)`` into a temp file next to ``path``, then rename over it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(descriptor, mode) as handle:
-            write(handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 def write_failure(environ: Mapping[str, str], text: str) -> None:
