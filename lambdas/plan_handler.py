@@ -15,15 +15,16 @@ logger = Logger(service=handler_support.SERVICE_NAME)
 metrics = Metrics(namespace=handler_support.METRICS_NAMESPACE, service=handler_support.SERVICE_NAME)
 tracer = Tracer(service=handler_support.SERVICE_NAME)
 
-#: The Error name the state machine's RemediationGaveUp state fails with, by the last attempt's outcome.
+#: The Error name the state machine's RemediationGaveUp state fails with, by the planner's end cause.
 END_ERRORS = {
+    "budget_spent": "RemediationBudgetExhausted",
+    "no_remedy_left": "NoRemedyLeft",
     "algorithm_error": "TrainingAlgorithmError",
     "capacity_error": "TrainingCapacityError",
     "stopped": "TrainingJobStopped",
     "failed": "TrainingJobFailed",
     "monitor_limit": "MonitorLimitReached",
     "completed": "RemediationEnded",
-    "running": "RemediationEnded",
 }
 
 
@@ -55,11 +56,9 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
 
 
 def end_error(state: WorkflowState) -> str:
-    """'RemediationBudgetExhausted', 'NoRemedyLeft', 'TrainingJobStopped', ...: why the workflow ends."""
+    """'RemediationBudgetExhausted', 'NoRemedyLeft', 'TrainingJobStopped', ...: why the workflow ends, as the planner decided."""
     attempt = state.last_attempt
-    if attempt is None:
+    decision = attempt.decision if attempt else None
+    if decision is None or decision.end_cause is None:
         return "RemediationEnded"
-    if attempt.outcome == "issues_found":
-        spent = state.history.num_retraining >= state.max_num_retraining
-        return "RemediationBudgetExhausted" if spent else "NoRemedyLeft"
-    return END_ERRORS[attempt.outcome]
+    return END_ERRORS[decision.end_cause]
