@@ -85,7 +85,7 @@ class LocalRuntime:
 
     def __init__(self, options: RuntimeOptions):
         self.options = options
-        self.run_dir = Path(options.run_dir)
+        self.run_dir = Path(options.run_dir).resolve()
         self.platform: LocalTrainingPlatform | None = None
         self.dispatch: LocalDispatch | None = None
         self.execution_arn: str | None = None

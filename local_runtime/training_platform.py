@@ -149,7 +149,7 @@ class LocalTrainingPlatform:
         stop_grace_seconds: float = DEFAULT_STOP_GRACE_SECONDS,
         python: str = sys.executable,
     ):
-        self.root = Path(root)
+        self.root = Path(root).resolve()  # jobs run in their own working directory
         self.region = region
         self.num_threads = num_threads or max(1, os.cpu_count() or 1)
         self.stop_grace_seconds = stop_grace_seconds

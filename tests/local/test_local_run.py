@@ -21,8 +21,8 @@ REPO = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-m", "remediate.main", "local", "run"]
 
 
-def run_cli(*arguments: str, timeout: float = 240) -> subprocess.CompletedProcess:
-    return subprocess.run([*CLI, *arguments], capture_output=True, text=True, timeout=timeout, cwd=REPO)
+def run_cli(*arguments: str, timeout: float = 240, cwd: Path = REPO) -> subprocess.CompletedProcess:
+    return subprocess.run([*CLI, *arguments], capture_output=True, text=True, timeout=timeout, cwd=cwd)
 
 
 def png_size(path: Path) -> tuple[int, int]:
@@ -44,11 +44,13 @@ def assert_plot_has_content(path: Path) -> None:
 
 
 def test_default_run_adds_batch_norm_after_the_explosion_and_completes(tmp_path):
-    run_dir = tmp_path / "run"
+    """As the README's main command runs it: no options, so the run directory is relative (runs/<time>-evidence)."""
     started = time.monotonic()
-    finished = run_cli("--run-dir", str(run_dir), "--json")
+    finished = run_cli("--json", cwd=tmp_path)
     wall = time.monotonic() - started
     assert finished.returncode == 0, finished.stderr[-4000:]
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    assert run_dir.name.endswith("-evidence")
     summary = json.loads(finished.stdout)
     assert summary == json.loads((run_dir / "summary.json").read_text())
 
