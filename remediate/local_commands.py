@@ -184,8 +184,10 @@ def notification_text(notification: dict[str, Any]) -> Text:
 
 def attempts_table(summary: dict[str, Any]) -> Table:
     table = Table(title=f"attempts ({summary['policy']} policy)", header_style="bold")
-    for column in ("#", "warmup LR", "LR", "BN", "outcome", "rule @ step", "steps", "accuracy", "decision"):
-        table.add_column(column)
+    for column in ("#", "warmup LR", "LR", "BN", "steps", "accuracy"):
+        table.add_column(column, no_wrap=True)
+    for column in ("outcome", "rule @ step", "decision"):
+        table.add_column(column, overflow="fold")  # narrow terminals wrap these; nothing is cut
     for row in summary["attempts"]:
         spec = row["run_spec"]
         rule = f"{row['rule']} @ {row['issue_step']}" if row.get("rule") else "-"
@@ -194,10 +196,10 @@ def attempts_table(summary: dict[str, Any]) -> Table:
             _number(spec.get("warmup_learning_rate")),
             _number(spec.get("learning_rate")),
             "on" if spec.get("add_batch_norm") else "off",
-            row.get("outcome") or row["status"],
-            rule,
             str(row["training_steps"]),
             _number(row.get("held_out_accuracy")),
+            row.get("outcome") or row["status"],
+            rule,
             row.get("decision") or "-",
         )
     return table
