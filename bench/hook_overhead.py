@@ -5,7 +5,7 @@
 1. Overhead: ResNet-20 (model.resnet.build_resnet, no batch norm), batch 128, random CIFAR-shaped data,
    CPU, 2 threads. Four configurations train side by side in this one process, in interleaved repetitions
    (one block of steps of each per repetition, the first repetition discarded as warm-up):
-   no hook; the hook with default settings (save_interval 500, ExplodingTensor with StopTraining +
+   no hook (twice: the second is an A/A control whose difference is the noise floor); the hook with default settings (save_interval 500, ExplodingTensor with StopTraining +
    VanishingGradient + LossNotDecreasing, every-step cheap checks); save_interval 10; save_interval 1.
    Reports the median step time per configuration, its ratio to no hook (overall, and the median of the
    per-repetition ratios, which cancels slow drifts in machine load), and the time spent inside the hook's
@@ -52,6 +52,8 @@ DEFAULT_RULES = [
 ]
 CONFIGURATIONS = {
     "no_hook": None,
+    # A second, identical runner without a hook: its "overhead" is the measurement's noise floor.
+    "no_hook_control": None,
     "hook_default_save_interval_500": {},
     "hook_save_interval_10": {"HookParameters": {"save_interval": "10"}},
     "hook_save_interval_1": {"HookParameters": {"save_interval": "1"}},
