@@ -143,26 +143,32 @@ class RemediationWorkflow(Construct):
             "X-Ray tracing and CloudWatch Logs vended-log delivery actions support no resource-level scoping.",
         )
 
-        alarm_action = cloudwatch_actions.SnsAction(topic)
-        self.failed_alarm = cloudwatch.Alarm(
-            self,
+        self.failed_alarm = self._alarm_to_topic(
             "ExecutionsFailedAlarm",
-            alarm_description="A training remediation execution failed",
-            metric=self.state_machine.metric_failed(period=Duration.minutes(5), statistic="Sum"),
-            threshold=1,
-            evaluation_periods=1,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            "A training remediation execution failed",
+            self.state_machine.metric_failed(period=Duration.minutes(5), statistic="Sum"),
+            topic,
         )
-        self.failed_alarm.add_alarm_action(alarm_action)
-        self.timed_out_alarm = cloudwatch.Alarm(
-            self,
+        self.timed_out_alarm = self._alarm_to_topic(
             "ExecutionsTimedOutAlarm",
-            alarm_description="A training remediation execution timed out",
-            metric=self.state_machine.metric_timed_out(period=Duration.minutes(5), statistic="Sum"),
+            "A training remediation execution timed out",
+            self.state_machine.metric_timed_out(period=Duration.minutes(5), statistic="Sum"),
+            topic,
+        )
+
+    def _alarm_to_topic(
+        self, construct_id: str, description: str, metric: cloudwatch.Metric, topic: sns.ITopic
+    ) -> cloudwatch.Alarm:
+        """An alarm on one or more occurrences in five minutes, notifying the topic."""
+        alarm = cloudwatch.Alarm(
+            self,
+            construct_id,
+            alarm_description=description,
+            metric=metric,
             threshold=1,
             evaluation_periods=1,
             comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
         )
-        self.timed_out_alarm.add_alarm_action(alarm_action)
+        alarm.add_alarm_action(cloudwatch_actions.SnsAction(topic))
+        return alarm
