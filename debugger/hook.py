@@ -380,9 +380,8 @@ class Hook:
                 add(name, collection, parameter.detach().cpu().numpy().copy())
             if "gradients" in wanted and parameter.grad is not None:
                 add(GRADIENT_PREFIX + name, "gradients", parameter.grad.detach().cpu().numpy().copy())
-        if "gradients" in wanted:
-            if gradient_norm is not None:
-                add(TOTAL_GRADIENT_NORM, "gradients", np.float64(gradient_norm))
+        if "gradients" in wanted and gradient_norm is not None:
+            add(TOTAL_GRADIENT_NORM, "gradients", np.float64(gradient_norm))
         if "losses" in wanted and loss is not None:
             add(self._loss_name, "losses", np.float64(loss))
         if "learning_rate" in wanted and learning_rate is not None:

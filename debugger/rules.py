@@ -33,6 +33,7 @@ import math
 import os
 import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +114,13 @@ class _SelectionCache:
             self._names = sorted(names, key=self.order) if self.order else names
         return self._names
 
+    def values_at(self, step: int) -> Iterator[tuple[str, np.ndarray]]:
+        """(name, value) of the selected tensors that have a value at ``step``, in selection order, read lazily."""
+        available = self.trial.names_at(step)
+        for name in self.names():
+            if name in available:
+                yield name, self.trial.tensor(name).value(step)
+
 
 def _exploding_order(name: str) -> int:
     """Report the culprit, not the aggregate: per-parameter gradients first, derived scalars last."""
@@ -138,12 +146,8 @@ class ExplodingTensor(Rule):
         return [Requirement(collection) for collection in self.collection_names]
 
     def invoke_at_step(self, step: int) -> bool:
-        available = self.base_trial.names_at(step)
-        for name in self._selection.names():
-            if name not in available:
-                continue
-            tensor = self.base_trial.tensor(name)
-            values = np.asarray(tensor.value(step))
+        for name, value in self._selection.values_at(step):
+            values = np.asarray(value)
             bad = np.isnan(values) if self.only_nan else ~np.isfinite(values)
             if bad.any():
                 offending = float(values[bad].reshape(-1)[0])
@@ -169,12 +173,8 @@ class VanishingGradient(Rule):
         return [Requirement("gradients")]
 
     def invoke_at_step(self, step: int) -> bool:
-        available = self.base_trial.names_at(step)
-        for name in self._selection.names():
-            if name not in available:
-                continue
-            tensor = self.base_trial.tensor(name)
-            mean_abs = float(np.mean(np.abs(np.asarray(tensor.value(step), dtype=np.float64))))
+        for name, value in self._selection.values_at(step):
+            mean_abs = float(np.mean(np.abs(np.asarray(value, dtype=np.float64))))
             if mean_abs < self.threshold:
                 self.report(
                     name, mean_abs, f"mean |gradient| of {name} is {mean_abs:.3g} < threshold {self.threshold:g}"
@@ -217,12 +217,8 @@ class LossNotDecreasing(Rule):
     def invoke_at_step(self, step: int) -> bool:
         if not self._needs_selection:
             return False
-        available = self.base_trial.names_at(step)
-        for name in self._selection.names():
-            if name not in available:
-                continue
-            tensor = self.base_trial.tensor(name)
-            loss = _first_value(tensor.value(step))
+        for name, value in self._selection.values_at(step):
+            loss = _first_value(value)
             if not math.isfinite(loss):
                 continue
             previous = self._checked.get(name)
@@ -288,12 +284,8 @@ class WeightUpdateRatio(Rule):
     def invoke_at_step(self, step: int) -> bool:
         if self.start is not None and step < self.start:
             return False
-        available = self.base_trial.names_at(step)
-        for name in self._selection.names():
-            if name not in available:
-                continue
-            tensor = self.base_trial.tensor(name)
-            weights = np.asarray(tensor.value(step), dtype=np.float64)
+        for name, value in self._selection.values_at(step):
+            weights = np.asarray(value, dtype=np.float64)
             previous = self._previous.get(name)
             self._previous[name] = (step, weights.copy())
             if previous is None or step - previous[0] > self.num_steps or step == previous[0]:
@@ -372,13 +364,10 @@ class PoorWeightInitialization(Rule):
         return False
 
     def _gradient_spread(self, step: int) -> bool:
-        for name in self._gradients.names():
+        for name, value in self._gradients.values_at(step):
             if name == TOTAL_GRADIENT_NORM:
                 continue
-            tensor = self.base_trial.tensor(name)
-            if not tensor.has_step(step):
-                continue
-            values = np.asarray(tensor.value(step), dtype=np.float64).reshape(-1)
+            values = np.asarray(value, dtype=np.float64).reshape(-1)
             if values.size < 2 or not np.isfinite(values).all():
                 continue
             low, high = np.percentile(values, [5, 95])
@@ -392,11 +381,8 @@ class PoorWeightInitialization(Rule):
         return False
 
     def _loss_stalled(self, step: int) -> bool:
-        for name in self._losses.names():
-            tensor = self.base_trial.tensor(name)
-            if not tensor.has_step(step):
-                continue
-            loss = _first_value(tensor.value(step))
+        for name, value in self._losses.values_at(step):
+            loss = _first_value(value)
             if not math.isfinite(loss):
                 continue
             if self._best_loss is None or loss < self._best_loss:

@@ -58,14 +58,10 @@ def atomic_file(path: Path) -> Iterator[BinaryIO]:
         raise
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` via a temporary file in the same directory and ``os.replace``."""
-    with atomic_file(path) as handle:
-        handle.write(data)
-
-
 def atomic_write_text(path: Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"))
+    """Write ``text`` (UTF-8) to ``path`` via a temporary file in the same directory and ``os.replace``."""
+    with atomic_file(path) as handle:
+        handle.write(text.encode("utf-8"))
 
 
 def encode_step(
@@ -86,12 +82,12 @@ def write_step(
     return path
 
 
-def read_step(path: Path) -> tuple[dict[str, list[str]], dict[str, np.ndarray]]:
-    """(tensor name -> collections, tensor name -> array) of one complete step file."""
+def read_step(path: Path, *, arrays: bool = True) -> tuple[dict[str, list[str]], dict[str, np.ndarray]]:
+    """(tensor name -> collections, tensor name -> array) of one complete step file; no arrays when ``arrays`` is False."""
     with np.load(path, allow_pickle=False) as archive:
         manifest = json.loads(str(archive[MANIFEST_KEY]))
-        arrays = {name: archive[name] for name in manifest["tensors"]}
-    return manifest["tensors"], arrays
+        values = {name: archive[name] for name in manifest["tensors"]} if arrays else {}
+    return manifest["tensors"], values
 
 
 def list_step_files(out_dir: Path) -> dict[int, Path]:

@@ -136,7 +136,7 @@ class Trial(BaseTrial):
         for step, path in sorted(storage.list_step_files(self.path).items()):
             if step in self._step_files:
                 continue
-            manifest, _ = _read_manifest(path)
+            manifest, _ = storage.read_step(path, arrays=False)
             for name, member_of in manifest.items():
                 self._index.setdefault(name, {})[step] = path
                 self._membership.setdefault(name, set()).update(member_of)
@@ -191,14 +191,6 @@ class Trial(BaseTrial):
         return self._cache[step][name]
 
 
-def _read_manifest(path: Path) -> tuple[dict[str, list[str]], int]:
-    import json
-
-    with np.load(path, allow_pickle=False) as archive:
-        manifest = json.loads(str(archive[storage.MANIFEST_KEY]))
-    return manifest["tensors"], manifest["step"]
-
-
 def create_trial(path: str | Path) -> Trial:
     """Open a run's debug-output directory (local path)."""
     path = Path(path)
@@ -251,13 +243,10 @@ class LiveTrial(BaseTrial):
         return names
 
     def steps(self) -> list[int]:
-        steps: set[int] = set(self._saved_steps())
+        steps = set(self._saved_step_set)
         for series in self._scalars.values():
             steps.update(series)
         return sorted(steps)
-
-    def _saved_steps(self) -> set[int]:
-        return {step for steps in self._saved_names.values() for step in steps}
 
     def _names(self) -> dict[str, set[str]]:
         return self._membership

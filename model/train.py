@@ -45,6 +45,7 @@ from torch import nn
 
 from debugger import Hook, StopTrainingRequested
 from debugger.contract import ContractError, validate_hook_config, validate_rule_configs
+from debugger.hook import DEFAULT_OUT_DIR
 from model.atomic_files import write_atomically
 from model.data import DataChannelError, load_channel
 from model.hyperparameters import (
@@ -72,7 +73,6 @@ DEFAULT_INPUT_DIR = "/opt/ml/input"
 DEFAULT_MODEL_DIR = "/opt/ml/model"
 DEFAULT_CHECKPOINT_DIR = "/opt/ml/checkpoints"
 DEFAULT_FAILURE_FILE = "/opt/ml/output/failure"
-DEFAULT_DEBUG_OUTPUT_DIR = "/opt/ml/output/tensors"
 DEFAULT_JOB_NAME = "training-job"
 
 MODEL_FILE = "model.pt"
@@ -156,7 +156,7 @@ def read_debugger_setup(hyperparameters: TrainingHyperparameters, environ: Mappi
     else:
         rule_configs = [dict(rule) for rule in DEFAULT_RULE_CONFIGS]
         using_default_rules = True
-    out_dir = environ.get("DEBUG_OUTPUT_DIR") or (hook_config or {}).get("LocalPath") or DEFAULT_DEBUG_OUTPUT_DIR
+    out_dir = environ.get("DEBUG_OUTPUT_DIR") or (hook_config or {}).get("LocalPath") or DEFAULT_OUT_DIR
     return DebuggerSetup(hook_config, rule_configs, Path(out_dir), using_default_rules)
 
 
@@ -273,13 +273,6 @@ def to_model_input(images: np.ndarray | torch.Tensor, channel_mean: torch.Tensor
     """uint8 NHWC -> float NCHW in [0, 1] minus the training set's per-channel mean."""
     tensor = torch.as_tensor(images).permute(0, 3, 1, 2).to(torch.float32).div_(255.0)
     return tensor.sub_(channel_mean.view(1, 3, 1, 1))
-
-
-def total_gradient_norm(model: nn.Module) -> float:
-    norms = [parameter.grad.detach().norm() for parameter in model.parameters() if parameter.grad is not None]
-    if not norms:
-        return 0.0
-    return float(torch.linalg.vector_norm(torch.stack(norms)))
 
 
 def recalibrate_batch_norm(
@@ -418,17 +411,20 @@ def train(
             loss = criterion(model(to_model_input(images[indices], channel_mean)), targets[indices])
             loss.backward()
             loss_value = float(loss.detach())
-            log(
-                format_step_line(
-                    step=step,
-                    epoch=epoch,
-                    phase=phase,
-                    loss=loss_value,
-                    learning_rate=learning_rate,
-                    gradient_norm=total_gradient_norm(model),
+            try:
+                optimizer.step()  # the hook checks the step first (pre-hook); a rule stop raises before the update
+            finally:
+                # the hook computed the step's total gradient norm in that check, also when it stops the job there
+                log(
+                    format_step_line(
+                        step=step,
+                        epoch=epoch,
+                        phase=phase,
+                        loss=loss_value,
+                        learning_rate=learning_rate,
+                        gradient_norm=hook.last_gradient_norm,
+                    )
                 )
-            )
-            optimizer.step()
             loss_sum += loss_value
         train_loss = loss_sum / steps_per_epoch
         recalibrate_batch_norm(
@@ -480,10 +476,6 @@ def load_model(path: str | os.PathLike) -> tuple[nn.Module, torch.Tensor]:
 
 def _raise_job_terminated(signum: int, frame: Any) -> None:
     raise JobTerminated()
-
-
-def stop_training_text(stop: StopTrainingRequested) -> str:
-    return f"StopTraining: rule {stop.rule_name} found an issue at step {stop.step}: {stop.message}"
 
 
 def _close_quietly(hook: Hook | None) -> None:
@@ -556,7 +548,7 @@ def run_job(argv: list[str], environ: Mapping[str, str]) -> int:
             )
         except StopTrainingRequested as stop:
             _close_quietly(hook)
-            write_failure(environ, stop_training_text(stop))
+            write_failure(environ, str(stop))  # "StopTraining: rule ... found an issue at step ..."
             return EXIT_RULE_STOP
         except BadInput as error:
             _close_quietly(hook)

@@ -32,6 +32,25 @@ def batches(count: int):
         yield torch.randn(32, 6, generator=generator), torch.randint(0, 4, (32,), generator=generator)
 
 
+def watched_model(hook: Hook, lr: float = 0.01):
+    """A small model, its loss registered with ``hook``, and a plain SGD optimizer (not registered)."""
+    model, criterion = small_model(), nn.CrossEntropyLoss()
+    hook.register_module(model)
+    hook.register_loss(criterion)
+    return model, criterion, torch.optim.SGD(model.parameters(), lr=lr)
+
+
+def run_steps(model: nn.Module, criterion: nn.Module, optimizer: torch.optim.Optimizer, count: int) -> int:
+    """``count`` ordinary training steps; returns how many ran."""
+    steps_run = 0
+    for inputs, labels in batches(count):
+        optimizer.zero_grad()
+        criterion(model(inputs), labels).backward()
+        optimizer.step()
+        steps_run += 1
+    return steps_run
+
+
 def poison_gradient_at(model: nn.Module, step_of, bad_step: int):
     """Make the first layer's weight gradient NaN at ``bad_step`` (a tensor hook: the real gradient path)."""
 
@@ -119,15 +138,9 @@ def test_healthy_run_ends_with_no_issues_found(tmp_path):
         out_dir=tmp_path,
         job_name="healthy",
     )
-    model, criterion = small_model(), nn.CrossEntropyLoss()
-    hook.register_module(model)
-    hook.register_loss(criterion)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    model, criterion, optimizer = watched_model(hook, lr=0.05)
     hook.register_optimizer(optimizer)
-    for inputs, labels in batches(7):
-        optimizer.zero_grad()
-        criterion(model(inputs), labels).backward()
-        optimizer.step()
+    run_steps(model, criterion, optimizer, 7)
     hook.record_metric("test_accuracy", 0.5)
     in_progress = read_status(tmp_path)
     assert {status.RuleEvaluationStatus for status in in_progress.rules} == {"InProgress"}
@@ -164,14 +177,7 @@ def test_collection_save_configuration_overrides_hook_defaults(tmp_path):
         out_dir=tmp_path,
         job_name="save-config",
     )
-    model, criterion = small_model(), nn.CrossEntropyLoss()
-    hook.register_module(model)
-    hook.register_loss(criterion)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-    for inputs, labels in batches(10):
-        optimizer.zero_grad()
-        criterion(model(inputs), labels).backward()
-        optimizer.step()
+    run_steps(*watched_model(hook), 10)
     hook.close()
     trial = create_trial(tmp_path)
     assert trial.tensor("2.weight").steps() == [1, 2]
@@ -206,18 +212,9 @@ def test_rule_that_raises_gets_error_status_and_training_continues(tmp_path):
         job_name="error",
         source_dir=tmp_path,
     )
-    model, criterion = small_model(), nn.CrossEntropyLoss()
-    hook.register_module(model)
-    hook.register_loss(criterion)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    model, criterion, optimizer = watched_model(hook)
     poison_gradient_at(model, lambda: hook.step, 4)
-    steps_run = 0
-    for inputs, labels in batches(6):
-        optimizer.zero_grad()
-        criterion(model(inputs), labels).backward()
-        optimizer.step()
-        steps_run += 1
-    assert steps_run == 6
+    assert run_steps(model, criterion, optimizer, 6) == 6
     document = hook.close()
     mine, exploding = document.rules
     assert (
@@ -248,14 +245,7 @@ def test_poor_weight_initialization_gets_the_activation_inputs_it_needs(tmp_path
         out_dir=tmp_path,
         job_name="init",
     )
-    model, criterion = small_model(), nn.CrossEntropyLoss()
-    hook.register_module(model)
-    hook.register_loss(criterion)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-    for inputs, labels in batches(5):
-        optimizer.zero_grad()
-        criterion(model(inputs), labels).backward()
-        optimizer.step()
+    run_steps(*watched_model(hook), 5)
     document = hook.close()
     trial = create_trial(tmp_path)
     assert trial.tensor_names(collection="activations") == ["1_input_0"]  # inputs only, not outputs
