@@ -7,7 +7,6 @@ one is running, notify ``workflow_error`` and name the error for the Fail state.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
@@ -74,14 +73,15 @@ def clean_up(failed_input: dict[str, Any], execution_name: str) -> dict[str, Any
     error = failed_input.get("error") or {}
     error_name = str(error.get("Error") or "WorkflowError")
     cause = str(error.get("Cause") or "")
-    message = _error_message(cause) or cause or error_name
+    lambda_message = notifications.lambda_error(cause).get("errorMessage")
+    message = (lambda_message if isinstance(lambda_message, str) else "") or cause or error_name
     state = _state_or_none(failed_input.get("state"))
 
     notes = []
     if state is not None:
+        sagemaker = handler_support.client("sagemaker", state.run_spec.region)
         for job_name in _jobs_that_may_run(state, execution_name):
             try:
-                sagemaker = handler_support.client("sagemaker", state.run_spec.region)
                 described = sagemaker.describe_training_job(TrainingJobName=job_name)
                 if described.get("TrainingJobStatus") == "InProgress":
                     handler_support.stop_training_job(sagemaker, job_name)
@@ -89,7 +89,7 @@ def clean_up(failed_input: dict[str, Any], execution_name: str) -> dict[str, Any
                     metrics.add_metric(name="JobsStoppedOnError", unit=MetricUnit.Count, value=1)
             except ClientError as stop_error:
                 code = stop_error.response.get("Error", {}).get("Code")
-                if code not in ("ValidationException", "ResourceNotFound"):
+                if code not in handler_support.NO_SUCH_JOB_OR_NOT_STOPPABLE:
                     notes.append(f"could not stop training job {job_name}: {code}: {stop_error}")
     logger.error("workflow failed", extra={"error": error_name, "cause": clip(message, 2000), "cleanup": notes})
     handler_support.publish(notifications.workflow_error(error_name, cause, state))
@@ -121,14 +121,3 @@ def _state_or_none(raw: Any) -> WorkflowState | None:
     except InvalidExecutionInput as error:
         logger.warning("state in the failed input is not valid; nothing to clean up", extra={"problem": str(error)})
         return None
-
-
-def _error_message(cause: str) -> str:
-    """A Lambda failure's cause is its error JSON; keep the message."""
-    try:
-        parsed = json.loads(cause)
-    except (TypeError, json.JSONDecodeError):
-        return ""
-    if isinstance(parsed, dict) and isinstance(parsed.get("errorMessage"), str):
-        return parsed["errorMessage"]
-    return ""

@@ -17,6 +17,8 @@ from lambdas.remediation import notifications
 SERVICE_NAME = os.environ.get("POWERTOOLS_SERVICE_NAME", "training-remediation")
 METRICS_NAMESPACE = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "TrainingRemediation")
 NOTIFICATION_TOPIC_ENV = "NOTIFICATION_TOPIC_ARN"
+#: SageMaker's error codes for a job that does not exist or is no longer stoppable.
+NO_SUCH_JOB_OR_NOT_STOPPABLE = ("ValidationException", "ResourceNotFound")
 
 
 class TaskEvent(BaseModel):
@@ -68,6 +70,6 @@ def stop_training_job(sagemaker: Any, job_name: str) -> bool:
         sagemaker.stop_training_job(TrainingJobName=job_name)
         return True
     except ClientError as error:
-        if error.response.get("Error", {}).get("Code") in ("ValidationException", "ResourceNotFound"):
+        if error.response.get("Error", {}).get("Code") in NO_SUCH_JOB_OR_NOT_STOPPABLE:
             return False
         raise

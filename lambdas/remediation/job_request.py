@@ -21,7 +21,7 @@ from typing import Any
 
 from debugger import contract
 from lambdas.remediation import bucket_layout
-from lambdas.remediation.payload import RunSpec, WorkflowState
+from lambdas.remediation.payload import JOB_NAME_PATTERN, MAX_JOB_NAME_LENGTH, RunSpec, WorkflowState
 from model.hyperparameters import DEBUGGER_HOOK_CONFIG, DEBUGGER_RULE_CONFIGS, MAX_HYPERPARAMETER_VALUE_LENGTH
 from model.progress_log import METRIC_DEFINITIONS
 
@@ -92,8 +92,6 @@ VOLUME_SIZE_GB = 30
 SPOT_WAIT_FACTOR = 2
 STOP_TRAINING_ACTION = "StopTraining"
 DEFAULT_JOB_NAME_PREFIX = "remediation"
-MAX_JOB_NAME_LENGTH = 63
-_JOB_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 _NOT_NAME_CHARACTER = re.compile(r"[^a-zA-Z0-9-]+")
 #: The collections our debugger saves (names as SageMaker Debugger spells them).
 HOOK_COLLECTIONS = ("losses", "gradients", "weights", "learning_rate", "metrics")
@@ -106,7 +104,7 @@ class JobRequestError(ValueError):
 def job_name_prefix() -> str:
     """env JOB_NAME_PREFIX (the IAM policy allows jobs whose names start with it), default "remediation"."""
     prefix = os.environ.get("JOB_NAME_PREFIX", DEFAULT_JOB_NAME_PREFIX)
-    if not prefix or len(prefix) > 24 or not _JOB_NAME.match(prefix):
+    if not prefix or len(prefix) > 24 or not JOB_NAME_PATTERN.match(prefix):
         raise JobRequestError(
             f"JOB_NAME_PREFIX: must be 1-24 letters, digits and hyphens starting with a letter or digit (got {prefix!r})"
         )
@@ -131,7 +129,7 @@ def training_job_name(execution_name: str, base_job_name: str, attempt_number: i
     base = base[: max(room, 0)].strip("-")
     name = "-".join(part for part in (prefix, base, suffix) if part)
     name = re.sub("-{2,}", "-", name)
-    if len(name) > MAX_JOB_NAME_LENGTH or not _JOB_NAME.match(name):  # pragma: no cover - guarded by construction
+    if len(name) > MAX_JOB_NAME_LENGTH or not JOB_NAME_PATTERN.match(name):  # pragma: no cover - by construction
         raise JobRequestError(f"job name {name!r} is not a valid SageMaker training job name")
     return name
 
@@ -142,10 +140,9 @@ def training_image_uri(region: str, instance_type: str) -> str:
         raise JobRequestError(
             f"run_spec.instance_type: {instance_type!r} needs a Neuron image; use a CPU (ml.m5, ml.c5) or GPU (ml.g5, ml.p3) type"
         )
-    account = DLC_ACCOUNT_BY_REGION.get(region, DLC_ACCOUNT)
-    domain = "amazonaws.com.cn" if region.startswith("cn-") else "amazonaws.com"
     suffix = GPU_IMAGE_SUFFIX if GPU_INSTANCE_FAMILIES.match(instance_type) else CPU_IMAGE_SUFFIX
-    return f"{account}.dkr.ecr.{region}.{domain}/pytorch-training:{PYTORCH_VERSION}-{suffix}"
+    registry = _ecr_registry(DLC_ACCOUNT_BY_REGION.get(region, DLC_ACCOUNT), region)
+    return f"{registry}/pytorch-training:{PYTORCH_VERSION}-{suffix}"
 
 
 def rule_evaluator_image_uri(region: str) -> str:
@@ -155,8 +152,12 @@ def rule_evaluator_image_uri(region: str) -> str:
             f"run_spec.legacy_sagemaker_debugger: SageMaker Debugger's rule evaluator is not published in {region}; "
             f"set legacy_sagemaker_debugger to false or use one of {', '.join(sorted(RULE_EVALUATOR_ACCOUNT_BY_REGION))}"
         )
+    return f"{_ecr_registry(account, region)}/sagemaker-debugger-rules:latest"
+
+
+def _ecr_registry(account: str, region: str) -> str:
     domain = "amazonaws.com.cn" if region.startswith("cn-") else "amazonaws.com"
-    return f"{account}.dkr.ecr.{region}.{domain}/sagemaker-debugger-rules:latest"
+    return f"{account}.dkr.ecr.{region}.{domain}"
 
 
 # --------------------------------------------------------------------------- debugger configuration
@@ -243,7 +244,9 @@ def script_mode_hyperparameters(run_spec: RunSpec, job_name: str) -> dict[str, s
     hyperparameters = run_spec.training_hyperparameters(
         **{
             DEBUGGER_HOOK_CONFIG: json.dumps(hook_config(run_spec, job_name), separators=(",", ":")),
-            DEBUGGER_RULE_CONFIGS: json.dumps(rule_configs(job_name, run_spec.debugger_save_interval), separators=(",", ":")),
+            DEBUGGER_RULE_CONFIGS: json.dumps(
+                rule_configs(job_name, run_spec.debugger_save_interval), separators=(",", ":")
+            ),
         }
     )
     values: dict[str, Any] = dict(hyperparameters.to_sagemaker())
@@ -274,7 +277,7 @@ def build_create_training_job_request(
 ) -> dict[str, Any]:
     """The keyword arguments of ``sagemaker.create_training_job`` for the state's current run_spec."""
     run_spec = state.run_spec
-    if not _JOB_NAME.match(job_name) or len(job_name) > MAX_JOB_NAME_LENGTH:
+    if not JOB_NAME_PATTERN.match(job_name) or len(job_name) > MAX_JOB_NAME_LENGTH:
         raise JobRequestError(f"job_name: {job_name!r} is not a valid SageMaker training job name")
     bucket = run_spec.bucket
     stopping_condition: dict[str, int] = {"MaxRuntimeInSeconds": run_spec.max_run_seconds}

@@ -20,6 +20,7 @@ from botocore.exceptions import ClientError
 from debugger import contract
 from lambdas.remediation import bucket_layout
 from lambdas.remediation.payload import (
+    MAX_METRICS,
     MAX_RULE_STATUSES,
     AttemptEvidence,
     Issue,
@@ -39,7 +40,6 @@ CAPACITY_FAILURES = ("CapacityError", "InsufficientCapacityError", "InternalServ
 SPOT_INTERRUPTION_SECONDARY_STATUSES = ("Interrupted", "Restarting")
 #: model/train.py writes "StopTraining: rule <RuleName> found an issue at step <N>" before exiting with code 3.
 _STOP_TRAINING = re.compile(r"StopTraining: rule (?P<rule>[A-Za-z0-9_-]+) found an issue at step (?P<step>\d+)")
-RULE_STOP_EXIT_CODE = 3
 
 
 @dataclasses.dataclass(frozen=True)
@@ -218,7 +218,7 @@ def apply_decision(
     statuses = list(reading.statuses) + [rule for rule in decision.issues if rule not in reading.statuses]
     summaries = [
         RuleStatusSummary(
-            name=rule.RuleConfigurationName[:256],
+            name=rule.RuleConfigurationName,
             status=rule.RuleEvaluationStatus,
             step=rule.issue.step if rule.issue and rule.issue.step >= 0 else None,
         )
@@ -234,15 +234,15 @@ def apply_decision(
     first_issue = next((rule for rule in decision.issues if rule.issue is not None), None)
     if first_issue is not None:
         changes["issue"] = Issue(
-            rule=first_issue.RuleConfigurationName[:256],
+            rule=first_issue.RuleConfigurationName,
             step=first_issue.issue.step if first_issue.issue.step >= 0 else None,
-            tensor=first_issue.issue.tensor[:256],
+            tensor=first_issue.issue.tensor,
             value=first_issue.issue.value,
             phase=first_issue.issue.phase,
             message=first_issue.issue.message,
         )
     elif decision.issues:
-        changes["issue"] = Issue(rule=decision.issues[0].RuleConfigurationName[:256])
+        changes["issue"] = Issue(rule=decision.issues[0].RuleConfigurationName)
     if reading.document is not None:
         changes["evidence"] = AttemptEvidence.from_contract(reading.document.evidence)
     updated = state.with_last_attempt(**changes)
@@ -278,9 +278,12 @@ def _overall_rule_status(statuses: Sequence[contract.RuleStatus]) -> str:
 
 
 def _final_metrics(describe_response: Mapping[str, Any]) -> dict[str, float]:
+    """The job's final metrics, as many as an attempt keeps (MAX_METRICS)."""
     metrics = {}
-    for item in describe_response.get("FinalMetricDataList", [])[:20]:
+    for item in describe_response.get("FinalMetricDataList", []):
         name, value = item.get("MetricName"), item.get("Value")
         if isinstance(name, str) and 1 <= len(name) <= 64 and isinstance(value, (int, float)):
             metrics[name] = float(value)
+            if len(metrics) == MAX_METRICS:
+                break
     return metrics

@@ -19,13 +19,13 @@ import dataclasses
 import json
 import re
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from lambdas.remediation.payload import Attempt, WorkflowState, clip
 from lambdas.remediation.policies import short_action
 
 EventType = Literal["job_launched", "issues_found", "completed", "gave_up", "workflow_error"]
-EVENT_TYPES = ("job_launched", "issues_found", "completed", "gave_up", "workflow_error")
+EVENT_TYPES = get_args(EventType)
 
 SUBJECT_PREFIX = "[remediation]"
 #: SNS: "must be less than 100 characters long".
@@ -128,7 +128,7 @@ def completed(state: WorkflowState) -> Notification:
 def gave_up(state: WorkflowState) -> Notification:
     attempt = state.last_attempt
     count = state.attempt_count
-    cause = _give_up_cause(state, attempt)
+    cause = _give_up_cause(attempt)
     subject = f"{SUBJECT_PREFIX} Gave up after {count} attempt{'s' if count != 1 else ''}: {cause}"
     body = {
         **_common("gave_up", state),
@@ -236,17 +236,13 @@ def _rule_and_step(attempt: Attempt) -> tuple[str, int | None]:
     return "A rule", None
 
 
-def _give_up_cause(state: WorkflowState, attempt: Attempt | None) -> str:
+def _give_up_cause(attempt: Attempt | None) -> str:
     if attempt is None:
         return "no job was launched"
     if attempt.outcome == "issues_found":
         rule, step = _rule_and_step(attempt)
         where = f" at step {step}" if step is not None else ""
-        if attempt.decision is not None and attempt.decision.end_cause is not None:
-            spent = attempt.decision.end_cause == "budget_spent"
-        else:
-            spent = state.history.num_retraining >= state.max_num_retraining
-        if spent:
+        if attempt.decision is not None and attempt.decision.end_cause == "budget_spent":  # as the planner decided
             return f"{rule}{where}, relaunch budget spent"
         return f"{rule}{where}, no remedy left"
     return {
@@ -284,14 +280,18 @@ def _dump(model: Any) -> Any:
     return None if model is None else json.loads(model.model_dump_json())
 
 
-def _error_detail(cause: str) -> dict[str, Any]:
-    """A Lambda error's cause is JSON (errorMessage, errorType, stackTrace); keep it short."""
+def lambda_error(cause: str) -> dict[str, Any]:
+    """A Lambda failure's Cause is its error JSON (errorMessage, errorType, stackTrace); {} for any other cause."""
     try:
         parsed = json.loads(cause)
     except (TypeError, json.JSONDecodeError):
         return {}
-    if not isinstance(parsed, dict):
-        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def _error_detail(cause: str) -> dict[str, Any]:
+    """The Lambda error in ``cause``, kept short."""
+    parsed = lambda_error(cause)
     detail: dict[str, Any] = {}
     for key in ("errorType", "errorMessage"):
         if isinstance(parsed.get(key), str):

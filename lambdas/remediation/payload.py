@@ -21,7 +21,7 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     AfterValidator,
@@ -62,9 +62,9 @@ MAX_ROLE_ARN_LENGTH = 640
 #: SageMaker's MaxRuntimeInSeconds upper bound (28 days).
 MAX_RUN_SECONDS_LIMIT = 28 * 24 * 3600
 
-NEXT_ACTIONS = ("launch_new", "monitor", "end")
-POLICIES = ("evidence", "anchor")
-OUTCOMES = (
+NextAction = Literal["launch_new", "monitor", "end"]
+PolicyName = Literal["evidence", "anchor"]
+Outcome = Literal[
     "running",  # launched, not finished yet
     "issues_found",  # a debugger rule fired (the job was or is being stopped)
     "completed",  # the job completed and no rule found an issue
@@ -73,12 +73,6 @@ OUTCOMES = (
     "stopped",  # stopped by someone or something other than the workflow
     "failed",  # any other failure
     "monitor_limit",  # max_monitor_transitions reached while the job ran
-)
-
-NextAction = Literal["launch_new", "monitor", "end"]
-PolicyName = Literal["evidence", "anchor"]
-Outcome = Literal[
-    "running", "issues_found", "completed", "algorithm_error", "capacity_error", "stopped", "failed", "monitor_limit"
 ]
 Phase = Literal["warmup", "main"]
 EndCause = Literal[
@@ -97,7 +91,7 @@ if TYPE_CHECKING:  # the debugger package imports torch at runtime; the Lambdas 
 
 _BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 _IP_ADDRESS = re.compile(r"^\d{1,3}(\.\d{1,3}){3}$")
-_JOB_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
+JOB_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 _ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[a-zA-Z0-9+=,.@_/-]+$")
 _REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d{1,2}$")
 _INSTANCE_TYPE = re.compile(r"^ml\.[a-z0-9-]+\.[a-z0-9-]+$")
@@ -223,7 +217,7 @@ def check_instance_type(instance_type: str) -> str:
 
 
 def check_job_name(name: str, limit: int = MAX_JOB_NAME_LENGTH) -> str:
-    if len(name) > limit or not _JOB_NAME.match(name):
+    if len(name) > limit or not JOB_NAME_PATTERN.match(name):
         raise ValueError(
             f"must be 1-{limit} letters, digits and hyphens, starting with a letter or digit and not "
             f"ending with a hyphen (got {name!r})"
@@ -251,6 +245,17 @@ JobName = Annotated[str, AfterValidator(check_job_name)]
 BaseJobName = Annotated[str, AfterValidator(lambda name: check_job_name(name, MAX_BASE_JOB_NAME_LENGTH))]
 Depth = Annotated[Whole, AfterValidator(_check_depth)]
 Activation = Annotated[str, AfterValidator(_check_activation)]
+Count = Annotated[Whole, Field(ge=0)]
+#: Bounds shared by the execution input and the state it becomes (one statement of each rule).
+NumEpochs = Annotated[Whole, Field(ge=1, le=10_000)]
+WarmupEpochs = Annotated[Whole, Field(ge=0, le=10_000)]
+SaveInterval = Annotated[Whole, Field(ge=1, le=1_000_000)]
+BatchSize = Annotated[Whole, Field(ge=1, le=65_536)]
+Seed = Annotated[Whole, Field(ge=0, le=2**32 - 1)]
+MaxRunSeconds = Annotated[Whole, Field(ge=60, le=MAX_RUN_SECONDS_LIMIT)]
+RetrainingBudget = Annotated[Whole, Field(ge=0, le=MAX_RETRAINING_LIMIT)]
+MonitorTransitions = Annotated[Whole, Field(ge=1, le=100_000)]
+MonitorInterval = Annotated[Whole, Field(ge=0, le=86_400)]
 
 _STRICT = ConfigDict(extra="forbid", validate_assignment=True, ser_json_inf_nan="strings")
 
@@ -259,28 +264,29 @@ _STRICT = ConfigDict(extra="forbid", validate_assignment=True, ser_json_inf_nan=
 
 
 class RunSpec(BaseModel):
-    """What one training job runs: the sample's run_spec plus ours. One snapshot per attempt."""
+    """What one training job runs: the sample's run_spec plus ours. One snapshot per attempt, every field
+    given (the defaults are the execution input's)."""
 
     model_config = _STRICT
 
-    warmup_learning_rate: LearningRate = 0.1
-    learning_rate: LearningRate = 0.1
-    add_batch_norm: Flag = False
+    warmup_learning_rate: LearningRate
+    learning_rate: LearningRate
+    add_batch_norm: Flag
     bucket: BucketName
-    base_job_name: BaseJobName = "remediation-resnet"
-    instance_type: InstanceType = "ml.m5.xlarge"
+    base_job_name: BaseJobName
+    instance_type: InstanceType
     region: Region
     sm_role: RoleArn
-    num_epochs: Annotated[Whole, Field(ge=1, le=10_000)] = 2
-    warmup_epochs: Annotated[Whole, Field(ge=0, le=10_000)] = 1
-    debugger_save_interval: Annotated[Whole, Field(ge=1, le=1_000_000)] = 10
-    depth: Depth = 20
-    batch_size: Annotated[Whole, Field(ge=1, le=65_536)] = 128
-    seed: Annotated[Whole, Field(ge=0, le=2**32 - 1)] = 0
-    activation: Activation = "elu"
-    use_spot_instances: Flag = False
-    legacy_sagemaker_debugger: Flag = False
-    max_run_seconds: Annotated[Whole, Field(ge=60, le=MAX_RUN_SECONDS_LIMIT)] = 3600
+    num_epochs: NumEpochs
+    warmup_epochs: WarmupEpochs
+    debugger_save_interval: SaveInterval
+    depth: Depth
+    batch_size: BatchSize
+    seed: Seed
+    activation: Activation
+    use_spot_instances: Flag
+    legacy_sagemaker_debugger: Flag
+    max_run_seconds: MaxRunSeconds
 
     @model_validator(mode="after")
     def _local_instances_cannot_use_spot(self) -> RunSpec:
@@ -322,14 +328,14 @@ class History(BaseModel):
 
     model_config = _STRICT
 
-    num_warmup_adjustments: Annotated[Whole, Field(ge=0)] = 0
-    num_batch_layer_adjustments: Annotated[Whole, Field(ge=0)] = 0
-    num_retraining: Annotated[Whole, Field(ge=0)] = 0
+    num_warmup_adjustments: Count = 0
+    num_batch_layer_adjustments: Count = 0
+    num_retraining: Count = 0
     latest_job_name: str = ""
-    num_learning_rate_adjustments: Annotated[Whole, Field(ge=0)] = 0
-    num_monitor_transitions: Annotated[Whole, Field(ge=0)] = 0
-    num_activation_adjustments: Annotated[Whole, Field(ge=0)] = 0
-    capacity_retries: Annotated[Whole, Field(ge=0)] = 0
+    num_learning_rate_adjustments: Count = 0
+    num_monitor_transitions: Count = 0
+    num_activation_adjustments: Count = 0
+    capacity_retries: Count = 0
 
     @field_validator("latest_job_name")
     @classmethod
@@ -344,7 +350,7 @@ class RuleStatusSummary(BaseModel):
 
     name: Text(MAX_NAME_BYTES, min_length=1)
     status: Literal["InProgress", "NoIssuesFound", "IssuesFound", "Error", "Stopping", "Stopped"]
-    step: Annotated[Whole, Field(ge=0)] | None = None
+    step: Count | None = None
 
 
 class Issue(BaseModel):
@@ -353,7 +359,7 @@ class Issue(BaseModel):
     model_config = _STRICT
 
     rule: Text(MAX_NAME_BYTES, min_length=1)
-    step: Annotated[Whole, Field(ge=0)] | None = None
+    step: Count | None = None
     tensor: Text(MAX_NAME_BYTES) = ""
     value: float | None = None  # may be NaN or infinite (serialised as "NaN" / "Infinity")
     phase: Phase | None = None
@@ -367,7 +373,7 @@ class AttemptEvidence(BaseModel):
 
     initial_loss: float | None = None
     initial_gradient_norm: float | None = None
-    first_issue_step: Annotated[Whole, Field(ge=0)] | None = None
+    first_issue_step: Count | None = None
     phase: Phase | None = None
     steps_per_epoch: Annotated[Whole, Field(ge=1)] | None = None
     last_step: Whole | None = None
@@ -441,7 +447,8 @@ class Attempt(BaseModel):
 
 
 class WorkflowState(BaseModel):
-    """``$.state`` of the state machine: the sample's keys plus policy, budgets and attempts."""
+    """``$.state`` of the state machine: the sample's keys plus policy, budgets and attempts.
+    The run_spec, policy and budgets come from the execution input (:func:`initial_state`)."""
 
     model_config = _STRICT
 
@@ -450,12 +457,12 @@ class WorkflowState(BaseModel):
     job_status: Text(MAX_STATUS_BYTES) = "NotStarted"
     rule_status: Text(MAX_STATUS_BYTES) = "NotStarted"
     run_spec: RunSpec
-    policy: PolicyName = "evidence"
-    max_num_retraining: Annotated[Whole, Field(ge=0, le=MAX_RETRAINING_LIMIT)] = 6
-    max_monitor_transitions: Annotated[Whole, Field(ge=1, le=100_000)] = 720
-    monitor_interval_seconds: Annotated[Whole, Field(ge=0, le=86_400)] = 60
+    policy: PolicyName
+    max_num_retraining: RetrainingBudget
+    max_monitor_transitions: MonitorTransitions
+    monitor_interval_seconds: MonitorInterval
     attempts: Annotated[list[Attempt], Field(max_length=MAX_KEPT_ATTEMPTS)] = Field(default_factory=list)
-    attempts_dropped: Annotated[Whole, Field(ge=0)] = 0
+    attempts_dropped: Count = 0
     end_reason: Text(MAX_REASON_BYTES) | None = None
 
     @model_validator(mode="after")
@@ -576,27 +583,29 @@ class ExecutionInput(BaseModel):
     base_job_name: BaseJobName = "remediation-resnet"
     instance_type: InstanceType = "ml.m5.xlarge"
     region: Region
-    num_epochs: Annotated[Whole, Field(ge=1, le=10_000)] = 2
-    debugger_save_interval: Annotated[Whole, Field(ge=1, le=1_000_000)] = 10
-    max_num_retraining: Annotated[Whole, Field(ge=0, le=MAX_RETRAINING_LIMIT)] = 6
-    max_monitor_transitions: Annotated[Whole, Field(ge=1, le=100_000)] = 720
+    num_epochs: NumEpochs = 2
+    debugger_save_interval: SaveInterval = 10
+    max_num_retraining: RetrainingBudget = 6
+    max_monitor_transitions: MonitorTransitions = 720
     sm_role: RoleArn
     policy: PolicyName = "evidence"
     depth: Depth = 20
-    batch_size: Annotated[Whole, Field(ge=1, le=65_536)] = 128
-    seed: Annotated[Whole, Field(ge=0, le=2**32 - 1)] = 0
+    batch_size: BatchSize = 128
+    seed: Seed = 0
     activation: Activation = "elu"
-    warmup_epochs: Annotated[Whole, Field(ge=0, le=10_000)] = 1
+    warmup_epochs: WarmupEpochs = 1
     use_spot_instances: Flag = False
     legacy_sagemaker_debugger: Flag = False
-    monitor_interval_seconds: Annotated[Whole, Field(ge=0, le=86_400)] = 60
-    max_run_seconds: Annotated[Whole, Field(ge=60, le=MAX_RUN_SECONDS_LIMIT)] = 3600
+    monitor_interval_seconds: MonitorInterval = 60
+    max_run_seconds: MaxRunSeconds = 3600
+
+    #: The keys that set the workflow (WorkflowState), not one job (RunSpec).
+    WORKFLOW_KEYS: ClassVar[frozenset[str]] = frozenset(
+        {"policy", "max_num_retraining", "max_monitor_transitions", "monitor_interval_seconds"}
+    )
 
     def run_spec(self) -> RunSpec:
-        fields = self.model_dump(
-            exclude={"init_warmup_learning_rate", "max_num_retraining", "max_monitor_transitions", "policy"}
-        )
-        fields.pop("monitor_interval_seconds")
+        fields = self.model_dump(exclude={"init_warmup_learning_rate", *self.WORKFLOW_KEYS})
         return RunSpec(warmup_learning_rate=self.init_warmup_learning_rate, **fields)
 
 
@@ -606,7 +615,6 @@ REQUIRED_KEY_HINTS = {
     "region": "the AWS region of the bucket and the jobs, e.g. us-east-1",
     "sm_role": "the SageMaker execution role ARN, e.g. arn:aws:iam::123456789012:role/SageMakerExecutionRole",
 }
-REQUIRED_EXECUTION_INPUT_KEYS = tuple(REQUIRED_KEY_HINTS)
 
 
 def default_execution_input() -> dict[str, Any]:
@@ -624,13 +632,7 @@ def initial_state(execution_input: Mapping[str, Any]) -> WorkflowState:
         raise InvalidExecutionInput({"(input)": f"must be a JSON object (got {type(execution_input).__name__})"})
     try:
         parsed = ExecutionInput.model_validate(dict(execution_input))
-        return WorkflowState(
-            run_spec=parsed.run_spec(),
-            policy=parsed.policy,
-            max_num_retraining=parsed.max_num_retraining,
-            max_monitor_transitions=parsed.max_monitor_transitions,
-            monitor_interval_seconds=parsed.monitor_interval_seconds,
-        )
+        return WorkflowState(run_spec=parsed.run_spec(), **parsed.model_dump(include=ExecutionInput.WORKFLOW_KEYS))
     except ValidationError as error:
         raise InvalidExecutionInput(describe_validation_error(error, known=ExecutionInput.model_fields)) from None
 

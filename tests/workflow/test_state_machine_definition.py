@@ -8,7 +8,8 @@ import re
 import subprocess
 import sys
 
-ASL_PATH = pathlib.Path(__file__).resolve().parents[2] / "statemachine" / "remediation.asl.json"
+from workflow_harness import ASL_PATH
+
 TRANSIENT_LAMBDA_ERRORS = {
     "Lambda.ServiceException",
     "Lambda.AWSLambdaException",
@@ -21,9 +22,13 @@ def _definition() -> dict:
     return json.loads(ASL_PATH.read_text())
 
 
-def test_statelint_accepts_the_definition():
+def _statelint(path: pathlib.Path) -> subprocess.CompletedProcess:
     statelint = pathlib.Path(sys.executable).with_name("statelint")
-    result = subprocess.run([str(statelint), str(ASL_PATH)], capture_output=True, text=True, timeout=60)
+    return subprocess.run([str(statelint), str(path)], capture_output=True, text=True, timeout=60)
+
+
+def test_statelint_accepts_the_definition():
+    result = _statelint(ASL_PATH)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -32,8 +37,7 @@ def test_statelint_catches_a_choice_to_a_missing_state(tmp_path):
     broken["States"]["AfterMonitor"]["Choices"][0]["Next"] = "NoSuchState"
     path = tmp_path / "broken.asl.json"
     path.write_text(json.dumps(broken))
-    statelint = pathlib.Path(sys.executable).with_name("statelint")
-    result = subprocess.run([str(statelint), str(path)], capture_output=True, text=True, timeout=60)
+    result = _statelint(path)
     assert result.returncode != 0 and "NoSuchState" in result.stdout
 
 

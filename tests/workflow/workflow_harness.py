@@ -110,6 +110,10 @@ def rule_status_document(job_name: str, script: RuleScript) -> contract.RuleStat
     )
 
 
+def _job_arn(region: str, name: str) -> str:
+    return f"arn:aws:sagemaker:{region}:{ACCOUNT}:training-job/{name}"
+
+
 class ScriptedSageMaker:
     """CreateTrainingJob / DescribeTrainingJob / StopTrainingJob over per-job timelines (one per launch, in order).
 
@@ -150,14 +154,12 @@ class ScriptedSageMaker:
                 "polls": 0,
                 "stop": None,
             }
-        return {"TrainingJobArn": f"arn:aws:sagemaker:{call.region}:{ACCOUNT}:training-job/{name}"}
+        return {"TrainingJobArn": _job_arn(call.region, name)}
 
     def describe_training_job(self, call: OperationCall) -> dict[str, Any]:
         name = call.params["TrainingJobName"]
         with self._lock:
-            job = self.jobs.get(name)
-            if job is None:
-                raise ServiceError("ValidationException", f"Requested resource not found: {name}")
+            job = self._job(name)
             job["polls"] += 1
             failure = self.describe_failures.get((name, job["polls"]))
             if failure is not None:
@@ -172,21 +174,20 @@ class ScriptedSageMaker:
             else:
                 timeline = job["timeline"]
                 tick = timeline.pop(0) if len(timeline) > 1 else timeline[0]
+        request = job["request"]
         if tick.rule_status is not None:
             body = (
                 tick.rule_status
                 if isinstance(tick.rule_status, str)
                 else rule_status_document(name, tick.rule_status).to_json()
             )
+            bucket, _ = bucket_layout.split_s3_uri(request["OutputDataConfig"]["S3OutputPath"])
             boto3.client("s3", region_name=REGION).put_object(
-                Bucket=job["request"]["OutputDataConfig"]["S3OutputPath"].split("/")[2],
-                Key=bucket_layout.rule_status_key(name),
-                Body=body.encode(),
+                Bucket=bucket, Key=bucket_layout.rule_status_key(name), Body=body.encode()
             )
-        request = job["request"]
         response = {
             "TrainingJobName": name,
-            "TrainingJobArn": f"arn:aws:sagemaker:{call.region}:{ACCOUNT}:training-job/{name}",
+            "TrainingJobArn": _job_arn(call.region, name),
             "TrainingJobStatus": tick.status,
             "SecondaryStatus": tick.secondary,
             "AlgorithmSpecification": request["AlgorithmSpecification"],
@@ -210,14 +211,18 @@ class ScriptedSageMaker:
     def stop_training_job(self, call: OperationCall) -> dict[str, Any]:
         name = call.params["TrainingJobName"]
         with self._lock:
-            job = self.jobs.get(name)
-            if job is None:
-                raise ServiceError("ValidationException", f"Requested resource not found: {name}")
+            job = self._job(name)
             if job["stop"] is not None:
                 raise ServiceError("ValidationException", f"The training job {name} is not in a stoppable state")
             job["stop"] = 0
             self.stopped.append(name)
         return {}
+
+    def _job(self, name: str) -> dict[str, Any]:
+        job = self.jobs.get(name)
+        if job is None:
+            raise ServiceError("ValidationException", f"Requested resource not found: {name}")
+        return job
 
     def hyperparameter(self, index: int, name: str) -> Any:
         return json.loads(self.created[index]["HyperParameters"][name])
