@@ -8,7 +8,7 @@ repeated: the runtime sets the stage, starts an execution with the same
 execution input the cloud accepts, and reports what happens.
 
     with LocalRuntime(RuntimeOptions(run_dir=Path("runs/x"))) as runtime:
-        arn = runtime.start(runtime.execution_input({"policy": "anchor"}))
+        arn = runtime.start(local_execution_input(runtime.options, {"policy": "anchor"}))
         while runtime.describe()["status"] == "RUNNING": ...
 """
 
@@ -20,9 +20,8 @@ import importlib
 import json
 import logging
 import os
-import tempfile
+import re
 import threading
-import time
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
@@ -34,7 +33,7 @@ from moto import mock_aws
 from lambdas.remediation import bucket_layout
 from local_runtime.botocore_dispatch import LocalDispatch
 from local_runtime.sagemaker_api import register_training_api
-from local_runtime.training_platform import ACCOUNT_ID, LocalTrainingPlatform
+from local_runtime.training_platform import ACCOUNT_ID, DEFAULT_STOP_GRACE_SECONDS, LocalTrainingPlatform
 from remediate.packaging import build_source_archive
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -55,6 +54,8 @@ JOB_NAME_PREFIX = "remediation"
 #: What the local loop changes from the cloud defaults: the monitor polls every second. Everything else
 #: (instance type included) stays as the cloud has it, so the train Lambda builds the cloud's own request.
 LOCAL_EXECUTION_DEFAULTS = {"monitor_interval_seconds": 1}
+CHANNELS = ("train", "test")
+CHANNEL_FILES = ("x.npy", "y.npy")
 
 _FAKE_ENVIRONMENT = {
     "AWS_ACCESS_KEY_ID": "testing",
@@ -77,7 +78,29 @@ class RuntimeOptions:
     region: str = "us-east-1"
     bucket: str = "remediation-local-artifacts"
     num_threads: int | None = None
-    stop_grace_seconds: float = 10.0
+    stop_grace_seconds: float = DEFAULT_STOP_GRACE_SECONDS
+
+
+def local_execution_input(options: RuntimeOptions, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The local defaults (the runtime's bucket and region, a local role, 1 s polls) with ``overrides``."""
+    return {
+        "bucket": options.bucket,
+        "region": options.region,
+        "sm_role": LOCAL_ROLE_ARN,
+        **LOCAL_EXECUTION_DEFAULTS,
+        **(overrides or {}),
+    }
+
+
+def check_data_dir(data_dir: Path) -> None:
+    """Raise FileNotFoundError naming the first missing channel file of a ``--data`` directory."""
+    for channel in CHANNELS:
+        for file_name in CHANNEL_FILES:
+            if not (Path(data_dir) / channel / file_name).is_file():
+                raise FileNotFoundError(
+                    f"--data {data_dir}: {Path(data_dir) / channel / file_name} is missing; a data directory holds "
+                    "train/ and test/ with x.npy and y.npy each (python -m model.data synthetic --out DIR)"
+                )
 
 
 class LocalRuntime:
@@ -97,6 +120,8 @@ class LocalRuntime:
         self._saved_environment: dict[str, str | None] = {}
         self._lambda_log = None
         self._redirected_handlers: list[tuple[logging.StreamHandler, Any]] = []
+        self._warnings_handler: logging.Handler | None = None
+        self._saved_moto_logging: tuple[bool, logging.Handler] | None = None
         self._clients: dict[str, Any] = {}
         self._clients_lock = threading.Lock()
 
@@ -193,7 +218,7 @@ class LocalRuntime:
                 handler.setStream(stream)
             self._redirected_handlers = []
             self._restore_interpreter_logs()
-            if getattr(self, "_warnings_handler", None) is not None:
+            if self._warnings_handler is not None:
                 logging.getLogger("py.warnings").removeHandler(self._warnings_handler)
                 logging.getLogger("py.warnings").propagate = True
                 logging.captureWarnings(False)
@@ -207,17 +232,6 @@ class LocalRuntime:
             self._restore_environment()
 
     # ------------------------------------------------------------------ the execution
-
-    def execution_input(self, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """The local defaults (this runtime's bucket and region, a local role, 1 s polls) with ``overrides``."""
-        execution_input = {
-            "bucket": self.options.bucket,
-            "region": self.options.region,
-            "sm_role": LOCAL_ROLE_ARN,
-            **LOCAL_EXECUTION_DEFAULTS,
-        }
-        execution_input.update(overrides or {})
-        return execution_input
 
     def start(self, execution_input: Mapping[str, Any], name: str | None = None) -> str:
         name = name or f"local-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
@@ -268,16 +282,6 @@ class LocalRuntime:
         self.notifications += arrived
         return arrived
 
-    def wait(self, poll_seconds: float = 0.5, timeout: float | None = None) -> dict[str, Any]:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            described = self.describe()
-            if described["status"] != "RUNNING":
-                return described
-            if deadline is not None and time.monotonic() > deadline:
-                raise TimeoutError(f"execution {self.execution_arn} still RUNNING after {timeout} s")
-            time.sleep(poll_seconds)
-
     # ------------------------------------------------------------------ helpers
 
     def client(self, service: str):
@@ -302,14 +306,8 @@ class LocalRuntime:
                 seed=self.options.data_seed,
             )
         else:
-            channels = {name: Path(data_dir) / name for name in ("train", "test")}
-            for directory in channels.values():
-                for file_name in ("x.npy", "y.npy"):
-                    if not (directory / file_name).is_file():
-                        raise FileNotFoundError(
-                            f"--data {data_dir}: {directory / file_name} is missing; a data directory holds "
-                            "train/ and test/ with x.npy and y.npy each (python -m model.data synthetic --out DIR)"
-                        )
+            check_data_dir(data_dir)
+            channels = {name: Path(data_dir) / name for name in CHANNELS}
         prefixes = {"train": bucket_layout.TRAIN_CHANNEL_PREFIX, "test": bucket_layout.TEST_CHANNEL_PREFIX}
         for name, directory in channels.items():
             for path in sorted(Path(directory).iterdir()):
@@ -345,9 +343,8 @@ class LocalRuntime:
         moto_logger.propagate = False
 
     def _restore_interpreter_logs(self) -> None:
-        saved = getattr(self, "_saved_moto_logging", None)
-        if saved is not None:
-            propagate, handler = saved
+        if self._saved_moto_logging is not None:
+            propagate, handler = self._saved_moto_logging
             moto_logger = logging.getLogger("moto")
             moto_logger.removeHandler(handler)
             moto_logger.propagate = propagate
@@ -371,7 +368,6 @@ class LocalRuntime:
 
 def substitute(definition: str, substitutions: Mapping[str, str]) -> str:
     """Apply Step Functions definition substitutions (``${Name}``); an unknown one is an error."""
-    import re
 
     def replace(match: re.Match) -> str:
         name = match.group(1)
@@ -380,11 +376,3 @@ def substitute(definition: str, substitutions: Mapping[str, str]) -> str:
         return substitutions[name]
 
     return re.sub(r"\$\{(\w+)\}", replace, definition)
-
-
-def write_json_atomically(path: Path, value: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(handle, "w", encoding="utf-8") as file:
-        json.dump(value, file, indent=2, default=str)
-    os.replace(temp, path)

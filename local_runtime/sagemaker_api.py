@@ -9,8 +9,6 @@ from __future__ import annotations
 from local_runtime.botocore_dispatch import LocalDispatch, OperationCall
 from local_runtime.training_platform import LocalTrainingPlatform
 
-TRAINING_OPERATIONS = ("CreateTrainingJob", "DescribeTrainingJob", "StopTrainingJob")
-
 
 def register_training_api(dispatch: LocalDispatch, platform: LocalTrainingPlatform) -> None:
     def create(call: OperationCall):

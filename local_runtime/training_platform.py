@@ -29,13 +29,13 @@ import sys
 import tarfile
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lambdas.remediation.bucket_layout import split_s3_uri
+from lambdas.remediation.bucket_layout import RULE_STATUS_FILE, split_s3_uri
 from local_runtime.botocore_dispatch import ServiceError
+from model.atomic_files import write_atomically
 from model.progress_log import parse_progress_line
 
 ACCOUNT_ID = "123456789012"
@@ -92,6 +92,21 @@ def _decode_hyperparameter(value: str) -> str:
     return value
 
 
+def _debug_output_uri(request: dict[str, Any], hyperparameters: dict[str, str]) -> str | None:
+    """The in-job debugger's output: its hook config hyperparameter, else the legacy DebugHookConfig."""
+    text = hyperparameters.get("debugger_hook_config")
+    if text:
+        try:
+            config = json.loads(text)
+            if isinstance(config, str):
+                config = json.loads(config)
+        except json.JSONDecodeError:
+            config = None  # the job itself reports a malformed config
+        if isinstance(config, dict) and isinstance(config.get("S3OutputPath"), str):
+            return config["S3OutputPath"]
+    return request.get("DebugHookConfig", {}).get("S3OutputPath")
+
+
 @dataclasses.dataclass
 class _Output:
     """A local directory mirrored to an S3 prefix."""
@@ -108,6 +123,8 @@ class TrainingJobRecord:
     request: dict[str, Any]
     job_dir: Path
     created: dt.datetime
+    hyperparameters: dict[str, str] = dataclasses.field(default_factory=dict)  # decoded once, at creation
+    debug_output_uri: str | None = None
     status: str = IN_PROGRESS
     secondary_status: str = "Starting"
     transitions: list[dict[str, Any]] = dataclasses.field(default_factory=list)
@@ -209,8 +226,15 @@ class LocalTrainingPlatform:
                     f"Training job names must be unique within an AWS account and region, and a training job with "
                     f"this name already exists ({arn})",
                 )
-            job_dir = self.job_dir(name)
-            job = TrainingJobRecord(name=name, arn=arn, request=request, job_dir=job_dir, created=_now())
+            job = TrainingJobRecord(
+                name=name,
+                arn=arn,
+                request=request,
+                job_dir=self.job_dir(name),
+                created=_now(),
+                hyperparameters=hyperparameters,
+                debug_output_uri=_debug_output_uri(request, hyperparameters),
+            )
             self._transition(job, "Starting")
             self._jobs[name] = job
         job.worker = threading.Thread(target=self._run_job, args=(job,), name=f"training-job-{name}", daemon=True)
@@ -292,14 +316,6 @@ class LocalTrainingPlatform:
                 "epoch": job.epochs[-1] if job.epochs else None,
             }
 
-    def wait(self, name: str, timeout: float | None = None) -> bool:
-        """Block until the job's worker has finished (ended and synced); True if it did."""
-        job = self._job(name)
-        if job.worker is not None:
-            job.worker.join(timeout)
-            return not job.worker.is_alive()
-        return True
-
     def shutdown(self, timeout: float | None = None) -> None:
         """Refuse new jobs, stop every running one (SIGTERM, SIGKILL after the grace period), wait for them."""
         with self._lock:
@@ -349,10 +365,8 @@ class LocalTrainingPlatform:
     def _request_stop(self, job: TrainingJobRecord, reason: str) -> None:
         """Caller holds job.lock."""
         job.stop_reason = reason
-        if reason == "MaxRuntimeExceeded":
-            job.status = STOPPING
-        else:
-            job.status = STOPPING
+        job.status = STOPPING
+        if reason != "MaxRuntimeExceeded":  # SageMaker goes straight to its MaxRuntimeExceeded secondary status
             self._transition(job, "Stopping")
         if job.process is not None and job.process.poll() is None:
             self._kill_group(job.process, signal.SIGTERM)
@@ -384,9 +398,6 @@ class LocalTrainingPlatform:
 
     def _prepare(self, job: TrainingJobRecord) -> None:
         request = job.request
-        hyperparameters = {
-            key: _decode_hyperparameter(value) for key, value in request.get("HyperParameters", {}).items()
-        }
         with job.lock:
             if job.status == STOPPING:
                 return
@@ -412,7 +423,7 @@ class LocalTrainingPlatform:
             config_dir / "resourceconfig.json",
             {"current_host": "algo-1", "hosts": ["algo-1"], "network_interface_name": "lo"},
         )
-        self._download_archive(hyperparameters["sagemaker_submit_directory"], job.job_dir / "code")
+        self._download_archive(job.hyperparameters["sagemaker_submit_directory"], job.job_dir / "code")
         for channel in request.get("InputDataConfig", []):
             source = channel.get("DataSource", {}).get("S3DataSource")
             if source is None:
@@ -422,37 +433,18 @@ class LocalTrainingPlatform:
             self._download_prefix(source["S3Uri"], job.job_dir / "input" / "data" / channel["ChannelName"])
 
         with job.lock:
-            job.outputs = self._output_locations(job, hyperparameters)
+            job.outputs = self._output_locations(job)
             for output in job.outputs:
                 output.local_dir.mkdir(parents=True, exist_ok=True)
 
-    def _output_locations(self, job: TrainingJobRecord, hyperparameters: dict[str, str]) -> list[_Output]:
-        outputs = []
-        checkpoint = job.request.get("CheckpointConfig", {}).get("S3Uri")
-        if checkpoint:
-            bucket, key = split_s3_uri(checkpoint)
-            outputs.append(_Output(self.local_path_for(checkpoint), bucket, key))
-        debug_uri = self._debug_output_uri(job, hyperparameters)
-        if debug_uri:
-            bucket, key = split_s3_uri(debug_uri)
-            outputs.append(_Output(self.local_path_for(debug_uri), bucket, key))
-        bucket, key = split_s3_uri(self._model_artifact_uri(job).rsplit("/", 1)[0] + "/")
-        outputs.append(_Output(self.bucket_dir(bucket) / key, bucket, key))
-        return outputs
-
-    @staticmethod
-    def _debug_output_uri(job: TrainingJobRecord, hyperparameters: dict[str, str]) -> str | None:
-        text = hyperparameters.get("debugger_hook_config")
-        if text:
-            try:
-                config = json.loads(text)
-                if isinstance(config, str):
-                    config = json.loads(config)
-            except json.JSONDecodeError:
-                config = None  # the job itself reports a malformed config
-            if isinstance(config, dict) and isinstance(config.get("S3OutputPath"), str):
-                return config["S3OutputPath"]
-        return job.request.get("DebugHookConfig", {}).get("S3OutputPath")
+    def _output_locations(self, job: TrainingJobRecord) -> list[_Output]:
+        """Checkpoints, debug output and the model artifact's folder: local directories mirrored to S3."""
+        uris = (
+            job.request.get("CheckpointConfig", {}).get("S3Uri"),
+            job.debug_output_uri,
+            self._model_artifact_uri(job).rsplit("/", 1)[0] + "/",
+        )
+        return [_Output(self.local_path_for(uri), *split_s3_uri(uri)) for uri in uris if uri]
 
     def _model_artifact_uri(self, job: TrainingJobRecord) -> str:
         output_path = job.request["OutputDataConfig"]["S3OutputPath"].rstrip("/")
@@ -481,7 +473,8 @@ class LocalTrainingPlatform:
         if not found:
             raise ValueError(f"no data found at {uri} (the channel's S3Uri prefix is empty)")
 
-    def _environment(self, job: TrainingJobRecord, hyperparameters: dict[str, str], debug_dir: Path) -> dict[str, str]:
+    def _environment(self, job: TrainingJobRecord, debug_dir: Path) -> dict[str, str]:
+        hyperparameters = job.hyperparameters
         env = {key: value for key, value in os.environ.items() if not key.startswith(("AWS_", "SM_", "POWERTOOLS_"))}
         # The request's Environment first: the platform's own variables below win, as SageMaker's reserved
         # ones do. In particular the platform, not the job, carries the debug output to S3 here.
@@ -523,20 +516,18 @@ class LocalTrainingPlatform:
         return env
 
     def _train(self, job: TrainingJobRecord) -> None:
-        request = job.request
-        hyperparameters = {
-            key: _decode_hyperparameter(value) for key, value in request.get("HyperParameters", {}).items()
-        }
-        debug_uri = self._debug_output_uri(job, hyperparameters)
-        debug_dir = self.local_path_for(debug_uri) if debug_uri else job.job_dir / "output" / "tensors"
+        hyperparameters = job.hyperparameters
+        debug_dir = (
+            self.local_path_for(job.debug_output_uri) if job.debug_output_uri else job.job_dir / "output" / "tensors"
+        )
         debug_dir.mkdir(parents=True, exist_ok=True)
         program = hyperparameters["sagemaker_program"]
         arguments = []
         for key, value in hyperparameters.items():
             if not key.startswith("sagemaker_"):
                 arguments += [f"--{key}", value]
-        env = self._environment(job, hyperparameters, debug_dir)
-        max_runtime = request.get("StoppingCondition", {}).get("MaxRuntimeInSeconds")
+        env = self._environment(job, debug_dir)
+        max_runtime = job.request.get("StoppingCondition", {}).get("MaxRuntimeInSeconds")
         with job.lock:
             if job.status == STOPPING:  # stopped before the process could start
                 self._finish(job, STOPPED, "Stopped")
@@ -582,31 +573,27 @@ class LocalTrainingPlatform:
         self._conclude(job, exit_code)
 
     def _conclude(self, job: TrainingJobRecord, exit_code: int) -> None:
-        failure_file = job.job_dir / "output" / "failure"
         with job.lock:
             stop_reason = job.stop_reason
-        if stop_reason is None and exit_code == 0:
-            with job.lock:
-                self._transition(job, "Uploading")
-            self._package_model(job)
-            self.sync_outputs(job)
-            with job.lock:
-                self._finish(job, COMPLETED, "Completed")
-        elif stop_reason is not None:
-            self._package_model(job)
-            self.sync_outputs(job)
-            with job.lock:
-                if stop_reason == "MaxRuntimeExceeded":
-                    self._finish(job, STOPPED, "MaxRuntimeExceeded")
-                else:
-                    self._finish(job, STOPPED, "Stopped")
-        else:
+        if stop_reason is None and exit_code != 0:
+            failure_file = job.job_dir / "output" / "failure"
             reason = failure_file.read_text(errors="replace").strip() if failure_file.exists() else ""
             if not reason:
                 reason = f"AlgorithmError: the entry point exited with code {exit_code}. {self._log_tail(job)}".strip()
             with job.lock:
                 job.failure_reason = reason[:1024]
                 self._finish(job, FAILED, "Failed", f"Training job failed. Reason: {job.failure_reason}")
+            return
+        if stop_reason is None:
+            with job.lock:
+                self._transition(job, "Uploading")
+        self._package_model(job)
+        self.sync_outputs(job)
+        with job.lock:
+            if stop_reason is None:
+                self._finish(job, COMPLETED, "Completed")
+            else:
+                self._finish(job, STOPPED, "MaxRuntimeExceeded" if stop_reason == "MaxRuntimeExceeded" else "Stopped")
 
     def _log_tail(self, job: TrainingJobRecord, lines: int = 5) -> str:
         path = job.job_dir / LOG_FILE
@@ -616,14 +603,16 @@ class LocalTrainingPlatform:
         return "Last log lines: " + " | ".join(tail) if tail else ""
 
     def _package_model(self, job: TrainingJobRecord) -> None:
-        target = self.local_path_for(self._model_artifact_uri(job))
-        target.parent.mkdir(parents=True, exist_ok=True)
-        temp = target.with_name(f".{target.name}.{uuid.uuid4().hex}")
-        with tarfile.open(temp, "w:gz") as archive:
-            for path in sorted((job.job_dir / "model").rglob("*")):
-                if path.is_file():
-                    archive.add(path, arcname=path.relative_to(job.job_dir / "model").as_posix())
-        os.replace(temp, target)
+        model_dir = job.job_dir / "model"
+
+        def write(handle) -> None:
+            with tarfile.open(fileobj=handle, mode="w:gz") as archive:
+                for path in sorted(model_dir.rglob("*")):
+                    if path.is_file():
+                        archive.add(path, arcname=path.relative_to(model_dir).as_posix())
+
+        # A dot-named temporary: sync_outputs skips it until the rename.
+        write_atomically(self.local_path_for(self._model_artifact_uri(job)), write)
 
     def sync_outputs(self, job: TrainingJobRecord) -> None:
         """Copy new or changed files of the job's output directories into S3; delete vanished ones."""
@@ -725,13 +714,9 @@ class LocalTrainingPlatform:
 
     def _rule_evaluation_statuses(self, job: TrainingJobRecord) -> list[dict[str, Any]]:
         """Legacy mode: SageMaker's rule-job statuses, answered from the in-job debugger's rule-status.json."""
-        hyperparameters = {
-            key: _decode_hyperparameter(value) for key, value in job.request.get("HyperParameters", {}).items()
-        }
-        debug_uri = self._debug_output_uri(job, hyperparameters)
         document: dict[str, Any] = {}
-        if debug_uri:
-            path = self.local_path_for(debug_uri) / "rule-status.json"
+        if job.debug_output_uri:
+            path = self.local_path_for(job.debug_output_uri) / RULE_STATUS_FILE
             try:
                 document = json.loads(path.read_text())
             except (FileNotFoundError, json.JSONDecodeError):
@@ -757,6 +742,4 @@ class LocalTrainingPlatform:
 
 
 def _write_json(path: Path, value: Any) -> None:
-    temp = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
-    temp.write_text(json.dumps(value, indent=2))
-    os.replace(temp, path)
+    write_atomically(path, lambda handle: json.dump(value, handle, indent=2), mode="w")

@@ -89,7 +89,7 @@ class BadInput(Exception):
 def load_execution_input(arguments: argparse.Namespace) -> dict[str, Any]:
     """The execution input from --run-spec and --policy, validated as the workflow validates it."""
     from lambdas.remediation.payload import InvalidExecutionInput, initial_state
-    from local_runtime.runtime import LOCAL_EXECUTION_DEFAULTS, LOCAL_ROLE_ARN, RuntimeOptions
+    from local_runtime.runtime import RuntimeOptions, check_data_dir, local_execution_input
 
     overrides: dict[str, Any] = {}
     if arguments.run_spec is not None:
@@ -101,14 +101,7 @@ def load_execution_input(arguments: argparse.Namespace) -> dict[str, Any]:
             raise BadInput(f"--run-spec {arguments.run_spec}: not JSON ({error})") from None
         if not isinstance(overrides, dict):
             raise BadInput(f"--run-spec {arguments.run_spec}: must be a JSON object of execution input keys")
-    defaults = RuntimeOptions(run_dir=Path("."))
-    execution_input = {
-        "bucket": defaults.bucket,
-        "region": defaults.region,
-        "sm_role": LOCAL_ROLE_ARN,
-        **LOCAL_EXECUTION_DEFAULTS,
-        **overrides,
-    }
+    execution_input = local_execution_input(RuntimeOptions(run_dir=Path(".")), overrides)
     if arguments.policy:
         execution_input["policy"] = arguments.policy
     try:
@@ -116,18 +109,15 @@ def load_execution_input(arguments: argparse.Namespace) -> dict[str, Any]:
     except InvalidExecutionInput as error:
         where = f"--run-spec {arguments.run_spec}" if arguments.run_spec else "execution input"
         raise BadInput(f"{where}: {'; '.join(f'{k}: {v}' for k, v in error.problems.items())}") from None
-    if arguments.train_samples is not None and arguments.train_samples < 1:
+    if arguments.train_samples < 1:
         raise BadInput(f"--train-samples: must be >= 1 (got {arguments.train_samples})")
     if arguments.test_samples < 1:
         raise BadInput(f"--test-samples: must be >= 1 (got {arguments.test_samples})")
     if arguments.data is not None:
-        for channel in ("train", "test"):
-            for file_name in ("x.npy", "y.npy"):
-                if not (arguments.data / channel / file_name).is_file():
-                    raise BadInput(
-                        f"--data {arguments.data}: {arguments.data / channel / file_name} is missing; the directory "
-                        "needs train/ and test/ with x.npy and y.npy (python -m model.data synthetic --out DIR)"
-                    )
+        try:
+            check_data_dir(arguments.data)
+        except FileNotFoundError as error:
+            raise BadInput(str(error)) from None
     return execution_input
 
 
@@ -138,14 +128,14 @@ def default_run_dir(policy: str) -> Path:
 # --------------------------------------------------------------------------- display
 
 
-def progress_view(runtime, history: list[dict[str, Any]], started: float) -> Text:
+def progress_view(runtime, history: list[dict[str, Any]], status: str, started: float) -> Text:
     """One status line: elapsed, execution status, current state, attempt, job status, step, loss, gradient norm."""
     from remediate.run_report import current_state_name
 
     names = runtime.platform.job_names()
     line = Text()
     line.append(f"{time.monotonic() - started:4.0f}s ", style="dim")
-    line.append(f"{runtime.describe()['status'] if runtime.execution_arn else 'STARTING'} ", style="bold")
+    line.append(f"{status} ", style="bold")
     line.append(f"state {current_state_name(history) or '-'}")
     if names:
         job = runtime.platform.job(names[-1])
@@ -214,8 +204,10 @@ def run_command(arguments: argparse.Namespace) -> int:
     except BadInput as error:
         print(f"error: {error}", file=sys.stderr)  # plain: one unwrapped line a script can grep
         return EXIT_BAD_INPUT
+    from remediate.run_report import SUMMARY_FILE
+
     run_dir = arguments.run_dir or default_run_dir(execution_input.get("policy", "evidence"))
-    if (run_dir / "summary.json").exists():
+    if (run_dir / SUMMARY_FILE).exists():
         print(
             f"error: --run-dir {run_dir}: already holds a run (summary.json); choose a new directory", file=sys.stderr
         )
@@ -243,7 +235,7 @@ def _run(arguments: argparse.Namespace, execution_input: dict[str, Any], run_dir
         options = RuntimeOptions(
             run_dir=run_dir,
             data_dir=arguments.data,
-            train_samples=arguments.train_samples or 2560,
+            train_samples=arguments.train_samples,
             test_samples=arguments.test_samples,
             region=execution_input["region"],
             bucket=execution_input["bucket"],
@@ -260,8 +252,8 @@ def _run(arguments: argparse.Namespace, execution_input: dict[str, Any], run_dir
                     history = runtime.history()
                     for notification in runtime.drain_notifications():
                         live.console.print(notification_text(notification))
-                    live.update(progress_view(runtime, history, started))
                     description = runtime.describe()
+                    live.update(progress_view(runtime, history, description["status"], started))
                     if description["status"] != "RUNNING":
                         break
                     time.sleep(POLL_SECONDS)
@@ -304,10 +296,10 @@ def _run(arguments: argparse.Namespace, execution_input: dict[str, Any], run_dir
         )
         remaining = runtime.platform.running_process_ids()
         summary["training_processes_left"] = remaining
-        run_report.write_json(run_dir / "execution.json", description or {})
-        run_report.write_json(run_dir / "execution-history.json", history)
-        run_report.write_json(run_dir / "final-payload.json", payload or {})
-        run_report.write_json(run_dir / "notifications.json", runtime.notifications)
+        run_report.write_json(run_dir / run_report.EXECUTION_FILE, description or {})
+        run_report.write_json(run_dir / run_report.HISTORY_FILE, history)
+        run_report.write_json(run_dir / run_report.FINAL_PAYLOAD_FILE, payload or {})
+        run_report.write_json(run_dir / run_report.NOTIFICATIONS_FILE, runtime.notifications)
         run_report.plot_training_curves(runtime.platform, run_dir / run_report.PLOT_FILE)
         run_report.write_json(run_dir / run_report.SUMMARY_FILE, summary)
     finally:

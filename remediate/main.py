@@ -7,10 +7,9 @@ remediate cloud ...           deploy and drive it in an AWS account (see remedia
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 
-from remediate import local_commands
+from remediate import cloud_commands, local_commands
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -20,13 +19,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     groups = parser.add_subparsers(dest="group", metavar="{local,cloud}", required=True)
     local_commands.register(groups)
-    try:
-        cloud_commands = importlib.import_module("remediate.cloud_commands")
-    except ModuleNotFoundError as error:
-        if error.name != "remediate.cloud_commands":
-            raise
-    else:
-        cloud_commands.register(groups)
+    cloud_commands.register(groups)
     return parser
 
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import gzip
 import io
-import os
 import tarfile
-import tempfile
 from pathlib import Path
+
+from model.atomic_files import write_atomically
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("model", "debugger")
@@ -48,20 +48,16 @@ def _add_bytes(archive: tarfile.TarFile, name: str, data: bytes) -> None:
 def build_source_archive(destination: Path, root: Path = PROJECT_ROOT) -> Path:
     """Write the tar.gz to ``destination`` (atomically) and return its path."""
     destination = Path(destination)
-    destination.parent.mkdir(parents=True, exist_ok=True)
     entries = [(ENTRY_POINT, ENTRY_POINT_SOURCE.encode())]
     entries += [(name, path.read_bytes()) for name, path in source_files(root)]
     entries.sort(key=lambda entry: entry[0])
-    handle, temp_name = tempfile.mkstemp(prefix=".sourcedir-", suffix=".tar.gz", dir=destination.parent)
-    try:
-        with os.fdopen(handle, "wb") as raw:
-            # gzip's header carries an mtime and a file name: fix both.
-            with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=FIXED_MTIME, compresslevel=9) as zipped:
-                with tarfile.open(fileobj=zipped, mode="w", format=tarfile.PAX_FORMAT) as archive:
-                    for name, data in entries:
-                        _add_bytes(archive, name, data)
-        os.replace(temp_name, destination)
-    except BaseException:
-        Path(temp_name).unlink(missing_ok=True)
-        raise
+
+    def write(raw) -> None:
+        # gzip's header carries an mtime and a file name: fix both.
+        with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=FIXED_MTIME, compresslevel=9) as zipped:
+            with tarfile.open(fileobj=zipped, mode="w", format=tarfile.PAX_FORMAT) as archive:
+                for name, data in entries:
+                    _add_bytes(archive, name, data)
+
+    write_atomically(destination, write)
     return destination

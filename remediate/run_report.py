@@ -18,28 +18,24 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from local_runtime.training_platform import LocalTrainingPlatform
+from local_runtime.training_platform import LOG_FILE, LocalTrainingPlatform
+from model.atomic_files import write_atomically
 
 SUMMARY_FILE = "summary.json"
+EXECUTION_FILE = "execution.json"
+HISTORY_FILE = "execution-history.json"
+FINAL_PAYLOAD_FILE = "final-payload.json"
+NOTIFICATIONS_FILE = "notifications.json"
 PLOT_FILE = "training-curves.png"
 
 
 def write_json(path: Path, value: Any) -> None:
-    """Atomically: a temp file in the same directory, then os.replace."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            json.dump(_json_safe(value), file, indent=2, default=str, allow_nan=False)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    """Atomically; non-finite floats become strings ("nan", "inf") so the file stays strict JSON."""
+    text = json.dumps(_json_safe(value), indent=2, default=str, allow_nan=False)
+    write_atomically(path, lambda handle: handle.write(text), mode="w")
 
 
 def _json_safe(value: Any) -> Any:
@@ -111,7 +107,7 @@ def job_figures(platform: LocalTrainingPlatform, name: str) -> dict[str, Any]:
             "last_gradient_norm": steps[-1].get("gradient_norm") if steps else None,
             "held_out_accuracy": epochs[-1].get("test_accuracy") if epochs else None,
             "training_process_seconds": round(job.process_seconds, 3),
-            "log": str(job.job_dir / "training.log"),
+            "log": str(job.job_dir / LOG_FILE),
         }
     return figures
 
@@ -181,10 +177,10 @@ def build_summary(
         "attempts": attempts,
         "files": {
             "summary": SUMMARY_FILE,
-            "execution": "execution.json",
-            "history": "execution-history.json",
-            "final_payload": "final-payload.json",
-            "notifications": "notifications.json",
+            "execution": EXECUTION_FILE,
+            "history": HISTORY_FILE,
+            "final_payload": FINAL_PAYLOAD_FILE,
+            "notifications": NOTIFICATIONS_FILE,
             "plot": PLOT_FILE,
             "jobs": "jobs/",
             "buckets": "buckets/",
@@ -237,13 +233,8 @@ def plot_training_curves(platform: LocalTrainingPlatform, path: Path) -> Path:
         if axis.get_legend_handles_labels()[0]:
             axis.legend(fontsize=8)
     figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".png", dir=path.parent)
-    os.close(handle)
     try:
-        figure.savefig(temp, format="png", dpi=100)
-        os.replace(temp, path)
+        write_atomically(path, lambda handle: figure.savefig(handle, format="png", dpi=100))
     finally:
         plt.close(figure)
-        Path(temp).unlink(missing_ok=True)
     return path

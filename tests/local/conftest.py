@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from moto import mock_aws
 
+from lambdas.remediation import bucket_layout
 from local_runtime.botocore_dispatch import LocalDispatch
 from local_runtime.sagemaker_api import register_training_api
 from local_runtime.training_platform import LocalTrainingPlatform
@@ -45,10 +46,10 @@ def platform_env(tmp_path, monkeypatch):
     with mock_aws():
         s3 = boto3.client("s3", region_name=REGION)
         s3.create_bucket(Bucket=BUCKET)
-        s3.put_object(Bucket=BUCKET, Key="code/sourcedir.tar.gz", Body=_fixture_archive())
-        for channel, count in (("train", 8), ("test", 4)):
-            s3.put_object(Bucket=BUCKET, Key=f"data/{channel}/x.npy", Body=_npy(np.zeros((count, 32, 32, 3), np.uint8)))
-            s3.put_object(Bucket=BUCKET, Key=f"data/{channel}/y.npy", Body=_npy(np.zeros(count, np.int64)))
+        s3.put_object(Bucket=BUCKET, Key=bucket_layout.SOURCE_ARCHIVE_KEY, Body=_fixture_archive())
+        for prefix, count in ((bucket_layout.TRAIN_CHANNEL_PREFIX, 8), (bucket_layout.TEST_CHANNEL_PREFIX, 4)):
+            s3.put_object(Bucket=BUCKET, Key=f"{prefix}x.npy", Body=_npy(np.zeros((count, 32, 32, 3), np.uint8)))
+            s3.put_object(Bucket=BUCKET, Key=f"{prefix}y.npy", Body=_npy(np.zeros(count, np.int64)))
         platform = LocalTrainingPlatform(
             tmp_path / "platform", lambda: boto3.client("s3", region_name=REGION), num_threads=1, stop_grace_seconds=1.5
         )

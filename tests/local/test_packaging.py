@@ -25,7 +25,7 @@ def test_archive_is_deterministic_and_holds_the_packages_and_entry_point(tmp_pat
         assert archive.extractfile("train.py").read().decode() == (
             "from model.train import process_main\n\nprocess_main()\n"
         )
-    assert not list(first.parent.glob(".sourcedir-*")), "no temporary file is left behind"
+    assert not list(first.parent.glob(".sourcedir*")), "no temporary file is left behind"
 
 
 def test_extracted_entry_point_imports_the_packed_code_not_the_checkout(tmp_path):

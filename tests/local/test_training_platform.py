@@ -11,6 +11,7 @@ import botocore.session
 import pytest
 from botocore.exceptions import ClientError, ParamValidationError
 
+from lambdas.remediation import bucket_layout
 from model.progress_log import METRIC_DEFINITIONS
 
 from .conftest import BUCKET, process_alive, processes_in_group
@@ -22,13 +23,13 @@ DESCRIBE_OUTPUT = (
 
 
 def request(name: str, mode: str = "complete", **overrides):
-    hook_config = {"S3OutputPath": f"s3://{BUCKET}/debug-output/{name}/"}
+    hook_config = {"S3OutputPath": bucket_layout.debug_output_uri(BUCKET, name)}
     body = {
         "TrainingJobName": name,
         "HyperParameters": {
             "mode": mode,
             "sagemaker_program": json.dumps("train.py"),
-            "sagemaker_submit_directory": json.dumps(f"s3://{BUCKET}/code/sourcedir.tar.gz"),
+            "sagemaker_submit_directory": json.dumps(bucket_layout.source_archive_uri(BUCKET)),
             "debugger_hook_config": json.dumps(hook_config),
         },
         "AlgorithmSpecification": {
@@ -40,14 +41,17 @@ def request(name: str, mode: str = "complete", **overrides):
         "InputDataConfig": [
             {
                 "ChannelName": channel,
-                "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": f"s3://{BUCKET}/data/{channel}/"}},
+                "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": uri}},
             }
-            for channel in ("train", "test")
+            for channel, uri in (
+                ("train", bucket_layout.train_channel_uri(BUCKET)),
+                ("test", bucket_layout.test_channel_uri(BUCKET)),
+            )
         ],
-        "OutputDataConfig": {"S3OutputPath": f"s3://{BUCKET}/jobs/"},
+        "OutputDataConfig": {"S3OutputPath": bucket_layout.job_output_uri(BUCKET)},
         "ResourceConfig": {"InstanceType": "ml.m5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 10},
         "StoppingCondition": {"MaxRuntimeInSeconds": 600},
-        "CheckpointConfig": {"S3Uri": f"s3://{BUCKET}/checkpoints/{name}/"},
+        "CheckpointConfig": {"S3Uri": bucket_layout.checkpoint_uri(BUCKET, name)},
     }
     body.update(overrides)
     return body
@@ -224,7 +228,7 @@ def test_legacy_debugger_rules_report_sagemakers_rule_evaluation_statuses(platfo
         **request(
             name,
             mode="stop_training",
-            DebugHookConfig={"S3OutputPath": f"s3://{BUCKET}/debug-output/{name}/"},
+            DebugHookConfig={"S3OutputPath": bucket_layout.debug_output_uri(BUCKET, name)},
             DebugRuleConfigurations=rules,
         )
     )
