@@ -11,10 +11,12 @@ from aws_cdk import App, Environment, Validations
 from cdk_nag import AwsSolutionsChecks
 
 from infra.bundling import REPO_ROOT
+from infra.functions import DEFAULT_POWERTOOLS_VERSION
+from infra.outputs import DEFAULT_STACK_NAME
 from infra.stack import DEFAULT_JOB_NAME_PREFIX, TrainingRemediationStack
+from infra.storage import DEFAULT_DEBUG_OUTPUT_EXPIRATION_DAYS
 from infra.workflow import DEFAULT_DEFINITION_PATH
 
-DEFAULT_STACK_NAME = "TrainingRemediation"
 CDK_JSON = REPO_ROOT / "cdk.json"
 
 
@@ -37,25 +39,20 @@ def build_app(
 
     account, region = value("account"), value("region")
     env = Environment(account=str(account), region=str(region)) if account and region else None
-    optional: dict[str, Any] = {}
-    if value("powertools_version"):
-        optional["powertools_version"] = str(value("powertools_version"))
-    expiration = value("debug_output_expiration_days")
-    if expiration is not None:
-        try:
-            optional["debug_output_expiration_days"] = int(expiration)
-        except (TypeError, ValueError):
-            raise ValueError(
-                f"debug_output_expiration_days: must be a whole number of days (got {expiration!r})"
-            ) from None
+    expiration = value("debug_output_expiration_days", DEFAULT_DEBUG_OUTPUT_EXPIRATION_DAYS)
+    try:
+        expiration_days = int(expiration)
+    except (TypeError, ValueError):
+        raise ValueError(f"debug_output_expiration_days: must be a whole number of days (got {expiration!r})") from None
     stack = TrainingRemediationStack(
         app,
         value("stack_name", DEFAULT_STACK_NAME),
         job_name_prefix=str(value("job_name_prefix", DEFAULT_JOB_NAME_PREFIX)),
         notification_email=value("notification_email"),
         definition_path=Path(value("state_machine_definition", str(DEFAULT_DEFINITION_PATH))),
+        powertools_version=str(value("powertools_version", DEFAULT_POWERTOOLS_VERSION)),
+        debug_output_expiration_days=expiration_days,
         env=env,
-        **optional,
     )
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return app, stack

@@ -6,16 +6,15 @@ from dataclasses import dataclass
 
 from aws_cdk import AssetHashType, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
-from aws_cdk import aws_sns as sns
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from infra.bundling import HANDLER_PACKAGE, REPO_ROOT, handler_bundling_options
 from infra.nag import ACCOUNT_SCOPED_ARN_PREFIX, acknowledge, attribute_placeholder
+from infra.notifications import NotificationTopic
 from lambdas.remediation import bucket_layout
 
 DEFAULT_POWERTOOLS_VERSION = "3.37.0"  # = aws_lambda_powertools in requirements.txt
@@ -49,8 +48,7 @@ class RemediationFunctions(Construct):
         construct_id: str,
         *,
         artifacts_bucket: s3.IBucket,
-        topic: sns.ITopic,
-        topic_key: kms.IKey,
+        notifications: NotificationTopic,
         sagemaker_role: iam.IRole,
         job_name_prefix: str,
         powertools_version: str = DEFAULT_POWERTOOLS_VERSION,
@@ -65,7 +63,7 @@ class RemediationFunctions(Construct):
             bundling=handler_bundling_options(),
         )
         environment = {
-            "NOTIFICATION_TOPIC_ARN": topic.topic_arn,
+            "NOTIFICATION_TOPIC_ARN": notifications.topic.topic_arn,
             "JOB_NAME_PREFIX": job_name_prefix,
             "POWERTOOLS_SERVICE_NAME": POWERTOOLS_SERVICE_NAME,
             "POWERTOOLS_METRICS_NAMESPACE": POWERTOOLS_METRICS_NAMESPACE,
@@ -125,7 +123,7 @@ class RemediationFunctions(Construct):
             )
         )
         for function in self.all:
-            grant_encrypted_publish(function.role, topic, topic_key)
+            notifications.grant_encrypted_publish(function.role)
 
         job_arn_finding = (
             "Resource::" + ACCOUNT_SCOPED_ARN_PREFIX.format(service="sagemaker") + f"training-job/{job_name_prefix}*"
@@ -194,17 +192,3 @@ class RemediationFunctions(Construct):
             tracing=lambda_.Tracing.ACTIVE,
             environment=environment,
         )
-
-
-def grant_encrypted_publish(grantee: iam.IGrantable, topic: sns.ITopic, topic_key: kms.IKey) -> None:
-    """sns:Publish on this topic only, and the two KMS actions publishing to an SSE-KMS topic needs on its key."""
-    grantee.grant_principal.add_to_principal_policy(
-        iam.PolicyStatement(sid="PublishNotifications", actions=["sns:Publish"], resources=[topic.topic_arn])
-    )
-    grantee.grant_principal.add_to_principal_policy(
-        iam.PolicyStatement(
-            sid="EncryptNotifications",
-            actions=["kms:Decrypt", "kms:GenerateDataKey"],
-            resources=[topic_key.key_arn],
-        )
-    )

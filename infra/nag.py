@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import Acknowledgment, Validations
+from aws_cdk import Acknowledgment, CfnElement, Stack, Validations
 from constructs import IConstruct
 
 
@@ -16,8 +16,6 @@ def acknowledge(scope: IConstruct, rule_id: str, reason: str) -> None:
 
 def attribute_placeholder(cfn_resource: IConstruct, attribute: str = "Arn") -> str:
     """How cdk-nag writes a resource attribute in a finding id, e.g. "<StorageArtifacts08431D1F.Arn>"."""
-    from aws_cdk import CfnElement, Stack
-
     assert isinstance(cfn_resource, CfnElement), cfn_resource
     logical_id = Stack.of(cfn_resource).resolve(cfn_resource.logical_id)
     return f"<{logical_id}.{attribute}>"

@@ -46,3 +46,16 @@ class NotificationTopic(Construct):
                     "pass -c notification_email=you@example.com or leave it unset"
                 )
             self.topic.add_subscription(subscriptions.EmailSubscription(notification_email))
+
+    def grant_encrypted_publish(self, grantee: iam.IGrantable) -> None:
+        """sns:Publish on this topic only, and the two KMS actions publishing to an SSE-KMS topic needs on its key."""
+        grantee.grant_principal.add_to_principal_policy(
+            iam.PolicyStatement(sid="PublishNotifications", actions=["sns:Publish"], resources=[self.topic.topic_arn])
+        )
+        grantee.grant_principal.add_to_principal_policy(
+            iam.PolicyStatement(
+                sid="EncryptNotifications",
+                actions=["kms:Decrypt", "kms:GenerateDataKey"],
+                resources=[self.key.key_arn],
+            )
+        )

@@ -10,20 +10,20 @@ from constructs import Construct
 
 from infra.functions import DEFAULT_POWERTOOLS_VERSION, RemediationFunctions
 from infra.notifications import NotificationTopic
+from infra.outputs import (
+    OUTPUT_BUCKET_NAME,
+    OUTPUT_JOB_NAME_PREFIX,
+    OUTPUT_SAGEMAKER_ROLE_ARN,
+    OUTPUT_STATE_MACHINE_ARN,
+    OUTPUT_TOPIC_ARN,
+)
 from infra.sagemaker_role import SageMakerExecutionRole
-from infra.storage import ArtifactsStorage
+from infra.storage import DEFAULT_DEBUG_OUTPUT_EXPIRATION_DAYS, ArtifactsStorage
 from infra.workflow import DEFAULT_DEFINITION_PATH, RemediationWorkflow
 
 DEFAULT_JOB_NAME_PREFIX = "remediation"
 # Training job names are [a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}; leave room for the execution and attempt suffix.
 JOB_NAME_PREFIX_PATTERN = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,23}")
-
-# Stack output keys: the cloud CLI reads them back with DescribeStacks.
-OUTPUT_STATE_MACHINE_ARN = "StateMachineArn"
-OUTPUT_TOPIC_ARN = "NotificationTopicArn"
-OUTPUT_BUCKET_NAME = "ArtifactsBucketName"
-OUTPUT_SAGEMAKER_ROLE_ARN = "SageMakerRoleArn"
-OUTPUT_JOB_NAME_PREFIX = "JobNamePrefix"
 
 
 class TrainingRemediationStack(Stack):
@@ -36,7 +36,7 @@ class TrainingRemediationStack(Stack):
         notification_email: str | None = None,
         definition_path: Path = DEFAULT_DEFINITION_PATH,
         powertools_version: str = DEFAULT_POWERTOOLS_VERSION,
-        debug_output_expiration_days: int = 30,
+        debug_output_expiration_days: int = DEFAULT_DEBUG_OUTPUT_EXPIRATION_DAYS,
         **kwargs,
     ) -> None:
         if len(job_name_prefix) > 24 or not JOB_NAME_PREFIX_PATTERN.fullmatch(job_name_prefix):
@@ -62,8 +62,7 @@ class TrainingRemediationStack(Stack):
             self,
             "Functions",
             artifacts_bucket=storage.artifacts_bucket,
-            topic=notifications.topic,
-            topic_key=notifications.key,
+            notifications=notifications,
             sagemaker_role=sagemaker.role,
             job_name_prefix=job_name_prefix,
             powertools_version=powertools_version,
@@ -74,8 +73,7 @@ class TrainingRemediationStack(Stack):
             train=functions.train,
             monitor=functions.monitor,
             plan=functions.plan,
-            topic=notifications.topic,
-            topic_key=notifications.key,
+            notifications=notifications,
             definition_path=definition_path,
         )
 

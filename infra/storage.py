@@ -9,9 +9,17 @@ from constructs import Construct
 from infra.nag import acknowledge
 from lambdas.remediation import bucket_layout
 
+DEFAULT_DEBUG_OUTPUT_EXPIRATION_DAYS = 30
+
 
 class ArtifactsStorage(Construct):
-    def __init__(self, scope: Construct, construct_id: str, *, debug_output_expiration_days: int = 30) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        debug_output_expiration_days: int = DEFAULT_DEBUG_OUTPUT_EXPIRATION_DAYS,
+    ) -> None:
         super().__init__(scope, construct_id)
         if debug_output_expiration_days < 1:
             raise ValueError(

@@ -10,7 +10,6 @@ from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
@@ -18,8 +17,8 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from infra.bundling import REPO_ROOT
-from infra.functions import grant_encrypted_publish
 from infra.nag import acknowledge
+from infra.notifications import NotificationTopic
 
 DEFAULT_DEFINITION_PATH = REPO_ROOT / "statemachine" / "remediation.asl.json"
 SUBSTITUTION_PATTERN = re.compile(r"\$\{([A-Za-z0-9_]+)\}")
@@ -97,12 +96,12 @@ class RemediationWorkflow(Construct):
         train: lambda_.IFunction,
         monitor: lambda_.IFunction,
         plan: lambda_.IFunction,
-        topic: sns.ITopic,
-        topic_key: kms.IKey,
+        notifications: NotificationTopic,
         definition_path: Path = DEFAULT_DEFINITION_PATH,
     ) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
+        topic = notifications.topic
         definition, used = load_definition(definition_path)
         substitutions = {
             TRAIN_FUNCTION_ARN: train.function_arn,
@@ -136,7 +135,7 @@ class RemediationWorkflow(Construct):
             )
         )
         if NOTIFICATION_TOPIC_ARN in used:
-            grant_encrypted_publish(self.state_machine, topic, topic_key)
+            notifications.grant_encrypted_publish(self.state_machine)
         acknowledge(
             self.state_machine.role,
             "AwsSolutions-IAM5[Resource::*]",

@@ -27,21 +27,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from infra.outputs import (
+    DEFAULT_STACK_NAME,
+    OUTPUT_BUCKET_NAME,
+    OUTPUT_JOB_NAME_PREFIX,
+    OUTPUT_SAGEMAKER_ROLE_ARN,
+    OUTPUT_STATE_MACHINE_ARN,
+    OUTPUT_TOPIC_ARN,
+)
 from lambdas.remediation import bucket_layout
 
-DEFAULT_STACK_NAME = "TrainingRemediation"
 STACK_NAME_ENV = "REMEDIATION_STACK_NAME"
-
-# Kept equal to infra.stack's output keys (tests/cdk checks both sides); not imported so the CLI needs no CDK.
-OUTPUT_STATE_MACHINE_ARN = "StateMachineArn"
-OUTPUT_TOPIC_ARN = "NotificationTopicArn"
-OUTPUT_BUCKET_NAME = "ArtifactsBucketName"
-OUTPUT_SAGEMAKER_ROLE_ARN = "SageMakerRoleArn"
-OUTPUT_JOB_NAME_PREFIX = "JobNamePrefix"
 REQUIRED_OUTPUTS = (OUTPUT_STATE_MACHINE_ARN, OUTPUT_BUCKET_NAME, OUTPUT_SAGEMAKER_ROLE_ARN)
 
-#: Execution input keys the stack decides; a run_spec may repeat them only with the stack's values.
-STACK_FILLED_KEYS = ("bucket", "region", "sm_role")
 EXECUTION_NAME = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
 EXIT_BAD_INPUT = 2
 EXIT_AWS_ERROR = 1
@@ -152,10 +150,18 @@ def load_run_spec(path: Path) -> dict[str, Any]:
     return value
 
 
-def build_execution_input(run_spec: Mapping[str, Any], outputs: StackOutputs) -> dict[str, Any]:
-    """run_spec plus bucket, region and sm_role from the stack, validated as the local runtime validates it."""
+def _validate_execution_input(execution_input: Mapping[str, Any]) -> None:
+    """The check the workflow's first step applies (as the local runtime does), as a CloudCommandError."""
     from lambdas.remediation.payload import InvalidExecutionInput, initial_state
 
+    try:
+        initial_state(dict(execution_input))
+    except InvalidExecutionInput as error:
+        raise CloudCommandError(f"--run-spec: {error}") from None
+
+
+def build_execution_input(run_spec: Mapping[str, Any], outputs: StackOutputs) -> dict[str, Any]:
+    """run_spec plus bucket, region and sm_role from the stack, validated as the local runtime validates it."""
     stack_values = {"bucket": outputs.bucket, "region": outputs.region, "sm_role": outputs.sagemaker_role_arn}
     conflicts = {
         key: f"the run_spec says {run_spec[key]!r} but stack '{outputs.stack_name}' uses {value!r}; "
@@ -166,10 +172,7 @@ def build_execution_input(run_spec: Mapping[str, Any], outputs: StackOutputs) ->
     if conflicts:
         raise CloudCommandError("invalid run_spec: " + "; ".join(f"{k}: {v}" for k, v in conflicts.items()))
     execution_input = {**dict(run_spec), **stack_values}
-    try:
-        initial_state(execution_input)
-    except InvalidExecutionInput as error:
-        raise CloudCommandError(f"--run-spec: {error}") from None
+    _validate_execution_input(execution_input)
     return execution_input
 
 
@@ -183,12 +186,7 @@ _PRECHECK_STACK_VALUES = {
 
 def precheck_run_spec(run_spec: Mapping[str, Any]) -> None:
     """Validate the run_spec's own fields offline (the stack's values are checked once they are known)."""
-    from lambdas.remediation.payload import InvalidExecutionInput, initial_state
-
-    try:
-        initial_state({**_PRECHECK_STACK_VALUES, **dict(run_spec)})
-    except InvalidExecutionInput as error:
-        raise CloudCommandError(f"--run-spec: {error}") from None
+    _validate_execution_input({**_PRECHECK_STACK_VALUES, **dict(run_spec)})
 
 
 def default_execution_name() -> str:
@@ -196,15 +194,13 @@ def default_execution_name() -> str:
 
 
 def start_execution(session, outputs: StackOutputs, execution_input: Mapping[str, Any], name: str | None) -> dict:
-    name = name or default_execution_name()
-    if not EXECUTION_NAME.fullmatch(name):
-        raise CloudCommandError(f"--name: {name!r} must be 1-80 letters, digits, '-' or '_'")
+    """name: already checked against EXECUTION_NAME (by _start_command), or None for a fresh default name."""
     client = session.client("stepfunctions")
     return _aws_call(
         "StartExecution",
         client.start_execution,
         stateMachineArn=outputs.state_machine_arn,
-        name=name,
+        name=name or default_execution_name(),
         input=json.dumps(dict(execution_input)),
     )
 
@@ -299,9 +295,9 @@ def execution_history(client, execution_arn: str) -> list[dict[str, Any]]:
 
 
 def upload_file(session, bucket: str, key: str, path: Path) -> str:
-    client = session.client("s3")
-    _aws_call(f"upload to s3://{bucket}/{key}", client.upload_file, str(path), bucket, key)
-    return bucket_layout.s3_uri(bucket, key)
+    uri = bucket_layout.s3_uri(bucket, key)
+    _aws_call(f"upload to {uri}", session.client("s3").upload_file, str(path), bucket, key)
+    return uri
 
 
 def upload_source(session, outputs: StackOutputs) -> str:
@@ -313,11 +309,13 @@ def upload_source(session, outputs: StackOutputs) -> str:
 
 
 def upload_channels(session, outputs: StackOutputs, channels: Mapping[str, Path]) -> list[str]:
+    from model.data import IMAGES_FILE, LABELS_FILE
+
     prefixes = {"train": bucket_layout.TRAIN_CHANNEL_PREFIX, "test": bucket_layout.TEST_CHANNEL_PREFIX}
     uploaded = []
     for channel, prefix in prefixes.items():
         directory = Path(channels[channel])
-        for file_name in ("x.npy", "y.npy"):
+        for file_name in (IMAGES_FILE, LABELS_FILE):
             uploaded.append(upload_file(session, outputs.bucket, prefix + file_name, directory / file_name))
     return uploaded
 
@@ -338,7 +336,7 @@ def prepare_channels(arguments: argparse.Namespace, out_dir: Path) -> dict[str, 
 # --------------------------------------------------------------------------- command handlers
 
 
-def _outputs_for(arguments: argparse.Namespace):
+def _outputs_for(arguments: argparse.Namespace) -> tuple[Any, StackOutputs]:
     session = _session(arguments.region)
     outputs = _aws_call("DescribeStacks", read_stack_outputs, arguments.stack_name, session)
     return session, outputs

@@ -25,9 +25,6 @@ from infra.app import build_app  # noqa: E402
 from infra.stack import TrainingRemediationStack  # noqa: E402
 from infra.workflow import DEFAULT_DEFINITION_PATH  # noqa: E402
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-PLACEHOLDER_DEFINITION = Path(__file__).parent / "fixtures" / "placeholder.asl.json"
-
 
 @dataclass
 class Synthesized:
@@ -49,18 +46,14 @@ class Synthesized:
         return self.stack.resolve(construct.node.default_child.logical_id)
 
 
-def definition_under_test() -> Path:
-    """The real ASL once its owner has written it; the placeholder only before that."""
-    return DEFAULT_DEFINITION_PATH if DEFAULT_DEFINITION_PATH.is_file() else PLACEHOLDER_DEFINITION
-
-
 def synthesize(outdir: Path, **context: Any) -> Synthesized:
+    definition_path = Path(context.get("state_machine_definition", DEFAULT_DEFINITION_PATH))
     started = time.perf_counter()
-    app, stack = build_app({"state_machine_definition": str(definition_under_test()), **context}, outdir=str(outdir))
+    app, stack = build_app(context, outdir=str(outdir))
     app.synth()
     seconds = time.perf_counter() - started
     template = json.loads((outdir / f"{stack.stack_name}.template.json").read_text())
-    return Synthesized(stack, outdir, template, Template.from_json(template), seconds, definition_under_test())
+    return Synthesized(stack, outdir, template, Template.from_json(template), seconds, definition_path)
 
 
 def acknowledgements(synthesized: Synthesized) -> dict[str, dict[str, str]]:

@@ -37,10 +37,7 @@ def test_each_acknowledgement_states_its_reason_in_one_line(synthesized):
 
 
 def test_a_finding_nobody_acknowledged_fails_the_synth(tmp_path):
-    app, stack = build_app(
-        {"state_machine_definition": str(Path(__file__).parent / "fixtures" / "placeholder.asl.json")},
-        outdir=str(tmp_path),
-    )
+    app, stack = build_app(outdir=str(tmp_path))
     s3.Bucket(stack, "CarelessBucket")  # no TLS enforcement, no access logs
     with pytest.raises(Exception) as raised:
         app.synth()

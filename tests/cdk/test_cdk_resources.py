@@ -8,7 +8,7 @@ import pytest
 from aws_cdk.assertions import Match
 
 from infra.functions import POWERTOOLS_METRICS_NAMESPACE, POWERTOOLS_SERVICE_NAME
-from infra.stack import (
+from infra.outputs import (
     OUTPUT_BUCKET_NAME,
     OUTPUT_JOB_NAME_PREFIX,
     OUTPUT_SAGEMAKER_ROLE_ARN,
@@ -16,7 +16,6 @@ from infra.stack import (
     OUTPUT_TOPIC_ARN,
 )
 from lambdas.remediation import bucket_layout
-from remediate import cloud_commands
 
 pytestmark = pytest.mark.cdk  # synthesizes through jsii (Node.js)
 
@@ -190,16 +189,3 @@ def test_outputs_are_the_ones_the_cloud_cli_reads(synthesized):
     role_id = synthesized.logical_id(synthesized.stack.sagemaker.role)
     assert outputs[OUTPUT_SAGEMAKER_ROLE_ARN]["Value"] == {"Fn::GetAtt": [role_id, "Arn"]}
     assert outputs[OUTPUT_JOB_NAME_PREFIX]["Value"] == "remediation"
-    assert (
-        cloud_commands.OUTPUT_STATE_MACHINE_ARN,
-        cloud_commands.OUTPUT_TOPIC_ARN,
-        cloud_commands.OUTPUT_BUCKET_NAME,
-        cloud_commands.OUTPUT_SAGEMAKER_ROLE_ARN,
-        cloud_commands.OUTPUT_JOB_NAME_PREFIX,
-    ) == (
-        OUTPUT_STATE_MACHINE_ARN,
-        OUTPUT_TOPIC_ARN,
-        OUTPUT_BUCKET_NAME,
-        OUTPUT_SAGEMAKER_ROLE_ARN,
-        OUTPUT_JOB_NAME_PREFIX,
-    )
