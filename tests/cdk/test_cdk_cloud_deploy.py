@@ -25,15 +25,8 @@ STACK_NAME = "TrainingRemediation"
 
 
 @pytest.fixture
-def aws(monkeypatch):
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_SESSION_TOKEN": "testing",
-        "AWS_DEFAULT_REGION": REGION,
-    }.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
+def aws(monkeypatch, offline_aws_credentials):
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
     with mock_aws():
         yield
 

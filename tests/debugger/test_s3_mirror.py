@@ -19,14 +19,8 @@ PREFIX = "debug-output/job-1/"
 
 
 @pytest.fixture
-def s3(monkeypatch):
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_SESSION_TOKEN": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }.items():
-        monkeypatch.setenv(name, value)
+def s3(monkeypatch, offline_aws_credentials):
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     monkeypatch.delenv("DEBUG_OUTPUT_S3_SYNC", raising=False)
     with mock_aws():
         client = boto3.client("s3", region_name="us-east-1")

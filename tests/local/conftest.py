@@ -34,15 +34,9 @@ def _npy(array: np.ndarray) -> bytes:
 
 
 @pytest.fixture
-def platform_env(tmp_path, monkeypatch):
+def platform_env(tmp_path, monkeypatch, offline_aws_credentials):
     """moto S3 with the fixture's source archive and two channels; the platform behind the SageMaker API."""
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_SESSION_TOKEN": "testing",
-        "AWS_DEFAULT_REGION": REGION,
-    }.items():
-        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
     with mock_aws():
         s3 = boto3.client("s3", region_name=REGION)
         s3.create_bucket(Bucket=BUCKET)

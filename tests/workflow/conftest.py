@@ -12,10 +12,8 @@ from local_runtime.botocore_dispatch import LocalDispatch
 
 
 @pytest.fixture
-def workflow(monkeypatch):
+def workflow(monkeypatch, offline_aws_credentials):
     for key, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
         "AWS_DEFAULT_REGION": REGION,
         "JOB_NAME_PREFIX": "remediation",
         "POWERTOOLS_TRACE_DISABLED": "true",

@@ -16,9 +16,7 @@ REGION = "us-east-1"
 
 
 @pytest.fixture(autouse=True)
-def _credentials(monkeypatch):
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+def _credentials(monkeypatch, offline_aws_credentials):
     monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
 
 

@@ -131,9 +131,7 @@ def test_apply_decision_records_the_issue_and_evidence():
 
 
 @mock_aws
-def test_rule_statuses_come_from_s3_and_from_sagemaker_in_legacy_mode(monkeypatch):
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+def test_rule_statuses_come_from_s3_and_from_sagemaker_in_legacy_mode(offline_aws_credentials):
     s3 = boto3.client("s3", region_name="us-east-1")
     s3.create_bucket(Bucket=INPUT["bucket"])
     state = _state(legacy_sagemaker_debugger=True)
