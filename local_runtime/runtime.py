@@ -32,8 +32,10 @@ from moto import mock_aws
 
 from lambdas.remediation import bucket_layout
 from local_runtime.botocore_dispatch import LocalDispatch
+from local_runtime.offline_aws import OFFLINE_AWS_ENVIRONMENT
 from local_runtime.sagemaker_api import register_training_api
 from local_runtime.training_platform import ACCOUNT_ID, DEFAULT_STOP_GRACE_SECONDS, LocalTrainingPlatform
+from model.data import IMAGES_FILE, LABELS_FILE
 from remediate.packaging import build_source_archive
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -54,18 +56,8 @@ JOB_NAME_PREFIX = "remediation"
 #: What the local loop changes from the cloud defaults: the monitor polls every second. Everything else
 #: (instance type included) stays as the cloud has it, so the train Lambda builds the cloud's own request.
 LOCAL_EXECUTION_DEFAULTS = {"monitor_interval_seconds": 1}
-CHANNELS = ("train", "test")
-CHANNEL_FILES = ("x.npy", "y.npy")
+CHANNELS = tuple(bucket_layout.CHANNEL_PREFIXES)
 
-_FAKE_ENVIRONMENT = {
-    "AWS_ACCESS_KEY_ID": "testing",
-    "AWS_SECRET_ACCESS_KEY": "testing",
-    "AWS_SESSION_TOKEN": "testing",
-    "AWS_SECURITY_TOKEN": "testing",
-    "AWS_EC2_METADATA_DISABLED": "true",
-    "AWS_CONFIG_FILE": os.devnull,
-    "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
-}
 
 
 @dataclasses.dataclass
@@ -95,7 +87,7 @@ def local_execution_input(options: RuntimeOptions, overrides: Mapping[str, Any] 
 def check_data_dir(data_dir: Path) -> None:
     """Raise FileNotFoundError naming the first missing channel file of a ``--data`` directory."""
     for channel in CHANNELS:
-        for file_name in CHANNEL_FILES:
+        for file_name in (IMAGES_FILE, LABELS_FILE):
             if not (Path(data_dir) / channel / file_name).is_file():
                 raise FileNotFoundError(
                     f"--data {data_dir}: {Path(data_dir) / channel / file_name} is missing; a data directory holds "
@@ -141,7 +133,7 @@ class LocalRuntime:
     def _open(self) -> None:
         options = self.options
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        self._set_environment({**_FAKE_ENVIRONMENT, "AWS_DEFAULT_REGION": options.region, "AWS_REGION": options.region})
+        self._set_environment({**OFFLINE_AWS_ENVIRONMENT, "AWS_DEFAULT_REGION": options.region, "AWS_REGION": options.region})
         self._mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True}})
         self._mock.start()
 
@@ -308,11 +300,11 @@ class LocalRuntime:
         else:
             check_data_dir(data_dir)
             channels = {name: Path(data_dir) / name for name in CHANNELS}
-        prefixes = {"train": bucket_layout.TRAIN_CHANNEL_PREFIX, "test": bucket_layout.TEST_CHANNEL_PREFIX}
         for name, directory in channels.items():
             for path in sorted(Path(directory).iterdir()):
                 if path.is_file():
-                    self.client("s3").upload_file(str(path), self.options.bucket, prefixes[name] + path.name)
+                    key = bucket_layout.CHANNEL_PREFIXES[name] + path.name
+                    self.client("s3").upload_file(str(path), self.options.bucket, key)
 
     def _route_handler_logs(self) -> None:
         """The handlers log (Powertools, JSON) to stdout; locally those lines go to the run directory.

@@ -36,6 +36,8 @@ from infra.outputs import (
     OUTPUT_TOPIC_ARN,
 )
 from lambdas.remediation import bucket_layout
+from remediate.execution_history import current_state_name, latest_state_payload
+from remediate.run_spec import RunSpecError, check_execution_input, read_run_spec
 
 STACK_NAME_ENV = "REMEDIATION_STACK_NAME"
 REQUIRED_OUTPUTS = (OUTPUT_STATE_MACHINE_ARN, OUTPUT_BUCKET_NAME, OUTPUT_SAGEMAKER_ROLE_ARN)
@@ -136,28 +138,17 @@ def read_stack_outputs(stack_name: str, session) -> StackOutputs:
 
 def load_run_spec(path: Path) -> dict[str, Any]:
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise CloudCommandError(
-            f"--run-spec: {path} does not exist; pass the path of an execution-input JSON file"
-        ) from None
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise CloudCommandError(f"--run-spec: {path} is not valid JSON ({error})") from None
-    if not isinstance(value, dict):
-        raise CloudCommandError(f"--run-spec: {path} must hold a JSON object of execution-input keys")
-    return value
+        return read_run_spec(path)
+    except RunSpecError as error:
+        raise CloudCommandError(str(error)) from None
 
 
 def _validate_execution_input(execution_input: Mapping[str, Any]) -> None:
     """The check the workflow's first step applies (as the local runtime does), as a CloudCommandError."""
-    from lambdas.remediation.payload import InvalidExecutionInput, initial_state
-
     try:
-        initial_state(dict(execution_input))
-    except InvalidExecutionInput as error:
-        raise CloudCommandError(f"--run-spec: {error}") from None
+        check_execution_input(execution_input)
+    except RunSpecError as error:
+        raise CloudCommandError(str(error)) from None
 
 
 def build_execution_input(run_spec: Mapping[str, Any], outputs: StackOutputs) -> dict[str, Any]:
@@ -217,35 +208,10 @@ def execution_arn_for(name_or_arn: str, state_machine_arn: str) -> str:
     return f"{head.replace(':stateMachine', ':execution')}:{machine}:{name_or_arn}"
 
 
-def latest_state_payload(description: Mapping[str, Any], history: list[Mapping[str, Any]]) -> dict | None:
-    """The last state payload ({"state": ...}) seen: the execution's output, else the newest state output."""
-    candidates: list[str] = []
-    if description.get("output"):
-        candidates.append(description["output"])
-    for event in sorted(history, key=lambda e: e.get("id", 0), reverse=True):
-        for details_key in (
-            "stateExitedEventDetails",
-            "taskSucceededEventDetails",
-            "lambdaFunctionSucceededEventDetails",
-        ):
-            output = (event.get(details_key) or {}).get("output")
-            if output:
-                candidates.append(output)
-    for text in candidates:
-        try:
-            value = json.loads(text)
-        except (TypeError, json.JSONDecodeError):
-            continue
-        if isinstance(value, dict) and isinstance(value.get("state"), dict):
-            return value
-    return None
-
-
 def summarize_execution(description: Mapping[str, Any], history: list[Mapping[str, Any]]) -> dict[str, Any]:
     payload = latest_state_payload(description, history)
     state = (payload or {}).get("state", {})
-    entered = [e for e in history if e.get("type", "").endswith("StateEntered")]
-    current = entered[-1]["stateEnteredEventDetails"]["name"] if entered else None
+    current = current_state_name(history) or None
     attempts = []
     for attempt in state.get("attempts", []) or []:
         decision = attempt.get("decision") or {}
@@ -311,9 +277,8 @@ def upload_source(session, outputs: StackOutputs) -> str:
 def upload_channels(session, outputs: StackOutputs, channels: Mapping[str, Path]) -> list[str]:
     from model.data import IMAGES_FILE, LABELS_FILE
 
-    prefixes = {"train": bucket_layout.TRAIN_CHANNEL_PREFIX, "test": bucket_layout.TEST_CHANNEL_PREFIX}
     uploaded = []
-    for channel, prefix in prefixes.items():
+    for channel, prefix in bucket_layout.CHANNEL_PREFIXES.items():
         directory = Path(channels[channel])
         for file_name in (IMAGES_FILE, LABELS_FILE):
             uploaded.append(upload_file(session, outputs.bucket, prefix + file_name, directory / file_name))

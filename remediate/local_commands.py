@@ -26,6 +26,9 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from remediate.execution_history import latest_state_payload
+from remediate.run_spec import RunSpecError, check_execution_input, read_run_spec
+
 EXIT_OK, EXIT_NOT_COMPLETED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 DEFAULT_RUNS_DIR = Path("runs")
 POLL_SECONDS = 0.5
@@ -88,27 +91,16 @@ class BadInput(Exception):
 
 def load_execution_input(arguments: argparse.Namespace) -> dict[str, Any]:
     """The execution input from --run-spec and --policy, validated as the workflow validates it."""
-    from lambdas.remediation.payload import InvalidExecutionInput, initial_state
     from local_runtime.runtime import RuntimeOptions, check_data_dir, local_execution_input
 
-    overrides: dict[str, Any] = {}
-    if arguments.run_spec is not None:
-        try:
-            overrides = json.loads(arguments.run_spec.read_text())
-        except FileNotFoundError:
-            raise BadInput(f"--run-spec {arguments.run_spec}: no such file") from None
-        except json.JSONDecodeError as error:
-            raise BadInput(f"--run-spec {arguments.run_spec}: not JSON ({error})") from None
-        if not isinstance(overrides, dict):
-            raise BadInput(f"--run-spec {arguments.run_spec}: must be a JSON object of execution input keys")
-    execution_input = local_execution_input(RuntimeOptions(run_dir=Path(".")), overrides)
-    if arguments.policy:
-        execution_input["policy"] = arguments.policy
     try:
-        initial_state(execution_input)
-    except InvalidExecutionInput as error:
-        where = f"--run-spec {arguments.run_spec}" if arguments.run_spec else "execution input"
-        raise BadInput(f"{where}: {'; '.join(f'{k}: {v}' for k, v in error.problems.items())}") from None
+        overrides = read_run_spec(arguments.run_spec) if arguments.run_spec is not None else {}
+        execution_input = local_execution_input(RuntimeOptions(run_dir=Path(".")), overrides)
+        if arguments.policy:
+            execution_input["policy"] = arguments.policy
+        check_execution_input(execution_input, f"--run-spec {arguments.run_spec}" if arguments.run_spec else "execution input")
+    except RunSpecError as error:
+        raise BadInput(str(error)) from None
     if arguments.train_samples < 1:
         raise BadInput(f"--train-samples: must be >= 1 (got {arguments.train_samples})")
     if arguments.test_samples < 1:
@@ -130,7 +122,7 @@ def default_run_dir(policy: str) -> Path:
 
 def progress_view(runtime, history: list[dict[str, Any]], status: str, started: float) -> Text:
     """One status line: elapsed, execution status, current state, attempt, job status, step, loss, gradient norm."""
-    from remediate.run_report import current_state_name
+    from remediate.execution_history import current_state_name
 
     names = runtime.platform.job_names()
     line = Text()
@@ -283,7 +275,7 @@ def _run(arguments: argparse.Namespace, execution_input: dict[str, Any], run_dir
             description = runtime.describe()
             history = runtime.history()
             runtime.drain_notifications()
-        payload = run_report.final_payload(description or {}, history)
+        payload = latest_state_payload(description or {}, history)
         summary = run_report.build_summary(
             run_dir=run_dir,
             execution_input=execution_input,

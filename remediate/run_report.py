@@ -48,47 +48,6 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
-def final_payload(description: dict[str, Any], history: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The execution's output if it has one, else the last state output recorded in the history."""
-    output = description.get("output")
-    if output:
-        try:
-            parsed = json.loads(output)
-            if isinstance(parsed, dict) and "state" in parsed:
-                return parsed
-        except json.JSONDecodeError:
-            pass
-    for event in reversed(history):
-        for details_key in (
-            "stateExitedEventDetails",
-            "taskSucceededEventDetails",
-            "lambdaFunctionSucceededEventDetails",
-        ):
-            details = event.get(details_key)
-            if details and details.get("output"):
-                try:
-                    parsed = json.loads(details["output"])
-                except json.JSONDecodeError:
-                    continue
-                if isinstance(parsed, dict) and "state" in parsed:
-                    return parsed
-                if (
-                    isinstance(parsed, dict)
-                    and isinstance(parsed.get("Payload"), dict)
-                    and "state" in parsed["Payload"]
-                ):
-                    return parsed["Payload"]
-    return None
-
-
-def current_state_name(history: list[dict[str, Any]]) -> str:
-    for event in reversed(history):
-        details = event.get("stateEnteredEventDetails")
-        if details:
-            return details.get("name", "")
-    return ""
-
-
 def job_figures(platform: LocalTrainingPlatform, name: str) -> dict[str, Any]:
     """What the job's log and record say: steps, last loss and gradient norm, held-out accuracy, seconds."""
     job = platform.job(name)

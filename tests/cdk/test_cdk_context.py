@@ -78,3 +78,14 @@ def test_an_asl_that_publishes_itself_gets_the_topic_substituted_and_only_that_g
     ]
     (publish,) = [s for s in statements if s["Action"] == "sns:Publish"]
     assert publish["Resource"] == {"Ref": topic_id}
+
+
+def test_the_deployed_powertools_layer_is_the_version_the_handlers_are_tested_with():
+    from importlib.metadata import version
+    from pathlib import Path
+
+    from infra.functions import DEFAULT_POWERTOOLS_VERSION
+
+    context = json.loads((Path(__file__).resolve().parents[2] / "cdk.json").read_text())["context"]
+    tested = version("aws-lambda-powertools")
+    assert context["powertools_version"] == DEFAULT_POWERTOOLS_VERSION == tested
