@@ -7,7 +7,7 @@
 
 See debugger/README.md.
 
-The exports load lazily: ``debugger.contract`` is imported by the Lambdas, which
+The exports load lazily: ``contracts.rule_status`` is imported by the Lambdas, which
 have neither torch nor numpy, so importing the package must not import them.
 """
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from debugger.contract import ContractError
+from contracts import ContractError
 
 _LAZY_EXPORTS = {
     "Hook": "debugger.hook",

@@ -1,6 +1,6 @@
 """Typed settings parsed from the DebugHookConfig / DebugRuleConfigurations JSON.
 
-``debugger.contract`` checks the shapes; this module checks the parameter
+``contracts.rule_status`` checks the shapes; this module checks the parameter
 names and values (SageMaker passes every parameter as a string) and turns
 them into typed settings. Every error is a ``ContractError`` naming the field
 and what is allowed.
@@ -14,13 +14,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from debugger.contract import (
-    COLLECTION_NAMES,
-    ContractError,
-    parse_actions,
-    validate_hook_config,
-    validate_rule_configs,
-)
+from contracts import ContractError
+from contracts.debugger_config import COLLECTION_NAMES, parse_actions, validate_hook_config, validate_rule_configs
 
 #: SageMaker's default save interval (steps) for every collection.
 DEFAULT_SAVE_INTERVAL = 500

@@ -31,6 +31,23 @@ import numpy as np
 import torch
 from torch import nn
 
+from contracts import ContractError
+from contracts.job import stop_training_failure_text
+from contracts.rule_status import (
+    ERROR,
+    IN_PROGRESS,
+    ISSUES_FOUND,
+    MAX_REPORTED_METRICS,
+    NO_ISSUES_FOUND,
+    PHASES,
+    RULE_STATUS_FILE,
+    ActionRecord,
+    Evidence,
+    MetricValue,
+    RuleIssue,
+    RuleStatus,
+    RuleStatusDocument,
+)
 from debugger import storage
 from debugger.config import (
     CollectionSettings,
@@ -39,20 +56,6 @@ from debugger.config import (
     SaveConfig,
     parse_hook_config,
     parse_rule_configs,
-)
-from debugger.contract import (
-    ERROR,
-    IN_PROGRESS,
-    ISSUES_FOUND,
-    NO_ISSUES_FOUND,
-    PHASES,
-    RULE_STATUS_FILE,
-    ActionRecord,
-    ContractError,
-    Evidence,
-    RuleIssue,
-    RuleStatus,
-    RuleStatusDocument,
 )
 from debugger.rules import GRADIENT_PREFIX, TOTAL_GRADIENT_NORM, Rule, build_rule
 from debugger.s3_mirror import S3Mirror, mirroring_enabled
@@ -79,14 +82,18 @@ ACTIVATION_TYPES = (
 LOGGER = logging.getLogger(__name__)
 
 
-class StopTrainingRequested(RuntimeError):
-    """A rule with a StopTraining action found an issue; raised before any further optimizer step."""
+class StopTrainingRequested(BaseException):
+    """A rule with a StopTraining action found an issue; raised before any further optimizer step.
+
+    A BaseException, like KeyboardInterrupt: a training loop's ``except Exception`` must not swallow
+    the stop. The job launcher (or the script) turns it into the job's failure text and exit code 3.
+    """
 
     def __init__(self, rule_name: str, step: int, message: str):
         self.rule_name = rule_name
         self.step = step
         self.message = message
-        super().__init__(f"StopTraining: rule {rule_name} found an issue at step {step}: {message}")
+        super().__init__(stop_training_failure_text(rule_name, step, message))
 
 
 def _now() -> str:
@@ -131,6 +138,7 @@ class Hook:
         self.last_gradient_norm: float | None = None
         self.evidence = Evidence()
         self.actions: list[ActionRecord] = []
+        self.metrics: dict[str, MetricValue] = {}
         self._epoch: int | None = None
         self._phase: str | None = None
         self._context_learning_rate: float | None = None
@@ -250,6 +258,8 @@ class Hook:
         """Record a metric (collection "metrics"); ``step`` defaults to the last completed step."""
         step = max(self.step - 1, 0) if step is None else int(step)
         self.trial.add_scalar(name, "metrics", step, float(value))
+        if name in self.metrics or len(self.metrics) < MAX_REPORTED_METRICS:
+            self.metrics[name] = MetricValue(value=float(value), step=step)
         collection = self.collections.get("metrics")
         if collection is not None and collection.includes(name):
             storage.append_metric(self.out_dir, name, step, float(value))
@@ -466,6 +476,7 @@ class Hook:
             ],
             evidence=dataclasses.replace(self.evidence),
             actions=list(self.actions),
+            metrics=dict(self.metrics),
         )
 
     def write_status(self, training_ended: bool = False) -> RuleStatusDocument:

@@ -39,8 +39,9 @@ from typing import Any
 
 import numpy as np
 
+from contracts import ContractError
+from contracts.debugger_config import BUILTIN_RULE_DEFAULTS, COLLECTION_NAMES
 from debugger.config import RuleSpec, parse_bool, parse_float, parse_int, parse_regex_list, split_list
-from debugger.contract import BUILTIN_RULE_DEFAULTS, COLLECTION_NAMES, ContractError
 from debugger.trial import BaseTrial
 
 #: The scalar the hook records at every step: the L2 norm over all parameter gradients.

@@ -14,7 +14,7 @@ import threading
 from pathlib import Path
 from urllib.parse import urlparse
 
-from debugger.contract import RULE_STATUS_FILE
+from contracts.rule_status import RULE_STATUS_FILE
 
 SYNC_ENV = "DEBUG_OUTPUT_S3_SYNC"
 LOGGER = logging.getLogger(__name__)

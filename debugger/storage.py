@@ -1,6 +1,6 @@
 """On-disk layout of the debug output, written so a reader never sees half a step.
 
-    <out_dir>/rule-status.json          the rule-status document (debugger.contract)
+    <out_dir>/rule-status.json          the rule-status document (contracts.rule_status)
     <out_dir>/steps/000000000012.npz    one file per saved step: every saved tensor of that step
     <out_dir>/metrics.jsonl             metrics recorded with Hook.record_metric, one JSON line each
     <out_dir>/training_job_end.ts       written at close: the run has ended

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
+from contracts.rule_status import RULE_STATUS_FILE, RuleStatusDocument
 from debugger import storage
-from debugger.contract import RULE_STATUS_FILE, RuleStatusDocument
 
 REDUCTIONS = ("min", "max", "mean", "l2", "nonfinite_count")
 

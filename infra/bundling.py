@@ -23,6 +23,8 @@ from aws_cdk import BundlingOptions, DockerImage, ILocalBundling
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 HANDLER_PACKAGE = "lambdas"
+#: The standard-library-only contracts package both sides share: copied whole.
+CONTRACTS_PACKAGE = "contracts"
 #: First-party packages whose reached modules are copied one by one.
 SHARED_PACKAGES = ("model", "debugger")
 #: Provided at run time: boto3/botocore by the Lambda runtime, the rest by the Powertools layer.
@@ -75,7 +77,14 @@ def plan_bundle(root: Path = REPO_ROOT) -> BundlePlan:
     handler_root = root / HANDLER_PACKAGE
     if not handler_root.is_dir():
         raise BundleError(f"no '{HANDLER_PACKAGE}' package under {root}")
-    handler_files = tuple(sorted(p for p in handler_root.rglob("*.py") if "__pycache__" not in p.parts))
+    handler_files = tuple(
+        sorted(
+            path
+            for package in (HANDLER_PACKAGE, CONTRACTS_PACKAGE)
+            for path in (root / package).rglob("*.py")
+            if "__pycache__" not in path.parts
+        )
+    )
     shared: set[str] = set()
     queue: list[tuple[Path, str]] = [(path, str(path.relative_to(root))) for path in handler_files]
     seen_files: set[Path] = set(handler_files)
@@ -84,7 +93,7 @@ def plan_bundle(root: Path = REPO_ROOT) -> BundlePlan:
         for module in sorted(_imported_modules(source_file)):
             top = module.split(".")[0]
             if (
-                top == HANDLER_PACKAGE
+                top in (HANDLER_PACKAGE, CONTRACTS_PACKAGE)
                 or top in RUNTIME_PROVIDED
                 or top in sys.stdlib_module_names
                 or top == "__future__"

@@ -12,10 +12,10 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
+from contracts import bucket_layout
 from infra.bundling import HANDLER_PACKAGE, REPO_ROOT, handler_bundling_options
 from infra.nag import ACCOUNT_SCOPED_ARN_PREFIX, acknowledge, attribute_placeholder
 from infra.notifications import NotificationTopic
-from lambdas.remediation import bucket_layout
 
 DEFAULT_POWERTOOLS_VERSION = "3.37.0"  # = aws_lambda_powertools in requirements.txt
 POWERTOOLS_SERVICE_NAME = "training-remediation"

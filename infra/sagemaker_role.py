@@ -7,8 +7,8 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from contracts import bucket_layout
 from infra.nag import ACCOUNT_SCOPED_ARN_PREFIX, acknowledge, attribute_placeholder
-from lambdas.remediation import bucket_layout
 from lambdas.remediation.job_request import DLC_ACCOUNT, DLC_ACCOUNT_BY_REGION, RULE_EVALUATOR_ACCOUNT_BY_REGION
 
 TRAINING_IMAGE_REPOSITORY = "pytorch-training"

@@ -6,8 +6,8 @@ from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from contracts import bucket_layout
 from infra.nag import acknowledge
-from lambdas.remediation import bucket_layout
 
 DEFAULT_DEBUG_OUTPUT_EXPIRATION_DAYS = 30
 

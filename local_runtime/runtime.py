@@ -30,7 +30,7 @@ from typing import Any
 import boto3
 from moto import mock_aws
 
-from lambdas.remediation import bucket_layout
+from contracts import bucket_layout
 from local_runtime.botocore_dispatch import LocalDispatch
 from local_runtime.offline_aws import OFFLINE_AWS_ENVIRONMENT
 from local_runtime.sagemaker_api import register_training_api

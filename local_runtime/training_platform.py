@@ -33,10 +33,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lambdas.remediation.bucket_layout import RULE_STATUS_FILE, split_s3_uri
+from contracts.atomic_files import write_atomically
+from contracts.bucket_layout import split_s3_uri
+from contracts.progress_log import parse_progress_line
+from contracts.rule_status import RULE_STATUS_FILE
 from local_runtime.botocore_dispatch import ServiceError
-from model.atomic_files import write_atomically
-from model.progress_log import parse_progress_line
 
 ACCOUNT_ID = "123456789012"
 DEFAULT_STOP_GRACE_SECONDS = 10.0

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from model.atomic_files import write_atomically
+from contracts.atomic_files import write_atomically
 
 IMAGE_SHAPE = (32, 32, 3)
 IMAGES_FILE = "x.npy"

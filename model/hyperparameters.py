@@ -18,28 +18,19 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-SUPPORTED_ACTIVATIONS = ("elu", "relu", "leaky_relu", "selu", "gelu")
+from contracts.job import (
+    MAX_HYPERPARAMETER_VALUE_LENGTH,
+    SAGEMAKER_RESERVED_PREFIX,
+    HyperparameterError,
+)
 
-#: Keys SageMaker's script mode adds to the hyperparameters; the job ignores them.
-SAGEMAKER_RESERVED_PREFIX = "sagemaker_"
+SUPPORTED_ACTIVATIONS = ("elu", "relu", "leaky_relu", "selu", "gelu")
 
 #: Hyperparameters that carry the debugger's configuration as JSON text
 #: (same shapes as SageMaker's DebugHookConfig and DebugRuleConfigurations,
-#: see ``debugger.contract``).
+#: see ``contracts.rule_status``).
 DEBUGGER_HOOK_CONFIG = "debugger_hook_config"
 DEBUGGER_RULE_CONFIGS = "debugger_rule_configs"
-
-#: SageMaker caps each hyperparameter value at this many characters.
-MAX_HYPERPARAMETER_VALUE_LENGTH = 2500
-
-
-class HyperparameterError(ValueError):
-    """A hyperparameter is unknown, ill-typed or out of range; the message names it."""
-
-    def __init__(self, field: str, problem: str):
-        self.field = field
-        self.problem = problem
-        super().__init__(f"hyperparameter '{field}': {problem}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -205,24 +196,3 @@ def parse_hyperparameters(raw: Mapping[str, Any]) -> TrainingHyperparameters:
                 pass
         values[name] = _parse_value(known[name], value)
     return TrainingHyperparameters(**values)
-
-
-def parse_script_mode_arguments(argv: list[str]) -> dict[str, str]:
-    """Turn script mode's ``--name value`` (or ``--name=value``) arguments into a map."""
-    parsed: dict[str, str] = {}
-    index = 0
-    while index < len(argv):
-        token = argv[index]
-        if not token.startswith("--"):
-            raise HyperparameterError(token, "expected --name value arguments as SageMaker script mode passes them")
-        name = token[2:]
-        if "=" in name:
-            name, value = name.split("=", 1)
-            index += 1
-        else:
-            if index + 1 >= len(argv):
-                raise HyperparameterError(name, "has no value")
-            value = argv[index + 1]
-            index += 2
-        parsed[name.replace("-", "_")] = value
-    return parsed

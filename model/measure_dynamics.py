@@ -24,8 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from contracts.progress_log import parse_progress_line
 from model.data import DEFAULT_NOISE, write_synthetic_channels
-from model.progress_log import parse_progress_line
 
 SCENARIOS = {
     "no_batch_norm": ["--warmup_learning_rate", "0.1", "--add_batch_norm", "false", "--num_epochs", "2"],

@@ -43,10 +43,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from contracts import ContractError
+from contracts.atomic_files import write_atomically
+from contracts.debugger_config import validate_hook_config, validate_rule_configs
+from contracts.job import parse_script_mode_arguments
+from contracts.progress_log import format_epoch_line, format_step_line
 from debugger import Hook, StopTrainingRequested
-from debugger.contract import ContractError, validate_hook_config, validate_rule_configs
 from debugger.hook import DEFAULT_OUT_DIR
-from model.atomic_files import write_atomically
 from model.data import DataChannelError, load_channel
 from model.hyperparameters import (
     DEBUGGER_HOOK_CONFIG,
@@ -54,9 +57,7 @@ from model.hyperparameters import (
     HyperparameterError,
     TrainingHyperparameters,
     parse_hyperparameters,
-    parse_script_mode_arguments,
 )
-from model.progress_log import format_epoch_line, format_step_line
 from model.resnet import build_resnet
 
 EXIT_SUCCESS = 0

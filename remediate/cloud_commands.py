@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from contracts import bucket_layout
 from infra.outputs import (
     DEFAULT_STACK_NAME,
     OUTPUT_BUCKET_NAME,
@@ -35,7 +36,6 @@ from infra.outputs import (
     OUTPUT_STATE_MACHINE_ARN,
     OUTPUT_TOPIC_ARN,
 )
-from lambdas.remediation import bucket_layout
 from remediate.execution_history import current_state_name, latest_state_payload
 from remediate.run_spec import RunSpecError, check_execution_input, read_run_spec
 

@@ -11,10 +11,10 @@ import io
 import tarfile
 from pathlib import Path
 
-from model.atomic_files import write_atomically
+from contracts.atomic_files import write_atomically
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("model", "debugger")
+PACKAGES = ("contracts", "model", "debugger")
 ENTRY_POINT = "train.py"
 ENTRY_POINT_SOURCE = "from model.train import process_main\n\nprocess_main()\n"
 #: 1980-01-01, the earliest time every archive format and zip tool accepts.

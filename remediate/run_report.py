@@ -21,8 +21,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+from contracts.atomic_files import write_atomically
 from local_runtime.training_platform import LOG_FILE, LocalTrainingPlatform
-from model.atomic_files import write_atomically
 
 SUMMARY_FILE = "summary.json"
 EXECUTION_FILE = "execution.json"

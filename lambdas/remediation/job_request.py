@@ -19,11 +19,10 @@ import os
 import re
 from typing import Any
 
-from debugger import contract
-from lambdas.remediation import bucket_layout
+from contracts import bucket_layout, debugger_config
+from contracts.progress_log import METRIC_DEFINITIONS
 from lambdas.remediation.payload import JOB_NAME_PATTERN, MAX_JOB_NAME_LENGTH, RunSpec, WorkflowState
 from model.hyperparameters import DEBUGGER_HOOK_CONFIG, DEBUGGER_RULE_CONFIGS, MAX_HYPERPARAMETER_VALUE_LENGTH
-from model.progress_log import METRIC_DEFINITIONS
 
 # --------------------------------------------------------------------------- the training image
 
@@ -176,7 +175,7 @@ def hook_config(run_spec: RunSpec, job_name: str) -> dict[str, Any]:
         "HookParameters": {"save_interval": interval},
         "CollectionConfigurations": [{"CollectionName": name} for name in HOOK_COLLECTIONS],
     }
-    return contract.validate_hook_config(config)
+    return debugger_config.validate_hook_config(config)
 
 
 #: LossNotDecreasing compares single-batch losses; ten steps apart (its default) that is mostly
@@ -202,7 +201,7 @@ def rule_configs(job_name: str, save_interval: int = 10) -> list[dict[str, Any]]
             "RuleParameters": {"rule_to_invoke": "LossNotDecreasing", "num_steps": str(loss_window)},
         },
     ]
-    return contract.validate_rule_configs(configs)
+    return debugger_config.validate_rule_configs(configs)
 
 
 def legacy_debug_hook_config(run_spec: RunSpec) -> dict[str, Any]:
@@ -232,7 +231,7 @@ def legacy_debug_rule_configurations(run_spec: RunSpec, job_name: str) -> list[d
                 "RuleParameters": {"rule_to_invoke": rule, **parameters},
             }
         )
-    contract.validate_rule_configs(configurations)
+    debugger_config.validate_rule_configs(configurations)
     return configurations
 
 

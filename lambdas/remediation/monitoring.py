@@ -11,14 +11,14 @@ records it on the state's latest attempt. No AWS calls in ``decide`` or
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from botocore.exceptions import ClientError
 
-from debugger import contract
-from lambdas.remediation import bucket_layout
+import contracts
+from contracts import bucket_layout, rule_status
+from contracts.job import STOP_TRAINING_FAILURE
 from lambdas.remediation.payload import (
     MAX_METRICS,
     MAX_RULE_STATUSES,
@@ -38,8 +38,6 @@ CAPACITY_RETRIES = 1
 CAPACITY_FAILURES = ("CapacityError", "InsufficientCapacityError", "InternalServerError", "InternalFailure")
 #: Spot capacity was reclaimed; SageMaker restarts the job from its checkpoint by itself.
 SPOT_INTERRUPTION_SECONDARY_STATUSES = ("Interrupted", "Restarting")
-#: model/train.py writes "StopTraining: rule <RuleName> found an issue at step <N>" before exiting with code 3.
-_STOP_TRAINING = re.compile(r"StopTraining: rule (?P<rule>[A-Za-z0-9_-]+) found an issue at step (?P<step>\d+)")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,15 +46,15 @@ class MonitorDecision:
     outcome: Outcome
     reason: str
     stop_job: bool = False
-    issues: tuple[contract.RuleStatus, ...] = ()
+    issues: tuple[rule_status.RuleStatus, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
 class RuleReading:
     """The rule statuses for a job, and our status document when there is one."""
 
-    statuses: tuple[contract.RuleStatus, ...]
-    document: contract.RuleStatusDocument | None = None
+    statuses: tuple[rule_status.RuleStatus, ...]
+    document: rule_status.RuleStatusDocument | None = None
 
 
 # --------------------------------------------------------------------------- reading
@@ -69,11 +67,11 @@ def read_rule_statuses(
     document = read_rule_status_document(s3_client, state.run_spec.bucket, job_name)
     statuses = list(document.rules) if document else []
     if state.run_spec.legacy_sagemaker_debugger:
-        statuses += contract.rule_statuses_from_sagemaker(describe_response.get("DebugRuleEvaluationStatuses", []))
+        statuses += rule_status.rule_statuses_from_sagemaker(describe_response.get("DebugRuleEvaluationStatuses", []))
     return RuleReading(statuses=tuple(statuses), document=document)
 
 
-def read_rule_status_document(s3_client: Any, bucket: str, job_name: str) -> contract.RuleStatusDocument | None:
+def read_rule_status_document(s3_client: Any, bucket: str, job_name: str) -> rule_status.RuleStatusDocument | None:
     """None while the job has not written its status yet.
 
     The key is listed before it is read: the monitor's s3:ListBucket grant is
@@ -92,16 +90,16 @@ def read_rule_status_document(s3_client: Any, bucket: str, job_name: str) -> con
         raise
     body = response["Body"].read()
     try:
-        return contract.RuleStatusDocument.from_json(body)
-    except contract.ContractError as error:
-        raise contract.ContractError(f"s3://{bucket}/{key}", str(error)) from None
+        return rule_status.RuleStatusDocument.from_json(body)
+    except contracts.ContractError as error:
+        raise contracts.ContractError(f"s3://{bucket}/{key}", str(error)) from None
 
 
 # --------------------------------------------------------------------------- deciding
 
 
 def decide(
-    describe_response: Mapping[str, Any], rule_statuses: Sequence[contract.RuleStatus], state: WorkflowState
+    describe_response: Mapping[str, Any], rule_statuses: Sequence[rule_status.RuleStatus], state: WorkflowState
 ) -> MonitorDecision:
     """The next step for the state's latest job, from its description and every rule's status.
 
@@ -114,7 +112,7 @@ def decide(
     failure = describe_response.get("FailureReason", "") or ""
     running = status == "InProgress"
 
-    issues = tuple(rule for rule in rule_statuses if rule.RuleEvaluationStatus == contract.ISSUES_FOUND)
+    issues = tuple(rule for rule in rule_statuses if rule.RuleEvaluationStatus == rule_status.ISSUES_FOUND)
     if issues:
         names = ", ".join(_describe_issue(rule) for rule in issues)
         stopping = "; stopping the job" if running else ""
@@ -125,13 +123,13 @@ def decide(
             stop_job=running,
             issues=issues,
         )
-    stop_training = _STOP_TRAINING.search(failure)
+    stop_training = STOP_TRAINING_FAILURE.search(failure)
     if status in ("Failed", "Stopped") and stop_training:
-        rule = contract.RuleStatus(
+        rule = rule_status.RuleStatus(
             RuleConfigurationName=stop_training["rule"],
-            RuleEvaluationStatus=contract.ISSUES_FOUND,
+            RuleEvaluationStatus=rule_status.ISSUES_FOUND,
             StatusDetails=clip(failure, 500),
-            issue=contract.RuleIssue(
+            issue=rule_status.RuleIssue(
                 step=int(stop_training["step"]), tensor="", value=None, message=clip(failure, 500), phase=_phase(state)
             ),
         )
@@ -195,7 +193,7 @@ def decide(
     raise ValueError(f"TrainingJobStatus: unknown status {status!r} for job {job}")
 
 
-def _describe_issue(rule: contract.RuleStatus) -> str:
+def _describe_issue(rule: rule_status.RuleStatus) -> str:
     if rule.issue is not None:
         return f"{rule.RuleConfigurationName} at step {rule.issue.step}"
     return rule.RuleConfigurationName
@@ -268,13 +266,13 @@ def apply_decision(
     )
 
 
-def _overall_rule_status(statuses: Sequence[contract.RuleStatus]) -> str:
+def _overall_rule_status(statuses: Sequence[rule_status.RuleStatus]) -> str:
     if not statuses:
-        return contract.IN_PROGRESS
-    for status in (contract.ISSUES_FOUND, contract.ERROR, contract.IN_PROGRESS, contract.STOPPING, contract.STOPPED):
+        return rule_status.IN_PROGRESS
+    for status in (rule_status.ISSUES_FOUND, rule_status.ERROR, rule_status.IN_PROGRESS, rule_status.STOPPING, rule_status.STOPPED):
         if any(rule.RuleEvaluationStatus == status for rule in statuses):
             return status
-    return contract.NO_ISSUES_FOUND
+    return rule_status.NO_ISSUES_FOUND
 
 
 def _final_metrics(describe_response: Mapping[str, Any]) -> dict[str, float]:

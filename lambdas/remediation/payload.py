@@ -87,7 +87,7 @@ EndCause = Literal[
 ]
 
 if TYPE_CHECKING:  # the debugger package imports torch at runtime; the Lambdas only need the shape
-    from debugger.contract import Evidence
+    from contracts.rule_status import Evidence
 
 _BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 _IP_ADDRESS = re.compile(r"^\d{1,3}(\.\d{1,3}){3}$")
@@ -367,7 +367,7 @@ class Issue(BaseModel):
 
 
 class AttemptEvidence(BaseModel):
-    """The debugger's evidence for the planner (the fields of ``debugger.contract.Evidence``)."""
+    """The debugger's evidence for the planner (the fields of ``contracts.rule_status.Evidence``)."""
 
     model_config = _STRICT
 

@@ -15,7 +15,7 @@ import pytest
 from cdk_moto import ACCOUNT, REGION, deploy
 from moto import mock_aws
 
-from lambdas.remediation import bucket_layout
+from contracts import bucket_layout
 from lambdas.remediation.payload import Attempt, Decision, Issue, initial_state
 from remediate import cloud_commands
 
@@ -154,7 +154,7 @@ def test_upload_source_and_prepare_data_put_the_layout_the_jobs_read(deployed, c
     archive = s3.get_object(Bucket=bucket, Key=bucket_layout.SOURCE_ARCHIVE_KEY)["Body"].read()
     with tarfile.open(fileobj=io.BytesIO(gzip.decompress(archive))) as tar:
         names = tar.getnames()
-    assert "train.py" in names and "model/train.py" in names and "debugger/contract.py" in names
+    assert "train.py" in names and "model/train.py" in names and "contracts/rule_status.py" in names
     for prefix, count in ((bucket_layout.TRAIN_CHANNEL_PREFIX, 32), (bucket_layout.TEST_CHANNEL_PREFIX, 16)):
         x = np.load(io.BytesIO(s3.get_object(Bucket=bucket, Key=prefix + "x.npy")["Body"].read()))
         y = np.load(io.BytesIO(s3.get_object(Bucket=bucket, Key=prefix + "y.npy")["Body"].read()))

@@ -11,7 +11,7 @@ import pytest
 from botocore import xform_name
 from cdk_synth import acknowledgements
 
-from lambdas.remediation import bucket_layout
+from contracts import bucket_layout
 
 pytestmark = pytest.mark.cdk  # synthesizes through jsii (Node.js)
 

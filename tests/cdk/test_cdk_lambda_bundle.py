@@ -43,13 +43,12 @@ def test_the_three_functions_share_one_asset_holding_the_handlers_and_only_torch
     files = sorted(p.relative_to(bundle).as_posix() for p in bundle.rglob("*") if p.is_file())
     for handler in HANDLERS:
         assert handler.replace(".", "/") + ".py" in files
-    assert "model/hyperparameters.py" in files and "debugger/contract.py" in files
+    assert "model/hyperparameters.py" in files and "contracts/rule_status.py" in files
     assert not [f for f in files if f.startswith("model/") and f not in plan_files(REPO_ROOT)]
     for heavy in ("model/resnet.py", "model/train.py", "model/data.py", "debugger/hook.py"):
         assert heavy not in files
     assert not [f for f in files if "__pycache__" in f or not f.endswith(".py")]
-    for package in ("model", "debugger"):
-        assert (bundle / package / "__init__.py").read_text() == PACKAGE_MARKER
+    assert (bundle / "model" / "__init__.py").read_text() == PACKAGE_MARKER
 
 
 def plan_files(root: Path) -> list[str]:
@@ -77,8 +76,8 @@ def test_each_handler_imports_from_the_bundle_with_only_the_runtime_and_layer_pa
         "    module = importlib.import_module(name)\n"
         "    assert callable(module.handler), name\n"
         "    assert module.__file__.startswith(sys.path[0]), (name, module.__file__)\n"
-        "import model, debugger\n"
-        "assert model.__file__.startswith(sys.path[0]) and debugger.__file__.startswith(sys.path[0])\n"
+        "import model, contracts\n"
+        "assert model.__file__.startswith(sys.path[0]) and contracts.__file__.startswith(sys.path[0])\n"
         "print('imported', len(sys.modules))\n"
     )
     environment = {

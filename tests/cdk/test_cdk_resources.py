@@ -7,6 +7,7 @@ import json
 import pytest
 from aws_cdk.assertions import Match
 
+from contracts import bucket_layout
 from infra.functions import POWERTOOLS_METRICS_NAMESPACE, POWERTOOLS_SERVICE_NAME
 from infra.outputs import (
     OUTPUT_BUCKET_NAME,
@@ -15,7 +16,6 @@ from infra.outputs import (
     OUTPUT_STATE_MACHINE_ARN,
     OUTPUT_TOPIC_ARN,
 )
-from lambdas.remediation import bucket_layout
 
 pytestmark = pytest.mark.cdk  # synthesizes through jsii (Node.js)
 

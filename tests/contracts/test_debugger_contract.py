@@ -3,17 +3,16 @@ import math
 
 import pytest
 
-from debugger.contract import (
+from contracts import ContractError
+from contracts.debugger_config import validate_hook_config, validate_rule_configs
+from contracts.rule_status import (
     ISSUES_FOUND,
     NO_ISSUES_FOUND,
-    ContractError,
     Evidence,
     RuleIssue,
     RuleStatus,
     RuleStatusDocument,
     rule_statuses_from_sagemaker,
-    validate_hook_config,
-    validate_rule_configs,
 )
 
 

@@ -2,11 +2,11 @@ import json
 
 import pytest
 
+from contracts.job import parse_script_mode_arguments
 from model.hyperparameters import (
     HyperparameterError,
     TrainingHyperparameters,
     parse_hyperparameters,
-    parse_script_mode_arguments,
 )
 
 

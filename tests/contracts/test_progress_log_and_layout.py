@@ -3,8 +3,8 @@ import re
 
 import pytest
 
-from lambdas.remediation import bucket_layout
-from model.progress_log import METRIC_DEFINITIONS, format_epoch_line, format_step_line, parse_progress_line
+from contracts import bucket_layout
+from contracts.progress_log import METRIC_DEFINITIONS, format_epoch_line, format_step_line, parse_progress_line
 
 
 def test_step_line_round_trip_and_metric_regexes():

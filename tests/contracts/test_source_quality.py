@@ -16,7 +16,7 @@ def test_lambda_side_modules_import_without_torch_or_numpy():
     probe = (
         "import sys\n"
         "import lambdas.train_handler, lambdas.monitor_handler, lambdas.plan_handler\n"
-        "import debugger.contract, model.hyperparameters, model.progress_log\n"
+        "import contracts.debugger_config, contracts.rule_status, contracts.progress_log, model.hyperparameters\n"
         "heavy = sorted(name for name in ('torch', 'numpy') if name in sys.modules)\n"
         "assert not heavy, heavy\n"
     )

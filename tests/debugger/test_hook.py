@@ -10,8 +10,8 @@ import pytest
 import torch
 from torch import nn
 
+from contracts.rule_status import RULE_STATUS_FILE, RuleStatusDocument
 from debugger import Hook, StopTrainingRequested, create_trial
-from debugger.contract import RULE_STATUS_FILE, RuleStatusDocument
 from debugger.rules import ExplodingTensor, VanishingGradient
 
 STOP = '[{"name":"StopTraining"}]'

@@ -8,8 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from contracts import ContractError
+from contracts.debugger_config import BUILTIN_RULE_DEFAULTS
 from debugger.config import RuleSpec
-from debugger.contract import BUILTIN_RULE_DEFAULTS, ContractError
 from debugger.rules import (
     TOTAL_GRADIENT_NORM,
     ExplodingTensor,

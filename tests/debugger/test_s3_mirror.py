@@ -11,8 +11,8 @@ import torch
 from moto import mock_aws
 from torch import nn
 
+from contracts.rule_status import RuleStatusDocument
 from debugger import Hook, StopTrainingRequested
-from debugger.contract import RuleStatusDocument
 
 BUCKET = "artifacts"
 PREFIX = "debug-output/job-1/"

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from moto import mock_aws
 
-from lambdas.remediation import bucket_layout
+from contracts import bucket_layout
 from local_runtime.botocore_dispatch import LocalDispatch
 from local_runtime.sagemaker_api import register_training_api
 from local_runtime.training_platform import LocalTrainingPlatform

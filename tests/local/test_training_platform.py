@@ -11,8 +11,8 @@ import botocore.session
 import pytest
 from botocore.exceptions import ClientError, ParamValidationError
 
-from lambdas.remediation import bucket_layout
-from model.progress_log import METRIC_DEFINITIONS
+from contracts import bucket_layout
+from contracts.progress_log import METRIC_DEFINITIONS
 
 from .conftest import BUCKET, process_alive, processes_in_group
 from .shape_check import shape_problems

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from contracts.progress_log import parse_progress_line
 from model.data import write_synthetic_channels
-from model.progress_log import parse_progress_line
 
 
 @pytest.fixture(scope="session")

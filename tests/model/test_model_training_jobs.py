@@ -12,7 +12,7 @@ import time
 import pytest
 import torch
 
-from debugger.contract import ISSUES_FOUND, NO_ISSUES_FOUND, RULE_STATUS_FILE, RuleStatusDocument
+from contracts.rule_status import ISSUES_FOUND, NO_ISSUES_FOUND, RULE_STATUS_FILE, RuleStatusDocument
 from model.data import load_channel
 from model.train import EXIT_ERROR, EXIT_RULE_STOP, EXIT_SUCCESS, EXIT_TERMINATED, load_model, to_model_input
 

@@ -8,8 +8,9 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from debugger import contract
-from lambdas.remediation import bucket_layout, monitoring
+import contracts
+from contracts import bucket_layout, rule_status
+from lambdas.remediation import monitoring
 from lambdas.remediation.payload import initial_state
 
 INPUT = {"bucket": "artifacts-bucket", "region": "us-east-1", "sm_role": "arn:aws:iam::123456789012:role/SageMaker"}
@@ -28,15 +29,15 @@ def _described(status="InProgress", secondary="Training", failure=""):
 
 
 def _rule(name, status, step=None):
-    issue = contract.RuleIssue(step=step, tensor="loss", value=1.0, message="fired") if step is not None else None
-    return contract.RuleStatus(name, status, issue=issue)
+    issue = rule_status.RuleIssue(step=step, tensor="loss", value=1.0, message="fired") if step is not None else None
+    return rule_status.RuleStatus(name, status, issue=issue)
 
 
 def test_every_rule_is_considered_not_only_the_first():
     rules = [
-        _rule("ExplodingTensor", contract.NO_ISSUES_FOUND),
-        _rule("VanishingGradient", contract.IN_PROGRESS),
-        _rule("LossNotDecreasing", contract.ISSUES_FOUND, step=40),
+        _rule("ExplodingTensor", rule_status.NO_ISSUES_FOUND),
+        _rule("VanishingGradient", rule_status.IN_PROGRESS),
+        _rule("LossNotDecreasing", rule_status.ISSUES_FOUND, step=40),
     ]
     decision = monitoring.decide(_described(), rules, _state())
     assert (decision.next_step, decision.outcome, decision.stop_job) == ("plan", "issues_found", True)
@@ -46,7 +47,7 @@ def test_every_rule_is_considered_not_only_the_first():
 
 def test_issues_on_a_job_that_already_ended_do_not_stop_it_again():
     decision = monitoring.decide(
-        _described("Stopped", "Stopped"), [_rule("ExplodingTensor", contract.ISSUES_FOUND, step=2)], _state()
+        _described("Stopped", "Stopped"), [_rule("ExplodingTensor", rule_status.ISSUES_FOUND, step=2)], _state()
     )
     assert (decision.next_step, decision.stop_job) == ("plan", False)
 
@@ -109,12 +110,12 @@ def test_an_unknown_status_is_an_error():
 
 
 def test_apply_decision_records_the_issue_and_evidence():
-    rules = [_rule("ExplodingTensor", contract.ISSUES_FOUND, step=2), _rule("VanishingGradient", contract.IN_PROGRESS)]
-    document = contract.RuleStatusDocument(
+    rules = [_rule("ExplodingTensor", rule_status.ISSUES_FOUND, step=2), _rule("VanishingGradient", rule_status.IN_PROGRESS)]
+    document = rule_status.RuleStatusDocument(
         job_name=JOB,
         updated_at="now",
         rules=rules,
-        evidence=contract.Evidence(initial_gradient_norm=512.0, steps_per_epoch=20),
+        evidence=rule_status.Evidence(initial_gradient_norm=512.0, steps_per_epoch=20),
     )
     reading = monitoring.RuleReading(statuses=tuple(rules), document=document)
     state = _state()
@@ -150,7 +151,7 @@ def test_rule_statuses_come_from_s3_and_from_sagemaker_in_legacy_mode(offline_aw
     assert [(rule.RuleConfigurationName, rule.RuleEvaluationStatus) for rule in reading.statuses] == [
         ("SagemakerExplodingTensor", "IssuesFound")
     ]
-    document = contract.RuleStatusDocument(
+    document = rule_status.RuleStatusDocument(
         job_name=JOB, updated_at="now", rules=[_rule("VanishingGradient", "InProgress")]
     )
     s3.put_object(Bucket=INPUT["bucket"], Key=bucket_layout.rule_status_key(JOB), Body=document.to_json().encode())
@@ -160,5 +161,5 @@ def test_rule_statuses_come_from_s3_and_from_sagemaker_in_legacy_mode(offline_aw
         "SagemakerExplodingTensor",
     ]
     s3.put_object(Bucket=INPUT["bucket"], Key=bucket_layout.rule_status_key(JOB), Body=b'{"schema_version": 99}')
-    with pytest.raises(contract.ContractError, match="rule-status.json"):
+    with pytest.raises(contracts.ContractError, match="rule-status.json"):
         monitoring.read_rule_statuses(s3, state, JOB, {})

@@ -9,8 +9,8 @@ import pytest
 from botocore.exceptions import ParamValidationError
 from botocore.validate import validate_parameters
 
-from debugger import contract
-from lambdas.remediation import bucket_layout, job_request, notifications
+from contracts import bucket_layout, debugger_config
+from lambdas.remediation import job_request, notifications
 from lambdas.remediation.payload import initial_state
 from model.hyperparameters import parse_hyperparameters
 
@@ -73,16 +73,16 @@ def test_hyperparameters_round_trip_to_what_the_job_parses():
     hyperparameters = job_request.build_create_training_job_request(state, name)["HyperParameters"]
     parsed = parse_hyperparameters(hyperparameters)  # what model/train.py does with hyperparameters.json
     assert parsed.add_batch_norm is True and parsed.warmup_learning_rate == 0.05
-    hook = contract.validate_hook_config(json.loads(parsed.debugger_hook_config))
+    hook = debugger_config.validate_hook_config(json.loads(parsed.debugger_hook_config))
     assert hook["S3OutputPath"] == bucket_layout.debug_output_uri(INPUT["bucket"], name)
     assert hook["HookParameters"] == {"save_interval": str(state.run_spec.debugger_save_interval)}
-    rules = contract.validate_rule_configs(json.loads(parsed.debugger_rule_configs))
+    rules = debugger_config.validate_rule_configs(json.loads(parsed.debugger_rule_configs))
     assert [rule["RuleConfigurationName"] for rule in rules] == [
         "ExplodingTensor",
         "VanishingGradient",
         "LossNotDecreasing",
     ]
-    actions = contract.parse_actions(rules[0]["RuleParameters"]["action_json"])
+    actions = debugger_config.parse_actions(rules[0]["RuleParameters"]["action_json"])
     assert actions == [{"name": "StopTraining", "training_job_prefix": name}]
     assert json.loads(hyperparameters["sagemaker_program"]) == "train.py"
     assert json.loads(hyperparameters["sagemaker_submit_directory"]) == f"s3://{INPUT['bucket']}/code/sourcedir.tar.gz"

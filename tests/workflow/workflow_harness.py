@@ -15,8 +15,7 @@ from typing import Any
 
 import boto3
 
-from debugger import contract
-from lambdas.remediation import bucket_layout
+from contracts import bucket_layout, rule_status
 from local_runtime.botocore_dispatch import LocalDispatch, OperationCall, ServiceError
 
 REGION = "us-east-1"
@@ -78,23 +77,23 @@ def stopped() -> Tick:
     return Tick(status="Stopped", secondary="Stopped")
 
 
-def rule_status_document(job_name: str, script: RuleScript) -> contract.RuleStatusDocument:
+def rule_status_document(job_name: str, script: RuleScript) -> rule_status.RuleStatusDocument:
     now = datetime.datetime.now(datetime.UTC).isoformat()
     names = ("ExplodingTensor", "VanishingGradient", "LossNotDecreasing")
     if script.fired is None:
-        rules = [contract.RuleStatus(name, contract.NO_ISSUES_FOUND) for name in names]
-        return contract.RuleStatusDocument(
+        rules = [rule_status.RuleStatus(name, rule_status.NO_ISSUES_FOUND) for name in names]
+        return rule_status.RuleStatusDocument(
             job_name=job_name, updated_at=now, training_ended=True, last_step=40, rules=rules
         )
     fired, step, gradient_norm = script.fired, script.step, script.initial_gradient_norm
     rules = []
     for name in names:
         if name == fired:
-            issue = contract.RuleIssue(step=step, tensor="gradient_norm", value=float("nan"), message=f"{name} fired")
-            rules.append(contract.RuleStatus(name, contract.ISSUES_FOUND, issue=issue))
+            issue = rule_status.RuleIssue(step=step, tensor="gradient_norm", value=float("nan"), message=f"{name} fired")
+            rules.append(rule_status.RuleStatus(name, rule_status.ISSUES_FOUND, issue=issue))
         else:
-            rules.append(contract.RuleStatus(name, contract.IN_PROGRESS))
-    evidence = contract.Evidence(
+            rules.append(rule_status.RuleStatus(name, rule_status.IN_PROGRESS))
+    evidence = rule_status.Evidence(
         initial_loss=30.0,
         initial_gradient_norm=gradient_norm,
         first_issue_step=step,
@@ -105,7 +104,7 @@ def rule_status_document(job_name: str, script: RuleScript) -> contract.RuleStat
         max_gradient_norm=gradient_norm * 3,
         learning_rate_at_issue=0.1,
     )
-    return contract.RuleStatusDocument(
+    return rule_status.RuleStatusDocument(
         job_name=job_name, updated_at=now, last_step=step, rules=rules, evidence=evidence
     )
 

@@ -254,7 +254,7 @@ def test_validated_updates_refuse_bad_values(reference_state):
 def test_attempt_evidence_has_exactly_the_debugger_contracts_fields():
     import dataclasses
 
-    from debugger.contract import Evidence
+    from contracts.rule_status import Evidence
     from lambdas.remediation.payload import AttemptEvidence
 
     assert set(AttemptEvidence.model_fields) == {field.name for field in dataclasses.fields(Evidence)}

@@ -10,6 +10,8 @@ the local runtime, the CDK stack (IAM scopes, lifecycle rules) and the CLI.
 
 from __future__ import annotations
 
+from contracts.rule_status import RULE_STATUS_FILE
+
 CODE_PREFIX = "code/"
 DATA_PREFIX = "data/"
 JOBS_PREFIX = "jobs/"
@@ -20,7 +22,6 @@ SOURCE_ARCHIVE_KEY = CODE_PREFIX + "sourcedir.tar.gz"
 TRAIN_CHANNEL_PREFIX = DATA_PREFIX + "train/"
 TEST_CHANNEL_PREFIX = DATA_PREFIX + "test/"
 CHANNEL_PREFIXES = {"train": TRAIN_CHANNEL_PREFIX, "test": TEST_CHANNEL_PREFIX}
-RULE_STATUS_FILE = "rule-status.json"
 
 
 def s3_uri(bucket: str, key: str = "") -> str:

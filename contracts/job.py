@@ -1,0 +1,162 @@
+"""The training job's side of SageMaker's container contract, as both sides use it. Standard library only.
+
+The workflow writes a job's hyperparameters with :func:`encode_hyperparameters`
+(every value a string, JSON-encoded as the SageMaker Python SDK sends framework
+hyperparameters); the job reads them back from script-mode ``--name value``
+arguments (:func:`parse_script_mode_arguments`) or SageMaker's JSON file
+(:func:`decode_hyperparameter`).
+
+Besides the user's own hyperparameters the workflow passes a few reserved ones
+(``remediation_*``) to the job launcher (``debugger.launcher``), which takes
+them out before the user's entry point sees its arguments, so a script's own
+argument parser never meets them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from contracts import ContractError
+
+#: Hyperparameters SageMaker's script mode adds for the platform itself; the training toolkit does
+#: not pass them to the entry point.
+SAGEMAKER_RESERVED_PREFIX = "sagemaker_"
+#: Hyperparameters the workflow adds for the job launcher; the launcher takes them out of argv.
+REMEDIATION_RESERVED_PREFIX = "remediation_"
+#: The user's entry point (relative to the source directory) the launcher runs.
+ENTRY_POINT_HYPERPARAMETER = "remediation_entry_point"
+#: The debugger's hook configuration (SageMaker's DebugHookConfig shape) as JSON text.
+HOOK_CONFIG_HYPERPARAMETER = "remediation_debugger_hook_config"
+#: The debugger's rules (SageMaker's DebugRuleConfigurations shape) as JSON text.
+RULE_CONFIGS_HYPERPARAMETER = "remediation_debugger_rule_configs"
+RESERVED_HYPERPARAMETERS = (ENTRY_POINT_HYPERPARAMETER, HOOK_CONFIG_HYPERPARAMETER, RULE_CONFIGS_HYPERPARAMETER)
+
+#: The launcher file at the root of every source archive: SageMaker's ``sagemaker_program``.
+LAUNCHER_PROGRAM = "remediation_launcher.py"
+
+#: SageMaker's limits on the HyperParameters map (CreateTrainingJob).
+MAX_HYPERPARAMETERS = 100
+MAX_HYPERPARAMETER_NAME_LENGTH = 256
+MAX_HYPERPARAMETER_VALUE_LENGTH = 2500
+#: A name a script-mode entry point can take as ``--name``.
+HYPERPARAMETER_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,255}$")
+
+# ------------------------------------------------------------------ environment and files in the job
+
+#: smdebug's variable and default path for the hook configuration file (``Hook.create_from_json_file``).
+HOOK_CONFIG_FILE_ENV = "SMDEBUG_CONFIG_FILE_PATH"
+DEFAULT_HOOK_CONFIG_FILE = "/opt/ml/input/config/debughookconfig.json"
+#: Our rules, next to the hook configuration (SageMaker ran smdebug's rules in separate jobs; ours run in the job).
+RULE_CONFIGS_FILE_ENV = "DEBUGGER_RULE_CONFIG_FILE_PATH"
+#: The debugger's output directory; SageMaker's default for smdebug.
+DEBUG_OUTPUT_DIR_ENV = "DEBUG_OUTPUT_DIR"
+DEFAULT_DEBUG_OUTPUT_DIR = "/opt/ml/output/tensors"
+#: Whether the debugger mirrors its output to the hook configuration's S3 path itself.
+DEBUG_OUTPUT_S3_SYNC_ENV = "DEBUG_OUTPUT_S3_SYNC"
+#: SageMaker turns the text of this file into DescribeTrainingJob's FailureReason.
+FAILURE_FILE_ENV = "TRAINING_FAILURE_FILE"
+DEFAULT_FAILURE_FILE = "/opt/ml/output/failure"
+#: DescribeTrainingJob's FailureReason holds at most this many characters.
+MAX_FAILURE_TEXT = 1024
+DEFAULT_INPUT_CONFIG_DIR = "/opt/ml/input/config"
+
+# ------------------------------------------------------------------ exit codes
+
+EXIT_SUCCESS = 0
+EXIT_ERROR = 1
+EXIT_BAD_INPUT = 2
+EXIT_RULE_STOP = 3
+EXIT_TERMINATED = 143  # 128 + SIGTERM: how a shell reports a job stopped by SIGTERM
+
+# ------------------------------------------------------------------ failure texts
+
+#: The failure text of a job a rule stopped: written by the job, read back by the monitor.
+STOP_TRAINING_FAILURE = re.compile(r"StopTraining: rule (?P<rule>[A-Za-z0-9_-]+) found an issue at step (?P<step>\d+)")
+
+
+def stop_training_failure_text(rule: str, step: int, message: str) -> str:
+    return f"StopTraining: rule {rule} found an issue at step {step}: {message}"
+
+
+# ------------------------------------------------------------------ hyperparameters
+
+
+class HyperparameterError(ContractError):
+    """A hyperparameter is unknown, ill-typed or out of range; the message names it and what is allowed."""
+
+    def __init__(self, field: str, problem: str):
+        super().__init__(field, problem)
+        self.args = (f"hyperparameter '{field}': {problem}",)
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+
+def render_hyperparameter(value: Any) -> str:
+    """The string SageMaker's HyperParameters map holds for a value: booleans as true/false, JSON for
+    lists and objects, ``str`` otherwise."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, separators=(",", ":"))
+    return str(value)
+
+
+def encode_hyperparameters(values: Mapping[str, Any]) -> dict[str, str]:
+    """Every value rendered as a string and JSON-encoded once more, as the SageMaker Python SDK sends
+    framework hyperparameters (0.1 -> "\\"0.1\\""); the training toolkit decodes it before the entry point runs."""
+    encoded = {}
+    for name, value in values.items():
+        text = json.dumps(render_hyperparameter(value))
+        if len(text) > MAX_HYPERPARAMETER_VALUE_LENGTH:
+            raise HyperparameterError(
+                name, f"is {len(text)} characters once encoded; SageMaker allows {MAX_HYPERPARAMETER_VALUE_LENGTH}"
+            )
+        encoded[name] = text
+    return encoded
+
+
+def decode_hyperparameter(value: str) -> str:
+    """One value as the entry point sees it: SageMaker's JSON file may hold it JSON-encoded a second
+    time ("\\"0.1\\""); the training toolkit decodes that once."""
+    if isinstance(value, str) and len(value) >= 2 and value[0] == value[-1] == '"':
+        try:
+            decoded = json.loads(value)
+        except json.JSONDecodeError:
+            return value
+        if isinstance(decoded, str):
+            return decoded
+    return value if isinstance(value, str) else render_hyperparameter(value)
+
+
+def script_mode_arguments(hyperparameters: Mapping[str, str]) -> list[str]:
+    """``--name value`` for every hyperparameter the entry point gets (SageMaker's own left out)."""
+    arguments = []
+    for name, value in hyperparameters.items():
+        if not name.startswith(SAGEMAKER_RESERVED_PREFIX):
+            arguments += [f"--{name}", decode_hyperparameter(value)]
+    return arguments
+
+
+def parse_script_mode_arguments(argv: list[str]) -> dict[str, str]:
+    """Turn script mode's ``--name value`` (or ``--name=value``) arguments into a map."""
+    parsed: dict[str, str] = {}
+    index = 0
+    while index < len(argv):
+        token = argv[index]
+        if not token.startswith("--"):
+            raise HyperparameterError(token, "expected --name value arguments as SageMaker script mode passes them")
+        name = token[2:]
+        if "=" in name:
+            name, value = name.split("=", 1)
+            index += 1
+        else:
+            if index + 1 >= len(argv):
+                raise HyperparameterError(name, "has no value")
+            value = argv[index + 1]
+            index += 2
+        parsed[name.replace("-", "_")] = value
+    return parsed

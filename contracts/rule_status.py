@@ -1,0 +1,200 @@
+"""The rule-status document: what the job's debugger writes to ``<debug output>/rule-status.json``
+and the monitor Lambda reads. SageMaker's ``RuleEvaluationStatus`` vocabulary plus the evidence
+the planner needs. Standard library only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from contracts import ContractError
+
+RULE_STATUS_FILE = "rule-status.json"
+SCHEMA_VERSION = 2
+#: The status document keeps the latest value of at most this many named scalars.
+MAX_REPORTED_METRICS = 50
+
+# SageMaker's RuleEvaluationStatus values.
+IN_PROGRESS = "InProgress"
+NO_ISSUES_FOUND = "NoIssuesFound"
+ISSUES_FOUND = "IssuesFound"
+ERROR = "Error"
+STOPPING = "Stopping"
+STOPPED = "Stopped"
+RULE_EVALUATION_STATUSES = (IN_PROGRESS, NO_ISSUES_FOUND, ISSUES_FOUND, ERROR, STOPPING, STOPPED)
+
+PHASES = ("warmup", "main")
+
+
+# --------------------------------------------------------------------------- rule-status document
+
+
+@dataclasses.dataclass
+class RuleIssue:
+    """Where and why a rule found an issue."""
+
+    step: int
+    tensor: str
+    value: float | None
+    message: str
+    phase: str = "warmup"
+
+    def __post_init__(self) -> None:
+        if self.phase not in PHASES:
+            raise ContractError("issue.phase", f"must be one of {', '.join(PHASES)}; got {self.phase!r}")
+
+
+@dataclasses.dataclass
+class RuleStatus:
+    """One rule's evaluation status, in SageMaker's vocabulary."""
+
+    RuleConfigurationName: str
+    RuleEvaluationStatus: str
+    StatusDetails: str = ""
+    LastModifiedTime: str = ""
+    issue: RuleIssue | None = None
+
+    def __post_init__(self) -> None:
+        if self.RuleEvaluationStatus not in RULE_EVALUATION_STATUSES:
+            raise ContractError(
+                f"rules[{self.RuleConfigurationName}].RuleEvaluationStatus",
+                f"must be one of {', '.join(RULE_EVALUATION_STATUSES)}; got {self.RuleEvaluationStatus!r}",
+            )
+
+
+@dataclasses.dataclass
+class Evidence:
+    """What the planner reads to choose a remedy. Absent numbers are None."""
+
+    initial_loss: float | None = None
+    initial_gradient_norm: float | None = None
+    first_issue_step: int | None = None
+    phase: str | None = None
+    steps_per_epoch: int | None = None
+    last_step: int | None = None
+    last_finite_loss: float | None = None
+    max_gradient_norm: float | None = None
+    learning_rate_at_issue: float | None = None
+
+
+@dataclasses.dataclass
+class ActionRecord:
+    """An action a rule triggered: StopTraining is carried out in the job; Email/SMS are for the workflow to send."""
+
+    action: str
+    rule: str
+    step: int
+    at: str
+    detail: str = ""
+
+
+@dataclasses.dataclass
+class MetricValue:
+    """The latest value of a scalar the training script saved (``save_scalar``, ``record_metric``): how the
+    workflow reads an objective metric from the job itself, without log regexes."""
+
+    value: float | None
+    step: int
+    mode: str = "TRAIN"
+
+
+@dataclasses.dataclass
+class RuleStatusDocument:
+    job_name: str
+    updated_at: str
+    training_ended: bool = False
+    last_step: int = -1
+    rules: list[RuleStatus] = dataclasses.field(default_factory=list)
+    evidence: Evidence = dataclasses.field(default_factory=Evidence)
+    actions: list[ActionRecord] = dataclasses.field(default_factory=list)
+    metrics: dict[str, MetricValue] = dataclasses.field(default_factory=dict)
+    schema_version: int = SCHEMA_VERSION
+
+    def issues_found(self) -> list[RuleStatus]:
+        return [rule for rule in self.rules if rule.RuleEvaluationStatus == ISSUES_FOUND]
+
+    def to_dict(self) -> dict[str, Any]:
+        return _finite_or_none(dataclasses.asdict(self))
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, allow_nan=False)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RuleStatusDocument:
+        if not isinstance(data, Mapping):
+            raise ContractError("rule-status", "must be a JSON object")
+        version = data.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise ContractError("rule-status.schema_version", f"must be {SCHEMA_VERSION}; got {version!r}")
+        try:
+            rules = []
+            for rule in data.get("rules", []):
+                rule = dict(rule)
+                issue = rule.pop("issue", None)
+                if issue:
+                    issue = dict(issue)
+                    issue["value"] = parse_number(issue.get("value"))
+                rules.append(RuleStatus(**rule, issue=RuleIssue(**issue) if issue else None))
+            return cls(
+                job_name=data["job_name"],
+                updated_at=data["updated_at"],
+                training_ended=bool(data.get("training_ended", False)),
+                last_step=int(data.get("last_step", -1)),
+                rules=rules,
+                evidence=Evidence(**data.get("evidence", {})),
+                actions=[ActionRecord(**action) for action in data.get("actions", [])],
+                metrics={
+                    str(name): MetricValue(
+                        value=parse_number(metric.get("value")), step=int(metric["step"]), mode=str(metric.get("mode", "TRAIN"))
+                    )
+                    for name, metric in dict(data.get("metrics", {})).items()
+                },
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as error:
+            raise ContractError("rule-status", f"does not have the agreed shape: {error}") from None
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> RuleStatusDocument:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise ContractError("rule-status", f"is not JSON: {error}") from None
+        return cls.from_dict(data)
+
+
+def _finite_or_none(value: Any) -> Any:
+    """JSON has no NaN or Infinity: non-finite numbers become their string names so nothing is lost."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)  # "nan", "inf", "-inf"
+    if isinstance(value, dict):
+        return {key: _finite_or_none(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite_or_none(item) for item in value]
+    return value
+
+
+def parse_number(value: Any) -> float | None:
+    """Read back a number written by ``to_dict`` ("nan"/"inf" strings included)."""
+    if value is None:
+        return None
+    return float(value)
+
+
+def rule_statuses_from_sagemaker(statuses: Sequence[Mapping[str, Any]]) -> list[RuleStatus]:
+    """Normalise DescribeTrainingJob's DebugRuleEvaluationStatuses (legacy mode) into RuleStatus."""
+    normalised = []
+    for status in statuses:
+        modified = status.get("LastModifiedTime", "")
+        normalised.append(
+            RuleStatus(
+                RuleConfigurationName=status["RuleConfigurationName"],
+                RuleEvaluationStatus=status.get("RuleEvaluationStatus", IN_PROGRESS),
+                StatusDetails=status.get("StatusDetails", ""),
+                LastModifiedTime=modified.isoformat() if hasattr(modified, "isoformat") else str(modified),
+            )
+        )
+    return normalised
