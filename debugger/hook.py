@@ -18,7 +18,9 @@ so the weights never see the step's gradients.
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
+import json
 import logging
 import math
 import os
@@ -32,7 +34,12 @@ import torch
 from torch import nn
 
 from contracts import ContractError
-from contracts.job import stop_training_failure_text
+from contracts.job import (
+    DEFAULT_HOOK_CONFIG_FILE,
+    HOOK_CONFIG_FILE_ENV,
+    RULE_CONFIGS_FILE_ENV,
+    stop_training_failure_text,
+)
 from contracts.rule_status import (
     ERROR,
     IN_PROGRESS,
@@ -94,6 +101,15 @@ class StopTrainingRequested(BaseException):
         self.step = step
         self.message = message
         super().__init__(stop_training_failure_text(rule_name, step, message))
+
+
+def _read_json_file(path: Path, what: str) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no {what} at {path}") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ContractError(str(path), f"the {what} must be a JSON file: {error}") from None
 
 
 def _now() -> str:
@@ -164,6 +180,7 @@ class Hook:
             S3Mirror(self.out_dir, settings.s3_output_path) if mirroring_enabled(settings.s3_output_path) else None
         )
         self.write_status()
+        _OPEN_HOOKS.append(self)
 
     # ------------------------------------------------------------------ construction
 
@@ -186,6 +203,23 @@ class Hook:
         directory = out_dir or os.environ.get(OUT_DIR_ENV) or settings.out_dir_from_config or DEFAULT_OUT_DIR
         name = job_name or os.environ.get("TRAINING_JOB_NAME") or "local-job"
         return cls(settings, specs, directory, name, source_dir=source_dir)
+
+    @classmethod
+    def create_from_json_file(cls, json_config_path: str | Path | None = None, source_dir: str | Path | None = None) -> Hook:
+        """smdebug's entry: the hook configuration from the JSON file SageMaker writes into the container.
+
+        The path: ``json_config_path``, else env SMDEBUG_CONFIG_FILE_PATH, else
+        /opt/ml/input/config/debughookconfig.json. The rules (our extension: they run in the job) come
+        from the DebugRuleConfigurations JSON file named by env DEBUGGER_RULE_CONFIG_FILE_PATH, if set.
+        The job launcher writes both files.
+        """
+        path = Path(json_config_path or os.environ.get(HOOK_CONFIG_FILE_ENV) or DEFAULT_HOOK_CONFIG_FILE)
+        config = _read_json_file(path, f"hook configuration (env {HOOK_CONFIG_FILE_ENV})")
+        if isinstance(config, dict) and "S3Path" in config:  # the container file's name for DebugHookConfig.S3OutputPath
+            config = {("S3OutputPath" if key == "S3Path" else key): value for key, value in config.items()}
+        rules_path = os.environ.get(RULE_CONFIGS_FILE_ENV)
+        rule_configs = _read_json_file(Path(rules_path), f"rule configurations (env {RULE_CONFIGS_FILE_ENV})") if rules_path else None
+        return cls.from_configs(hook_config=config, rule_configs=rule_configs, source_dir=source_dir)
 
     def _require(self, collection: str, steps: frozenset[int] | None, include_regex: tuple = ()) -> None:
         """Save what a configured rule reads, as SageMaker adds a built-in rule's collections to the hook config."""
@@ -494,6 +528,8 @@ class Hook:
         if self._closed:
             return self.status_document(training_ended)
         self._closed = True
+        if self in _OPEN_HOOKS:
+            _OPEN_HOOKS.remove(self)
         for handle in [*self._handles, *self._grad_handles]:
             handle.remove()
         if training_ended:
@@ -513,4 +549,21 @@ class Hook:
         return self._stop
 
 
-__all__ = ["Hook", "StopTrainingRequested", "ContractError"]
+#: Hooks created and not closed yet: closed when the process exits (or by the job launcher, which knows how
+#: the script ended), so the last status document and step files are never lost.
+_OPEN_HOOKS: list[Hook] = []
+
+
+def close_open_hooks(training_ended: bool = True) -> None:
+    for hook in list(_OPEN_HOOKS):
+        try:
+            hook.close(training_ended=training_ended)
+        except Exception as error:  # noqa: BLE001 - closing the others matters more
+            LOGGER.warning("debugger hook for %s did not close cleanly: %s", hook.job_name, error)
+            if hook in _OPEN_HOOKS:
+                _OPEN_HOOKS.remove(hook)
+
+
+atexit.register(close_open_hooks)
+
+__all__ = ["Hook", "StopTrainingRequested", "ContractError", "close_open_hooks"]
