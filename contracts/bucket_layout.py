@@ -1,8 +1,10 @@
 """Where everything lives in the artifacts bucket. One definition for the Lambdas,
 the local runtime, the CDK stack (IAM scopes, lifecycle rules) and the CLI.
 
-    s3://{bucket}/code/sourcedir.tar.gz           training source (model/ + debugger/)
-    s3://{bucket}/data/train/ , data/test/        channels (x.npy, y.npy)
+    s3://{bucket}/code/sourcedir.tar.gz           the built-in example's training source (and the debugger)
+    s3://{bucket}/code/{name}-{digest}/sourcedir.tar.gz   a user's source directory, by content
+    s3://{bucket}/data/train/ , data/test/        the built-in example's channels (x.npy, y.npy)
+    s3://{bucket}/data/{channel}-{digest}/        a user's channel directory, by content
     s3://{bucket}/jobs/{job}/output/model.tar.gz  SageMaker's OutputDataConfig (it appends the job name)
     s3://{bucket}/debug-output/{job}/             the in-job debugger's output; rule-status.json at its root
     s3://{bucket}/checkpoints/{job}/              CheckpointConfig
@@ -40,6 +42,19 @@ def split_s3_uri(uri: str) -> tuple[str, str]:
 
 def source_archive_uri(bucket: str) -> str:
     return s3_uri(bucket, SOURCE_ARCHIVE_KEY)
+
+
+#: Content-addressed keys: the same directory always lands at the same key, and a running job's source
+#: or data never changes under it.
+DIGEST_LENGTH = 16
+
+
+def user_source_archive_key(label: str, digest: str) -> str:
+    return f"{CODE_PREFIX}{label}-{digest[:DIGEST_LENGTH]}/sourcedir.tar.gz"
+
+
+def user_channel_prefix(channel: str, digest: str) -> str:
+    return f"{DATA_PREFIX}{channel}-{digest[:DIGEST_LENGTH]}/"
 
 
 def train_channel_uri(bucket: str) -> str:

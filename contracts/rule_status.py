@@ -41,10 +41,11 @@ class RuleIssue:
     tensor: str
     value: float | None
     message: str
-    phase: str = "warmup"
+    #: "warmup" or "main" when the script said so (Hook.set_context); None when it did not.
+    phase: str | None = None
 
     def __post_init__(self) -> None:
-        if self.phase not in PHASES:
+        if self.phase is not None and self.phase not in PHASES:
             raise ContractError("issue.phase", f"must be one of {', '.join(PHASES)}; got {self.phase!r}")
 
 

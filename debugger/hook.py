@@ -38,7 +38,6 @@ from contracts.job import (
     DEFAULT_HOOK_CONFIG_FILE,
     HOOK_CONFIG_FILE_ENV,
     RULE_CONFIGS_FILE_ENV,
-    stop_training_failure_text,
 )
 from contracts.rule_status import (
     ERROR,
@@ -66,6 +65,7 @@ from debugger.config import (
 )
 from debugger.rules import GRADIENT_PREFIX, TOTAL_GRADIENT_NORM, Rule, build_rule
 from debugger.s3_mirror import S3Mirror, mirroring_enabled
+from debugger.stop_training import StopTrainingRequested
 from debugger.trial import LiveTrial, TensorNotAvailable
 
 DEFAULT_OUT_DIR = "/opt/ml/output/tensors"
@@ -87,20 +87,6 @@ ACTIVATION_TYPES = (
     nn.Mish,
 )
 LOGGER = logging.getLogger(__name__)
-
-
-class StopTrainingRequested(BaseException):
-    """A rule with a StopTraining action found an issue; raised before any further optimizer step.
-
-    A BaseException, like KeyboardInterrupt: a training loop's ``except Exception`` must not swallow
-    the stop. The job launcher (or the script) turns it into the job's failure text and exit code 3.
-    """
-
-    def __init__(self, rule_name: str, step: int, message: str):
-        self.rule_name = rule_name
-        self.step = step
-        self.message = message
-        super().__init__(stop_training_failure_text(rule_name, step, message))
 
 
 def _read_json_file(path: Path, what: str) -> Any:
@@ -468,7 +454,7 @@ class Hook:
 
     def _record_issue(self, state: _RuleState, step: int, learning_rate: float | None) -> None:
         finding = state.rule.finding
-        phase = self._phase or "main"
+        phase = self._phase  # None unless the script said (set_context): never guessed
         message = finding.message if finding else f"{state.spec.name} returned True"
         state.status, state.details, state.modified = ISSUES_FOUND, message, _now()
         state.issue = RuleIssue(
@@ -543,6 +529,11 @@ class Hook:
         if self.mirror is not None:
             self.mirror.close(extra)
         return document
+
+    @property
+    def rule_names(self) -> list[str]:
+        """The configured rules' names (RuleConfigurationName), in order."""
+        return [state.spec.name for state in self._rules]
 
     @property
     def stop_requested(self) -> StopTrainingRequested | None:

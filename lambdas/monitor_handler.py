@@ -14,7 +14,8 @@ from aws_lambda_powertools.metrics import MetricUnit
 from botocore.exceptions import ClientError
 
 from lambdas.remediation import handler_support, job_request, monitoring, notifications
-from lambdas.remediation.payload import InvalidExecutionInput, WorkflowState, clip, parse_state
+from lambdas.remediation.payload import WorkflowState, parse_state
+from lambdas.remediation.validation_messages import InvalidExecutionInput, clip
 
 logger = Logger(service=handler_support.SERVICE_NAME)
 metrics = Metrics(namespace=handler_support.METRICS_NAMESPACE, service=handler_support.SERVICE_NAME)
@@ -44,7 +45,9 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     sagemaker = handler_support.client("sagemaker", region)
     described = sagemaker.describe_training_job(TrainingJobName=job_name)
     reading = monitoring.read_rule_statuses(handler_support.client("s3", region), state, job_name, described)
-    decision = monitoring.decide(described, reading.statuses, state)
+    decision = monitoring.decide(
+        described, reading.statuses, state, monitoring.metrics_saved_by_script(reading.document)
+    )
     logger.info(
         "monitor decision",
         extra={

@@ -9,7 +9,8 @@ from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 
 from lambdas.remediation import handler_support, notifications, policies
-from lambdas.remediation.payload import WorkflowState, initial_state, parse_state
+from lambdas.remediation.execution_input import initial_state
+from lambdas.remediation.payload import WorkflowState, parse_state
 
 logger = Logger(service=handler_support.SERVICE_NAME)
 metrics = Metrics(namespace=handler_support.METRICS_NAMESPACE, service=handler_support.SERVICE_NAME)
@@ -24,6 +25,8 @@ END_ERRORS = {
     "stopped": "TrainingJobStopped",
     "failed": "TrainingJobFailed",
     "monitor_limit": "MonitorLimitReached",
+    "objective_missed": "ObjectiveMissed",
+    "objective_unmeasured": "ObjectiveUnmeasured",
     "completed": "RemediationEnded",
 }
 

@@ -4,10 +4,12 @@ Only adapters live here. moto plays S3, SNS, SQS and Step Functions (its ASL
 interpreter executes ``statemachine/remediation.asl.json``); the dispatch seam
 answers ``lambda.Invoke`` with the real handlers and SageMaker's training API
 with :class:`LocalTrainingPlatform`. Nothing of the workflow's own logic is
-repeated: the runtime sets the stage, starts an execution with the same
-execution input the cloud accepts, and reports what happens.
+repeated: the runtime sets the stage, the caller uploads the training source
+and data (``upload``), starts an execution with the same execution input the
+cloud accepts, and reads what happens.
 
     with LocalRuntime(RuntimeOptions(run_dir=Path("runs/x"))) as runtime:
+        runtime.upload(archive, "code/sourcedir.tar.gz")  # and the channels
         arn = runtime.start(local_execution_input(runtime.options, {"policy": "anchor"}))
         while runtime.describe()["status"] == "RUNNING": ...
 """
@@ -30,13 +32,10 @@ from typing import Any
 import boto3
 from moto import mock_aws
 
-from contracts import bucket_layout
 from local_runtime.botocore_dispatch import LocalDispatch
 from local_runtime.offline_aws import OFFLINE_AWS_ENVIRONMENT
 from local_runtime.sagemaker_api import register_training_api
 from local_runtime.training_platform import ACCOUNT_ID, DEFAULT_STOP_GRACE_SECONDS, LocalTrainingPlatform
-from model.data import IMAGES_FILE, LABELS_FILE
-from remediate.packaging import build_source_archive
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 ASL_PATH = PROJECT_ROOT / "statemachine" / "remediation.asl.json"
@@ -56,17 +55,11 @@ JOB_NAME_PREFIX = "remediation"
 #: What the local loop changes from the cloud defaults: the monitor polls every second. Everything else
 #: (instance type included) stays as the cloud has it, so the train Lambda builds the cloud's own request.
 LOCAL_EXECUTION_DEFAULTS = {"monitor_interval_seconds": 1}
-CHANNELS = tuple(bucket_layout.CHANNEL_PREFIXES)
-
 
 
 @dataclasses.dataclass
 class RuntimeOptions:
     run_dir: Path
-    data_dir: Path | None = None  # a directory with train/ and test/ channels; generated when None
-    train_samples: int = 2560
-    test_samples: int = 512
-    data_seed: int = 0
     region: str = "us-east-1"
     bucket: str = "remediation-local-artifacts"
     num_threads: int | None = None
@@ -82,17 +75,6 @@ def local_execution_input(options: RuntimeOptions, overrides: Mapping[str, Any] 
         **LOCAL_EXECUTION_DEFAULTS,
         **(overrides or {}),
     }
-
-
-def check_data_dir(data_dir: Path) -> None:
-    """Raise FileNotFoundError naming the first missing channel file of a ``--data`` directory."""
-    for channel in CHANNELS:
-        for file_name in (IMAGES_FILE, LABELS_FILE):
-            if not (Path(data_dir) / channel / file_name).is_file():
-                raise FileNotFoundError(
-                    f"--data {data_dir}: {Path(data_dir) / channel / file_name} is missing; a data directory holds "
-                    "train/ and test/ with x.npy and y.npy each (python -m model.data synthetic --out DIR)"
-                )
 
 
 class LocalRuntime:
@@ -142,8 +124,6 @@ class LocalRuntime:
             s3.create_bucket(Bucket=options.bucket)
         else:
             s3.create_bucket(Bucket=options.bucket, CreateBucketConfiguration={"LocationConstraint": options.region})
-        self._upload_source_archive()
-        self._upload_channels()
 
         sns, sqs = self.client("sns"), self.client("sqs")
         self.topic_arn = sns.create_topic(Name=TOPIC_NAME)["TopicArn"]
@@ -282,29 +262,9 @@ class LocalRuntime:
                 self._clients[service] = boto3.session.Session().client(service, region_name=self.options.region)
             return self._clients[service]
 
-    def _upload_source_archive(self) -> None:
-        archive = build_source_archive(self.run_dir / "inputs" / "sourcedir.tar.gz")
-        self.client("s3").upload_file(str(archive), self.options.bucket, bucket_layout.SOURCE_ARCHIVE_KEY)
-
-    def _upload_channels(self) -> None:
-        data_dir = self.options.data_dir
-        if data_dir is None:
-            from model.data import write_synthetic_channels
-
-            channels = write_synthetic_channels(
-                self.run_dir / "inputs" / "data",
-                train_samples=self.options.train_samples,
-                test_samples=self.options.test_samples,
-                seed=self.options.data_seed,
-            )
-        else:
-            check_data_dir(data_dir)
-            channels = {name: Path(data_dir) / name for name in CHANNELS}
-        for name, directory in channels.items():
-            for path in sorted(Path(directory).iterdir()):
-                if path.is_file():
-                    key = bucket_layout.CHANNEL_PREFIXES[name] + path.name
-                    self.client("s3").upload_file(str(path), self.options.bucket, key)
+    def upload(self, path: Path, key: str) -> None:
+        """Put a local file into the artifacts bucket (the training source, a channel's data)."""
+        self.client("s3").upload_file(str(path), self.options.bucket, key)
 
     def _route_handler_logs(self) -> None:
         """The handlers log (Powertools, JSON) to stdout; locally those lines go to the run directory.

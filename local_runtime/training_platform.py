@@ -33,10 +33,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from contracts import ContractError
 from contracts.atomic_files import write_atomically
 from contracts.bucket_layout import split_s3_uri
+from contracts.job import (
+    HOOK_CONFIG_HYPERPARAMETER,
+    SAGEMAKER_RESERVED_PREFIX,
+    decode_hyperparameter,
+    script_mode_arguments,
+)
 from contracts.progress_log import parse_progress_line
-from contracts.rule_status import RULE_STATUS_FILE
+from contracts.rule_status import RULE_STATUS_FILE, RuleStatusDocument
 from local_runtime.botocore_dispatch import ServiceError
 
 ACCOUNT_ID = "123456789012"
@@ -81,21 +88,9 @@ def _now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
-def _decode_hyperparameter(value: str) -> str:
-    """The SageMaker SDK JSON-encodes each value ("\\"s3://...\\""); the toolkit decodes it once."""
-    if len(value) >= 2 and value[0] == value[-1] == '"':
-        try:
-            decoded = json.loads(value)
-        except json.JSONDecodeError:
-            return value
-        if isinstance(decoded, str):
-            return decoded
-    return value
-
-
 def _debug_output_uri(request: dict[str, Any], hyperparameters: dict[str, str]) -> str | None:
     """The in-job debugger's output: its hook config hyperparameter, else the legacy DebugHookConfig."""
-    text = hyperparameters.get("debugger_hook_config")
+    text = hyperparameters.get(HOOK_CONFIG_HYPERPARAMETER)
     if text:
         try:
             config = json.loads(text)
@@ -202,7 +197,7 @@ class LocalTrainingPlatform:
     def create_training_job(self, **request: Any) -> dict[str, Any]:
         name = request["TrainingJobName"]
         hyperparameters = {
-            key: _decode_hyperparameter(value) for key, value in request.get("HyperParameters", {}).items()
+            key: decode_hyperparameter(value) for key, value in request.get("HyperParameters", {}).items()
         }
         for required in ("sagemaker_submit_directory", "sagemaker_program"):
             if required not in hyperparameters:
@@ -316,6 +311,19 @@ class LocalTrainingPlatform:
                 "step": job.steps[-1] if job.steps else None,
                 "epoch": job.epochs[-1] if job.epochs else None,
             }
+
+    def debug_output_dir(self, job: TrainingJobRecord) -> Path:
+        """Where the job's debugger writes (the local mirror of its S3 debug output)."""
+        if job.debug_output_uri:
+            return self.local_path_for(job.debug_output_uri)
+        return job.job_dir / "output" / "tensors"
+
+    def rule_status_document(self, job: TrainingJobRecord) -> RuleStatusDocument | None:
+        """The job's rule-status document as its debugger last wrote it, or None (not written, or unreadable)."""
+        try:
+            return RuleStatusDocument.from_json((self.debug_output_dir(job) / RULE_STATUS_FILE).read_bytes())
+        except (OSError, ContractError):
+            return None
 
     def shutdown(self, timeout: float | None = None) -> None:
         """Refuse new jobs, stop every running one (SIGTERM, SIGKILL after the grace period), wait for them."""
@@ -480,7 +488,7 @@ class LocalTrainingPlatform:
         # The request's Environment first: the platform's own variables below win, as SageMaker's reserved
         # ones do. In particular the platform, not the job, carries the debug output to S3 here.
         env.update(job.request.get("Environment", {}))
-        user_hyperparameters = {k: v for k, v in hyperparameters.items() if not k.startswith("sagemaker_")}
+        user_hyperparameters = {k: v for k, v in hyperparameters.items() if not k.startswith(SAGEMAKER_RESERVED_PREFIX)}
         channels = [channel["ChannelName"] for channel in job.request.get("InputDataConfig", [])]
         checkpoint_uri = job.request.get("CheckpointConfig", {}).get("S3Uri")
         checkpoint_dir = self.local_path_for(checkpoint_uri) if checkpoint_uri else job.job_dir / "checkpoints"
@@ -490,6 +498,7 @@ class LocalTrainingPlatform:
                 "PYTHONUNBUFFERED": "1",
                 "PYTHONDONTWRITEBYTECODE": "1",
                 "SM_HPS": json.dumps(user_hyperparameters),
+                "SM_USER_ARGS": json.dumps(script_mode_arguments(job.request.get("HyperParameters", {}))),
                 "SM_MODEL_DIR": str(job.job_dir / "model"),
                 "SM_INPUT_DIR": str(job.job_dir / "input"),
                 "SM_INPUT_CONFIG_DIR": str(job.job_dir / "input" / "config"),
@@ -514,19 +523,16 @@ class LocalTrainingPlatform:
         )
         for channel in channels:
             env[f"SM_CHANNEL_{channel.upper()}"] = str(job.job_dir / "input" / "data" / channel)
+        for name, value in user_hyperparameters.items():  # as SageMaker's training toolkit sets them
+            env[f"SM_HP_{name.upper()}"] = value
         return env
 
     def _train(self, job: TrainingJobRecord) -> None:
         hyperparameters = job.hyperparameters
-        debug_dir = (
-            self.local_path_for(job.debug_output_uri) if job.debug_output_uri else job.job_dir / "output" / "tensors"
-        )
+        debug_dir = self.debug_output_dir(job)
         debug_dir.mkdir(parents=True, exist_ok=True)
         program = hyperparameters["sagemaker_program"]
-        arguments = []
-        for key, value in hyperparameters.items():
-            if not key.startswith("sagemaker_"):
-                arguments += [f"--{key}", value]
+        arguments = script_mode_arguments(job.request.get("HyperParameters", {}))
         env = self._environment(job, debug_dir)
         max_runtime = job.request.get("StoppingCondition", {}).get("MaxRuntimeInSeconds")
         with job.lock:
@@ -675,7 +681,7 @@ class LocalTrainingPlatform:
             "HyperParameters": dict(request.get("HyperParameters", {})),
             "AlgorithmSpecification": dict(request.get("AlgorithmSpecification", {"TrainingInputMode": "File"})),
             "RoleArn": request["RoleArn"],
-            "InputDataConfig": list(request.get("InputDataConfig", [])),
+            **({"InputDataConfig": list(request["InputDataConfig"])} if request.get("InputDataConfig") else {}),
             "OutputDataConfig": dict(request["OutputDataConfig"]),
             "ResourceConfig": dict(request.get("ResourceConfig", {})),
             "StoppingCondition": dict(request.get("StoppingCondition", {"MaxRuntimeInSeconds": 86400})),

@@ -2,35 +2,41 @@
 
 The same state machine file and Lambda handlers as the cloud stack run in
 moto's Step Functions interpreter; SageMaker's training API is answered by a
-local platform that runs the training entry point as subprocesses. Progress is
-shown live; everything lands in a run directory (see ``remediate.run_report``).
+local platform that runs the training job (the job launcher, then your entry
+point) as processes. Progress is shown live; everything lands in a run
+directory (see ``remediate.run_report``).
 
-Exit codes: 0 a job completed; 1 the loop ended without a completed job (budget
-spent, execution failed); 2 bad input (nothing was started); 130 interrupted
-(Ctrl-C: the execution and every training process were stopped).
+Exit codes: 0 a job met the objective (or completed, when none is declared); 1
+the loop ended without one (budget spent, no remedy left, execution failed); 2
+bad input (nothing was started); 130 interrupted (Ctrl-C: the execution and
+every training process were stopped).
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import signal
 import sys
+import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.live import Live
-from rich.table import Table
-from rich.text import Text
 
 from remediate.execution_history import latest_state_payload
+from remediate.local_display import attempts_table, notification_text, number, progress_view
+from remediate.run_inputs import add_script_options, apply_script_options, uses_builtin_example
 from remediate.run_spec import RunSpecError, check_execution_input, read_run_spec
+from remediate.staging import StagedUpload, StagingError, plan_staging
 
 EXIT_OK, EXIT_NOT_COMPLETED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 DEFAULT_RUNS_DIR = Path("runs")
+#: The built-in example's generated data: 20 steps of 128 per epoch, 512 held out.
+DEFAULT_TRAIN_SAMPLES, DEFAULT_TEST_SAMPLES = 2560, 512
 POLL_SECONDS = 0.5
 
 
@@ -50,27 +56,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="run the remediation loop locally with real training",
         description=(
             "Run the remediation loop locally: the real state machine and handlers in moto, training jobs as "
-            "local processes. Defaults: the reference scenario (ResNet-20 without batch norm, warmup LR 0.1) on "
-            "generated data, evidence policy, 1 s monitor interval."
+            "local processes. With no script named, the built-in example (ResNet-20 without batch norm, warmup "
+            "LR 0.1, the AWS blog post's reference scenario) on generated data, evidence remedies, 1 s monitor "
+            "interval."
         ),
     )
     run.add_argument(
         "--run-spec", type=Path, metavar="FILE", help="execution input JSON (the same keys the cloud accepts)"
     )
-    run.add_argument("--policy", choices=("evidence", "anchor"), help="planner policy (overrides the run_spec's)")
+    run.add_argument(
+        "--policy", choices=("evidence", "anchor", "declared"), help="remedy set (overrides the run_spec's)"
+    )
+    add_script_options(run)
     run.add_argument(
         "--run-dir", type=Path, metavar="DIR", help="where to write the run's files (default runs/<time>-<policy>)"
     )
     run.add_argument("--json", action="store_true", help="print summary.json on stdout (progress goes to stderr)")
     data = run.add_mutually_exclusive_group()
+    data.add_argument("--data", type=Path, metavar="DIR", help="channels to train on: each subdirectory of DIR is one")
     data.add_argument(
-        "--data", type=Path, metavar="DIR", help="channels to train on: DIR/train and DIR/test with x.npy, y.npy"
-    )
-    data.add_argument(
-        "--train-samples", type=int, metavar="N", default=2560, help="generated training samples (default 2560)"
+        "--train-samples", type=int, metavar="N", help="built-in example: generated training samples (default 2560)"
     )
     run.add_argument(
-        "--test-samples", type=int, metavar="N", default=512, help="generated held-out samples (default 512)"
+        "--test-samples", type=int, metavar="N", help="built-in example: generated held-out samples (default 512)"
     )
     run.add_argument(
         "--stop-grace-seconds",
@@ -89,102 +97,75 @@ class BadInput(Exception):
     """Bad command-line input; the message names the field or option and the fix."""
 
 
-def load_execution_input(arguments: argparse.Namespace) -> dict[str, Any]:
-    """The execution input from --run-spec and --policy, validated as the workflow validates it."""
-    from local_runtime.runtime import RuntimeOptions, check_data_dir, local_execution_input
+@dataclass
+class PreparedRun:
+    """A checked execution input whose local files are packed and ready to upload."""
 
+    execution_input: dict[str, Any]
+    uploads: list[StagedUpload]
+    generate_example_data: bool
+    scratch: tempfile.TemporaryDirectory
+
+
+def prepare_run(arguments: argparse.Namespace) -> PreparedRun:
+    """The execution input from --run-spec and the options, staged and validated as the workflow validates
+    it; BadInput before anything starts."""
+    from local_runtime.runtime import RuntimeOptions, local_execution_input
+
+    scratch = tempfile.TemporaryDirectory(prefix="remediate-local-")
     try:
-        overrides = read_run_spec(arguments.run_spec) if arguments.run_spec is not None else {}
-        execution_input = local_execution_input(RuntimeOptions(run_dir=Path(".")), overrides)
+        if arguments.run_spec is not None:
+            run_spec = read_run_spec(arguments.run_spec)
+            base_dir = Path(arguments.run_spec).resolve().parent
+        else:
+            run_spec, base_dir = {}, Path.cwd()
+        run_spec = apply_script_options(run_spec, arguments)
         if arguments.policy:
-            execution_input["policy"] = arguments.policy
-        check_execution_input(execution_input, f"--run-spec {arguments.run_spec}" if arguments.run_spec else "execution input")
-    except RunSpecError as error:
+            run_spec["policy"] = arguments.policy
+        example = uses_builtin_example(run_spec)
+        samples = {"--train-samples": arguments.train_samples, "--test-samples": arguments.test_samples}
+        for option, value in samples.items():
+            if value is not None and not example:
+                raise BadInput(f"{option}: generates data for the built-in example only; give your script's data "
+                               "with --data or --channel")
+            if value is not None and value < 1:
+                raise BadInput(f"{option}: must be >= 1 (got {value})")
+        if arguments.data is not None:
+            run_spec["channels"] = {**(run_spec.get("channels") or {}), **data_channels(arguments.data, example)}
+        execution_input = local_execution_input(RuntimeOptions(run_dir=Path(".")), run_spec)
+        staged, uploads = plan_staging(execution_input, Path(scratch.name), base_dir)
+        where = f"--run-spec {arguments.run_spec}" if arguments.run_spec else "execution input"
+        check_execution_input(staged, where)
+    except (RunSpecError, StagingError) as error:
+        scratch.cleanup()
         raise BadInput(str(error)) from None
-    if arguments.train_samples < 1:
-        raise BadInput(f"--train-samples: must be >= 1 (got {arguments.train_samples})")
-    if arguments.test_samples < 1:
-        raise BadInput(f"--test-samples: must be >= 1 (got {arguments.test_samples})")
-    if arguments.data is not None:
-        try:
-            check_data_dir(arguments.data)
-        except FileNotFoundError as error:
-            raise BadInput(str(error)) from None
-    return execution_input
+    except BaseException:
+        scratch.cleanup()
+        raise
+    generate = example and not staged.get("channels")
+    return PreparedRun(staged, uploads, generate, scratch)
+
+
+def data_channels(data_dir: Path, example: bool) -> dict[str, str]:
+    """--data DIR: each subdirectory is a channel (the built-in example needs train/ and test/)."""
+    if not data_dir.is_dir():
+        raise BadInput(f"--data {data_dir}: {'is a file' if data_dir.exists() else 'no such directory'}; give a "
+                       "directory whose subdirectories are the channels (train/, test/)")
+    channels = {path.name: str(path.resolve()) for path in sorted(data_dir.iterdir()) if path.is_dir()}
+    if example:
+        missing = [name for name in ("train", "test") if name not in channels]
+        if missing:
+            raise BadInput(
+                f"--data {data_dir}: {', '.join(missing)}/ is missing; the built-in example reads train/ and test/, "
+                "each with x.npy and y.npy (make them with: python -m model.data synthetic --out DIR, in examples/resnet)"
+            )
+    if not channels:
+        raise BadInput(f"--data {data_dir}: has no subdirectories; each subdirectory is a channel")
+    return channels
 
 
 def default_run_dir(policy: str) -> Path:
     return DEFAULT_RUNS_DIR / f"{dt.datetime.now():%Y%m%d-%H%M%S}-{policy}"
-
-
-# --------------------------------------------------------------------------- display
-
-
-def progress_view(runtime, history: list[dict[str, Any]], status: str, started: float) -> Text:
-    """One status line: elapsed, execution status, current state, attempt, job status, step, loss, gradient norm."""
-    from remediate.execution_history import current_state_name
-
-    names = runtime.platform.job_names()
-    line = Text()
-    line.append(f"{time.monotonic() - started:4.0f}s ", style="dim")
-    line.append(f"{status} ", style="bold")
-    line.append(f"state {current_state_name(history) or '-'}")
-    if names:
-        job = runtime.platform.job(names[-1])
-        progress = runtime.platform.read_progress(job)
-        line.append(f" | attempt {len(names)} {job.status}/{job.secondary_status}", style="cyan")
-        if progress["step"]:
-            step = progress["step"]
-            line.append(
-                f" | step {step['step']} loss {_number(step.get('loss'))} grad norm {_number(step.get('gradient_norm'))}"
-            )
-    return line
-
-
-def _number(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return "-" if value is None else str(value)
-
-
-def notification_text(notification: dict[str, Any]) -> Text:
-    text = Text()
-    text.append("notification ", style="bold magenta")
-    text.append(f"{notification.get('subject') or '(no subject)'}", style="bold")
-    message = notification.get("message") or ""
-    try:
-        parsed = json.loads(message)
-        if isinstance(parsed, dict):
-            message = parsed.get("summary") or parsed.get("message") or parsed.get("event") or message
-    except (json.JSONDecodeError, TypeError):
-        pass
-    first_line = str(message).strip().splitlines()[0] if str(message).strip() else ""
-    if first_line:
-        text.append(f": {first_line[:200]}")
-    return text
-
-
-def attempts_table(summary: dict[str, Any]) -> Table:
-    table = Table(title=f"attempts ({summary['policy']} policy)", header_style="bold")
-    for column in ("#", "warmup LR", "LR", "BN", "steps", "accuracy"):
-        table.add_column(column, no_wrap=True)
-    for column in ("outcome", "rule @ step", "decision"):
-        table.add_column(column, overflow="fold")  # narrow terminals wrap these; nothing is cut
-    for row in summary["attempts"]:
-        spec = row["run_spec"]
-        rule = f"{row['rule']} @ {row['issue_step']}" if row.get("rule") else "-"
-        table.add_row(
-            str(row["number"]),
-            _number(spec.get("warmup_learning_rate")),
-            _number(spec.get("learning_rate")),
-            "on" if spec.get("add_batch_norm") else "off",
-            str(row["training_steps"]),
-            _number(row.get("held_out_accuracy")),
-            row.get("outcome") or row["status"],
-            rule,
-            row.get("decision") or "-",
-        )
-    return table
 
 
 # --------------------------------------------------------------------------- the command
@@ -192,30 +173,53 @@ def attempts_table(summary: dict[str, Any]) -> Table:
 
 def run_command(arguments: argparse.Namespace) -> int:
     try:
-        execution_input = load_execution_input(arguments)
+        prepared = prepare_run(arguments)
     except BadInput as error:
         print(f"error: {error}", file=sys.stderr)  # plain: one unwrapped line a script can grep
         return EXIT_BAD_INPUT
     from remediate.run_report import SUMMARY_FILE
 
-    run_dir = arguments.run_dir or default_run_dir(execution_input.get("policy", "evidence"))
-    if (run_dir / SUMMARY_FILE).exists():
-        print(
-            f"error: --run-dir {run_dir}: already holds a run (summary.json); choose a new directory", file=sys.stderr
-        )
-        return EXIT_BAD_INPUT
-    console = Console(stderr=True) if arguments.json else Console()
-    return _run(arguments, execution_input, run_dir, console)
+    try:
+        policy = prepared.execution_input.get("policy") or ("evidence" if prepared.generate_example_data else "run")
+        run_dir = arguments.run_dir or default_run_dir(policy)
+        if (run_dir / SUMMARY_FILE).exists():
+            print(
+                f"error: --run-dir {run_dir}: already holds a run (summary.json); choose a new directory",
+                file=sys.stderr,
+            )
+            return EXIT_BAD_INPUT
+        console = Console(stderr=True) if arguments.json else Console()
+        return _run(arguments, prepared, run_dir, console)
+    finally:
+        prepared.scratch.cleanup()
 
 
 def _raise_interrupted(signal_number: int, _frame: Any) -> None:
     raise Interrupted(signal_number)
 
 
-def _run(arguments: argparse.Namespace, execution_input: dict[str, Any], run_dir: Path, console: Console) -> int:
+def _upload_inputs(runtime, prepared: PreparedRun, arguments: argparse.Namespace) -> None:
+    for item in prepared.uploads:
+        runtime.upload(item.local_path, item.key)
+    if prepared.generate_example_data:
+        from contracts import bucket_layout
+        from remediate.example_data import generate_synthetic_channels
+
+        channels = generate_synthetic_channels(
+            Path(prepared.scratch.name) / "example-data",
+            train_samples=arguments.train_samples or DEFAULT_TRAIN_SAMPLES,
+            test_samples=arguments.test_samples or DEFAULT_TEST_SAMPLES,
+        )
+        for name, directory in channels.items():
+            for path in sorted(directory.iterdir()):
+                runtime.upload(path, bucket_layout.CHANNEL_PREFIXES[name] + path.name)
+
+
+def _run(arguments: argparse.Namespace, prepared: PreparedRun, run_dir: Path, console: Console) -> int:
     from local_runtime.runtime import LocalRuntime, RuntimeOptions
     from remediate import run_report
 
+    execution_input = prepared.execution_input
     previous_handlers = {sig: signal.signal(sig, _raise_interrupted) for sig in (signal.SIGINT, signal.SIGTERM)}
     started = time.monotonic()
     interrupted: Interrupted | None = None
@@ -226,9 +230,6 @@ def _run(arguments: argparse.Namespace, execution_input: dict[str, Any], run_dir
     try:
         options = RuntimeOptions(
             run_dir=run_dir,
-            data_dir=arguments.data,
-            train_samples=arguments.train_samples,
-            test_samples=arguments.test_samples,
             region=execution_input["region"],
             bucket=execution_input["bucket"],
             stop_grace_seconds=arguments.stop_grace_seconds,
@@ -237,6 +238,7 @@ def _run(arguments: argparse.Namespace, execution_input: dict[str, Any], run_dir
         try:
             console.print(f"run directory: {run_dir}", highlight=False)
             runtime.__enter__()
+            _upload_inputs(runtime, prepared, arguments)
             runtime.start(execution_input)
             console.print(f"execution: {runtime.execution_arn}", highlight=False)
             with Live(console=console, refresh_per_second=4, transient=False) as live:
@@ -300,26 +302,39 @@ def _run(arguments: argparse.Namespace, execution_input: dict[str, Any], run_dir
         for sig, handler in previous_handlers.items():
             signal.signal(sig, handler)
 
+    return _report(console, summary, run_dir, interrupted, arguments)
+
+
+def _report(console: Console, summary: dict[str, Any], run_dir: Path, interrupted, arguments) -> int:
+    from remediate import run_report
+
     console.print()
     console.print(attempts_table(summary))
     for row in summary["attempts"]:
         console.print(f"  {row['number']}: {row['job_name']} ({row['status']})", highlight=False)
     status = summary["execution_status"]
+    objective = summary.get("objective")
     if interrupted is not None:
         console.print(
             f"[bold yellow]interrupted[/]: execution {status}; training processes left: {len(summary['training_processes_left'])}"
         )
-    elif summary["completed_job"]:
+    elif summary["successful_job"]:
+        reached = (
+            f"{objective['metric_name']} {number(summary['objective_value'])} (target "
+            f"{'>=' if objective['type'] == 'Maximize' else '<='} {number(objective['target_value'])})"
+            if objective
+            else "no objective declared"
+        )
         console.print(
-            f"[bold green]completed[/]: {summary['completed_job']} after {summary['launches_until_completed']} launch(es), "
-            f"held-out accuracy {_number(summary['held_out_accuracy'])}, {summary['wall_seconds']:.0f} s"
+            f"[bold green]succeeded[/]: {summary['successful_job']} after {summary['launches_until_success']} "
+            f"launch(es), {reached}, {summary['wall_seconds']:.0f} s"
         )
     else:
-        console.print(f"[bold red]no job completed[/]: execution {status}; {summary.get('end_reason') or ''}")
+        console.print(f"[bold red]no job succeeded[/]: execution {status}; {summary.get('end_reason') or ''}")
     console.print(f"run directory: {run_dir}", highlight=False)
     if arguments.json:
         sys.stdout.write((run_dir / run_report.SUMMARY_FILE).read_text(encoding="utf-8") + "\n")
         sys.stdout.flush()
     if interrupted is not None:
         return EXIT_INTERRUPTED if interrupted.signal_number == signal.SIGINT else 128 + interrupted.signal_number
-    return EXIT_OK if summary["completed_job"] else EXIT_NOT_COMPLETED
+    return EXIT_OK if summary["successful_job"] else EXIT_NOT_COMPLETED

@@ -1,38 +1,108 @@
-"""The training source archive SageMaker script mode runs: model/, debugger/ and a root train.py.
+"""The training source archive SageMaker script mode runs: a source directory with our debugger beside it.
+
+    sourcedir.tar.gz
+      remediation_launcher.py     the job launcher (sagemaker_program): sets the debugger up, runs the entry point
+      contracts/ debugger/ smdebug/   the in-job debugger and its smdebug-compatible surface
+      train.py, ...               the user's source directory, as it is
 
 Deterministic (sorted entries, fixed mtimes, no owner names), so the same tree
-always gives the same bytes and the same asset hash in the CDK stack.
+always gives the same bytes, the same digest and the same S3 key.
 """
 
 from __future__ import annotations
 
 import gzip
+import hashlib
 import io
+import re
 import tarfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from contracts.atomic_files import write_atomically
+from contracts.job import LAUNCHER_PROGRAM
+from contracts.run_spec import check_entry_point
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("contracts", "model", "debugger")
-ENTRY_POINT = "train.py"
-ENTRY_POINT_SOURCE = "from model.train import process_main\n\nprocess_main()\n"
+#: The built-in example's source directory: a training script like any other.
+BUILTIN_EXAMPLE_DIR = PROJECT_ROOT / "examples" / "resnet"
+#: What is packed beside every source directory.
+JOB_PACKAGES = ("contracts", "debugger")
+LAUNCHER_SOURCE = (
+    '"""SageMaker runs this first (sagemaker_program): see debugger/launcher.py."""\n'
+    "from pathlib import Path\n\n"
+    "from debugger.launcher import main\n\n"
+    "main(Path(__file__).resolve().parent)\n"
+)
+#: Never packed from a user's directory: caches, version control, virtual environments.
+SKIPPED_PARTS = frozenset({"__pycache__", ".git", ".hg", ".svn", ".venv", "venv", ".mypy_cache", ".pytest_cache", ".ipynb_checkpoints"})
+SKIPPED_SUFFIXES = (".pyc", ".pyo")
 #: 1980-01-01, the earliest time every archive format and zip tool accepts.
 FIXED_MTIME = 315532800
+_NAME = re.compile(r"[^a-z0-9-]+")
 
 
-def source_files(root: Path = PROJECT_ROOT) -> list[tuple[str, Path]]:
-    """(archive name, file) for every Python file of the packed packages, sorted."""
+class SourceDirError(ValueError):
+    """The source directory cannot be packed; the message names the path and the fix."""
+
+
+@dataclass(frozen=True)
+class SourceArchive:
+    path: Path
+    digest: str  # sha256 of the archive's bytes
+    label: str  # a short name from the source directory, for the S3 key
+
+
+def job_package_files(root: Path = PROJECT_ROOT) -> list[tuple[str, Path]]:
+    """(archive name, file) for every Python file of the packages packed beside the user's source."""
     files = []
-    for package in PACKAGES:
+    for package in JOB_PACKAGES:
         package_dir = root / package
         if not (package_dir / "__init__.py").is_file():
             raise FileNotFoundError(f"package {package!r} not found at {package_dir} (needs __init__.py)")
         for path in package_dir.rglob("*.py"):
-            if "__pycache__" in path.parts:
-                continue
-            files.append((path.relative_to(root).as_posix(), path))
+            if "__pycache__" not in path.parts:
+                files.append((path.relative_to(root).as_posix(), path))
     return sorted(files)
+
+
+def source_dir_files(source_dir: Path) -> list[tuple[str, Path]]:
+    """(archive name, file) of the user's source directory, sorted; caches and version control left out."""
+    files = []
+    for path in source_dir.rglob("*"):
+        relative = path.relative_to(source_dir)
+        if any(part in SKIPPED_PARTS for part in relative.parts) or path.suffix in SKIPPED_SUFFIXES:
+            continue
+        if path.is_file():
+            files.append((relative.as_posix(), path))
+    return sorted(files)
+
+
+def check_source_dir(source_dir: Path, entry_point: str, field: str = "source_dir") -> Path:
+    """The directory, resolved; SourceDirError naming what is wrong (missing, not a directory, no entry point,
+    a name that would shadow the packed debugger)."""
+    source_dir = Path(source_dir)
+    if not source_dir.exists():
+        raise SourceDirError(f"{field} {source_dir}: no such directory")
+    if not source_dir.is_dir():
+        raise SourceDirError(f"{field} {source_dir}: is a file; give the directory that holds the training script")
+    try:
+        check_entry_point(entry_point)
+    except ValueError as error:
+        raise SourceDirError(f"entry_point: {error}") from None
+    if not (source_dir / entry_point).is_file():
+        scripts = sorted(path.name for path in source_dir.glob("*.py"))[:10]
+        raise SourceDirError(
+            f"entry_point {entry_point}: not found in {field} {source_dir} (Python files there: "
+            f"{', '.join(scripts) or 'none'})"
+        )
+    clashes = [name for name in (*JOB_PACKAGES, LAUNCHER_PROGRAM) if (source_dir / name).exists()]
+    if clashes:
+        raise SourceDirError(
+            f"{field} {source_dir}: holds {', '.join(clashes)}, which the job packs itself (the in-job debugger); "
+            "rename yours"
+        )
+    return source_dir.resolve()
 
 
 def _add_bytes(archive: tarfile.TarFile, name: str, data: bytes) -> None:
@@ -45,11 +115,13 @@ def _add_bytes(archive: tarfile.TarFile, name: str, data: bytes) -> None:
     archive.addfile(info, io.BytesIO(data))
 
 
-def build_source_archive(destination: Path, root: Path = PROJECT_ROOT) -> Path:
-    """Write the tar.gz to ``destination`` (atomically) and return its path."""
+def build_source_archive(destination: Path, source_dir: Path = BUILTIN_EXAMPLE_DIR, entry_point: str = "train.py") -> SourceArchive:
+    """Write the tar.gz of ``source_dir`` plus the job packages to ``destination`` (atomically)."""
+    source_dir = check_source_dir(source_dir, entry_point)
     destination = Path(destination)
-    entries = [(ENTRY_POINT, ENTRY_POINT_SOURCE.encode())]
-    entries += [(name, path.read_bytes()) for name, path in source_files(root)]
+    entries = [(LAUNCHER_PROGRAM, LAUNCHER_SOURCE.encode())]
+    entries += [(name, path.read_bytes()) for name, path in job_package_files()]
+    entries += [(name, path.read_bytes()) for name, path in source_dir_files(source_dir)]
     entries.sort(key=lambda entry: entry[0])
 
     def write(raw) -> None:
@@ -60,4 +132,6 @@ def build_source_archive(destination: Path, root: Path = PROJECT_ROOT) -> Path:
                     _add_bytes(archive, name, data)
 
     write_atomically(destination, write)
-    return destination
+    digest = hashlib.sha256(destination.read_bytes()).hexdigest()
+    label = _NAME.sub("-", source_dir.name.lower()).strip("-")[:24] or "source"
+    return SourceArchive(path=destination, digest=digest, label=label)

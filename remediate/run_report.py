@@ -49,20 +49,23 @@ def _json_safe(value: Any) -> Any:
 
 
 def job_figures(platform: LocalTrainingPlatform, name: str) -> dict[str, Any]:
-    """What the job's log and record say: steps, last loss and gradient norm, held-out accuracy, seconds."""
+    """What the job's log, its debugger's status document and its record say: steps, last loss and gradient
+    norm, held-out accuracy (the built-in example's progress lines), seconds."""
     job = platform.job(name)
     platform.read_progress(job)
+    status = platform.rule_status_document(job)
     with job.lock:
         steps = list(job.steps)
         epochs = list(job.epochs)
+        last_step = steps[-1]["step"] if steps else (status.last_step if status and status.last_step >= 0 else None)
         figures = {
             "job_name": name,
             "status": job.status,
             "secondary_status": job.secondary_status,
             "failure_reason": job.failure_reason,
-            "training_steps": len(steps),
-            "last_step": steps[-1]["step"] if steps else None,
-            "last_loss": steps[-1].get("loss") if steps else None,
+            "training_steps": len(steps) if steps else (last_step + 1 if last_step is not None else 0),
+            "last_step": last_step,
+            "last_loss": steps[-1].get("loss") if steps else (status.evidence.last_finite_loss if status else None),
             "last_gradient_norm": steps[-1].get("gradient_norm") if steps else None,
             "held_out_accuracy": epochs[-1].get("test_accuracy") if epochs else None,
             "training_process_seconds": round(job.process_seconds, 3),
@@ -80,17 +83,13 @@ def attempts_summary(payload: dict[str, Any] | None, platform: LocalTrainingPlat
     rows = []
     for number, name in enumerate(platform.job_names(), start=1):
         attempt = recorded.get(name, {})
-        run_spec = attempt.get("run_spec", {})
         issue = attempt.get("issue") or {}
         decision = attempt.get("decision") or {}
         row = {
             "number": attempt.get("number", number),
-            "run_spec": {
-                key: run_spec.get(key)
-                for key in ("warmup_learning_rate", "learning_rate", "add_batch_norm", "num_epochs", "activation")
-                if key in run_spec
-            },
+            "hyperparameters": dict(attempt.get("hyperparameters", {})),
             "outcome": attempt.get("outcome"),
+            "objective_value": attempt.get("objective_value"),
             "rule": issue.get("rule"),
             "issue_step": issue.get("step"),
             "decision": decision.get("remedy"),
@@ -113,7 +112,8 @@ def build_summary(
     interrupted: bool,
 ) -> dict[str, Any]:
     attempts = attempts_summary(payload, platform)
-    completed = [row for row in attempts if row["status"] == "Completed"]
+    # Success is the workflow's verdict: completed with quiet rules and, when declared, the objective met.
+    succeeded = [row for row in attempts if row["outcome"] == "completed"]
     process_seconds = platform.seconds_with_a_process_running()
     state = (payload or {}).get("state", {})
     return {
@@ -121,12 +121,14 @@ def build_summary(
         "execution_arn": (description or {}).get("executionArn"),
         "execution_status": (description or {}).get("status"),
         "interrupted": interrupted,
-        "policy": execution_input.get("policy", "evidence"),
+        "policy": state.get("policy", execution_input.get("policy")),
+        "objective": state.get("objective"),
         "execution_input": execution_input,
         "launches": len(attempts),
-        "launches_until_completed": (attempts.index(completed[0]) + 1) if completed else None,
-        "completed_job": completed[0]["job_name"] if completed else None,
-        "held_out_accuracy": completed[0]["held_out_accuracy"] if completed else None,
+        "launches_until_success": (attempts.index(succeeded[0]) + 1) if succeeded else None,
+        "successful_job": succeeded[0]["job_name"] if succeeded else None,
+        "objective_value": succeeded[0]["objective_value"] if succeeded else None,
+        "held_out_accuracy": succeeded[0]["held_out_accuracy"] if succeeded else None,
         "total_training_steps": sum(row["training_steps"] for row in attempts),
         "wall_seconds": round(wall_seconds, 3),
         "training_process_seconds": round(process_seconds, 3),

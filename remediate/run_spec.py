@@ -28,7 +28,7 @@ def read_run_spec(path: Path) -> dict[str, Any]:
 
 def check_execution_input(execution_input: Mapping[str, Any], where: str = "--run-spec") -> None:
     """The check the workflow's first step applies, so bad input stops the command before anything starts."""
-    from lambdas.remediation.payload import InvalidExecutionInput, initial_state
+    from lambdas.remediation.execution_input import InvalidExecutionInput, initial_state
 
     try:
         initial_state(dict(execution_input))

@@ -1,12 +1,15 @@
 """The SageMaker CreateTrainingJob request for one attempt, and its deterministic job name.
 
-Script-mode PyTorch on the AWS Deep Learning Container: the job downloads
-``code/sourcedir.tar.gz`` and runs ``train.py`` with the run_spec's
-hyperparameters, our in-job debugger's configuration (two JSON hyperparameters,
-see ``model.hyperparameters``) and the train/test channels of the artifacts
-bucket. In legacy mode (accounts that still have SageMaker Debugger) the request
-also asks SageMaker for its built-in rules (DebugHookConfig +
-DebugRuleConfigurations).
+Script-mode PyTorch on the AWS Deep Learning Container: the job downloads the
+run_spec's ``source_dir`` archive (the user's script with our debugger packed
+beside it) and runs the job launcher (``contracts.job.LAUNCHER_PROGRAM``), which
+sets the debugger up and runs the user's ``entry_point`` with the user's own
+hyperparameters as ``--name value`` arguments. The launcher gets the entry
+point and the debugger's hook and rule configuration as reserved
+``remediation_*`` hyperparameters and takes them out of the script's arguments.
+The channels and metric regexes are the run_spec's. In legacy mode (accounts
+that still have SageMaker Debugger) the request also asks SageMaker for its
+built-in rules (DebugHookConfig + DebugRuleConfigurations).
 
 Standard library + the shared contracts only: imported by the train Lambda.
 """
@@ -20,9 +23,16 @@ import re
 from typing import Any
 
 from contracts import bucket_layout, debugger_config
-from contracts.progress_log import METRIC_DEFINITIONS
-from lambdas.remediation.payload import JOB_NAME_PATTERN, MAX_JOB_NAME_LENGTH, RunSpec, WorkflowState
-from model.hyperparameters import DEBUGGER_HOOK_CONFIG, DEBUGGER_RULE_CONFIGS, MAX_HYPERPARAMETER_VALUE_LENGTH
+from contracts.job import (
+    ENTRY_POINT_HYPERPARAMETER,
+    HOOK_CONFIG_HYPERPARAMETER,
+    LAUNCHER_PROGRAM,
+    RULE_CONFIGS_HYPERPARAMETER,
+    HyperparameterError,
+    encode_hyperparameters,
+)
+from contracts.run_spec import JOB_NAME_PATTERN, MAX_JOB_NAME_LENGTH
+from lambdas.remediation.payload import RunSpec, WorkflowState
 
 # --------------------------------------------------------------------------- the training image
 
@@ -30,6 +40,7 @@ from model.hyperparameters import DEBUGGER_HOOK_CONFIG, DEBUGGER_RULE_CONFIGS, M
 #: published tags: pytorch-training:2.8.0-cpu-py312-ubuntu22.04-sagemaker and
 #: pytorch-training:2.8.0-gpu-py312-cu129-ubuntu22.04-sagemaker.
 PYTORCH_VERSION = "2.8.0"
+SUPPORTED_FRAMEWORK_VERSIONS = (PYTORCH_VERSION,)
 PYTHON_TAG = "py312"
 CPU_IMAGE_SUFFIX = "cpu-py312-ubuntu22.04-sagemaker"
 GPU_IMAGE_SUFFIX = "gpu-py312-cu129-ubuntu22.04-sagemaker"
@@ -83,7 +94,6 @@ UNSUPPORTED_INSTANCE_FAMILIES = re.compile(r"^ml\.(trn|inf)\d")
 
 # --------------------------------------------------------------------------- job settings
 
-ENTRY_POINT = "train.py"
 CONTAINER_LOG_LEVEL = 20  # logging.INFO
 CHECKPOINT_LOCAL_PATH = "/opt/ml/checkpoints"
 VOLUME_SIZE_GB = 30
@@ -133,15 +143,20 @@ def training_job_name(execution_name: str, base_job_name: str, attempt_number: i
     return name
 
 
-def training_image_uri(region: str, instance_type: str) -> str:
+def training_image_uri(region: str, instance_type: str, framework_version: str = PYTORCH_VERSION) -> str:
     """The PyTorch training DLC for the region, CPU or GPU by instance family."""
+    if framework_version not in SUPPORTED_FRAMEWORK_VERSIONS:
+        raise JobRequestError(
+            f"run_spec.framework_version: {framework_version!r} is not a supported PyTorch training image; "
+            f"use one of {', '.join(SUPPORTED_FRAMEWORK_VERSIONS)}"
+        )
     if UNSUPPORTED_INSTANCE_FAMILIES.match(instance_type):
         raise JobRequestError(
             f"run_spec.instance_type: {instance_type!r} needs a Neuron image; use a CPU (ml.m5, ml.c5) or GPU (ml.g5, ml.p3) type"
         )
     suffix = GPU_IMAGE_SUFFIX if GPU_INSTANCE_FAMILIES.match(instance_type) else CPU_IMAGE_SUFFIX
     registry = _ecr_registry(DLC_ACCOUNT_BY_REGION.get(region, DLC_ACCOUNT), region)
-    return f"{registry}/pytorch-training:{PYTORCH_VERSION}-{suffix}"
+    return f"{registry}/pytorch-training:{framework_version}-{suffix}"
 
 
 def rule_evaluator_image_uri(region: str) -> str:
@@ -239,32 +254,24 @@ def legacy_debug_rule_configurations(run_spec: RunSpec, job_name: str) -> list[d
 
 
 def script_mode_hyperparameters(run_spec: RunSpec, job_name: str) -> dict[str, str]:
-    """Every value JSON-encoded, as the SageMaker Python SDK sends framework hyperparameters."""
-    hyperparameters = run_spec.training_hyperparameters(
-        **{
-            DEBUGGER_HOOK_CONFIG: json.dumps(hook_config(run_spec, job_name), separators=(",", ":")),
-            DEBUGGER_RULE_CONFIGS: json.dumps(
-                rule_configs(job_name, run_spec.debugger_save_interval), separators=(",", ":")
-            ),
-        }
-    )
-    values: dict[str, Any] = dict(hyperparameters.to_sagemaker())
-    values.update(
-        {
-            "sagemaker_program": ENTRY_POINT,
-            "sagemaker_submit_directory": bucket_layout.source_archive_uri(run_spec.bucket),
-            "sagemaker_region": run_spec.region,
-            "sagemaker_container_log_level": CONTAINER_LOG_LEVEL,
-        }
-    )
-    encoded = {name: json.dumps(value) for name, value in values.items()}
-    for name, text in encoded.items():
-        if len(text) > MAX_HYPERPARAMETER_VALUE_LENGTH:
-            raise JobRequestError(
-                f"hyperparameter {name!r} is {len(text)} characters once encoded; SageMaker allows "
-                f"{MAX_HYPERPARAMETER_VALUE_LENGTH}"
-            )
-    return encoded
+    """The user's hyperparameters, the launcher's reserved ones and SageMaker's script-mode ones, every value
+    JSON-encoded as the SageMaker Python SDK sends framework hyperparameters."""
+    values = {
+        **run_spec.hyperparameters,
+        ENTRY_POINT_HYPERPARAMETER: run_spec.entry_point,
+        HOOK_CONFIG_HYPERPARAMETER: json.dumps(hook_config(run_spec, job_name), separators=(",", ":")),
+        RULE_CONFIGS_HYPERPARAMETER: json.dumps(
+            rule_configs(job_name, run_spec.debugger_save_interval), separators=(",", ":")
+        ),
+        "sagemaker_program": LAUNCHER_PROGRAM,
+        "sagemaker_submit_directory": run_spec.source_dir,
+        "sagemaker_region": run_spec.region,
+        "sagemaker_container_log_level": CONTAINER_LOG_LEVEL,
+    }
+    try:
+        return encode_hyperparameters(values)
+    except HyperparameterError as error:
+        raise JobRequestError(f"run_spec.hyperparameters.{error.field}: {error.problem}") from None
 
 
 def build_create_training_job_request(
@@ -294,16 +301,12 @@ def build_create_training_job_request(
         "TrainingJobName": job_name,
         "RoleArn": run_spec.sm_role,
         "AlgorithmSpecification": {
-            "TrainingImage": training_image_uri(run_spec.region, run_spec.instance_type),
+            "TrainingImage": training_image_uri(run_spec.region, run_spec.instance_type, run_spec.framework_version),
             "TrainingInputMode": "File",
-            "MetricDefinitions": [dict(definition) for definition in METRIC_DEFINITIONS],
+            "MetricDefinitions": [dict(definition) for definition in run_spec.metric_definitions],
             "EnableSageMakerMetricsTimeSeries": True,
         },
         "HyperParameters": script_mode_hyperparameters(run_spec, job_name),
-        "InputDataConfig": [
-            _channel("train", bucket_layout.train_channel_uri(bucket)),
-            _channel("test", bucket_layout.test_channel_uri(bucket)),
-        ],
         "OutputDataConfig": {"S3OutputPath": bucket_layout.job_output_uri(bucket)},
         "ResourceConfig": {
             "InstanceType": run_spec.instance_type,
@@ -319,6 +322,8 @@ def build_create_training_job_request(
         "Environment": {"DEBUG_OUTPUT_S3_SYNC": "on"},
         "Tags": [{"Key": key, "Value": value} for key, value in all_tags.items()],
     }
+    if run_spec.channels:  # a script that makes its own data has none (SageMaker wants at least one if given)
+        request["InputDataConfig"] = [_channel(name, uri) for name, uri in run_spec.channels.items()]
     if run_spec.legacy_sagemaker_debugger:
         request["DebugHookConfig"] = legacy_debug_hook_config(run_spec)
         request["DebugRuleConfigurations"] = legacy_debug_rule_configurations(run_spec, job_name)

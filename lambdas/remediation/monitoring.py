@@ -11,6 +11,7 @@ records it on the state's latest attempt. No AWS calls in ``decide`` or
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -19,6 +20,7 @@ from botocore.exceptions import ClientError
 import contracts
 from contracts import bucket_layout, rule_status
 from contracts.job import STOP_TRAINING_FAILURE
+from contracts.remedies import show
 from lambdas.remediation.payload import (
     MAX_METRICS,
     MAX_RULE_STATUSES,
@@ -47,6 +49,8 @@ class MonitorDecision:
     reason: str
     stop_job: bool = False
     issues: tuple[rule_status.RuleStatus, ...] = ()
+    #: The objective's metric as the job reported it, when there is an objective and a value.
+    objective_value: float | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,13 +103,19 @@ def read_rule_status_document(s3_client: Any, bucket: str, job_name: str) -> rul
 
 
 def decide(
-    describe_response: Mapping[str, Any], rule_statuses: Sequence[rule_status.RuleStatus], state: WorkflowState
+    describe_response: Mapping[str, Any],
+    rule_statuses: Sequence[rule_status.RuleStatus],
+    state: WorkflowState,
+    saved_metrics: Mapping[str, float] | None = None,
 ) -> MonitorDecision:
-    """The next step for the state's latest job, from its description and every rule's status.
+    """The next step for the state's latest job, from its description, every rule's status and (for the
+    objective) the scalars the script saved.
 
     IssuesFound from any rule wins over the job status (a job that completed with
-    a rule's issue is still planned); a rule in Error is reported, not acted on.
+    a rule's issue is still planned); a rule in Error is reported, not acted on. A
+    job that completes is a success only if it meets the declared objective.
     """
+    objective_value = objective_metric_value(state, describe_response, saved_metrics)
     job = describe_response.get("TrainingJobName", state.history.latest_job_name)
     status = describe_response.get("TrainingJobStatus", "")
     secondary = describe_response.get("SecondaryStatus", "")
@@ -130,7 +140,7 @@ def decide(
             RuleEvaluationStatus=rule_status.ISSUES_FOUND,
             StatusDetails=clip(failure, 500),
             issue=rule_status.RuleIssue(
-                step=int(stop_training["step"]), tensor="", value=None, message=clip(failure, 500), phase=_phase(state)
+                step=int(stop_training["step"]), tensor="", value=None, message=clip(failure, 500), phase=None
             ),
         )
         return MonitorDecision(
@@ -159,11 +169,7 @@ def decide(
         return MonitorDecision(next_step="wait", outcome="running", reason=reason)
 
     if status == "Completed":
-        return MonitorDecision(
-            next_step="completed",
-            outcome="completed",
-            reason=f"Job {job} completed and no rule found an issue; final run_spec: {state.run_spec.summary()}.",
-        )
+        return _judge_completed(job, state, objective_value)
     if status == "Stopped":
         return MonitorDecision(
             next_step="plan", outcome="stopped", reason=f"Job {job} was stopped outside the workflow."
@@ -193,14 +199,66 @@ def decide(
     raise ValueError(f"TrainingJobStatus: unknown status {status!r} for job {job}")
 
 
+def _judge_completed(job: str, state: WorkflowState, value: float | None) -> MonitorDecision:
+    """A completed job with quiet rules is a success only if it meets the declared objective."""
+    objective = state.declared_objective()
+    if objective is None:
+        return MonitorDecision(
+            next_step="completed",
+            outcome="completed",
+            reason=f"Job {job} completed and no rule found an issue; no objective was declared. Final "
+            f"hyperparameters: {state.run_spec.summary()}.",
+            objective_value=value,
+        )
+    if value is None:
+        return MonitorDecision(
+            next_step="plan",
+            outcome="objective_unmeasured",
+            reason=f"Job {job} completed but never reported {objective.metric_name}, so {objective.describe()} "
+            "cannot be judged.",
+        )
+    if objective.met(value):
+        return MonitorDecision(
+            next_step="completed",
+            outcome="completed",
+            reason=f"Job {job} completed, no rule found an issue and {objective.metric_name} = {show(value)} meets "
+            f"{objective.describe()}. Final hyperparameters: {state.run_spec.summary()}.",
+            objective_value=value,
+        )
+    return MonitorDecision(
+        next_step="plan",
+        outcome="objective_missed",
+        reason=f"Job {job} completed with quiet rules but {objective.metric_name} = {show(value)} misses "
+        f"{objective.describe()} by {show(objective.shortfall(value))}.",
+        objective_value=value,
+    )
+
+
+def objective_metric_value(
+    state: WorkflowState, describe_response: Mapping[str, Any], script_metrics: Mapping[str, float] | None
+) -> float | None:
+    """The objective's metric for the job: its last value from SageMaker's MetricDefinitions (FinalMetricDataList),
+    else the latest scalar of that name the script saved with the debugger."""
+    objective = state.declared_objective()
+    if objective is None:
+        return None
+    for item in describe_response.get("FinalMetricDataList", []):
+        if item.get("MetricName") == objective.metric_name and isinstance(item.get("Value"), (int, float)):
+            return float(item["Value"])
+    value = (script_metrics or {}).get(objective.metric_name)
+    return value if value is not None and math.isfinite(value) else None
+
+
+def metrics_saved_by_script(document: rule_status.RuleStatusDocument | None) -> dict[str, float]:
+    if document is None:
+        return {}
+    return {name: metric.value for name, metric in document.metrics.items() if metric.value is not None}
+
+
 def _describe_issue(rule: rule_status.RuleStatus) -> str:
     if rule.issue is not None:
         return f"{rule.RuleConfigurationName} at step {rule.issue.step}"
     return rule.RuleConfigurationName
-
-
-def _phase(state: WorkflowState) -> str:
-    return "warmup" if state.run_spec.warmup_epochs > 0 else "main"
 
 
 # --------------------------------------------------------------------------- recording
@@ -228,6 +286,7 @@ def apply_decision(
         "failure_reason": describe_response.get("FailureReason", "") or "",
         "rule_statuses": summaries,
         "metrics": _final_metrics(describe_response),
+        "objective_value": decision.objective_value,
     }
     first_issue = next((rule for rule in decision.issues if rule.issue is not None), None)
     if first_issue is not None:
@@ -245,7 +304,7 @@ def apply_decision(
         changes["evidence"] = AttemptEvidence.from_contract(reading.document.evidence)
     updated = state.with_last_attempt(**changes)
 
-    rule_status = _overall_rule_status(statuses)
+    overall = _overall_rule_status(statuses)
     history = updated.history.model_copy()
     next_action = "monitor"
     end_reason = updated.end_reason
@@ -260,7 +319,7 @@ def apply_decision(
     return updated.updated(
         history=history,
         job_status=changes["job_status"] or updated.job_status,
-        rule_status=rule_status,
+        rule_status=overall,
         next_action=next_action,
         end_reason=end_reason,
     )

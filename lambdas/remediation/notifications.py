@@ -21,8 +21,10 @@ import re
 from collections.abc import Mapping
 from typing import Any, Literal, get_args
 
-from lambdas.remediation.payload import Attempt, WorkflowState, clip
+from contracts.remedies import show
+from lambdas.remediation.payload import Attempt, WorkflowState
 from lambdas.remediation.policies import short_action
+from lambdas.remediation.validation_messages import clip
 
 EventType = Literal["job_launched", "issues_found", "completed", "gave_up", "workflow_error"]
 EVENT_TYPES = get_args(EventType)
@@ -72,23 +74,25 @@ def publish_request(topic_arn: str, notification: Notification) -> dict[str, Any
 
 def job_launched(state: WorkflowState) -> Notification:
     attempt = _require_attempt(state, "job_launched")
-    spec = attempt.run_spec
-    subject = f"{SUBJECT_PREFIX} Attempt {_attempt_of(state, attempt.number)} launched: {spec.summary()}"
+    subject = f"{SUBJECT_PREFIX} Attempt {_attempt_of(state, attempt.number)} launched: {attempt.summary()}"
     body = {
         **_common("job_launched", state),
-        "summary": f"Launched training job {attempt.job_name} (attempt {_attempt_of(state, attempt.number)}) with {spec.summary()}.",
+        "summary": f"Launched training job {attempt.job_name} (attempt {_attempt_of(state, attempt.number)}) with "
+        f"{attempt.summary(400)}.",
         "job_name": attempt.job_name,
-        "run_spec": spec.model_dump(mode="json"),
+        "run_spec": state.run_spec.model_dump(mode="json"),
     }
     return Notification(subject, body, "job_launched")
 
 
 def issues_found(state: WorkflowState) -> Notification:
-    """After plan decided to relaunch: what fired, where, and what changes."""
+    """After plan decided to relaunch: what fired (or which objective was missed), where, and what changes."""
     attempt = _require_attempt(state, "issues_found")
     rule, step = _rule_and_step(attempt)
     decision = attempt.decision
     where = f" at step {step}" if step is not None else ""
+    if attempt.outcome == "objective_missed":
+        rule, where = f"Objective missed ({_objective_text(state, attempt)})", ""
     if decision is not None and decision.next_action == "launch_new":
         action = f"{short_action(decision)}, relaunching (attempt {_attempt_of(state, attempt.number + 1)})"
     else:
@@ -103,6 +107,8 @@ def issues_found(state: WorkflowState) -> Notification:
         "issue": _dump(attempt.issue),
         "evidence": _dump(attempt.evidence),
         "decision": _dump(decision),
+        "objective": state.objective,
+        "objective_value": attempt.objective_value,
         "next_run_spec": state.run_spec.model_dump(mode="json"),
     }
     return Notification(subject, body, "issues_found")
@@ -112,13 +118,16 @@ def completed(state: WorkflowState) -> Notification:
     attempt = _require_attempt(state, "completed")
     count = state.attempt_count
     subject = (
-        f"{SUBJECT_PREFIX} Completed after {count} attempt{'s' if count != 1 else ''}: {attempt.run_spec.summary()}"
+        f"{SUBJECT_PREFIX} Completed after {count} attempt{'s' if count != 1 else ''}: "
+        f"{_objective_text(state, attempt)}, {_what_changed(state, attempt)}"
     )
     body = {
         **_common("completed", state),
         "summary": state.end_reason or f"Job {attempt.job_name} completed with no rule issues.",
         "job_name": attempt.job_name,
-        "final_run_spec": attempt.run_spec.model_dump(mode="json"),
+        "final_hyperparameters": dict(attempt.hyperparameters),
+        "objective": state.objective,
+        "objective_value": attempt.objective_value,
         "metrics": json.loads(attempt.model_dump_json(include={"metrics"}))["metrics"],
         "attempts": _attempt_lines(state),
     }
@@ -135,6 +144,8 @@ def gave_up(state: WorkflowState) -> Notification:
         "summary": state.end_reason or cause,
         "cause": cause,
         "job_name": attempt.job_name if attempt else None,
+        "objective": state.objective,
+        "objective_value": attempt.objective_value if attempt else None,
         "last_run_spec": state.run_spec.model_dump(mode="json"),
         "attempts": _attempt_lines(state),
     }
@@ -189,7 +200,7 @@ def bounded_json(body: Mapping[str, Any], limit: int) -> str:
     if len(text.encode("utf-8")) <= limit:
         return text
     shrunk: dict[str, Any] = dict(body)
-    for key in ("attempts", "evidence", "issue", "run_spec", "next_run_spec", "final_run_spec", "last_run_spec"):
+    for key in ("attempts", "evidence", "issue", "run_spec", "next_run_spec", "final_hyperparameters", "last_run_spec"):
         if key in shrunk:
             shrunk[key] = "(left out: message size limit)"
             text = json.dumps(shrunk, default=str, allow_nan=False)
@@ -236,6 +247,24 @@ def _rule_and_step(attempt: Attempt) -> tuple[str, int | None]:
     return "A rule", None
 
 
+def _what_changed(state: WorkflowState, attempt: Attempt) -> str:
+    """'with add_batch_norm=true' (what differs from the first attempt), or 'as first launched'."""
+    first = state.attempts[0].hyperparameters if state.attempts else {}
+    changed = {name: value for name, value in attempt.hyperparameters.items() if first.get(name) != value}
+    if not changed:
+        return "as first launched"
+    return "with " + ", ".join(f"{name}={show(value)}" for name, value in changed.items())
+
+
+def _objective_text(state: WorkflowState, attempt: Attempt) -> str:
+    """'test:accuracy 0.97 (>= 0.9)', or 'no objective declared'."""
+    objective = state.declared_objective()
+    if objective is None:
+        return "no objective declared"
+    value = "not reported" if attempt.objective_value is None else show(attempt.objective_value)
+    return f"{objective.metric_name} {value} ({objective.comparison} {show(objective.target_value)})"
+
+
 def _give_up_cause(attempt: Attempt | None) -> str:
     if attempt is None:
         return "no job was launched"
@@ -247,10 +276,14 @@ def _give_up_cause(attempt: Attempt | None) -> str:
         return f"{rule}{where}, no remedy left"
     return {
         "algorithm_error": "the training code failed",
-        "capacity_error": f"no {attempt.run_spec.instance_type} capacity",
+        "capacity_error": "no capacity",
         "stopped": "the job was stopped outside the workflow",
         "failed": "the job failed",
         "monitor_limit": "max_monitor_transitions reached",
+        "objective_missed": "objective missed, no remedy left"
+        if attempt.decision is None or attempt.decision.end_cause != "budget_spent"
+        else "objective missed, relaunch budget spent",
+        "objective_unmeasured": "the objective's metric was never reported",
         "running": "ended while the job was running",
         "completed": "ended",
     }[attempt.outcome]
@@ -267,7 +300,8 @@ def _attempt_lines(state: WorkflowState) -> list[dict[str, Any]]:
                 "outcome": attempt.outcome,
                 "rule": rule,
                 "step": step,
-                "run_spec": attempt.run_spec.summary(),
+                "hyperparameters": attempt.summary(),
+                "objective_value": attempt.objective_value,
                 "remedy": attempt.decision.remedy if attempt.decision else None,
             }
         )

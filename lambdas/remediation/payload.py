@@ -1,40 +1,37 @@
-"""The workflow's JSON state payload and the execution input, as pydantic v2 models.
+"""The workflow's JSON state payload, as pydantic v2 models.
 
 The payload keeps the AWS sample's shape (``{"state": {"history": ...,
 "next_action": ..., "job_status": ..., "rule_status": ..., "run_spec": ...}}``)
-and adds what the sample lacked: the policy, the budgets, the Wait interval the
-ASL reads with ``SecondsPath``, and a bounded list of attempts (the first one and
-the latest ones, with a count of those dropped) so the payload stays far below
-Step Functions' 256 KiB.
+and adds what the sample lacked: the policy and the declared remedies and
+objective, the budgets, the Wait interval the ASL reads with ``SecondsPath``,
+and a bounded list of attempts (the first one and the latest ones, with a count
+of those dropped) so the payload stays far below Step Functions' 256 KiB.
 
-Every model forbids unknown keys. Bad input raises :class:`InvalidExecutionInput`
-or :class:`InvalidState` (both ``ValueError``) whose message names each bad field
-and what is allowed, e.g. ``init_warmup_learning_rate: must be > 0 (got -1)``.
-The models also work through Powertools' parser
-(``aws_lambda_powertools.utilities.parser.parse(event=..., model=StatePayload)``),
-which raises pydantic's ``ValidationError`` instead.
+A run_spec is what one training job runs: the user's script (``entry_point``
+in ``source_dir``), its own ``hyperparameters``, the channels and metric
+regexes, and the job settings. The bounds and patterns come from
+``contracts.run_spec``; the execution input that becomes the first state is in
+``lambdas.remediation.execution_input``.
+
+Every model forbids unknown keys. Bad input raises ``InvalidState`` naming each
+bad field. The models also work through Powertools' parser
+(``aws_lambda_powertools.utilities.parser.parse(event=..., model=StatePayload)``).
 """
 
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
-from model.hyperparameters import SUPPORTED_ACTIVATIONS, HyperparameterError, TrainingHyperparameters
+from contracts import objective as objective_contract
+from contracts import remedies as remedies_contract
+from contracts import run_spec as bounds
+from contracts.rule_status import Evidence
+from lambdas.remediation.validation_messages import InvalidState, clip, describe_validation_error
 
 # --------------------------------------------------------------------------- limits
 
@@ -42,12 +39,6 @@ from model.hyperparameters import SUPPORTED_ACTIVATIONS, HyperparameterError, Tr
 STEP_FUNCTIONS_PAYLOAD_LIMIT = 256 * 1024
 #: Attempts kept in the payload: the first one plus the latest ``MAX_KEPT_ATTEMPTS - 1``.
 MAX_KEPT_ATTEMPTS = 10
-#: The relaunch budget may not exceed this (each relaunch is a paid training job).
-MAX_RETRAINING_LIMIT = 50
-#: SageMaker training job names are at most 63 characters; the train Lambda adds
-#: JOB_NAME_PREFIX and a unique suffix to base_job_name, so the base is kept short.
-MAX_BASE_JOB_NAME_LENGTH = 32
-MAX_JOB_NAME_LENGTH = 63
 #: Free-text fields are clipped so that their JSON text (ASCII-escaped, as Python's json
 #: writes it) takes at most this many bytes; the worst case payload stays far below the cap.
 MAX_REASON_BYTES = 1200
@@ -57,17 +48,18 @@ MAX_NAME_BYTES = 128
 MAX_STATUS_BYTES = 64
 MAX_RULE_STATUSES = 10
 MAX_METRICS = 12
-#: IAM: role path <= 512 characters, role name <= 64.
-MAX_ROLE_ARN_LENGTH = 640
-#: SageMaker's MaxRuntimeInSeconds upper bound (28 days).
-MAX_RUN_SECONDS_LIMIT = 28 * 24 * 3600
+#: A decision changes at most this many hyperparameters at once.
+MAX_CHANGES = 8
+DEFAULT_FRAMEWORK_VERSION = "2.8.0"
 
 NextAction = Literal["launch_new", "monitor", "end"]
-PolicyName = Literal["evidence", "anchor"]
+PolicyName = Literal["evidence", "anchor", "declared"]
 Outcome = Literal[
     "running",  # launched, not finished yet
     "issues_found",  # a debugger rule fired (the job was or is being stopped)
-    "completed",  # the job completed and no rule found an issue
+    "completed",  # the job completed, no rule found an issue, and the objective (if any) was met
+    "objective_missed",  # the job completed with quiet rules but its metric missed the objective
+    "objective_unmeasured",  # the job completed but never reported the objective's metric
     "algorithm_error",  # the training code failed (not because of a rule)
     "capacity_error",  # SageMaker had no capacity (after the monitor's own retries)
     "stopped",  # stopped by someone or something other than the workflow
@@ -79,6 +71,8 @@ EndCause = Literal[
     "budget_spent",
     "no_remedy_left",
     "completed",
+    "objective_missed",
+    "objective_unmeasured",
     "algorithm_error",
     "capacity_error",
     "stopped",
@@ -86,35 +80,8 @@ EndCause = Literal[
     "monitor_limit",
 ]
 
-if TYPE_CHECKING:  # the debugger package imports torch at runtime; the Lambdas only need the shape
-    from contracts.rule_status import Evidence
 
-_BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
-_IP_ADDRESS = re.compile(r"^\d{1,3}(\.\d{1,3}){3}$")
-JOB_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
-_ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[a-zA-Z0-9+=,.@_/-]+$")
-_REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d{1,2}$")
-_INSTANCE_TYPE = re.compile(r"^ml\.[a-z0-9-]+\.[a-z0-9-]+$")
-LOCAL_INSTANCE_TYPES = ("local", "local_gpu")
-
-
-class InvalidExecutionInput(ValueError):
-    """The execution input breaks the rules; ``problems`` maps each bad field to what is wrong."""
-
-    def __init__(self, problems: Mapping[str, str], what: str = "execution input"):
-        self.problems = dict(problems)
-        lines = "; ".join(f"{field}: {problem}" for field, problem in self.problems.items())
-        super().__init__(f"invalid {what}: {lines}")
-
-
-class InvalidState(InvalidExecutionInput):
-    """The state payload a handler received breaks the rules; the message names each bad field."""
-
-    def __init__(self, problems: Mapping[str, str]):
-        super().__init__(problems, what="state payload")
-
-
-# --------------------------------------------------------------------------- field validators
+# --------------------------------------------------------------------------- field types
 
 
 def _no_bool(value: Any) -> Any:
@@ -124,21 +91,12 @@ def _no_bool(value: Any) -> Any:
     return value
 
 
-def _finite_number(value: Any) -> Any:
-    _no_bool(value)
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ValueError(f"must be a finite number (got {value})")
-    return value
-
-
 def _zero_or_one_or_bool(value: Any) -> Any:
     """The AWS sample wrote add_batch_norm as 0/1; booleans are accepted too."""
     if isinstance(value, bool):
         return value
     if isinstance(value, (int, float)) and value in (0, 1):
         return bool(value)
-    if isinstance(value, str) and value.strip().lower() in ("true", "false", "0", "1"):
-        return value.strip().lower() in ("true", "1")
     raise ValueError(f"must be true/false or 1/0 (got {value!r})")
 
 
@@ -165,97 +123,40 @@ def Text(limit: int, min_length: int = 0) -> Any:  # noqa: N802 - a type factory
     ]
 
 
+def _within(limits: bounds.Bounds) -> Any:
+    return Field(ge=limits.low, le=limits.high)
+
+
 Number = Annotated[float, BeforeValidator(_no_bool)]
 Whole = Annotated[int, BeforeValidator(_no_bool)]
 Flag = Annotated[bool, BeforeValidator(_zero_or_one_or_bool)]
-LearningRate = Annotated[float, BeforeValidator(_finite_number), Field(gt=0, le=10)]
-
-
-def check_bucket_name(name: str) -> str:
-    """S3 general purpose bucket naming rules."""
-    if not 3 <= len(name) <= 63:
-        raise ValueError(f"an S3 bucket name has 3-63 characters (got {len(name)}: {name!r})")
-    if not _BUCKET_NAME.match(name):
-        raise ValueError(
-            "an S3 bucket name uses lowercase letters, digits, dots and hyphens, and starts and ends "
-            f"with a letter or digit (got {name!r})"
-        )
-    if ".." in name or ".-" in name or "-." in name:
-        raise ValueError(f"an S3 bucket name has no '..', '.-' or '-.' (got {name!r})")
-    if _IP_ADDRESS.match(name):
-        raise ValueError(f"an S3 bucket name may not look like an IP address (got {name!r})")
-    for prefix in ("xn--", "sthree-", "amzn-s3-demo-"):
-        if name.startswith(prefix):
-            raise ValueError(f"an S3 bucket name may not start with {prefix!r} (got {name!r})")
-    for suffix in ("-s3alias", "--ol-s3", "--x-s3", "--table-s3", ".mrap"):
-        if name.endswith(suffix):
-            raise ValueError(f"an S3 bucket name may not end with {suffix!r} (got {name!r})")
-    return name
-
-
-def check_role_arn(arn: str) -> str:
-    if not 20 <= len(arn) <= MAX_ROLE_ARN_LENGTH or not _ROLE_ARN.match(arn):
-        raise ValueError(
-            f"must be an IAM role ARN such as arn:aws:iam::123456789012:role/SageMakerExecutionRole (got {arn!r})"
-        )
-    return arn
-
-
-def check_region(region: str) -> str:
-    if not _REGION.match(region):
-        raise ValueError(f"must be an AWS region code such as us-east-1 or eu-west-3 (got {region!r})")
-    return region
-
-
-def check_instance_type(instance_type: str) -> str:
-    if instance_type in LOCAL_INSTANCE_TYPES or _INSTANCE_TYPE.match(instance_type):
-        return instance_type
-    raise ValueError(
-        f"must be a SageMaker instance type such as ml.m5.xlarge, or one of {', '.join(LOCAL_INSTANCE_TYPES)} "
-        f"(got {instance_type!r})"
-    )
-
-
-def check_job_name(name: str, limit: int = MAX_JOB_NAME_LENGTH) -> str:
-    if len(name) > limit or not JOB_NAME_PATTERN.match(name):
-        raise ValueError(
-            f"must be 1-{limit} letters, digits and hyphens, starting with a letter or digit and not "
-            f"ending with a hyphen (got {name!r})"
-        )
-    return name
-
-
-def _check_depth(depth: int) -> int:
-    if depth < 8 or (depth - 2) % 6 != 0:
-        raise ValueError(f"must be 6n+2 with n >= 1 (8, 14, 20, 32, 44, 56, 110) (got {depth})")
-    return depth
-
-
-def _check_activation(activation: str) -> str:
-    if activation not in SUPPORTED_ACTIVATIONS:
-        raise ValueError(f"must be one of {', '.join(SUPPORTED_ACTIVATIONS)} (got {activation!r})")
-    return activation
-
-
-BucketName = Annotated[str, AfterValidator(check_bucket_name)]
-RoleArn = Annotated[str, AfterValidator(check_role_arn)]
-Region = Annotated[str, AfterValidator(check_region)]
-InstanceType = Annotated[str, AfterValidator(check_instance_type)]
-JobName = Annotated[str, AfterValidator(check_job_name)]
-BaseJobName = Annotated[str, AfterValidator(lambda name: check_job_name(name, MAX_BASE_JOB_NAME_LENGTH))]
-Depth = Annotated[Whole, AfterValidator(_check_depth)]
-Activation = Annotated[str, AfterValidator(_check_activation)]
+BucketName = Annotated[str, AfterValidator(bounds.check_bucket_name)]
+RoleArn = Annotated[str, AfterValidator(bounds.check_role_arn)]
+Region = Annotated[str, AfterValidator(bounds.check_region)]
+InstanceType = Annotated[str, AfterValidator(bounds.check_instance_type)]
+JobName = Annotated[str, AfterValidator(bounds.check_job_name)]
+BaseJobName = Annotated[str, AfterValidator(lambda name: bounds.check_job_name(name, bounds.MAX_BASE_JOB_NAME_LENGTH))]
+EntryPoint = Annotated[str, AfterValidator(bounds.check_entry_point)]
+S3Uri = Annotated[str, AfterValidator(bounds.check_s3_uri)]
+FrameworkVersion = Annotated[str, Field(pattern=r"^\d+\.\d+(\.\d+)?$")]
+HyperparameterValue = bool | int | float | str
+#: The shared contract checks these first (one clear message per bad entry), then pydantic types them.
+Hyperparameters = Annotated[dict[str, HyperparameterValue], BeforeValidator(bounds.check_hyperparameters)]
+Channels = Annotated[dict[str, str], BeforeValidator(bounds.check_channels)]
+MetricDefinitions = Annotated[list[dict[str, str]], BeforeValidator(bounds.check_metric_definitions)]
 Count = Annotated[Whole, Field(ge=0)]
-#: Bounds shared by the execution input and the state it becomes (one statement of each rule).
-NumEpochs = Annotated[Whole, Field(ge=1, le=10_000)]
-WarmupEpochs = Annotated[Whole, Field(ge=0, le=10_000)]
-SaveInterval = Annotated[Whole, Field(ge=1, le=1_000_000)]
-BatchSize = Annotated[Whole, Field(ge=1, le=65_536)]
-Seed = Annotated[Whole, Field(ge=0, le=2**32 - 1)]
-MaxRunSeconds = Annotated[Whole, Field(ge=60, le=MAX_RUN_SECONDS_LIMIT)]
-RetrainingBudget = Annotated[Whole, Field(ge=0, le=MAX_RETRAINING_LIMIT)]
-MonitorTransitions = Annotated[Whole, Field(ge=1, le=100_000)]
-MonitorInterval = Annotated[Whole, Field(ge=0, le=86_400)]
+SaveInterval = Annotated[Whole, _within(bounds.SAVE_INTERVAL)]
+MaxRunSeconds = Annotated[Whole, _within(bounds.MAX_RUN_SECONDS)]
+RetrainingBudget = Annotated[Whole, _within(bounds.RETRAINING_BUDGET)]
+MonitorTransitions = Annotated[Whole, _within(bounds.MONITOR_TRANSITIONS)]
+MonitorInterval = Annotated[Whole, _within(bounds.MONITOR_INTERVAL_SECONDS)]
+
+
+def _objective_json(value: Any) -> dict[str, Any] | None:
+    return None if value is None else objective_contract.Objective.from_json(value).to_json()
+
+
+ObjectiveJson = Annotated[dict[str, Any] | None, BeforeValidator(_objective_json)]
 
 _STRICT = ConfigDict(extra="forbid", validate_assignment=True, ser_json_inf_nan="strings")
 
@@ -264,67 +165,50 @@ _STRICT = ConfigDict(extra="forbid", validate_assignment=True, ser_json_inf_nan=
 
 
 class RunSpec(BaseModel):
-    """What one training job runs: the sample's run_spec plus ours. One snapshot per attempt, every field
-    given (the defaults are the execution input's)."""
+    """What one training job runs. One snapshot per attempt, every field given."""
 
     model_config = _STRICT
 
-    warmup_learning_rate: LearningRate
-    learning_rate: LearningRate
-    add_batch_norm: Flag
+    entry_point: EntryPoint
+    source_dir: S3Uri
+    hyperparameters: Hyperparameters
+    framework_version: FrameworkVersion
+    channels: Channels
+    metric_definitions: MetricDefinitions
     bucket: BucketName
     base_job_name: BaseJobName
     instance_type: InstanceType
     region: Region
     sm_role: RoleArn
-    num_epochs: NumEpochs
-    warmup_epochs: WarmupEpochs
     debugger_save_interval: SaveInterval
-    depth: Depth
-    batch_size: BatchSize
-    seed: Seed
-    activation: Activation
     use_spot_instances: Flag
     legacy_sagemaker_debugger: Flag
     max_run_seconds: MaxRunSeconds
 
     @model_validator(mode="after")
     def _local_instances_cannot_use_spot(self) -> RunSpec:
-        if self.use_spot_instances and self.instance_type in LOCAL_INSTANCE_TYPES:
+        if self.use_spot_instances and self.instance_type in bounds.LOCAL_INSTANCE_TYPES:
             raise ValueError("use_spot_instances: must be false when instance_type is local (spot is a cloud option)")
         return self
 
-    def training_hyperparameters(self, **extra: Any) -> TrainingHyperparameters:
-        """The job's hyperparameters for this run_spec; ``extra`` adds e.g. the debugger configs."""
-        try:
-            return TrainingHyperparameters(
-                warmup_learning_rate=self.warmup_learning_rate,
-                learning_rate=self.learning_rate,
-                add_batch_norm=self.add_batch_norm,
-                num_epochs=self.num_epochs,
-                warmup_epochs=self.warmup_epochs,
-                batch_size=self.batch_size,
-                depth=self.depth,
-                activation=self.activation,
-                seed=self.seed,
-                **extra,
-            )
-        except HyperparameterError as error:
-            raise InvalidExecutionInput({f"run_spec.{error.field}": error.problem}, what="run_spec") from None
+    def summary(self, limit: int = 70) -> str:
+        """'lr=0.1, grad_clip=0, epochs=3' for notifications and reasons (cut at ``limit`` characters)."""
+        return summarize_hyperparameters(self.hyperparameters, limit)
 
-    def summary(self) -> str:
-        """'batch norm on, warmup LR 0.1, LR 0.1, elu' for notifications and reasons."""
-        return (
-            f"batch norm {'on' if self.add_batch_norm else 'off'}, warmup LR {self.warmup_learning_rate:.6g}, "
-            f"LR {self.learning_rate:.6g}, {self.activation}"
-        )
+    def with_hyperparameters(self, hyperparameters: Mapping[str, HyperparameterValue]) -> RunSpec:
+        return RunSpec.model_validate({**self.model_dump(), "hyperparameters": dict(hyperparameters)})
+
+
+def summarize_hyperparameters(hyperparameters: Mapping[str, HyperparameterValue], limit: int = 70) -> str:
+    text = ", ".join(f"{name}={remedies_contract.show(value)}" for name, value in hyperparameters.items())
+    return clip(text or "no hyperparameters", limit)
 
 
 # --------------------------------------------------------------------------- history and attempts
 
 
 class History(BaseModel):
-    """The sample's counters (names kept), plus capacity retries and activation switches."""
+    """The sample's counters (names kept), plus capacity retries and a count per changed hyperparameter."""
 
     model_config = _STRICT
 
@@ -334,13 +218,16 @@ class History(BaseModel):
     latest_job_name: str = ""
     num_learning_rate_adjustments: Count = 0
     num_monitor_transitions: Count = 0
-    num_activation_adjustments: Count = 0
     capacity_retries: Count = 0
+    num_hyperparameter_adjustments: Annotated[dict[str, Count], Field(max_length=bounds.MAX_CHANNELS * 5)] = Field(
+        default_factory=dict
+    )
 
-    @field_validator("latest_job_name")
-    @classmethod
-    def _job_name(cls, value: str) -> str:
-        return check_job_name(value) if value else value
+    @model_validator(mode="after")
+    def _job_name(self) -> History:
+        if self.latest_job_name:
+            bounds.check_job_name(self.latest_job_name)
+        return self
 
 
 class RuleStatusSummary(BaseModel):
@@ -389,10 +276,23 @@ class AttemptEvidence(BaseModel):
 
 
 class Change(BaseModel):
+    """A hyperparameter's value before and after a decision (long text values clipped: the attempt's
+    hyperparameters hold them whole)."""
+
     model_config = _STRICT
 
-    before: bool | float | Text(MAX_STATUS_BYTES) | None
-    after: bool | float | Text(MAX_STATUS_BYTES) | None
+    before: bool | int | float | Text(MAX_NAME_BYTES) | None
+    after: bool | int | float | Text(MAX_NAME_BYTES) | None
+
+
+_CHANGE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,255}$")
+
+
+def _change_names(value: dict[str, Change]) -> dict[str, Change]:
+    for name in value:
+        if not _CHANGE_NAME.match(name):
+            raise ValueError(f"changes: {name!r} is not a hyperparameter name")
+    return value
 
 
 class Decision(BaseModel):
@@ -404,27 +304,27 @@ class Decision(BaseModel):
     reason: Text(MAX_REASON_BYTES, min_length=1)
     next_action: Literal["launch_new", "end"]
     #: Why the workflow ends (None when relaunching): "budget_spent", "no_remedy_left", or the
-    #: attempt's outcome when it was not a rule issue ("completed", "algorithm_error", ...).
+    #: attempt's outcome when it was not remediable ("completed", "algorithm_error", ...).
     end_cause: EndCause | None = None
-    changes: Annotated[dict[str, Change], Field(max_length=8)] = Field(default_factory=dict)
-
-    @field_validator("changes")
-    @classmethod
-    def _run_spec_fields(cls, value: dict[str, Change]) -> dict[str, Change]:
-        for name in value:
-            if name not in RunSpec.model_fields:
-                raise ValueError(f"changes: {name!r} is not a run_spec field")
-        return value
+    #: Hyperparameter name -> before/after.
+    changes: Annotated[dict[str, Change], Field(max_length=MAX_CHANGES), AfterValidator(_change_names)] = Field(
+        default_factory=dict
+    )
 
 
 class Attempt(BaseModel):
     """One training job of the execution: what it ran, how it ended, what the planner made of it."""
 
+    def summary(self, limit: int = 70) -> str:
+        return summarize_hyperparameters(self.hyperparameters, limit)
+
     model_config = _STRICT
 
     number: Annotated[Whole, Field(ge=1)]
     job_name: JobName
-    run_spec: RunSpec
+    #: What this job ran with (the rest of the run_spec is the same for every attempt: the planner changes
+    #: hyperparameters only).
+    hyperparameters: Hyperparameters
     outcome: Outcome = "running"
     job_status: Text(MAX_STATUS_BYTES) = ""
     failure_reason: Text(MAX_FAILURE_REASON_BYTES) = ""
@@ -432,23 +332,30 @@ class Attempt(BaseModel):
     issue: Issue | None = None
     evidence: AttemptEvidence | None = None
     metrics: Annotated[dict[str, float], Field(max_length=MAX_METRICS)] = Field(default_factory=dict)
+    #: The objective's metric as this job reported it (None: no objective, or never reported).
+    objective_value: float | None = None
     decision: Decision | None = None
 
-    @field_validator("metrics")
-    @classmethod
-    def _metric_names(cls, value: dict[str, float]) -> dict[str, float]:
-        for name in value:
+    @model_validator(mode="after")
+    def _metric_names(self) -> Attempt:
+        for name in self.metrics:
             if not 1 <= len(name) <= 64 or not name.isprintable() or not name.isascii():
                 raise ValueError(f"metrics: names have 1-64 printable ASCII characters (got {name!r})")
-        return value
+        return self
 
 
 # --------------------------------------------------------------------------- workflow state
 
 
+def _remedies_json(value: Any) -> Any:
+    if not isinstance(value, Mapping):
+        raise ValueError("remedies: must be a JSON object of rule name or failure kind: [remedies]")
+    return value
+
+
 class WorkflowState(BaseModel):
-    """``$.state`` of the state machine: the sample's keys plus policy, budgets and attempts.
-    The run_spec, policy and budgets come from the execution input (:func:`initial_state`)."""
+    """``$.state`` of the state machine: the sample's keys plus the declarations, budgets and attempts.
+    Built from the execution input by ``lambdas.remediation.execution_input.initial_state``."""
 
     model_config = _STRICT
 
@@ -458,6 +365,10 @@ class WorkflowState(BaseModel):
     rule_status: Text(MAX_STATUS_BYTES) = "NotStarted"
     run_spec: RunSpec
     policy: PolicyName
+    #: The remedies the planner may apply (``contracts.remedies`` JSON), checked against the starting
+    #: hyperparameters when the execution starts.
+    remedies: Annotated[dict[str, list[dict[str, Any]]], BeforeValidator(_remedies_json)] = Field(default_factory=dict)
+    objective: ObjectiveJson = None
     max_num_retraining: RetrainingBudget
     max_monitor_transitions: MonitorTransitions
     monitor_interval_seconds: MonitorInterval
@@ -497,11 +408,20 @@ class WorkflowState(BaseModel):
     def retraining_budget_left(self) -> int:
         return max(0, self.max_num_retraining - self.history.num_retraining)
 
+    def declared_objective(self) -> objective_contract.Objective | None:
+        return objective_contract.Objective.from_json(self.objective) if self.objective is not None else None
+
+    def declared_remedies(self) -> remedies_contract.Remedies:
+        """The remedies, parsed (they were checked against the starting hyperparameters at the start)."""
+        return remedies_contract.parse_remedies(self.remedies, self.run_spec.hyperparameters, check_reachable=False)
+
     # ----- writing (each returns a new, validated state)
 
     def with_new_attempt(self, job_name: str) -> WorkflowState:
         """Record that ``job_name`` was launched with the current run_spec; the job is now monitored."""
-        attempt = Attempt(number=self.attempt_count + 1, job_name=job_name, run_spec=self.run_spec.model_copy())
+        attempt = Attempt(
+            number=self.attempt_count + 1, job_name=job_name, hyperparameters=dict(self.run_spec.hyperparameters)
+        )
         attempts, dropped = bound_attempts([*self.attempts, attempt], self.attempts_dropped)
         history = self.history.model_copy(update={"latest_job_name": job_name})
         return self.updated(
@@ -554,10 +474,6 @@ def payload_size(state: WorkflowState) -> int:
     return len(json.dumps(state.to_payload()).encode("utf-8"))
 
 
-def clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def _plain(value: Any) -> Any:
     if isinstance(value, BaseModel):
         return value.model_dump()
@@ -568,75 +484,6 @@ def _plain(value: Any) -> Any:
     return value
 
 
-# --------------------------------------------------------------------------- execution input
-
-
-class ExecutionInput(BaseModel):
-    """What ``StartExecution`` gets: the AWS sample's keys plus ours. Defaults = the reference scenario."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    init_warmup_learning_rate: LearningRate = 0.1
-    learning_rate: LearningRate = 0.1
-    add_batch_norm: Flag = False
-    bucket: BucketName
-    base_job_name: BaseJobName = "remediation-resnet"
-    instance_type: InstanceType = "ml.m5.xlarge"
-    region: Region
-    num_epochs: NumEpochs = 2
-    debugger_save_interval: SaveInterval = 10
-    max_num_retraining: RetrainingBudget = 6
-    max_monitor_transitions: MonitorTransitions = 720
-    sm_role: RoleArn
-    policy: PolicyName = "evidence"
-    depth: Depth = 20
-    batch_size: BatchSize = 128
-    seed: Seed = 0
-    activation: Activation = "elu"
-    warmup_epochs: WarmupEpochs = 1
-    use_spot_instances: Flag = False
-    legacy_sagemaker_debugger: Flag = False
-    monitor_interval_seconds: MonitorInterval = 60
-    max_run_seconds: MaxRunSeconds = 3600
-
-    #: The keys that set the workflow (WorkflowState), not one job (RunSpec).
-    WORKFLOW_KEYS: ClassVar[frozenset[str]] = frozenset(
-        {"policy", "max_num_retraining", "max_monitor_transitions", "monitor_interval_seconds"}
-    )
-
-    def run_spec(self) -> RunSpec:
-        fields = self.model_dump(exclude={"init_warmup_learning_rate", *self.WORKFLOW_KEYS})
-        return RunSpec(warmup_learning_rate=self.init_warmup_learning_rate, **fields)
-
-
-#: Execution input keys with no default (they depend on the account), with what to give.
-REQUIRED_KEY_HINTS = {
-    "bucket": "the artifacts bucket's name, e.g. my-remediation-artifacts",
-    "region": "the AWS region of the bucket and the jobs, e.g. us-east-1",
-    "sm_role": "the SageMaker execution role ARN, e.g. arn:aws:iam::123456789012:role/SageMakerExecutionRole",
-}
-
-
-def default_execution_input() -> dict[str, Any]:
-    """Every execution input key that has a default, with it (the reference scenario)."""
-    return {
-        name: field.get_default(call_default_factory=True)
-        for name, field in ExecutionInput.model_fields.items()
-        if not field.is_required()
-    }
-
-
-def initial_state(execution_input: Mapping[str, Any]) -> WorkflowState:
-    """The state before the first launch. Raises InvalidExecutionInput naming each bad field and the fix."""
-    if not isinstance(execution_input, Mapping):
-        raise InvalidExecutionInput({"(input)": f"must be a JSON object (got {type(execution_input).__name__})"})
-    try:
-        parsed = ExecutionInput.model_validate(dict(execution_input))
-        return WorkflowState(run_spec=parsed.run_spec(), **parsed.model_dump(include=ExecutionInput.WORKFLOW_KEYS))
-    except ValidationError as error:
-        raise InvalidExecutionInput(describe_validation_error(error, known=ExecutionInput.model_fields)) from None
-
-
 def parse_state(event: Mapping[str, Any]) -> WorkflowState:
     """``event["state"]`` as a WorkflowState, for the handlers. Raises InvalidState naming each bad field."""
     if not isinstance(event, Mapping):
@@ -645,73 +492,3 @@ def parse_state(event: Mapping[str, Any]) -> WorkflowState:
         return StatePayload.model_validate(dict(event)).state
     except ValidationError as error:
         raise InvalidState(describe_validation_error(error)) from None
-
-
-# --------------------------------------------------------------------------- error messages
-
-
-def describe_validation_error(error: ValidationError, known: Mapping[str, Any] | None = None) -> dict[str, str]:
-    """pydantic's errors as {field path: 'must be ... (got ...)'}, one entry per bad field."""
-    problems: dict[str, str] = {}
-    for item in error.errors():
-        path = ".".join(str(part) for part in item["loc"])
-        problem = _describe(item, known)
-        named = _NAMED_PROBLEM.match(problem) if item["type"] == "value_error" else None
-        if named:
-            path = f"{path}.{named['field']}" if path else named["field"]
-            problem = named["problem"]
-        path = path or "(input)"
-        problems[path] = f"{problems[path]}; {problem}" if path in problems else problem
-    return problems
-
-
-_NAMED_PROBLEM = re.compile(r"^(?P<field>[a-z_][a-z0-9_.]*): (?P<problem>.*)$", re.DOTALL)
-
-
-def _describe(item: Mapping[str, Any], known: Mapping[str, Any] | None) -> str:
-    kind = item["type"]
-    context = item.get("ctx") or {}
-    got = _shown(item.get("input"))
-    if kind == "missing":
-        hint = REQUIRED_KEY_HINTS.get(str(item["loc"][-1])) if item["loc"] else None
-        return f"is required ({hint})" if hint else "is required"
-    if kind == "extra_forbidden":
-        allowed = f"; allowed keys: {', '.join(known)}" if known else ""
-        return f"is not a known key{allowed}"
-    if kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
-        sign = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<", "less_than_equal": "<="}[kind]
-        bound = next(iter(context.values()))
-        return f"must be {sign} {bound} (got {got})"
-    if kind in ("int_parsing", "int_from_float", "int_type"):
-        return f"must be a whole number (got {got})"
-    if kind == "finite_number":
-        return f"must be a finite number (got {got})"
-    if kind in ("float_parsing", "float_type"):
-        return f"must be a number (got {got})"
-    if kind in ("bool_parsing", "bool_type"):
-        return f"must be true or false (got {got})"
-    if kind in ("string_type", "string_too_short", "string_too_long"):
-        if kind == "string_type":
-            return f"must be a string (got {got})"
-        limit = context.get("min_length", context.get("max_length"))
-        return f"must have {'at least' if kind == 'string_too_short' else 'at most'} {limit} characters"
-    if kind in ("too_long", "too_short"):
-        limit = context.get("max_length", context.get("min_length"))
-        return f"must have {'at most' if kind == 'too_long' else 'at least'} {limit} items"
-    if kind == "literal_error":
-        return f"must be one of {context.get('expected', '')} (got {got})"
-    if kind in ("model_type", "model_attributes_type", "dict_type"):
-        return f"must be a JSON object (got {got})"
-    if kind == "list_type":
-        return f"must be a JSON list (got {got})"
-    if kind == "value_error":
-        message = str(context.get("error", item["msg"]))
-        return message.removeprefix("Value error, ")
-    return f"{item['msg']} (got {got})"
-
-
-def _shown(value: Any) -> str:
-    if isinstance(value, (Mapping, list)):
-        text = json.dumps(value, default=str)
-        return clip(text, 80)
-    return clip(repr(value) if isinstance(value, str) else str(value), 80)

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from lambdas.remediation import job_request
-from lambdas.remediation.payload import initial_state
+from lambdas.remediation.execution_input import initial_state
 
 NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 INPUT = {"bucket": "artifacts-bucket", "region": "us-west-2", "sm_role": "arn:aws:iam::123456789012:role/SageMaker"}

@@ -11,7 +11,7 @@ from moto import mock_aws
 import contracts
 from contracts import bucket_layout, rule_status
 from lambdas.remediation import monitoring
-from lambdas.remediation.payload import initial_state
+from lambdas.remediation.execution_input import initial_state
 
 INPUT = {"bucket": "artifacts-bucket", "region": "us-east-1", "sm_role": "arn:aws:iam::123456789012:role/SageMaker"}
 JOB = "remediation-resnet-0123456789-001"

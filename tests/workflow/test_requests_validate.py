@@ -8,11 +8,11 @@ import botocore.session
 import pytest
 from botocore.exceptions import ParamValidationError
 from botocore.validate import validate_parameters
+from model.hyperparameters import parse_hyperparameters
 
 from contracts import bucket_layout, debugger_config
 from lambdas.remediation import job_request, notifications
-from lambdas.remediation.payload import initial_state
-from model.hyperparameters import parse_hyperparameters
+from lambdas.remediation.execution_input import initial_state
 
 INPUT = {
     "bucket": "remediation-artifacts",

@@ -7,6 +7,7 @@ from botocore.exceptions import ParamValidationError
 from botocore.validate import validate_parameters
 from moto import mock_aws
 
+from lambdas.remediation.execution_input import initial_state
 from lambdas.remediation.notifications import (
     MAX_MESSAGE_BYTES,
     MAX_SUBJECT_LENGTH,
@@ -19,7 +20,6 @@ from lambdas.remediation.notifications import (
     publish_request,
     workflow_error,
 )
-from lambdas.remediation.payload import initial_state
 from lambdas.remediation.policies import plan
 
 TOPIC_ARN = "arn:aws:sns:us-east-1:123456789012:remediation-notifications"
@@ -35,7 +35,14 @@ def journey(reference_state, record):
     """The states a reference execution goes through, with the notification each one gets."""
     launched = reference_state.with_new_attempt("remediation-resnet-1")
     relaunch = plan(record(reference_state))
-    done = plan(record(relaunch, outcome="completed", metrics={"test:accuracy": 1.0, "train:loss": float("nan")}))
+    done = plan(
+        record(
+            relaunch,
+            outcome="completed",
+            metrics={"test:accuracy": 1.0, "train:loss": float("nan")},
+            objective_value=1.0,
+        )
+    )
     budget = initial_state(
         {**reference_state.run_spec.model_dump(include={"bucket", "region", "sm_role"}), "max_num_retraining": 0}
     )
@@ -63,9 +70,11 @@ def test_subjects_are_readable_and_say_what_happened(journey):
     assert journey["issues_found"].subject == (
         "[remediation] ExplodingTensor at step 2: adding batch norm, relaunching (attempt 2/7)"
     )
-    assert journey["job_launched"].subject.startswith("[remediation] Attempt 1/7 launched: batch norm off")
+    assert journey["job_launched"].subject.startswith(
+        "[remediation] Attempt 1/7 launched: warmup_learning_rate=0.1, learning_rate=0.1, add_batch_norm="
+    )
     assert journey["completed"].subject == (
-        "[remediation] Completed after 2 attempts: batch norm on, warmup LR 0.1, LR 0.1, elu"
+        "[remediation] Completed after 2 attempts: test:accuracy 1 (>= 0.9), with add_batch_norm=true"
     )
     assert journey["gave_up"].subject == (
         "[remediation] Gave up after 1 attempt: ExplodingTensor at step 2, relaunch budget spent"
@@ -83,11 +92,13 @@ def test_bodies_carry_what_subscribers_need(journey):
     assert issue["rule"] == "ExplodingTensor" and issue["step"] == 2
     assert issue["decision"]["changes"] == {"add_batch_norm": {"before": False, "after": True}}
     assert issue["evidence"]["initial_gradient_norm"] == 512.3
-    assert issue["next_run_spec"]["add_batch_norm"] is True
+    assert issue["next_run_spec"]["hyperparameters"]["add_batch_norm"] is True
+    assert issue["objective"] == {"metric_name": "test:accuracy", "type": "Maximize", "target_value": 0.9}
     assert "512.3" in issue["summary"]
 
     done = json.loads(journey["completed"].message())
-    assert done["final_run_spec"]["add_batch_norm"] is True
+    assert done["final_hyperparameters"]["add_batch_norm"] is True
+    assert done["objective_value"] == 1.0
     assert done["metrics"] == {"test:accuracy": 1.0, "train:loss": "NaN"}
     assert [line["outcome"] for line in done["attempts"]] == ["issues_found", "completed"]
     assert [line["remedy"] for line in done["attempts"]] == ["AddBatchNorm", "none"]

@@ -1,7 +1,8 @@
 from typing import get_args
 
 from lambdas.plan_handler import END_ERRORS, end_error
-from lambdas.remediation.payload import EndCause, initial_state
+from lambdas.remediation.execution_input import initial_state
+from lambdas.remediation.payload import EndCause
 from lambdas.remediation.policies import plan
 
 

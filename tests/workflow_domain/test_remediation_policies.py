@@ -1,13 +1,7 @@
 import pytest
 
-from lambdas.remediation.payload import initial_state
-from lambdas.remediation.policies import (
-    ANCHOR_POLICY,
-    EVIDENCE_POLICY,
-    LEARNING_RATE_FLOOR,
-    PlanningError,
-    plan,
-)
+from lambdas.remediation.execution_input import initial_state
+from lambdas.remediation.policies import ANCHOR_REMEDIES, EVIDENCE_REMEDIES, LEARNING_RATE_FLOOR, PlanningError, plan
 
 
 def run_until_end(state, record, **issue):
@@ -20,7 +14,10 @@ def run_until_end(state, record, **issue):
 
 
 def ladder(run_specs):
-    return [(spec.warmup_learning_rate, spec.add_batch_norm, spec.learning_rate) for spec in run_specs]
+    return [
+        (spec.hyperparameters["warmup_learning_rate"], spec.hyperparameters["add_batch_norm"], spec.hyperparameters["learning_rate"])
+        for spec in run_specs
+    ]
 
 
 def test_anchor_reproduces_the_samples_ladder_step_by_step(account_input, record):
@@ -43,7 +40,7 @@ def test_anchor_reproduces_the_samples_ladder_step_by_step(account_input, record
     assert ladder(launched) == expected  # same float operations as the sample, so exactly equal
     assert len(launched) == 50  # 1 launch + 5 halvings + 1 batch norm + 43 learning-rate steps
     assert state.next_action == "end"
-    assert "no remedy left" in state.end_reason and "<= 0.001" in state.end_reason
+    assert "No remedy left" in state.end_reason and "would be <= 0.001" in state.end_reason
     assert state.last_attempt.decision.end_cause == "no_remedy_left"
     assert state.history.num_warmup_adjustments == 5
     assert state.history.num_batch_layer_adjustments == 1
@@ -62,13 +59,14 @@ def test_anchor_with_the_default_budget_reaches_batch_norm_at_the_seventh_launch
     assert state.last_attempt.decision.end_cause == "budget_spent"
     decisions = [attempt.decision for attempt in state.attempts]
     assert [decision.remedy for decision in decisions] == ["HalveWarmupLearningRate"] * 5 + ["AddBatchNorm", "none"]
-    assert "warmup_learning_rate / 5 = 0.02 >= 0.001" in decisions[0].reason
+    assert "Remedy 1 of 3 for * in the AWS sample's ladder, HalveWarmupLearningRate (multiply warmup_learning_rate by 0.5 (not below 0.0025))" in decisions[0].reason
+    assert "lowering warmup_learning_rate 0.1 -> 0.05" in decisions[0].reason
 
 
 def test_anchor_matches_the_sample_at_the_boundaries(account_input, record):
     # warmup / 5 == 1e-3 still halves (>=); learning_rate * 0.9 == 1e-3 does not scale (>).
     at_boundary = initial_state({**account_input, "policy": "anchor", "init_warmup_learning_rate": 0.005})
-    assert plan(record(at_boundary)).run_spec.warmup_learning_rate == pytest.approx(0.0025)
+    assert plan(record(at_boundary)).run_spec.hyperparameters["warmup_learning_rate"] == pytest.approx(0.0025)
     lr_boundary = initial_state(
         {
             **account_input,
@@ -94,13 +92,13 @@ def test_anchor_matches_the_sample_at_the_boundaries(account_input, record):
 def test_evidence_policy_adds_batch_norm_at_once_on_the_reference_evidence(reference_state, record):
     planned = plan(record(reference_state))
     assert planned.next_action == "launch_new"
-    assert planned.run_spec.add_batch_norm is True
-    assert planned.run_spec.warmup_learning_rate == 0.1  # already at the stable warmup
-    assert planned.run_spec.learning_rate == 0.1
+    assert planned.run_spec.hyperparameters["add_batch_norm"] is True
+    assert planned.run_spec.hyperparameters["warmup_learning_rate"] == 0.1  # already at the stable warmup
+    assert planned.run_spec.hyperparameters["learning_rate"] == 0.1
     decision = planned.last_attempt.decision
     assert decision.remedy == "AddBatchNorm"
     assert set(decision.changes) == {"add_batch_norm"}
-    for number in ("step 2", "512.3", "31.7", "> 50"):
+    for number in ("step 2", "512.3", "31.7", "above 50"):
         assert number in decision.reason
     assert planned.history.num_batch_layer_adjustments == 1
     assert planned.history.num_retraining == 1
@@ -118,14 +116,14 @@ def test_evidence_policy_over_the_measured_range(
         "first_issue_step": step,
     }
     planned = plan(record(reference_state, step=step, evidence=evidence))
-    assert planned.run_spec.add_batch_norm is True
+    assert planned.run_spec.hyperparameters["add_batch_norm"] is True
     assert f"{gradient_norm:.4g}" in planned.last_attempt.decision.reason
 
 
 def test_evidence_policy_caps_a_high_warmup_when_adding_batch_norm(account_input, record):
     state = initial_state({**account_input, "init_warmup_learning_rate": 0.8})
     planned = plan(record(state))
-    assert (planned.run_spec.add_batch_norm, planned.run_spec.warmup_learning_rate) == (True, 0.1)
+    assert (planned.run_spec.hyperparameters["add_batch_norm"], planned.run_spec.hyperparameters["warmup_learning_rate"]) == (True, 0.1)
     assert planned.history.num_batch_layer_adjustments == 1 and planned.history.num_warmup_adjustments == 1
 
 
@@ -134,8 +132,8 @@ def test_evidence_policy_reaches_the_fix_in_two_launches_where_the_anchor_needs_
 
     def launch_until_clean(state):
         while state.next_action == "launch_new":
-            spec = state.run_spec
-            stable = spec.add_batch_norm and spec.warmup_learning_rate <= 0.1
+            spec = state.run_spec.hyperparameters
+            stable = spec["add_batch_norm"] and spec["warmup_learning_rate"] <= 0.1
             state = plan(record(state, outcome="completed") if stable else record(state))
         return state
 
@@ -152,9 +150,9 @@ def test_evidence_policy_with_batch_norm_exploding_in_warmup_lowers_the_warmup(
     state = initial_state({**account_input, "add_batch_norm": True, "init_warmup_learning_rate": 0.4})
     evidence = {**reference_evidence, "initial_gradient_norm": 7.5, "initial_loss": 3.5, "first_issue_step": 9}
     planned = plan(record(state, step=9, evidence=evidence))
-    assert planned.run_spec.warmup_learning_rate == 0.1  # straight down to the stable warmup
+    assert planned.run_spec.hyperparameters["warmup_learning_rate"] == 0.1  # straight down to the stable warmup
     planned = plan(record(planned, step=9, evidence=evidence))
-    assert planned.run_spec.warmup_learning_rate == 0.05  # then halves
+    assert planned.run_spec.hyperparameters["warmup_learning_rate"] == 0.05  # then halves
     assert planned.last_attempt.decision.remedy == "LowerWarmupLearningRate"
     assert planned.history.num_warmup_adjustments == 2
 
@@ -165,23 +163,15 @@ def test_evidence_policy_exploding_in_the_main_phase_halves_the_learning_rate(
     state = initial_state({**account_input, "add_batch_norm": True})
     evidence = {**reference_evidence, "initial_gradient_norm": 7.5, "phase": "main", "first_issue_step": 23}
     planned = plan(record(state, step=23, phase="main", evidence=evidence))
-    assert planned.run_spec.learning_rate == 0.05
-    assert planned.run_spec.warmup_learning_rate == 0.1
-    assert "after warmup at learning_rate 0.1" in planned.last_attempt.decision.reason
-
-
-def test_phase_is_inferred_from_the_step_when_the_issue_does_not_say(account_input, record, reference_evidence):
-    state = initial_state({**account_input, "add_batch_norm": True})
-    evidence = {**reference_evidence, "phase": None, "initial_gradient_norm": 7.5, "steps_per_epoch": 20}
-    in_main = plan(record(state, step=25, phase=None, evidence=evidence))
-    assert in_main.last_attempt.decision.remedy == "ScaleLearningRate"
-    in_warmup = plan(record(state, step=5, phase=None, evidence=evidence))
-    assert in_warmup.last_attempt.decision.remedy == "LowerWarmupLearningRate"
+    assert planned.run_spec.hyperparameters["learning_rate"] == 0.05
+    assert planned.run_spec.hyperparameters["warmup_learning_rate"] == 0.1
+    assert "it happened in the main phase" in planned.last_attempt.decision.reason
+    assert "lowering learning_rate 0.1 -> 0.05" in planned.last_attempt.decision.reason
 
 
 def test_without_evidence_the_evidence_policy_still_adds_batch_norm_first(reference_state, record):
     planned = plan(record(reference_state, step=None, phase=None, evidence={}))
-    assert planned.run_spec.add_batch_norm is True
+    assert planned.run_spec.hyperparameters["add_batch_norm"] is True
     assert "no numeric evidence" in planned.last_attempt.decision.reason
 
 
@@ -192,40 +182,40 @@ def test_vanishing_gradient_remedies(account_input, record, reference_evidence):
     )
     assert no_bn.last_attempt.decision.remedy == "AddBatchNorm"
 
-    relu = initial_state({**account_input, "add_batch_norm": True, "activation": "relu"})
+    relu = initial_state({**account_input, "add_batch_norm": True, "hyperparameters": {"activation": "relu"}})
     switched = plan(record(relu, rule="VanishingGradient", phase="main", step=30, evidence=evidence))
-    assert switched.run_spec.activation == "leaky_relu"
-    assert switched.history.num_activation_adjustments == 1
+    assert switched.run_spec.hyperparameters["activation"] == "leaky_relu"
+    assert switched.history.num_hyperparameter_adjustments == {"activation": 1}
 
     elu = initial_state({**account_input, "add_batch_norm": True})
     raised = plan(record(elu, rule="VanishingGradient", phase="main", step=30, evidence=evidence))
-    assert raised.run_spec.learning_rate == 0.2
+    assert raised.run_spec.hyperparameters["learning_rate"] == 0.2
     raised = plan(record(raised, rule="VanishingGradient", phase="main", step=30, evidence=evidence))
-    assert raised.run_spec.learning_rate == 0.4
+    assert raised.run_spec.hyperparameters["learning_rate"] == 0.4
     capped = plan(record(raised, rule="VanishingGradient", phase="main", step=30, evidence=evidence))
-    assert capped.next_action == "end" and "no remedy left" in capped.end_reason
+    assert capped.next_action == "end" and "No remedy left" in capped.end_reason
 
     small_warmup = initial_state({**account_input, "add_batch_norm": True, "init_warmup_learning_rate": 0.01})
     warmup = plan(record(small_warmup, rule="VanishingGradient", phase="warmup", step=5, evidence=evidence))
-    assert warmup.run_spec.warmup_learning_rate == 0.02
+    assert warmup.run_spec.hyperparameters["warmup_learning_rate"] == 0.02
 
 
 def test_loss_not_decreasing_remedies(account_input, record, reference_evidence):
     bn = {**account_input, "add_batch_norm": True}
     rising = {**reference_evidence, "initial_loss": 2.3, "last_finite_loss": 2.9, "initial_gradient_norm": 7.5}
     lowered = plan(record(initial_state(bn), rule="LossNotDecreasing", step=12, evidence=rising))
-    assert lowered.run_spec.warmup_learning_rate == 0.05
-    assert "from 2.3 to 2.9" in lowered.last_attempt.decision.reason
+    assert lowered.run_spec.hyperparameters["warmup_learning_rate"] == 0.05
+    assert "the loss went from 2.3 to 2.9 (rising)" in lowered.last_attempt.decision.reason
 
     stuck = {**reference_evidence, "initial_loss": 2.3, "last_finite_loss": 2.25, "initial_gradient_norm": 7.5}
     small = initial_state({**bn, "init_warmup_learning_rate": 0.003125})
     raised = plan(record(small, rule="LossNotDecreasing", step=12, evidence=stuck))
-    assert raised.run_spec.warmup_learning_rate == 0.00625
+    assert raised.run_spec.hyperparameters["warmup_learning_rate"] == 0.00625
     assert raised.last_attempt.decision.remedy == "RaiseWarmupLearningRate"
 
     main = {**stuck, "phase": "main"}
     halved = plan(record(initial_state(bn), rule="LossNotDecreasing", phase="main", step=30, evidence=main))
-    assert halved.run_spec.learning_rate == 0.05
+    assert halved.run_spec.hyperparameters["learning_rate"] == 0.05
 
 
 def test_learning_rate_is_never_lowered_below_the_floor(account_input, record, reference_evidence):
@@ -233,18 +223,22 @@ def test_learning_rate_is_never_lowered_below_the_floor(account_input, record, r
     evidence = {**reference_evidence, "phase": "main", "initial_gradient_norm": 7.5}
     planned = plan(record(state, phase="main", step=30, evidence=evidence))
     assert planned.next_action == "end"
-    assert f"<= {LEARNING_RATE_FLOOR:g}" in planned.end_reason
+    assert f"would be below {LEARNING_RATE_FLOOR:g}" in planned.end_reason
 
 
 def test_other_rules_use_the_generic_ladder(reference_state, record):
     planned = plan(record(reference_state, rule="PoorWeightInitialization"))
-    assert planned.run_spec.add_batch_norm is True
+    assert planned.run_spec.hyperparameters["add_batch_norm"] is True
 
 
 @pytest.mark.parametrize(
     ("outcome", "fields", "expected"),
     [
-        ("completed", {"metrics": {"test:accuracy": 1.0}}, "completed with no rule issues after 1 attempt"),
+        (
+            "completed",
+            {"metrics": {"test:accuracy": 1.0}, "objective_value": 1.0},
+            "completed with no rule issues after 1 attempt and test:accuracy = 1 meets test:accuracy >= 0.9",
+        ),
         ("algorithm_error", {"failure_reason": "AlgorithmError: ImportError"}, "failed in the training code"),
         ("capacity_error", {"failure_reason": "CapacityError: no ml.m5.xlarge"}, "try another instance type"),
         ("stopped", {}, "stopped outside the workflow"),
@@ -278,8 +272,10 @@ def test_plan_refuses_states_it_cannot_plan_from(reference_state):
 
 
 def test_policies_cover_the_documented_rules():
-    assert {"ExplodingTensor", "VanishingGradient", "LossNotDecreasing", "*"} <= set(EVIDENCE_POLICY.prescriptions)
-    assert [item.remedy.name for item in ANCHOR_POLICY.ladder("ExplodingTensor")] == [
+    assert {"ExplodingTensor", "VanishingGradient", "LossNotDecreasing", "objective_missed", "*"} <= set(
+        EVIDENCE_REMEDIES
+    )
+    assert [remedy["name"] for remedy in ANCHOR_REMEDIES["*"]] == [
         "HalveWarmupLearningRate",
         "AddBatchNorm",
         "ScaleLearningRate",

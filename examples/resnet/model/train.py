@@ -1,7 +1,7 @@
-"""The training job's entry point, following SageMaker's container contract.
+"""The built-in example's training job, following SageMaker's container contract.
 
-Run as ``python -m model.train [--name value ...]`` (or through the source
-archive's root ``train.py``). Inputs and outputs:
+Run as ``python train.py [--name value ...]`` in ``examples/resnet`` (SageMaker's job
+launcher does that), or ``python -m model.train``. Inputs and outputs:
 
 * hyperparameters: ``--name value`` arguments (script mode) if any, else the
   JSON in env ``SM_HPS``, else ``${SM_INPUT_CONFIG_DIR:-/opt/ml/input/config}/hyperparameters.json``,
@@ -12,8 +12,10 @@ archive's root ``train.py``). Inputs and outputs:
 * ``${TRAINING_CHECKPOINT_DIR:-/opt/ml/checkpoints}``: one checkpoint per epoch;
   a restarted job (spot interruption) resumes after the newest one;
 * ``${TRAINING_FAILURE_FILE:-/opt/ml/output/failure}``: why the job failed;
-* debug output: env ``DEBUG_OUTPUT_DIR``, else the hook config's LocalPath,
-  else /opt/ml/output/tensors (rule-status.json at its root);
+* the debugger: the hook configuration file SageMaker Debugger's scripts read
+  (env ``SMDEBUG_CONFIG_FILE_PATH``; the job launcher writes it, with the rules
+  beside it); without one, ExplodingTensor with StopTraining. Output: env
+  ``DEBUG_OUTPUT_DIR``, else the config's LocalPath, else /opt/ml/output/tensors;
 * ``TRAINING_JOB_NAME``, ``TRAINING_NUM_THREADS`` (default: all cores).
 
 Exit codes: 0 success; 1 unexpected error; 2 bad input (hyperparameter,
@@ -45,35 +47,32 @@ from torch import nn
 
 from contracts import ContractError
 from contracts.atomic_files import write_atomically
-from contracts.debugger_config import validate_hook_config, validate_rule_configs
-from contracts.job import parse_script_mode_arguments
+from contracts.job import (
+    DEBUG_OUTPUT_DIR_ENV,
+    DEFAULT_DEBUG_OUTPUT_DIR,
+    DEFAULT_FAILURE_FILE,
+    DEFAULT_HOOK_CONFIG_FILE,
+    DEFAULT_INPUT_CONFIG_DIR,
+    EXIT_BAD_INPUT,
+    EXIT_ERROR,
+    EXIT_RULE_STOP,
+    EXIT_SUCCESS,
+    EXIT_TERMINATED,
+    FAILURE_FILE_ENV,
+    HOOK_CONFIG_FILE_ENV,
+    MAX_FAILURE_TEXT,
+    HyperparameterError,
+    parse_script_mode_arguments,
+)
 from contracts.progress_log import format_epoch_line, format_step_line
 from debugger import Hook, StopTrainingRequested
-from debugger.hook import DEFAULT_OUT_DIR
 from model.data import DataChannelError, load_channel
-from model.hyperparameters import (
-    DEBUGGER_HOOK_CONFIG,
-    DEBUGGER_RULE_CONFIGS,
-    HyperparameterError,
-    TrainingHyperparameters,
-    parse_hyperparameters,
-)
+from model.hyperparameters import TrainingHyperparameters, parse_hyperparameters
 from model.resnet import build_resnet
 
-EXIT_SUCCESS = 0
-EXIT_ERROR = 1
-EXIT_BAD_INPUT = 2
-EXIT_RULE_STOP = 3
-EXIT_TERMINATED = 143  # 128 + SIGTERM, what a shell reports for a job stopped by SIGTERM
-
-#: DescribeTrainingJob's FailureReason holds at most this many characters.
-MAX_FAILURE_TEXT = 1024
-
-DEFAULT_INPUT_CONFIG_DIR = "/opt/ml/input/config"
 DEFAULT_INPUT_DIR = "/opt/ml/input"
 DEFAULT_MODEL_DIR = "/opt/ml/model"
 DEFAULT_CHECKPOINT_DIR = "/opt/ml/checkpoints"
-DEFAULT_FAILURE_FILE = "/opt/ml/output/failure"
 DEFAULT_JOB_NAME = "training-job"
 
 MODEL_FILE = "model.pt"
@@ -138,27 +137,22 @@ def read_hyperparameters(argv: list[str], environ: Mapping[str, str]) -> Trainin
     return parse_hyperparameters(raw)
 
 
-@dataclass
-class DebuggerSetup:
-    hook_config: dict[str, Any] | None
-    rule_configs: list[dict[str, Any]]
-    out_dir: Path
-    using_default_rules: bool
-
-
-def read_debugger_setup(hyperparameters: TrainingHyperparameters, environ: Mapping[str, str]) -> DebuggerSetup:
-    """Validate the two debugger hyperparameters (ContractError names the field) and pick the output directory."""
-    hook_config = None
-    if hyperparameters.debugger_hook_config:
-        hook_config = validate_hook_config(json.loads(hyperparameters.debugger_hook_config))
-    if hyperparameters.debugger_rule_configs:
-        rule_configs = validate_rule_configs(json.loads(hyperparameters.debugger_rule_configs))
-        using_default_rules = False
-    else:
-        rule_configs = [dict(rule) for rule in DEFAULT_RULE_CONFIGS]
-        using_default_rules = True
-    out_dir = environ.get("DEBUG_OUTPUT_DIR") or (hook_config or {}).get("LocalPath") or DEFAULT_OUT_DIR
-    return DebuggerSetup(hook_config, rule_configs, Path(out_dir), using_default_rules)
+def create_hook(environ: Mapping[str, str]) -> tuple[Hook, str]:
+    """The debugger hook, as any script written for SageMaker Debugger gets it: from the JSON file the platform
+    writes (env SMDEBUG_CONFIG_FILE_PATH, else /opt/ml/input/config/debughookconfig.json) with the rules beside
+    it. Without that file: ExplodingTensor with a StopTraining action. Returns (hook, what it was made from)."""
+    config_path = environ.get(HOOK_CONFIG_FILE_ENV) or (
+        DEFAULT_HOOK_CONFIG_FILE if Path(DEFAULT_HOOK_CONFIG_FILE).is_file() else None
+    )
+    if config_path:
+        return Hook.create_from_json_file(config_path), f"hook configuration {config_path}"
+    hook = Hook.from_configs(
+        hook_config=None,
+        rule_configs=DEFAULT_RULE_CONFIGS,
+        out_dir=environ.get(DEBUG_OUTPUT_DIR_ENV) or DEFAULT_DEBUG_OUTPUT_DIR,
+        job_name=environ.get("TRAINING_JOB_NAME") or DEFAULT_JOB_NAME,
+    )
+    return hook, "no hook configuration file: the default rule ExplodingTensor with action StopTraining"
 
 
 def channel_directory(name: str, environ: Mapping[str, str]) -> Path:
@@ -196,7 +190,7 @@ def thread_count(environ: Mapping[str, str]) -> int:
 def write_failure(environ: Mapping[str, str], text: str) -> None:
     text = text[:MAX_FAILURE_TEXT]
     print(text, file=sys.stderr, flush=True)
-    path = Path(environ.get("TRAINING_FAILURE_FILE", DEFAULT_FAILURE_FILE))
+    path = Path(environ.get(FAILURE_FILE_ENV, DEFAULT_FAILURE_FILE))
     try:
         write_atomically(path, lambda handle: handle.write(text), mode="w")
     except OSError as error:
@@ -507,38 +501,26 @@ def run_job(argv: list[str], environ: Mapping[str, str]) -> int:
     try:
         try:
             hyperparameters = read_hyperparameters(argv, environ)
-            setup = read_debugger_setup(hyperparameters, environ)
+            hook, hook_source = create_hook(environ)
             torch.set_num_threads(thread_count(environ))
             channels = load_channels(environ)
-            job_name = environ.get("TRAINING_JOB_NAME") or DEFAULT_JOB_NAME
-            hook = Hook.from_configs(
-                hook_config=setup.hook_config,
-                rule_configs=setup.rule_configs,
-                out_dir=str(setup.out_dir),
-                job_name=job_name,
-            )
         except HyperparameterError as error:
+            _close_quietly(hook)
             write_failure(environ, f"InvalidHyperparameter: {error}")
             return EXIT_BAD_INPUT
         except ContractError as error:
+            _close_quietly(hook)
             write_failure(environ, f"InvalidDebuggerConfiguration: {error}")
             return EXIT_BAD_INPUT
         except BadInput as error:
+            _close_quietly(hook)
             write_failure(environ, f"{error.kind}: {error}")
             return EXIT_BAD_INPUT
 
-        shown = {
-            key: value
-            for key, value in hyperparameters.to_sagemaker().items()
-            if key not in (DEBUGGER_HOOK_CONFIG, DEBUGGER_RULE_CONFIGS)
-        }
-        log(f"job {job_name}: hyperparameters {json.dumps(shown, sort_keys=True)}; {torch.get_num_threads()} threads")
-        if setup.using_default_rules:
-            log(
-                f"debugger: no {DEBUGGER_RULE_CONFIGS} given; using the default rule ExplodingTensor with action StopTraining"
-            )
-        rule_names = ", ".join(rule["RuleConfigurationName"] for rule in setup.rule_configs) or "none"
-        log(f"debugger: rules {rule_names}; output {setup.out_dir}")
+        shown = json.dumps(hyperparameters.to_sagemaker(), sort_keys=True)
+        log(f"job {hook.job_name}: hyperparameters {shown}; {torch.get_num_threads()} threads")
+        rule_names = ", ".join(hook.rule_names) or "none"
+        log(f"debugger: {hook_source}; rules {rule_names}; output {hook.out_dir}")
         try:
             train(
                 hyperparameters,

@@ -1,13 +1,9 @@
-"""The training job's hyperparameters: one definition shared by the job and the workflow.
+"""The example's hyperparameters: what ``train.py`` accepts, with types, bounds and defaults.
 
-The train Lambda serialises a run_spec into these (SageMaker passes every
-hyperparameter as a string: in ``/opt/ml/input/config/hyperparameters.json``
-and, in script mode, as ``--name value`` arguments). The training entry point
-parses them back with :func:`parse_hyperparameters`, which rejects unknown
-names, ill-typed values and values out of range with a message naming the
-field and what is allowed.
-
-Standard library only: this module is imported by the Lambda bundle too.
+SageMaker passes every hyperparameter as a string (``--name value`` in script
+mode, or ``/opt/ml/input/config/hyperparameters.json``); :func:`parse_hyperparameters`
+reads them back and rejects unknown names, ill-typed values and values out of
+range with a message naming the field and what is allowed.
 """
 
 from __future__ import annotations
@@ -19,18 +15,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from contracts.job import (
-    MAX_HYPERPARAMETER_VALUE_LENGTH,
     SAGEMAKER_RESERVED_PREFIX,
     HyperparameterError,
 )
 
 SUPPORTED_ACTIVATIONS = ("elu", "relu", "leaky_relu", "selu", "gelu")
 
-#: Hyperparameters that carry the debugger's configuration as JSON text
-#: (same shapes as SageMaker's DebugHookConfig and DebugRuleConfigurations,
-#: see ``contracts.rule_status``).
-DEBUGGER_HOOK_CONFIG = "debugger_hook_config"
-DEBUGGER_RULE_CONFIGS = "debugger_rule_configs"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,8 +40,6 @@ class TrainingHyperparameters:
     lr_decay_epochs: str = ""  # comma-separated epochs at which learning_rate is divided by 10
     seed: int = 0
     num_workers: int = 0
-    debugger_hook_config: str = ""
-    debugger_rule_configs: str = ""
 
     def __post_init__(self) -> None:
         _check_range("warmup_learning_rate", self.warmup_learning_rate, 0.0, 10.0, exclusive_low=True)
@@ -70,17 +58,6 @@ class TrainingHyperparameters:
                 "activation", f"must be one of {', '.join(SUPPORTED_ACTIVATIONS)}; got {self.activation!r}"
             )
         self.decay_epochs()  # validates the list
-        for name in (DEBUGGER_HOOK_CONFIG, DEBUGGER_RULE_CONFIGS):
-            text = getattr(self, name)
-            if text:
-                if len(text) > MAX_HYPERPARAMETER_VALUE_LENGTH:
-                    raise HyperparameterError(
-                        name, f"is {len(text)} characters; SageMaker allows {MAX_HYPERPARAMETER_VALUE_LENGTH}"
-                    )
-                try:
-                    json.loads(text)
-                except json.JSONDecodeError as error:
-                    raise HyperparameterError(name, f"must be JSON text: {error}") from None
 
     def decay_epochs(self) -> tuple[int, ...]:
         if not self.lr_decay_epochs.strip():

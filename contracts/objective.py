@@ -1,0 +1,79 @@
+"""The run's objective: what "good" means, declared in the run_spec. Standard library only.
+
+    "objective": {"metric_name": "test:accuracy", "type": "Maximize", "target_value": 0.9}
+
+The names follow SageMaker's tuning objective (``HyperParameterTuningJobObjective``:
+``MetricName``, ``Type``) and its ``TargetObjectiveMetricValue``. The metric is
+read from the job: a SageMaker MetricDefinitions regex over the job's log
+(DescribeTrainingJob's FinalMetricDataList holds its last value), else the
+latest scalar of that name the script saved with the debugger
+(``save_scalar`` / ``record_metric``, carried by the rule-status document).
+A job that completes with quiet rules but misses the objective is not a success.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from contracts import ContractError
+
+OBJECTIVE_TYPES = ("Maximize", "Minimize")
+MAX_METRIC_NAME_LENGTH = 255
+
+
+@dataclasses.dataclass(frozen=True)
+class Objective:
+    metric_name: str
+    type: str
+    target_value: float
+
+    @classmethod
+    def from_json(cls, value: Any, where: str = "objective") -> Objective:
+        if not isinstance(value, Mapping):
+            raise ContractError(
+                where, 'must be a JSON object such as {"metric_name": "test:accuracy", "type": "Maximize", '
+                '"target_value": 0.9}'
+            )
+        allowed = {"metric_name", "type", "target_value"}
+        for key in value:
+            if key not in allowed:
+                raise ContractError(f"{where}.{key}", f"is not a key of an objective; allowed: {', '.join(sorted(allowed))}")
+        for key in sorted(allowed - set(value)):
+            raise ContractError(f"{where}.{key}", "is required")
+        name = value["metric_name"]
+        if not isinstance(name, str) or not 1 <= len(name) <= MAX_METRIC_NAME_LENGTH:
+            raise ContractError(f"{where}.metric_name", f"must be a metric name of 1-{MAX_METRIC_NAME_LENGTH} characters")
+        kind = value["type"]
+        if kind not in OBJECTIVE_TYPES:
+            raise ContractError(f"{where}.type", f"must be one of {', '.join(OBJECTIVE_TYPES)} (got {kind!r})")
+        target = value["target_value"]
+        if isinstance(target, bool) or not isinstance(target, (int, float)) or not math.isfinite(target):
+            raise ContractError(f"{where}.target_value", f"must be a finite number (got {target!r})")
+        return cls(metric_name=name, type=kind, target_value=float(target))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"metric_name": self.metric_name, "type": self.type, "target_value": self.target_value}
+
+    @property
+    def comparison(self) -> str:
+        return ">=" if self.type == "Maximize" else "<="
+
+    def describe(self) -> str:
+        """'test:accuracy >= 0.9'."""
+        return f"{self.metric_name} {self.comparison} {self.target_value:g}"
+
+    def met(self, value: float | None) -> bool:
+        if value is None or not math.isfinite(value):
+            return False
+        return value >= self.target_value if self.type == "Maximize" else value <= self.target_value
+
+    def shortfall(self, value: float) -> float:
+        """How far the value is from the target on the wrong side (0 when met)."""
+        if self.met(value):
+            return 0.0
+        if not math.isfinite(value):
+            return math.inf
+        return self.target_value - value if self.type == "Maximize" else value - self.target_value

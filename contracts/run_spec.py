@@ -1,0 +1,239 @@
+"""The run_spec's bounds, patterns and names, stated once. Standard library only.
+
+The workflow's payload models (``lambdas.remediation.payload``, pydantic) build
+their field types from the checks and bounds here; the CLI checks local inputs
+with them before anything starts. Each check raises ``ValueError`` (or
+:class:`contracts.ContractError` naming a nested field) with what is allowed.
+
+The declarations a run_spec carries (the objective, the remedies) have their
+own modules: :mod:`contracts.objective` and :mod:`contracts.remedies`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from contracts import ContractError
+from contracts.job import (
+    HYPERPARAMETER_NAME,
+    MAX_HYPERPARAMETER_VALUE_LENGTH,
+    MAX_HYPERPARAMETERS,
+    REMEDIATION_RESERVED_PREFIX,
+    SAGEMAKER_RESERVED_PREFIX,
+    render_hyperparameter,
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Bounds:
+    """Inclusive numeric bounds of a run_spec field."""
+
+    low: float
+    high: float
+
+
+#: How many relaunches a run may ask for (each relaunch is a paid training job).
+RETRAINING_BUDGET = Bounds(0, 50)
+#: The debugger's save interval, in steps.
+SAVE_INTERVAL = Bounds(1, 1_000_000)
+#: A job's MaxRuntimeInSeconds: at least a minute, at most SageMaker's 28 days.
+MAX_RUN_SECONDS = Bounds(60, 28 * 24 * 3600)
+#: Monitor polls per execution, and the seconds between them.
+MONITOR_TRANSITIONS = Bounds(1, 100_000)
+MONITOR_INTERVAL_SECONDS = Bounds(0, 86_400)
+
+#: SageMaker training job names: ``[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}``.
+MAX_JOB_NAME_LENGTH = 63
+JOB_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
+#: The train Lambda adds a prefix and a unique suffix to base_job_name, so the base is kept short.
+MAX_BASE_JOB_NAME_LENGTH = 32
+#: IAM: role path <= 512 characters, role name <= 64.
+MAX_ROLE_ARN_LENGTH = 640
+LOCAL_INSTANCE_TYPES = ("local", "local_gpu")
+#: SageMaker's limits on InputDataConfig and MetricDefinitions.
+MAX_CHANNELS = 20
+CHANNEL_NAME_PATTERN = re.compile(r"^[A-Za-z0-9.\-_]{1,64}$")
+MAX_METRIC_DEFINITIONS = 40
+MAX_METRIC_NAME_LENGTH = 255
+MAX_METRIC_REGEX_LENGTH = 500
+#: The workflow state carries the run_spec (and each attempt its hyperparameters) through every step, and Step
+#: Functions caps a state at 256 KiB: these caps on their JSON keep the worst case far below it.
+MAX_HYPERPARAMETERS_JSON_BYTES = 2048
+MAX_CHANNELS_JSON_BYTES = 4096
+MAX_METRIC_DEFINITIONS_JSON_BYTES = 8192
+#: An entry point is a Python file inside the source directory: relative, no "..".
+ENTRY_POINT_PATTERN = re.compile(r"^(?!/)(?!.*(^|/)\.\.(/|$))[A-Za-z0-9_.\-/]{1,200}\.py$")
+
+_BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+_IP_ADDRESS = re.compile(r"^\d{1,3}(\.\d{1,3}){3}$")
+_ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[a-zA-Z0-9+=,.@_/-]+$")
+_REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d{1,2}$")
+_INSTANCE_TYPE = re.compile(r"^ml\.[a-z0-9-]+\.[a-z0-9-]+$")
+_S3_URI = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?$")
+
+
+# --------------------------------------------------------------------------- AWS names
+
+
+def check_bucket_name(name: str) -> str:
+    """S3 general purpose bucket naming rules."""
+    if not 3 <= len(name) <= 63:
+        raise ValueError(f"an S3 bucket name has 3-63 characters (got {len(name)}: {name!r})")
+    if not _BUCKET_NAME.match(name):
+        raise ValueError(
+            "an S3 bucket name uses lowercase letters, digits, dots and hyphens, and starts and ends "
+            f"with a letter or digit (got {name!r})"
+        )
+    if ".." in name or ".-" in name or "-." in name:
+        raise ValueError(f"an S3 bucket name has no '..', '.-' or '-.' (got {name!r})")
+    if _IP_ADDRESS.match(name):
+        raise ValueError(f"an S3 bucket name may not look like an IP address (got {name!r})")
+    for prefix in ("xn--", "sthree-", "amzn-s3-demo-"):
+        if name.startswith(prefix):
+            raise ValueError(f"an S3 bucket name may not start with {prefix!r} (got {name!r})")
+    for suffix in ("-s3alias", "--ol-s3", "--x-s3", "--table-s3", ".mrap"):
+        if name.endswith(suffix):
+            raise ValueError(f"an S3 bucket name may not end with {suffix!r} (got {name!r})")
+    return name
+
+
+def check_role_arn(arn: str) -> str:
+    if not 20 <= len(arn) <= MAX_ROLE_ARN_LENGTH or not _ROLE_ARN.match(arn):
+        raise ValueError(
+            f"must be an IAM role ARN such as arn:aws:iam::123456789012:role/SageMakerExecutionRole (got {arn!r})"
+        )
+    return arn
+
+
+def check_region(region: str) -> str:
+    if not _REGION.match(region):
+        raise ValueError(f"must be an AWS region code such as us-east-1 or eu-west-3 (got {region!r})")
+    return region
+
+
+def check_instance_type(instance_type: str) -> str:
+    if instance_type in LOCAL_INSTANCE_TYPES or _INSTANCE_TYPE.match(instance_type):
+        return instance_type
+    raise ValueError(
+        f"must be a SageMaker instance type such as ml.m5.xlarge, or one of {', '.join(LOCAL_INSTANCE_TYPES)} "
+        f"(got {instance_type!r})"
+    )
+
+
+def check_job_name(name: str, limit: int = MAX_JOB_NAME_LENGTH) -> str:
+    if len(name) > limit or not JOB_NAME_PATTERN.match(name):
+        raise ValueError(
+            f"must be 1-{limit} letters, digits and hyphens, starting with a letter or digit and not "
+            f"ending with a hyphen (got {name!r})"
+        )
+    return name
+
+
+def check_s3_uri(uri: str) -> str:
+    if not isinstance(uri, str) or not _S3_URI.match(uri):
+        raise ValueError(f"must be an s3://bucket/key URI (got {uri!r})")
+    return uri
+
+
+# --------------------------------------------------------------------------- the training script
+
+
+def check_entry_point(entry_point: str) -> str:
+    if not ENTRY_POINT_PATTERN.match(entry_point):
+        raise ValueError(
+            "must be the path of a Python file inside the source directory, relative, without '..', "
+            f"such as train.py or src/train.py (got {entry_point!r})"
+        )
+    return entry_point
+
+
+def check_hyperparameters(values: Any) -> dict[str, str | int | float | bool]:
+    """The script's own hyperparameters: names it takes as ``--name``, scalar values (the types a remedy
+    keeps), none of the platform's reserved names. Raises ContractError naming the entry."""
+    if not isinstance(values, Mapping):
+        raise ContractError("hyperparameters", f"must be a JSON object of name: value (got {type(values).__name__})")
+    if len(values) > MAX_HYPERPARAMETERS - 10:
+        raise ContractError(
+            "hyperparameters", f"has {len(values)} entries; SageMaker allows {MAX_HYPERPARAMETERS} in all, "
+            "10 of them kept for the platform"
+        )
+    checked: dict[str, str | int | float | bool] = {}
+    for name, value in values.items():
+        where = f"hyperparameters.{name}"
+        if not isinstance(name, str) or not HYPERPARAMETER_NAME.match(name):
+            raise ContractError(where, "names start with a letter or _ and hold letters, digits, _ . and - (as --name)")
+        if name.startswith((SAGEMAKER_RESERVED_PREFIX, REMEDIATION_RESERVED_PREFIX)):
+            raise ContractError(
+                where, f"names starting with {SAGEMAKER_RESERVED_PREFIX!r} or {REMEDIATION_RESERVED_PREFIX!r} are the "
+                "platform's; rename it"
+            )
+        if not isinstance(value, (str, int, float, bool)):
+            raise ContractError(
+                where, f"must be a string, number or true/false (got {type(value).__name__}); pass lists as a string"
+            )
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ContractError(where, f"must be a finite number (got {value})")
+        if len(render_hyperparameter(value)) + 2 > MAX_HYPERPARAMETER_VALUE_LENGTH:
+            raise ContractError(where, f"SageMaker allows {MAX_HYPERPARAMETER_VALUE_LENGTH} characters per value")
+        checked[name] = value
+    _check_json_size("hyperparameters", checked, MAX_HYPERPARAMETERS_JSON_BYTES)
+    return checked
+
+
+def _check_json_size(field: str, value: Any, limit: int) -> None:
+    size = len(json.dumps(value))
+    if size > limit:
+        raise ContractError(
+            field, f"takes {size} bytes of JSON; at most {limit} (the workflow state carries it through every step)"
+        )
+
+
+def check_channels(channels: Any) -> dict[str, str]:
+    """Channel name -> s3:// prefix (SageMaker's InputDataConfig); none for a script that makes its own data."""
+    if not isinstance(channels, Mapping):
+        raise ContractError("channels", "must be a JSON object of channel name: s3:// prefix")
+    if len(channels) > MAX_CHANNELS:
+        raise ContractError("channels", f"has {len(channels)} channels; SageMaker allows {MAX_CHANNELS}")
+    for name, uri in channels.items():
+        if not isinstance(name, str) or not CHANNEL_NAME_PATTERN.match(name):
+            raise ContractError(f"channels.{name}", "channel names have 1-64 letters, digits, '.', '-' or '_'")
+        try:
+            check_s3_uri(uri)
+        except ValueError as error:
+            raise ContractError(f"channels.{name}", str(error)) from None
+    _check_json_size("channels", channels, MAX_CHANNELS_JSON_BYTES)
+    return dict(channels)
+
+
+def check_metric_definitions(definitions: Any) -> list[dict[str, str]]:
+    """SageMaker's MetricDefinitions: ``[{"Name": ..., "Regex": ...}]``, the regex with one capture group."""
+    if not isinstance(definitions, list):
+        raise ContractError("metric_definitions", 'must be a JSON list of {"Name": ..., "Regex": ...}')
+    if len(definitions) > MAX_METRIC_DEFINITIONS:
+        raise ContractError("metric_definitions", f"has {len(definitions)}; SageMaker allows {MAX_METRIC_DEFINITIONS}")
+    names = set()
+    for index, definition in enumerate(definitions):
+        where = f"metric_definitions[{index}]"
+        if not isinstance(definition, Mapping) or set(definition) != {"Name", "Regex"}:
+            raise ContractError(where, 'must be {"Name": ..., "Regex": ...} and nothing else')
+        name, regex = definition["Name"], definition["Regex"]
+        if not isinstance(name, str) or not 1 <= len(name) <= MAX_METRIC_NAME_LENGTH:
+            raise ContractError(f"{where}.Name", f"must be 1-{MAX_METRIC_NAME_LENGTH} characters")
+        if name in names:
+            raise ContractError(f"{where}.Name", f"{name!r} is defined twice")
+        names.add(name)
+        if not isinstance(regex, str) or not 1 <= len(regex) <= MAX_METRIC_REGEX_LENGTH:
+            raise ContractError(f"{where}.Regex", f"must be 1-{MAX_METRIC_REGEX_LENGTH} characters")
+        try:
+            groups = re.compile(regex).groups
+        except re.error as error:
+            raise ContractError(f"{where}.Regex", f"is not a regular expression: {error}") from None
+        if groups < 1:
+            raise ContractError(f"{where}.Regex", "needs a capture group around the number, e.g. 'accuracy=([0-9.]+)'")
+    _check_json_size("metric_definitions", definitions, MAX_METRIC_DEFINITIONS_JSON_BYTES)
+    return [dict(definition) for definition in definitions]

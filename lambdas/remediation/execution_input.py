@@ -1,0 +1,248 @@
+"""What ``StartExecution`` gets, and the first state it becomes.
+
+Two ways to say what to train:
+
+* your own script: ``entry_point`` in ``source_dir`` (an s3:// sourcedir.tar.gz;
+  ``remediate`` uploads a local directory for you), its ``hyperparameters``,
+  ``channels``, ``metric_definitions``, the ``objective`` and the ``remedies``;
+* nothing: the built-in example, the AWS blog post's reference scenario
+  (``lambdas.remediation.builtin_example``). The AWS sample's own keys
+  (``init_warmup_learning_rate``, ``learning_rate``, ``add_batch_norm``,
+  ``num_epochs``) set its hyperparameters, and ``policy`` picks one of the
+  example's remedy sets (``evidence``, ``anchor``).
+
+:func:`initial_state` checks everything before anything is launched and raises
+:class:`InvalidExecutionInput` naming each bad field and the fix.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Annotated, Any, ClassVar
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+
+from contracts import ContractError
+from contracts.objective import Objective
+from contracts.remedies import parse_remedies, remedies_to_json
+from lambdas.remediation import builtin_example
+from lambdas.remediation.payload import (
+    DEFAULT_FRAMEWORK_VERSION,
+    BaseJobName,
+    BucketName,
+    Channels,
+    EntryPoint,
+    Flag,
+    FrameworkVersion,
+    Hyperparameters,
+    InstanceType,
+    MaxRunSeconds,
+    MetricDefinitions,
+    MonitorInterval,
+    MonitorTransitions,
+    PolicyName,
+    Region,
+    RetrainingBudget,
+    RoleArn,
+    RunSpec,
+    S3Uri,
+    SaveInterval,
+    Whole,
+    WorkflowState,
+)
+from lambdas.remediation.policies import POLICY_REMEDIES
+from lambdas.remediation.validation_messages import InvalidExecutionInput, describe_validation_error
+
+
+def _finite_number(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise ValueError(f"must be a number, not a boolean (got {value!r})")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"must be a finite number (got {value})")
+    return value
+
+
+#: The example's bounds on the AWS sample's keys (its own script checks the rest of its hyperparameters).
+LearningRate = Annotated[float, BeforeValidator(_finite_number), Field(gt=0, le=10)]
+NumEpochs = Annotated[Whole, Field(ge=1, le=10_000)]
+
+#: Keys an earlier version took at the top level; now hyperparameters of the built-in example.
+MOVED_TO_HYPERPARAMETERS = ("depth", "batch_size", "seed", "activation", "warmup_epochs")
+
+
+class ExecutionInput(BaseModel):
+    """The AWS sample's keys plus ours. Leave out the script to run the built-in example."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # the AWS sample's keys: the built-in example's hyperparameters ...
+    init_warmup_learning_rate: LearningRate | None = None
+    learning_rate: LearningRate | None = None
+    add_batch_norm: Flag | None = None
+    num_epochs: NumEpochs | None = None
+    # ... and the job and loop settings
+    bucket: BucketName
+    base_job_name: BaseJobName | None = None
+    instance_type: InstanceType = "ml.m5.xlarge"
+    region: Region
+    sm_role: RoleArn
+    debugger_save_interval: SaveInterval = 10
+    max_num_retraining: RetrainingBudget = 6
+    max_monitor_transitions: MonitorTransitions = 720
+    # your training script
+    entry_point: EntryPoint | None = None
+    source_dir: S3Uri | None = None
+    hyperparameters: Hyperparameters | None = None
+    framework_version: FrameworkVersion = DEFAULT_FRAMEWORK_VERSION
+    channels: Channels | None = None
+    metric_definitions: MetricDefinitions | None = None
+    # what good means and what the planner may change
+    objective: dict[str, Any] | None = None
+    remedies: dict[str, Any] | None = None
+    policy: PolicyName | None = None
+    use_spot_instances: Flag = False
+    legacy_sagemaker_debugger: Flag = False
+    monitor_interval_seconds: MonitorInterval = 60
+    max_run_seconds: MaxRunSeconds = 3600
+
+    SAMPLE_KEYS: ClassVar[tuple[str, ...]] = tuple(builtin_example.SAMPLE_KEYS)
+
+    @property
+    def uses_builtin_example(self) -> bool:
+        return self.source_dir is None and self.entry_point is None
+
+
+def default_execution_input() -> dict[str, Any]:
+    """Every execution input key that has a default, with it (``None``: decided by the script given)."""
+    return {
+        name: field.get_default(call_default_factory=True)
+        for name, field in ExecutionInput.model_fields.items()
+        if not field.is_required()
+    }
+
+
+def initial_state(execution_input: Mapping[str, Any]) -> WorkflowState:
+    """The state before the first launch. Raises InvalidExecutionInput naming each bad field and the fix."""
+    if not isinstance(execution_input, Mapping):
+        raise InvalidExecutionInput({"(input)": f"must be a JSON object (got {type(execution_input).__name__})"})
+    moved = [key for key in MOVED_TO_HYPERPARAMETERS if key in execution_input]
+    if moved:
+        raise InvalidExecutionInput(
+            {
+                key: f"is a hyperparameter of the built-in example now: write it in hyperparameters, e.g. "
+                f'{{"hyperparameters": {{"{key}": {execution_input[key]!r}}}}}'
+                for key in moved
+            }
+        )
+    try:
+        parsed = ExecutionInput.model_validate(dict(execution_input))
+    except ValidationError as error:
+        raise InvalidExecutionInput(describe_validation_error(error, known=ExecutionInput.model_fields)) from None
+    try:
+        return _resolve(parsed, set(execution_input))
+    except ContractError as error:
+        raise InvalidExecutionInput({error.field: error.problem}) from None
+    except ValidationError as error:
+        raise InvalidExecutionInput(describe_validation_error(error)) from None
+
+
+def _resolve(given: ExecutionInput, keys: set[str]) -> WorkflowState:
+    if given.uses_builtin_example:
+        hyperparameters = _example_hyperparameters(given)
+        source_dir = builtin_example.source_uri(given.bucket)
+        entry_point = builtin_example.ENTRY_POINT
+        metric_definitions = given.metric_definitions or builtin_example.EXAMPLE_METRIC_DEFINITIONS
+        objective = given.objective if "objective" in keys else dict(builtin_example.OBJECTIVE)
+        base_job_name = given.base_job_name or builtin_example.BASE_JOB_NAME
+        default_policy = builtin_example.DEFAULT_POLICY
+        channels = given.channels if given.channels is not None else builtin_example.channels(given.bucket)
+    else:
+        if given.source_dir is None:
+            raise ContractError("source_dir", "is required with entry_point: the s3:// URI of your sourcedir.tar.gz")
+        if given.entry_point is None:
+            raise ContractError("entry_point", "is required with source_dir: the script to run, e.g. train.py")
+        sample_keys = [key for key in given.SAMPLE_KEYS if getattr(given, key) is not None]
+        if sample_keys:
+            raise ContractError(
+                sample_keys[0],
+                "is one of the AWS sample's keys for the built-in example; with your own script give it in "
+                "hyperparameters under the name your script takes",
+            )
+        hyperparameters = dict(given.hyperparameters or {})
+        source_dir, entry_point = given.source_dir, given.entry_point
+        metric_definitions = given.metric_definitions or []
+        objective = given.objective
+        base_job_name = given.base_job_name or "remediation-job"
+        default_policy = "declared"
+        channels = given.channels or {}  # a script may make its own data
+
+    if objective is not None:
+        objective = Objective.from_json(objective).to_json()
+    policy, remedies = _resolve_remedies(given, hyperparameters, default_policy)
+    run_spec = RunSpec(
+        entry_point=entry_point,
+        source_dir=source_dir,
+        hyperparameters=hyperparameters,
+        framework_version=given.framework_version,
+        channels=channels,
+        metric_definitions=metric_definitions,
+        bucket=given.bucket,
+        base_job_name=base_job_name,
+        instance_type=given.instance_type,
+        region=given.region,
+        sm_role=given.sm_role,
+        debugger_save_interval=given.debugger_save_interval,
+        use_spot_instances=given.use_spot_instances,
+        legacy_sagemaker_debugger=given.legacy_sagemaker_debugger,
+        max_run_seconds=given.max_run_seconds,
+    )
+    return WorkflowState(
+        run_spec=run_spec,
+        policy=policy,
+        remedies=remedies,
+        objective=objective,
+        max_num_retraining=given.max_num_retraining,
+        max_monitor_transitions=given.max_monitor_transitions,
+        monitor_interval_seconds=given.monitor_interval_seconds,
+    )
+
+
+def _example_hyperparameters(given: ExecutionInput) -> dict[str, Any]:
+    hyperparameters = dict(builtin_example.HYPERPARAMETERS)
+    for key, name in builtin_example.SAMPLE_KEYS.items():
+        value = getattr(given, key)
+        if value is None:
+            continue
+        if given.hyperparameters and name in given.hyperparameters:
+            raise ContractError(key, f"sets the hyperparameter {name}, which hyperparameters sets too; give it once")
+        hyperparameters[name] = value
+    hyperparameters.update(given.hyperparameters or {})
+    return hyperparameters
+
+
+def _resolve_remedies(
+    given: ExecutionInput, hyperparameters: Mapping[str, Any], default_policy: str
+) -> tuple[str, dict[str, Any]]:
+    """(policy, remedies JSON): the run's own declaration, or a named built-in set."""
+    if given.remedies is not None:
+        if given.policy not in (None, "declared"):
+            raise ContractError(
+                "policy", f"{given.policy!r} brings its own remedies; leave out remedies or set policy to declared"
+            )
+        return "declared", remedies_to_json(parse_remedies(given.remedies, hyperparameters))
+    policy = given.policy or default_policy
+    if policy == "declared":
+        return policy, {}
+    try:
+        preset = parse_remedies(POLICY_REMEDIES[policy], hyperparameters, check_reachable=False)
+    except ContractError as error:
+        raise ContractError(
+            "policy",
+            f"{policy!r} is written for the built-in example's hyperparameters ({error.problem}); declare remedies "
+            "for your script's hyperparameters instead",
+        ) from None
+    return policy, remedies_to_json(preset)
+
+
+__all__ = ["ExecutionInput", "InvalidExecutionInput", "default_execution_input", "initial_state"]

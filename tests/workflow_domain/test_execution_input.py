@@ -1,0 +1,274 @@
+"""The execution input: the built-in example (the AWS sample's keys) or the user's own script, checked before
+anything is launched."""
+
+import json
+
+import pytest
+
+from lambdas.remediation.execution_input import ExecutionInput, default_execution_input, initial_state
+from lambdas.remediation.validation_messages import InvalidExecutionInput
+
+SCRIPT = {
+    "source_dir": "s3://remediation-artifacts-123456789012/code/mlp-0123456789abcdef/sourcedir.tar.gz",
+    "entry_point": "train.py",
+    "hyperparameters": {"lr": 0.1, "grad_clip": 0, "epochs": 3, "optimizer": "sgd"},
+    "channels": {"train": "s3://remediation-artifacts-123456789012/data/train-0123456789abcdef/"},
+    "metric_definitions": [{"Name": "validation:accuracy", "Regex": r"val_acc=([0-9.]+)"}],
+    "objective": {"metric_name": "validation:accuracy", "type": "Maximize", "target_value": 0.9},
+    "remedies": {
+        "ExplodingTensor": [
+            {"hyperparameter": "grad_clip", "set_to": 1.0},
+            {"hyperparameter": "lr", "multiply_by": 0.5, "min": 1e-5},
+        ],
+        "objective_missed": [{"hyperparameter": "epochs", "multiply_by": 2, "max": 24}],
+    },
+}
+
+
+def test_with_no_script_the_run_is_the_built_in_example_with_the_samples_keys(account_input):
+    state = initial_state(account_input)
+    spec = state.run_spec
+    assert spec.entry_point == "train.py"
+    assert spec.source_dir == f"s3://{account_input['bucket']}/code/sourcedir.tar.gz"
+    assert spec.hyperparameters == {
+        "warmup_learning_rate": 0.1,
+        "learning_rate": 0.1,
+        "add_batch_norm": False,
+        "num_epochs": 2,
+        "activation": "elu",
+    }
+    assert set(spec.channels) == {"train", "test"}
+    assert [definition["Name"] for definition in spec.metric_definitions][-1] == "test:accuracy"
+    assert state.objective == {"metric_name": "test:accuracy", "type": "Maximize", "target_value": 0.9}
+    assert state.policy == "evidence" and "ExplodingTensor" in state.remedies
+    assert state.next_action == "launch_new" and state.attempts == []
+
+
+def test_the_samples_keys_set_the_examples_hyperparameters(account_input):
+    sample = {
+        **account_input,
+        "init_warmup_learning_rate": 0.05,
+        "learning_rate": 0.2,
+        "add_batch_norm": 1,
+        "num_epochs": 3,
+        "base_job_name": "resnet-exp",
+        "policy": "anchor",
+    }
+    state = initial_state(sample)
+    assert state.run_spec.hyperparameters["warmup_learning_rate"] == 0.05
+    assert state.run_spec.hyperparameters["learning_rate"] == 0.2
+    assert state.run_spec.hyperparameters["add_batch_norm"] is True
+    assert state.run_spec.hyperparameters["num_epochs"] == 3
+    assert state.run_spec.base_job_name == "resnet-exp"
+    assert [remedy["name"] for remedy in state.remedies["*"]] == [
+        "HalveWarmupLearningRate",
+        "AddBatchNorm",
+        "ScaleLearningRate",
+    ]
+
+
+def test_explicit_defaults_give_the_same_state_as_omitted_ones(account_input):
+    explicit = {key: value for key, value in default_execution_input().items() if value is not None}
+    assert initial_state({**explicit, **account_input}) == initial_state(account_input)
+    assert set(default_execution_input()) | {"bucket", "region", "sm_role"} == set(ExecutionInput.model_fields)
+
+
+def test_the_examples_other_hyperparameters_go_in_hyperparameters(account_input):
+    state = initial_state({**account_input, "hyperparameters": {"depth": 32, "activation": "relu"}})
+    assert state.run_spec.hyperparameters["depth"] == 32
+    assert state.run_spec.hyperparameters["activation"] == "relu"
+    with pytest.raises(InvalidExecutionInput) as caught:
+        initial_state({**account_input, "depth": 32})
+    assert "hyperparameter of the built-in example now" in caught.value.problems["depth"]
+    assert '{"hyperparameters": {"depth": 32}}' in caught.value.problems["depth"]
+
+
+def test_a_users_script_with_its_declarations(account_input):
+    state = initial_state({**account_input, **SCRIPT})
+    assert state.run_spec.entry_point == "train.py" and state.run_spec.source_dir == SCRIPT["source_dir"]
+    assert state.run_spec.hyperparameters == SCRIPT["hyperparameters"]
+    assert state.run_spec.channels == SCRIPT["channels"]
+    assert state.run_spec.metric_definitions == SCRIPT["metric_definitions"]
+    assert state.policy == "declared"
+    assert state.remedies["ExplodingTensor"][1] == {"hyperparameter": "lr", "multiply_by": 0.5, "min": 1e-5}
+    assert state.objective["target_value"] == 0.9
+    assert state.run_spec.base_job_name == "remediation-job"
+    assert json.loads(json.dumps(state.to_payload())) == state.to_payload()
+
+
+def test_a_users_script_without_declarations_has_no_remedies_and_no_objective(account_input):
+    minimal = {key: SCRIPT[key] for key in ("source_dir", "entry_point")}
+    state = initial_state({**account_input, **minimal})
+    assert state.remedies == {} and state.objective is None and state.policy == "declared"
+    assert state.run_spec.hyperparameters == {} and state.run_spec.channels == {}
+
+
+BAD_SCRIPT_INPUTS = [
+    ({"entry_point": "train.py"}, "source_dir", "is required with entry_point"),
+    ({"source_dir": SCRIPT["source_dir"]}, "entry_point", "is required with source_dir"),
+    ({**SCRIPT, "source_dir": "/home/me/script"}, "source_dir", "s3://bucket/key"),
+    ({**SCRIPT, "entry_point": "../train.py"}, "entry_point", "without '..'"),
+    ({**SCRIPT, "entry_point": "train.sh"}, "entry_point", "Python file"),
+    ({**SCRIPT, "learning_rate": 0.1}, "learning_rate", "AWS sample's keys for the built-in example"),
+    ({**SCRIPT, "hyperparameters": {"remediation_entry_point": "x"}}, "hyperparameters.remediation_entry_point", "platform's"),
+    ({**SCRIPT, "hyperparameters": {"lr": [0.1]}}, "hyperparameters.lr", "string, number or true/false"),
+    ({**SCRIPT, "hyperparameters": {"bad name": 1}}, "hyperparameters.bad name", "--name"),
+    ({**SCRIPT, "channels": {"train": "/data"}}, "channels.train", "s3://"),
+    (
+        {**SCRIPT, "metric_definitions": [{"Name": "acc", "Regex": "acc=[0-9.]+"}]},
+        "metric_definitions[0].Regex",
+        "capture group",
+    ),
+    (
+        {**SCRIPT, "metric_definitions": [{"Name": "acc", "Regex": "acc=("}]},
+        "metric_definitions[0].Regex",
+        "regular expression",
+    ),
+    ({**SCRIPT, "objective": {"metric_name": "acc", "type": "Max", "target_value": 1}}, "objective.type", "Maximize"),
+    ({**SCRIPT, "objective": {"metric_name": "acc", "type": "Maximize"}}, "objective.target_value", "is required"),
+    ({**SCRIPT, "objective": {"metric_name": "acc", "type": "Maximize", "target_value": "0.9"}}, "objective.target_value", "finite number"),
+    ({**SCRIPT, "remedies": {"ExplodingTensr": []}}, "remedies.ExplodingTensr", "is not a built-in rule or failure kind"),
+    (
+        {**SCRIPT, "remedies": {"ExplodingTensor": [{"hyperparameter": "learning_rate", "multiply_by": 0.5}]}},
+        "remedies.ExplodingTensor[0].hyperparameter",
+        "'learning_rate' is not in run_spec.hyperparameters (known: epochs, grad_clip, lr, optimizer)",
+    ),
+    (
+        {**SCRIPT, "remedies": {"*": [{"hyperparameter": "lr", "multiply_by": 0.5, "min": 0.1, "max": 1e-5}]}},
+        "remedies.*[0].min",
+        "the wrong way round",
+    ),
+    (
+        {**SCRIPT, "remedies": {"*": [{"hyperparameter": "lr", "multiply_by": 0.5, "min": 0.08}]}},
+        "remedies.*[0]",
+        "can never apply: lr 0.1 -> 0.05 would be below 0.08, and no other remedy changes lr",
+    ),
+    (
+        {**SCRIPT, "remedies": {"*": [{"hyperparameter": "grad_clip", "set_to": 0}]}},
+        "remedies.*[0]",
+        "can never apply: grad_clip is already 0",
+    ),
+    (
+        {**SCRIPT, "remedies": {"*": [{"hyperparameter": "optimizer", "multiply_by": 2}]}},
+        "remedies.*[0].multiply_by",
+        "needs a number",
+    ),
+    (
+        {**SCRIPT, "remedies": {"*": [{"hyperparameter": "lr", "set_to": "high"}]}},
+        "remedies.*[0].set_to",
+        "same kind as lr's starting value",
+    ),
+    (
+        {**SCRIPT, "remedies": {"*": [{"hyperparameter": "lr", "multiply_by": 1}]}},
+        "remedies.*[0].multiply_by",
+        "never changes lr",
+    ),
+    (
+        {**SCRIPT, "remedies": {"*": [{"hyperparameter": "lr", "multiply_by": 0.5, "when": {"phase": "middle"}}]}},
+        "remedies.*[0].when.phase",
+        "warmup, main",
+    ),
+    ({**SCRIPT, "policy": "anchor"}, "policy", "brings its own remedies"),
+    (
+        {key: value for key, value in SCRIPT.items() if key != "remedies"} | {"policy": "evidence"},
+        "policy",
+        "written for the built-in example's hyperparameters",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("given", "field", "expected"), BAD_SCRIPT_INPUTS, ids=[f"{field}-{index}" for index, (_, field, _) in enumerate(BAD_SCRIPT_INPUTS)]
+)
+def test_bad_declarations_fail_before_any_launch_naming_the_field(account_input, given, field, expected):
+    with pytest.raises(InvalidExecutionInput) as caught:
+        initial_state({**account_input, **given})
+    assert field in caught.value.problems, caught.value.problems
+    assert expected in caught.value.problems[field]
+
+
+BAD_INPUTS = [
+    ("init_warmup_learning_rate", -1, "must be > 0 (got -1)"),
+    ("init_warmup_learning_rate", 0, "must be > 0 (got 0)"),
+    ("learning_rate", 11, "must be <= 10"),
+    ("learning_rate", "fast", "must be a number"),
+    ("learning_rate", float("nan"), "must be a finite number"),
+    ("learning_rate", True, "not a boolean"),
+    ("add_batch_norm", 2, "true/false or 1/0 (got 2)"),
+    ("add_batch_norm", "maybe", "true/false or 1/0"),
+    ("add_batch_norm", "true", "true/false or 1/0"),
+    ("bucket", "My_Bucket", "lowercase letters, digits, dots and hyphens"),
+    ("bucket", "ab", "3-63 characters"),
+    ("bucket", "192.168.10.4", "IP address"),
+    ("bucket", "my..bucket", "no '..'"),
+    ("bucket", "xn--bucket", "may not start with 'xn--'"),
+    ("bucket", "bucket-s3alias", "may not end with '-s3alias'"),
+    ("base_job_name", "bad name", "letters, digits and hyphens"),
+    ("base_job_name", "a" * 33, "1-32"),
+    ("instance_type", "m5.xlarge", "such as ml.m5.xlarge"),
+    ("region", "useast1", "region code such as us-east-1"),
+    ("sm_role", "SageMakerRole", "IAM role ARN"),
+    ("sm_role", "arn:aws:iam::1234:role/x", "IAM role ARN"),
+    ("num_epochs", 0, "must be >= 1 (got 0)"),
+    ("num_epochs", 1.5, "whole number"),
+    ("num_epochs", True, "not a boolean"),
+    ("debugger_save_interval", 0, "must be >= 1"),
+    ("max_num_retraining", -1, "must be >= 0"),
+    ("max_num_retraining", 51, "must be <= 50"),
+    ("max_monitor_transitions", 0, "must be >= 1"),
+    ("policy", "random", "must be one of 'evidence', 'anchor' or 'declared'"),
+    ("framework_version", "latest", "should match pattern"),
+    ("use_spot_instances", "sometimes", "true/false"),
+    ("monitor_interval_seconds", -5, "must be >= 0 (got -5)"),
+    ("monitor_interval_seconds", 1.5, "whole number"),
+    ("max_run_seconds", 10, "must be >= 60"),
+    (
+        "topic_arn",
+        "arn:aws:sns:us-east-1:123456789012:t",
+        "is not a known key; allowed keys: init_warmup_learning_rate",
+    ),
+]
+
+
+@pytest.mark.parametrize(("field", "value", "expected"), BAD_INPUTS, ids=[f"{f}={v!r}"[:40] for f, v, _ in BAD_INPUTS])
+def test_bad_execution_input_names_the_field_and_the_fix(account_input, field, value, expected):
+    with pytest.raises(InvalidExecutionInput) as caught:
+        initial_state({**account_input, field: value})
+    assert list(caught.value.problems) == [field]
+    assert expected in caught.value.problems[field]
+    assert f"{field}: " in str(caught.value)
+    assert isinstance(caught.value, ValueError)
+
+
+def test_every_bad_field_is_reported_at_once_and_required_keys_say_what_to_give():
+    with pytest.raises(InvalidExecutionInput) as caught:
+        initial_state({"init_warmup_learning_rate": -1, "debugger_save_interval": 0})
+    problems = caught.value.problems
+    assert set(problems) == {"init_warmup_learning_rate", "debugger_save_interval", "bucket", "region", "sm_role"}
+    assert "is required" in problems["sm_role"] and "arn:aws:iam::" in problems["sm_role"]
+
+
+def test_spot_instances_cannot_be_local(account_input):
+    with pytest.raises(InvalidExecutionInput) as caught:
+        initial_state({**account_input, "instance_type": "local", "use_spot_instances": True})
+    assert list(caught.value.problems) == ["use_spot_instances"]
+
+
+@pytest.mark.parametrize(("given", "expected"), [(0, False), (1, True), (True, True), (False, False)])
+def test_add_batch_norm_accepts_the_samples_0_1_and_booleans(account_input, given, expected):
+    assert initial_state({**account_input, "add_batch_norm": given}).run_spec.hyperparameters["add_batch_norm"] is expected
+
+
+def test_a_sample_key_and_the_same_hyperparameter_may_not_both_be_given(account_input):
+    with pytest.raises(InvalidExecutionInput) as caught:
+        initial_state({**account_input, "learning_rate": 0.2, "hyperparameters": {"learning_rate": 0.3}})
+    assert "give it once" in caught.value.problems["learning_rate"]
+
+
+def test_an_explicit_null_objective_means_none_for_the_example(account_input):
+    assert initial_state({**account_input, "objective": None}).objective is None
+
+
+def test_input_that_is_not_an_object_is_refused():
+    with pytest.raises(InvalidExecutionInput, match="must be a JSON object"):
+        initial_state(["bucket"])  # type: ignore[arg-type]
