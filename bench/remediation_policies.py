@@ -24,8 +24,8 @@ POLICIES = ("anchor", "evidence")
 FIELDS = (
     "execution_status",
     "launches",
-    "launches_until_completed",
-    "completed_job",
+    "launches_until_success",
+    "successful_job",
     "held_out_accuracy",
     "total_training_steps",
     "wall_seconds",
@@ -60,9 +60,9 @@ def run_policy(policy: str, runs_dir: Path, arguments: argparse.Namespace) -> di
     result["cli_wall_seconds"] = round(time.monotonic() - started, 3)
     result["ladder"] = [
         {
-            "warmup_learning_rate": row["run_spec"].get("warmup_learning_rate"),
-            "learning_rate": row["run_spec"].get("learning_rate"),
-            "add_batch_norm": row["run_spec"].get("add_batch_norm"),
+            "warmup_learning_rate": row["hyperparameters"].get("warmup_learning_rate"),
+            "learning_rate": row["hyperparameters"].get("learning_rate"),
+            "add_batch_norm": row["hyperparameters"].get("add_batch_norm"),
             "outcome": row.get("outcome") or row.get("status"),
             "rule": row.get("rule"),
             "issue_step": row.get("issue_step"),
@@ -92,8 +92,8 @@ def main(argv: list[str] | None = None) -> int:
         },
         "policies": results,
         "targets": {
-            "evidence_completes_within_2_launches": results["evidence"]["launches_until_completed"] is not None
-            and results["evidence"]["launches_until_completed"] <= 2,
+            "evidence_completes_within_2_launches": results["evidence"]["launches_until_success"] is not None
+            and results["evidence"]["launches_until_success"] <= 2,
         },
     }
     print(json.dumps(report, indent=2))

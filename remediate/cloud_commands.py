@@ -1,8 +1,8 @@
 """``remediate cloud ...``: drive the deployed stack (upload the training source and data, start, follow).
 
-    remediate cloud upload-source [--stack-name NAME]
+    remediate cloud upload-source [--source-dir DIR --entry-point FILE] [--stack-name NAME]
     remediate cloud prepare-data (--synthetic [--train-samples N --test-samples M --seed S] | --cifar10-archive FILE)
-    remediate cloud start --run-spec FILE [--name NAME]
+    remediate cloud start [--run-spec FILE] [--source-dir DIR --entry-point FILE --hyperparameters ...] [--name NAME]
     remediate cloud status EXECUTION_ARN_OR_NAME [--json]
 
 Every command finds the bucket, the state machine and the SageMaker role in the
@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from contracts import bucket_layout
 from infra.outputs import (
     DEFAULT_STACK_NAME,
     OUTPUT_BUCKET_NAME,
@@ -36,25 +35,23 @@ from infra.outputs import (
     OUTPUT_STATE_MACHINE_ARN,
     OUTPUT_TOPIC_ARN,
 )
+from remediate.aws_access import CloudCommandError, aws_call, aws_session
+from remediate.cloud_uploads import (
+    check_local_source,
+    prepare_example_channels,
+    stage_locally,
+    upload_example_channels,
+    upload_file,
+    upload_source,
+)
 from remediate.execution_history import current_state_name, latest_state_payload
+from remediate.run_inputs import add_script_options, apply_script_options
 from remediate.run_spec import RunSpecError, check_execution_input, read_run_spec
 
 STACK_NAME_ENV = "REMEDIATION_STACK_NAME"
 REQUIRED_OUTPUTS = (OUTPUT_STATE_MACHINE_ARN, OUTPUT_BUCKET_NAME, OUTPUT_SAGEMAKER_ROLE_ARN)
 
 EXECUTION_NAME = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
-EXIT_BAD_INPUT = 2
-EXIT_AWS_ERROR = 1
-
-
-class CloudCommandError(Exception):
-    """A problem the user can fix; the message names it and the fix."""
-
-    def __init__(self, message: str, exit_code: int = EXIT_BAD_INPUT):
-        super().__init__(message)
-        self.exit_code = exit_code
-
-
 @dataclass(frozen=True)
 class StackOutputs:
     stack_name: str
@@ -66,34 +63,7 @@ class StackOutputs:
     job_name_prefix: str | None
 
 
-# --------------------------------------------------------------------------- AWS access
-
-
-def _session(region: str | None):
-    import boto3
-
-    session = boto3.session.Session(region_name=region) if region else boto3.session.Session()
-    if not session.region_name:
-        raise CloudCommandError("no AWS region: pass --region or set AWS_REGION / AWS_DEFAULT_REGION")
-    return session
-
-
-def _aws_call(what: str, call, *args, **kwargs):
-    from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
-
-    try:
-        return call(*args, **kwargs)
-    except NoCredentialsError:
-        raise CloudCommandError(
-            f"{what}: no AWS credentials found; configure them (aws configure, AWS_PROFILE, or environment variables)",
-            EXIT_AWS_ERROR,
-        ) from None
-    except ClientError as error:
-        code = error.response.get("Error", {}).get("Code", "")
-        message = error.response.get("Error", {}).get("Message", str(error))
-        raise CloudCommandError(f"{what}: {code}: {message}", EXIT_AWS_ERROR) from None
-    except BotoCoreError as error:
-        raise CloudCommandError(f"{what}: {error}", EXIT_AWS_ERROR) from None
+# --------------------------------------------------------------------------- the stack
 
 
 def read_stack_outputs(stack_name: str, session) -> StackOutputs:
@@ -187,7 +157,7 @@ def default_execution_name() -> str:
 def start_execution(session, outputs: StackOutputs, execution_input: Mapping[str, Any], name: str | None) -> dict:
     """name: already checked against EXECUTION_NAME (by _start_command), or None for a fresh default name."""
     client = session.client("stepfunctions")
-    return _aws_call(
+    return aws_call(
         "StartExecution",
         client.start_execution,
         stateMachineArn=outputs.state_machine_arn,
@@ -257,53 +227,12 @@ def execution_history(client, execution_arn: str) -> list[dict[str, Any]]:
     return events
 
 
-# --------------------------------------------------------------------------- uploads
-
-
-def upload_file(session, bucket: str, key: str, path: Path) -> str:
-    uri = bucket_layout.s3_uri(bucket, key)
-    _aws_call(f"upload to {uri}", session.client("s3").upload_file, str(path), bucket, key)
-    return uri
-
-
-def upload_source(session, outputs: StackOutputs) -> str:
-    from remediate.packaging import build_source_archive
-
-    with tempfile.TemporaryDirectory(prefix="remediate-source-") as scratch:
-        archive = build_source_archive(Path(scratch) / "sourcedir.tar.gz")
-        return upload_file(session, outputs.bucket, bucket_layout.SOURCE_ARCHIVE_KEY, archive)
-
-
-def upload_channels(session, outputs: StackOutputs, channels: Mapping[str, Path]) -> list[str]:
-    from model.data import IMAGES_FILE, LABELS_FILE
-
-    uploaded = []
-    for channel, prefix in bucket_layout.CHANNEL_PREFIXES.items():
-        directory = Path(channels[channel])
-        for file_name in (IMAGES_FILE, LABELS_FILE):
-            uploaded.append(upload_file(session, outputs.bucket, prefix + file_name, directory / file_name))
-    return uploaded
-
-
-def prepare_channels(arguments: argparse.Namespace, out_dir: Path) -> dict[str, Path]:
-    from model import data
-
-    try:
-        if arguments.cifar10_archive:
-            return data.convert_cifar10_archive(arguments.cifar10_archive, out_dir)
-        return data.write_synthetic_channels(
-            out_dir, train_samples=arguments.train_samples, test_samples=arguments.test_samples, seed=arguments.seed
-        )
-    except (ValueError, OSError) as error:  # DataChannelError is a ValueError
-        raise CloudCommandError(f"prepare-data: {error}") from None
-
-
 # --------------------------------------------------------------------------- command handlers
 
 
 def _outputs_for(arguments: argparse.Namespace) -> tuple[Any, StackOutputs]:
-    session = _session(arguments.region)
-    outputs = _aws_call("DescribeStacks", read_stack_outputs, arguments.stack_name, session)
+    session = aws_session(arguments.region)
+    outputs = aws_call("DescribeStacks", read_stack_outputs, arguments.stack_name, session)
     return session, outputs
 
 
@@ -312,9 +241,15 @@ def _print_json(value: Any) -> None:
 
 
 def _upload_source_command(arguments: argparse.Namespace) -> int:
+    if (arguments.source_dir is None) != (arguments.entry_point is None):
+        raise CloudCommandError("--source-dir and --entry-point go together: your directory and the script in it")
+    if arguments.source_dir is not None:  # checked before any AWS call
+        check_local_source(arguments.source_dir, arguments.entry_point)
     session, outputs = _outputs_for(arguments)
-    uri = upload_source(session, outputs)
+    uri = upload_source(session, outputs, arguments.source_dir, arguments.entry_point)
     print(f"uploaded the training source to {uri}")
+    if arguments.source_dir is not None:
+        print(f'use it in a run_spec: "source_dir": "{uri}", "entry_point": "{arguments.entry_point}"')
     return 0
 
 
@@ -324,20 +259,30 @@ def _prepare_data_command(arguments: argparse.Namespace) -> int:
             raise CloudCommandError(f"--{name.replace('_', '-')}: must be >= 1 (got {getattr(arguments, name)})")
     session, outputs = _outputs_for(arguments)
     with tempfile.TemporaryDirectory(prefix="remediate-data-") as scratch:
-        channels = prepare_channels(arguments, Path(scratch))
-        uris = upload_channels(session, outputs, channels)
+        channels = prepare_example_channels(arguments, Path(scratch))
+        uris = upload_example_channels(session, outputs, channels)
     for uri in uris:
         print(f"uploaded {uri}")
     return 0
 
 
 def _start_command(arguments: argparse.Namespace) -> int:
-    run_spec = load_run_spec(arguments.run_spec)
-    precheck_run_spec(run_spec)
-    if arguments.name is not None and not EXECUTION_NAME.fullmatch(arguments.name):
-        raise CloudCommandError(f"--name: {arguments.name!r} must be 1-80 letters, digits, '-' or '_'")
-    session, outputs = _outputs_for(arguments)
-    execution_input = build_execution_input(run_spec, outputs)
+    run_spec = load_run_spec(arguments.run_spec) if arguments.run_spec else {}
+    base_dir = Path(arguments.run_spec).resolve().parent if arguments.run_spec else Path.cwd()
+    try:
+        run_spec = apply_script_options(run_spec, arguments)
+    except RunSpecError as error:
+        raise CloudCommandError(str(error)) from None
+    with tempfile.TemporaryDirectory(prefix="remediate-start-") as scratch:
+        staged, _ = stage_locally(run_spec, Path(scratch), base_dir, _PRECHECK_STACK_VALUES["bucket"])
+        precheck_run_spec(staged)
+        if arguments.name is not None and not EXECUTION_NAME.fullmatch(arguments.name):
+            raise CloudCommandError(f"--name: {arguments.name!r} must be 1-80 letters, digits, '-' or '_'")
+        session, outputs = _outputs_for(arguments)
+        staged, uploads = stage_locally(run_spec, Path(scratch), base_dir, outputs.bucket)
+        execution_input = build_execution_input(staged, outputs)
+        for item in uploads:
+            upload_file(session, outputs.bucket, item.key, item.local_path)
     response = start_execution(session, outputs, execution_input, arguments.name)
     if arguments.json:
         _print_json({"executionArn": response["executionArn"], "input": execution_input})
@@ -351,8 +296,8 @@ def _status_command(arguments: argparse.Namespace) -> int:
     session, outputs = _outputs_for(arguments)
     execution_arn = execution_arn_for(arguments.execution, outputs.state_machine_arn)
     client = session.client("stepfunctions")
-    description = _aws_call("DescribeExecution", client.describe_execution, executionArn=execution_arn)
-    history = _aws_call("GetExecutionHistory", execution_history, client, execution_arn)
+    description = aws_call("DescribeExecution", client.describe_execution, executionArn=execution_arn)
+    history = aws_call("GetExecutionHistory", execution_history, client, execution_arn)
     summary = summarize_execution(description, history)
     if arguments.json:
         _print_json(summary)
@@ -401,11 +346,17 @@ def register(subparsers) -> argparse.ArgumentParser:
     common.add_argument("--region", default=None, help="AWS region of the stack (default: the AWS configuration's)")
 
     upload = commands.add_parser(
-        "upload-source", parents=[common], help="upload model/ + debugger/ as code/sourcedir.tar.gz"
+        "upload-source",
+        parents=[common],
+        help="pack a training script's directory with the debugger and upload it (default: the built-in example)",
     )
+    upload.add_argument("--source-dir", type=Path, metavar="DIR", help="the directory holding your training script")
+    upload.add_argument("--entry-point", metavar="FILE", help="the script to run, relative to --source-dir")
     upload.set_defaults(handler=_guarded(_upload_source_command))
 
-    prepare = commands.add_parser("prepare-data", parents=[common], help="upload the train/test channels to data/")
+    prepare = commands.add_parser(
+        "prepare-data", parents=[common], help="upload the built-in example's train/test channels to data/"
+    )
     source = prepare.add_mutually_exclusive_group(required=True)
     source.add_argument("--cifar10-archive", type=Path, help="cifar-10-python.tar.gz to convert")
     source.add_argument("--synthetic", action="store_true", help="generate CIFAR-shaped synthetic data")
@@ -415,9 +366,8 @@ def register(subparsers) -> argparse.ArgumentParser:
     prepare.set_defaults(handler=_guarded(_prepare_data_command))
 
     start = commands.add_parser("start", parents=[common], help="start an execution from a run_spec file")
-    start.add_argument(
-        "--run-spec", type=Path, required=True, help="execution-input JSON (as for `remediate local run`)"
-    )
+    start.add_argument("--run-spec", type=Path, help="execution-input JSON (as for `remediate local run`)")
+    add_script_options(start)
     start.add_argument("--name", default=None, help="execution name (default: remediation-<UTC time>-<random>)")
     start.add_argument("--json", action="store_true", help="print the execution ARN and input as JSON")
     start.set_defaults(handler=_guarded(_start_command))

@@ -17,6 +17,7 @@ Two ways to say what to train:
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar
@@ -126,19 +127,18 @@ def initial_state(execution_input: Mapping[str, Any]) -> WorkflowState:
     """The state before the first launch. Raises InvalidExecutionInput naming each bad field and the fix."""
     if not isinstance(execution_input, Mapping):
         raise InvalidExecutionInput({"(input)": f"must be a JSON object (got {type(execution_input).__name__})"})
-    moved = [key for key in MOVED_TO_HYPERPARAMETERS if key in execution_input]
-    if moved:
-        raise InvalidExecutionInput(
-            {
-                key: f"is a hyperparameter of the built-in example now: write it in hyperparameters, e.g. "
-                f'{{"hyperparameters": {{"{key}": {execution_input[key]!r}}}}}'
-                for key in moved
-            }
-        )
+    problems = {
+        key: f"is a hyperparameter of the built-in example now: write it in hyperparameters, e.g. "
+        f'{{"hyperparameters": {{"{key}": {json.dumps(execution_input[key])}}}}}'
+        for key in MOVED_TO_HYPERPARAMETERS
+        if key in execution_input
+    }
     try:
-        parsed = ExecutionInput.model_validate(dict(execution_input))
+        parsed = ExecutionInput.model_validate({k: v for k, v in execution_input.items() if k not in problems})
     except ValidationError as error:
-        raise InvalidExecutionInput(describe_validation_error(error, known=ExecutionInput.model_fields)) from None
+        problems.update(describe_validation_error(error, known=ExecutionInput.model_fields))
+    if problems:
+        raise InvalidExecutionInput(problems)
     try:
         return _resolve(parsed, set(execution_input))
     except ContractError as error:

@@ -171,7 +171,7 @@ def test_status_reads_progress_and_attempts_from_a_real_moto_execution(aws, caps
         Attempt(
             number=1,
             job_name="remediation-first-try-1",
-            run_spec=state.run_spec,
+            hyperparameters=state.run_spec.hyperparameters,
             outcome="issues_found",
             issue=Issue(rule="ExplodingTensor", step=3),
             decision=Decision(remedy="add_batch_norm", reason="init-scale gradient norm 412", next_action="launch_new"),

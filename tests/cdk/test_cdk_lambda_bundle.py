@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.bundling import PACKAGE_MARKER, BundleError, plan_bundle, write_bundle
+from infra.bundling import BundleError, plan_bundle, write_bundle
 
 pytestmark = pytest.mark.cdk  # synthesizes through jsii (Node.js)
 
@@ -36,19 +36,17 @@ def asset_directory(synthesized) -> Path:
     return asset_path(synthesized, function)
 
 
-def test_the_three_functions_share_one_asset_holding_the_handlers_and_only_torch_free_shared_modules(synthesized):
+def test_the_three_functions_share_one_asset_holding_the_handlers_and_the_contracts_only(synthesized):
     paths = {asset_path(synthesized, f) for f in synthesized.resources("AWS::Lambda::Function").values()}
     assert len(paths) == 1
     bundle = asset_directory(synthesized)
     files = sorted(p.relative_to(bundle).as_posix() for p in bundle.rglob("*") if p.is_file())
     for handler in HANDLERS:
         assert handler.replace(".", "/") + ".py" in files
-    assert "model/hyperparameters.py" in files and "contracts/rule_status.py" in files
-    assert not [f for f in files if f.startswith("model/") and f not in plan_files(REPO_ROOT)]
-    for heavy in ("model/resnet.py", "model/train.py", "model/data.py", "debugger/hook.py"):
-        assert heavy not in files
+    assert "contracts/rule_status.py" in files and "contracts/remedies.py" in files
+    assert {f.split("/")[0] for f in files} == {"lambdas", "contracts"}  # no model, no debugger
+    assert files == plan_files(REPO_ROOT)
     assert not [f for f in files if "__pycache__" in f or not f.endswith(".py")]
-    assert (bundle / "model" / "__init__.py").read_text() == PACKAGE_MARKER
 
 
 def plan_files(root: Path) -> list[str]:
@@ -76,8 +74,9 @@ def test_each_handler_imports_from_the_bundle_with_only_the_runtime_and_layer_pa
         "    module = importlib.import_module(name)\n"
         "    assert callable(module.handler), name\n"
         "    assert module.__file__.startswith(sys.path[0]), (name, module.__file__)\n"
-        "import model, contracts\n"
-        "assert model.__file__.startswith(sys.path[0]) and contracts.__file__.startswith(sys.path[0])\n"
+        "import contracts\n"
+        "assert contracts.__file__.startswith(sys.path[0])\n"
+        "assert 'model' not in sys.modules and 'debugger' not in sys.modules\n"
         "print('imported', len(sys.modules))\n"
     )
     environment = {
@@ -118,4 +117,4 @@ def test_a_handler_reaching_a_module_outside_runtime_and_layer_fails_the_bundle(
     with pytest.raises(BundleError) as raised:
         plan_bundle(tmp_path)
     message = str(raised.value)
-    assert "lambdas/train_handler.py -> model.resnet imports 'torch'" in message
+    assert "lambdas/train_handler.py imports 'model'" in message

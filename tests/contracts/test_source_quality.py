@@ -16,9 +16,48 @@ def test_lambda_side_modules_import_without_torch_or_numpy():
     probe = (
         "import sys\n"
         "import lambdas.train_handler, lambdas.monitor_handler, lambdas.plan_handler\n"
-        "import contracts.debugger_config, contracts.rule_status, contracts.progress_log, model.hyperparameters\n"
+        "import contracts.debugger_config, contracts.rule_status, contracts.progress_log, contracts.remedies\n"
         "heavy = sorted(name for name in ('torch', 'numpy') if name in sys.modules)\n"
         "assert not heavy, heavy\n"
     )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO_ROOT)
     assert result.returncode == 0, result.stderr
+
+
+def _imported_top_level_modules(path: Path) -> set[str]:
+    import ast
+
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    modules = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            modules.add(node.module.split(".")[0])
+    return modules
+
+
+def test_the_contracts_package_imports_only_the_standard_library():
+    """It is carried by the Lambda bundle, the training job and the local runtime alike."""
+    offenders = {
+        str(path.relative_to(REPO_ROOT)): sorted(
+            module
+            for module in _imported_top_level_modules(path)
+            if module not in sys.stdlib_module_names and module not in ("contracts", "__future__")
+        )
+        for path in (REPO_ROOT / "contracts").rglob("*.py")
+    }
+    assert {path: modules for path, modules in offenders.items() if modules} == {}
+    assert len(offenders) >= 8
+
+
+def test_the_workflow_the_stack_and_the_local_runtime_never_import_the_example_or_the_job_side():
+    """lambdas/, infra/ and local_runtime/ share shapes through contracts only: no model code, no torch."""
+    forbidden = {"model", "examples", "debugger", "smdebug", "torch", "numpy"}
+    offenders = {}
+    for package in ("lambdas", "infra", "local_runtime"):
+        for path in (REPO_ROOT / package).rglob("*.py"):
+            found = _imported_top_level_modules(path) & forbidden
+            if found:
+                offenders[str(path.relative_to(REPO_ROOT))] = sorted(found)
+    assert offenders == {}

@@ -55,17 +55,19 @@ def test_default_run_adds_batch_norm_after_the_explosion_and_completes(tmp_path)
     assert summary == json.loads((run_dir / "summary.json").read_text())
 
     first, *rest = summary["attempts"]
-    assert first["run_spec"]["add_batch_norm"] is False
-    assert first["run_spec"]["warmup_learning_rate"] == pytest.approx(0.1)
+    assert first["hyperparameters"]["add_batch_norm"] is False
+    assert first["hyperparameters"]["warmup_learning_rate"] == pytest.approx(0.1)
     assert first["rule"] == "ExplodingTensor"
     assert first["status"] in ("Stopped", "Failed") and first["status"] != "Completed"
     if first["status"] == "Failed":
         assert first["failure_reason"].startswith("StopTraining: rule ExplodingTensor")
     assert first["training_steps"] < 20, "the explosion is caught within the first epoch"
-    assert rest and rest[0]["run_spec"]["add_batch_norm"] is True
-    assert summary["completed_job"] == rest[-1]["job_name"] and rest[-1]["status"] == "Completed"
-    assert summary["launches_until_completed"] <= 2
-    assert summary["held_out_accuracy"] > 0.5
+    assert rest and rest[0]["hyperparameters"]["add_batch_norm"] is True
+    assert summary["successful_job"] == rest[-1]["job_name"] and rest[-1]["status"] == "Completed"
+    assert summary["launches_until_success"] <= 2
+    assert summary["objective"] == {"metric_name": "test:accuracy", "type": "Maximize", "target_value": 0.9}
+    assert summary["objective_value"] >= 0.9 and summary["held_out_accuracy"] == summary["objective_value"]
+    assert first["objective_value"] is None and rest[-1]["objective_value"] == summary["objective_value"]
     assert summary["execution_status"] == "SUCCEEDED"
     assert summary["training_processes_left"] == []
     assert wall < 180, f"the default local run took {wall:.0f} s"
@@ -91,7 +93,7 @@ def test_default_run_adds_batch_norm_after_the_explosion_and_completes(tmp_path)
         job = attempt["job_name"]
         assert "training_step" in (run_dir / "jobs" / job / "training.log").read_text()
         assert (bucket_dir / "debug-output" / job / "rule-status.json").is_file()
-    assert (bucket_dir / "jobs" / summary["completed_job"] / "output" / "model.tar.gz").stat().st_size > 1000
+    assert (bucket_dir / "jobs" / summary["successful_job"] / "output" / "model.tar.gz").stat().st_size > 1000
     assert_plot_has_content(run_dir / "training-curves.png")
 
 
@@ -105,14 +107,14 @@ def test_anchor_policy_climbs_the_samples_ladder(tmp_path):
     assert finished.returncode in (0, 1), finished.stderr[-4000:]
     summary = json.loads(finished.stdout)
     ladder = [
-        (row["run_spec"]["warmup_learning_rate"], row["run_spec"]["add_batch_norm"]) for row in summary["attempts"]
+        (row["hyperparameters"]["warmup_learning_rate"], row["hyperparameters"]["add_batch_norm"]) for row in summary["attempts"]
     ]
     # The blog's fixed ladder: halve the warmup learning rate, batch norm only later.
     assert ladder == [(pytest.approx(0.1), False), (pytest.approx(0.05), False), (pytest.approx(0.025), False)]
     assert all(row["rule"] == "ExplodingTensor" for row in summary["attempts"])
     # The budget (max_num_retraining 2) is spent before the ladder reaches batch norm: the execution gives up.
     assert summary["execution_status"] == "FAILED" and summary["end_reason"]
-    assert summary["completed_job"] is None and finished.returncode == 1
+    assert summary["successful_job"] is None and finished.returncode == 1
     assert summary["training_processes_left"] == []
 
 

@@ -12,6 +12,7 @@ import pytest
 from botocore.exceptions import ClientError, ParamValidationError
 
 from contracts import bucket_layout
+from contracts.job import HOOK_CONFIG_HYPERPARAMETER
 from contracts.progress_log import METRIC_DEFINITIONS
 
 from .conftest import BUCKET, process_alive, processes_in_group
@@ -30,7 +31,7 @@ def request(name: str, mode: str = "complete", **overrides):
             "mode": mode,
             "sagemaker_program": json.dumps("train.py"),
             "sagemaker_submit_directory": json.dumps(bucket_layout.source_archive_uri(BUCKET)),
-            "debugger_hook_config": json.dumps(hook_config),
+            HOOK_CONFIG_HYPERPARAMETER: json.dumps(json.dumps(hook_config)),
         },
         "AlgorithmSpecification": {
             "TrainingImage": "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.5-cpu-py311",

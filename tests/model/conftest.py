@@ -2,11 +2,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from example_job import EXAMPLE_DIR, LAUNCHER_COMMAND, REPO_ROOT, TRAIN_COMMAND
 
 from contracts.progress_log import parse_progress_line
 from model.data import write_synthetic_channels
@@ -50,6 +50,8 @@ class JobDirectories:
             DEBUG_OUTPUT_DIR=str(self.debug_output),
             DEBUG_OUTPUT_S3_SYNC="off",
             PYTHONUNBUFFERED="1",
+            # as in the job's source archive: the example's directory and the packed contracts/ and debugger/
+            PYTHONPATH=os.pathsep.join([str(EXAMPLE_DIR), str(REPO_ROOT)]),
         )
         return environment
 
@@ -84,9 +86,6 @@ class FinishedJob:
         return [line for line in self.progress if line["kind"] == "epoch_end"]
 
 
-TRAIN_COMMAND = [sys.executable, "-m", "model.train"]
-
-
 @pytest.fixture
 def train_command() -> list[str]:
     return list(TRAIN_COMMAND)
@@ -94,11 +93,15 @@ def train_command() -> list[str]:
 
 @pytest.fixture
 def run_training_job():
-    """Run ``python -m model.train ARGUMENTS`` to the end; returns a FinishedJob."""
+    """Run ``python -m model.train ARGUMENTS`` to the end (or, with ``launcher=True``, the job launcher with the
+    ARGUMENTS as SageMaker passes them); returns a FinishedJob."""
 
-    def run(arguments: list[str], environment: dict[str, str], cwd: Path, timeout: float = 120) -> FinishedJob:
+    def run(
+        arguments: list[str], environment: dict[str, str], cwd: Path, timeout: float = 120, launcher: bool = False
+    ) -> FinishedJob:
+        command = LAUNCHER_COMMAND if launcher else TRAIN_COMMAND
         completed = subprocess.run(
-            TRAIN_COMMAND + arguments, env=environment, cwd=cwd, capture_output=True, text=True, timeout=timeout
+            command + arguments, env=environment, cwd=cwd, capture_output=True, text=True, timeout=timeout
         )
         return FinishedJob(completed.returncode, completed.stdout, completed.stderr)
 

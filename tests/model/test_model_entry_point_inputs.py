@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from model.hyperparameters import TrainingHyperparameters
-from model.train import EXIT_BAD_INPUT, BadInput, channel_directory, main, read_debugger_setup, read_hyperparameters
+from model.train import EXIT_BAD_INPUT, BadInput, channel_directory, create_hook, main, read_hyperparameters
 
 
 def test_argv_wins_over_sm_hps_and_the_json_file(tmp_path):
@@ -20,16 +20,12 @@ def test_argv_wins_over_sm_hps_and_the_json_file(tmp_path):
 
 def test_sm_hps_wins_over_the_json_file_and_keeps_json_types(tmp_path):
     (tmp_path / "hyperparameters.json").write_text(json.dumps({"learning_rate": "0.3"}))
-    hook_config = {"LocalPath": "/tmp/x", "HookParameters": {"save_interval": "10"}}
     environ = {
-        "SM_HPS": json.dumps(
-            {"learning_rate": 0.2, "num_epochs": 3, "add_batch_norm": True, "debugger_hook_config": hook_config}
-        ),
+        "SM_HPS": json.dumps({"learning_rate": 0.2, "num_epochs": 3, "add_batch_norm": True}),
         "SM_INPUT_CONFIG_DIR": str(tmp_path),
     }
     parsed = read_hyperparameters([], environ)
     assert (parsed.learning_rate, parsed.num_epochs, parsed.add_batch_norm) == (0.2, 3, True)
-    assert json.loads(parsed.debugger_hook_config) == hook_config
 
 
 def test_json_file_as_sagemaker_writes_it(tmp_path):
@@ -57,21 +53,28 @@ def test_malformed_json_sources_name_their_origin(tmp_path, environ_key):
     assert ("SM_HPS" if environ_key == "SM_HPS" else "hyperparameters.json") in str(caught.value)
 
 
-def test_debug_output_directory_env_then_local_path_then_default():
-    hook_config = json.dumps({"LocalPath": "/from/local-path", "S3OutputPath": "s3://bucket/debug-output/job/"})
-    with_config = TrainingHyperparameters(debugger_hook_config=hook_config)
-    assert read_debugger_setup(with_config, {"DEBUG_OUTPUT_DIR": "/from/env"}).out_dir == Path("/from/env")
-    assert read_debugger_setup(with_config, {}).out_dir == Path("/from/local-path")
-    setup = read_debugger_setup(TrainingHyperparameters(), {})
-    assert setup.out_dir == Path("/opt/ml/output/tensors")
-    assert setup.using_default_rules
-    assert [rule["RuleConfigurationName"] for rule in setup.rule_configs] == ["ExplodingTensor"]
-    assert json.loads(setup.rule_configs[0]["RuleParameters"]["action_json"]) == [{"name": "StopTraining"}]
+def test_the_hook_comes_from_the_debugger_config_file_as_for_any_script(tmp_path, monkeypatch):
+    config = tmp_path / "debughookconfig.json"
+    config.write_text(json.dumps({"LocalPath": str(tmp_path / "from-config"), "HookParameters": {"save_interval": "5"}}))
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps([VALID_RULE]))
+    monkeypatch.setenv("DEBUGGER_RULE_CONFIG_FILE_PATH", str(rules))
+    monkeypatch.delenv("DEBUG_OUTPUT_DIR", raising=False)
+    hook, source = create_hook({"SMDEBUG_CONFIG_FILE_PATH": str(config)})
+    try:
+        assert source == f"hook configuration {config}"
+        assert hook.out_dir == tmp_path / "from-config" and hook.rule_names == ["ExplodingTensor"]
+    finally:
+        hook.close()
 
 
-def test_explicit_empty_rule_list_means_no_rules():
-    setup = read_debugger_setup(TrainingHyperparameters(debugger_rule_configs="[]"), {})
-    assert setup.rule_configs == [] and not setup.using_default_rules
+def test_without_a_config_file_the_hook_runs_exploding_tensor_with_stop_training(tmp_path):
+    hook, source = create_hook({"DEBUG_OUTPUT_DIR": str(tmp_path / "debug")})
+    try:
+        assert "ExplodingTensor with action StopTraining" in source
+        assert hook.rule_names == ["ExplodingTensor"] and hook.out_dir == tmp_path / "debug"
+    finally:
+        hook.close()
 
 
 VALID_RULE = {"RuleConfigurationName": "ExplodingTensor", "RuleParameters": {"rule_to_invoke": "ExplodingTensor"}}
@@ -100,37 +103,40 @@ VALID_RULE = {"RuleConfigurationName": "ExplodingTensor", "RuleParameters": {"ru
         ),
         ([], {"SM_CHANNEL_TRAIN": "{root}/empty-channel"}, "InvalidChannel: channel 'train' (env SM_CHANNEL_TRAIN): "),
         (
-            ["--debugger_hook_config", json.dumps({"LocalPath": "/tmp/d", "SaveInterval": "5"})],
-            {},
+            [],
+            {"SMDEBUG_CONFIG_FILE_PATH": "{root}/hook.json", "hook.json": {"LocalPath": "/tmp/d", "SaveInterval": "5"}},
             "InvalidDebuggerConfiguration: debugger_hook_config.SaveInterval: is not allowed; allowed keys: ",
         ),
         (
-            [
-                "--debugger_rule_configs",
-                json.dumps([{"RuleConfigurationName": "Boom", "RuleParameters": {"rule_to_invoke": "Boom"}}]),
-            ],
-            {},
+            [],
+            {
+                "SMDEBUG_CONFIG_FILE_PATH": "{root}/hook.json",
+                "hook.json": {},
+                "DEBUGGER_RULE_CONFIG_FILE_PATH": "{root}/rules.json",
+                "rules.json": [{"RuleConfigurationName": "Boom", "RuleParameters": {"rule_to_invoke": "Boom"}}],
+            },
             "InvalidDebuggerConfiguration: debugger_rule_configs[0].RuleParameters.rule_to_invoke: 'Boom' is not a built-in rule",
         ),
         (
-            [
-                "--debugger_rule_configs",
-                json.dumps(
-                    [
-                        {
-                            **VALID_RULE,
-                            "RuleParameters": {
-                                "rule_to_invoke": "ExplodingTensor",
-                                "action_json": '[{"name":"Reboot"}]',
-                            },
-                        }
-                    ]
-                ),
-            ],
-            {},
+            [],
+            {
+                "SMDEBUG_CONFIG_FILE_PATH": "{root}/hook.json",
+                "hook.json": {},
+                "DEBUGGER_RULE_CONFIG_FILE_PATH": "{root}/rules.json",
+                "rules.json": [
+                    {
+                        **VALID_RULE,
+                        "RuleParameters": {"rule_to_invoke": "ExplodingTensor", "action_json": '[{"name":"Reboot"}]'},
+                    }
+                ],
+            },
             "debugger_rule_configs[0].RuleParameters.action_json[0].name: must be one of StopTraining, Email, SMS",
         ),
-        (["--debugger_rule_configs", "{not json"], {}, "hyperparameter 'debugger_rule_configs': must be JSON text"),
+        (
+            [],
+            {"SMDEBUG_CONFIG_FILE_PATH": "{root}/hook.json", "hook.json": "{not json"},
+            "InvalidDebuggerConfiguration: ",
+        ),
         (
             [],
             {"TRAINING_NUM_THREADS": "two"},
@@ -144,8 +150,12 @@ def test_bad_input_ends_the_job_with_exit_2_and_a_failure_text_naming_the_field(
     (job_dirs.root / "empty-channel").mkdir()
     environment = job_dirs.environment(small_channels)
     for key, value in env_change.items():
-        environment[key] = value.format(root=job_dirs.root)
-    for key in [key for key in os.environ if key.startswith(("SM_", "TRAINING_", "DEBUG_"))]:
+        if key.endswith(".json"):  # a file the variable points at
+            text = value if isinstance(value, str) else json.dumps(value)
+            (job_dirs.root / key).write_text(text)
+        else:
+            environment[key] = value.format(root=job_dirs.root)
+    for key in [key for key in os.environ if key.startswith(("SM_", "TRAINING_", "DEBUG_", "SMDEBUG_"))]:
         monkeypatch.delenv(key)
     for key, value in environment.items():
         monkeypatch.setenv(key, value)

@@ -11,6 +11,7 @@ import time
 
 import pytest
 import torch
+from example_job import launcher_arguments
 
 from contracts.rule_status import ISSUES_FOUND, NO_ISSUES_FOUND, RULE_STATUS_FILE, RuleStatusDocument
 from model.data import load_channel
@@ -47,14 +48,16 @@ def test_no_batch_norm_at_warmup_0_1_explodes_and_is_stopped_at_the_first_non_fi
     small_channels, job_dirs, configured_by, run_training_job
 ):
     arguments = ["--warmup_learning_rate", "0.1", "--num_epochs", "2"]
-    if configured_by == "train_lambda":
-        arguments += ["--debugger_hook_config", json.dumps(LAMBDA_HOOK_CONFIG)]
-        arguments += ["--debugger_rule_configs", json.dumps(LAMBDA_RULE_CONFIGS)]
-    job = run_training_job(arguments, job_dirs.environment(small_channels), cwd=job_dirs.root)
+    launcher = configured_by == "train_lambda"
+    if launcher:
+        arguments = launcher_arguments(LAMBDA_HOOK_CONFIG, LAMBDA_RULE_CONFIGS) + arguments
+    job = run_training_job(arguments, job_dirs.environment(small_channels), cwd=job_dirs.root, launcher=launcher)
 
     assert job.exit_code == EXIT_RULE_STOP, job.stderr
     if configured_by == "defaults":
-        assert "using the default rule ExplodingTensor with action StopTraining" in job.stdout
+        assert "the default rule ExplodingTensor with action StopTraining" in job.stdout
+    else:
+        assert "debugger: hook configuration" in job.stdout and "rules ExplodingTensor, LossNotDecreasing" in job.stdout
     explosion_step = first_non_finite_gradient_step(job)
     assert explosion_step < 4  # within the first epoch (4 steps of 128 over 512 samples)
     failure = job_dirs.failure.read_text()
@@ -78,9 +81,9 @@ def test_no_batch_norm_at_warmup_0_1_explodes_and_is_stopped_at_the_first_non_fi
 
 
 def test_batch_norm_at_warmup_0_1_trains_two_epochs_and_no_rule_fires(medium_channels, job_dirs, run_training_job):
-    arguments = ["--warmup_learning_rate", "0.1", "--add_batch_norm", "true", "--num_epochs", "2"]
-    arguments += ["--debugger_rule_configs", json.dumps(LAMBDA_RULE_CONFIGS)]
-    job = run_training_job(arguments, job_dirs.environment(medium_channels), cwd=job_dirs.root)
+    arguments = launcher_arguments({"HookParameters": {"save_interval": "10"}}, LAMBDA_RULE_CONFIGS)
+    arguments += ["--warmup_learning_rate", "0.1", "--add_batch_norm", "true", "--num_epochs", "2"]
+    job = run_training_job(arguments, job_dirs.environment(medium_channels), cwd=job_dirs.root, launcher=True)
 
     assert job.exit_code == EXIT_SUCCESS, job.stderr
     assert not job_dirs.failure.exists()

@@ -87,7 +87,7 @@ def test_request_parts_follow_the_bucket_layout():
 def test_loss_not_decreasing_compares_losses_several_saved_steps_apart(save_interval, expected_window):
     import json
 
-    from model.hyperparameters import DEBUGGER_RULE_CONFIGS
+    from contracts.job import RULE_CONFIGS_HYPERPARAMETER as DEBUGGER_RULE_CONFIGS
 
     state = initial_state({**INPUT, "debugger_save_interval": save_interval})
     request = job_request.build_create_training_job_request(state, "remediation-x-001", execution_name="exec")

@@ -60,7 +60,7 @@ def test_issues_on_a_job_that_already_ended_do_not_stop_it_again():
         (_described("Stopping", "Stopping"), ("wait", "running")),
         (_described(secondary="Interrupted"), ("wait", "running")),
         (_described(secondary="Restarting"), ("wait", "running")),
-        (_described("Completed", "Completed"), ("completed", "completed")),
+        (_described("Completed", "Completed"), ("plan", "objective_unmeasured")),  # the example's objective
         (_described("Stopped", "Stopped"), ("plan", "stopped")),
         (
             _described("Failed", "Failed", "AlgorithmError: ExecuteUserScriptError: ExitCode 1"),
@@ -81,6 +81,49 @@ def test_decisions_by_job_status(described, expected):
     decision = monitoring.decide(described, [], _state())
     assert (decision.next_step, decision.outcome) == expected
     assert decision.stop_job is False
+
+
+def _completed(metrics=()):
+    described = _described("Completed", "Completed")
+    described["FinalMetricDataList"] = [{"MetricName": name, "Value": value} for name, value in metrics]
+    return described
+
+
+@pytest.mark.parametrize(
+    ("final_metrics", "saved", "expected", "value"),
+    [
+        ([("test:accuracy", 0.97)], {}, ("completed", "completed"), 0.97),
+        ([("test:accuracy", 0.48)], {}, ("plan", "objective_missed"), 0.48),
+        ([], {"test:accuracy": 0.95}, ("completed", "completed"), 0.95),  # from the script's saved scalars
+        ([("test:accuracy", 0.5)], {"test:accuracy": 0.99}, ("plan", "objective_missed"), 0.5),  # the log wins
+        ([("train:loss", 0.1)], {"accuracy": 0.99}, ("plan", "objective_unmeasured"), None),
+    ],
+)
+def test_a_completed_job_is_a_success_only_if_it_meets_the_objective(final_metrics, saved, expected, value):
+    decision = monitoring.decide(_completed(final_metrics), [], _state(), saved)
+    assert (decision.next_step, decision.outcome) == expected
+    assert decision.objective_value == value
+
+
+def test_the_reasons_say_the_metric_the_target_and_the_gap():
+    missed = monitoring.decide(_completed([("test:accuracy", 0.48)]), [], _state())
+    assert "test:accuracy = 0.48 misses test:accuracy >= 0.9 by 0.42" in missed.reason
+    unmeasured = monitoring.decide(_completed(), [], _state())
+    assert "never reported test:accuracy" in unmeasured.reason
+
+
+def test_without_an_objective_a_quiet_completed_job_succeeds_and_says_none_was_declared():
+    decision = monitoring.decide(_completed(), [], _state(objective=None))
+    assert (decision.next_step, decision.outcome) == ("completed", "completed")
+    assert "no objective was declared" in decision.reason
+
+
+def test_the_objective_value_is_recorded_on_the_attempt():
+    state = _state()
+    described = _completed([("test:accuracy", 0.97)])
+    decision = monitoring.decide(described, [], state)
+    recorded = monitoring.apply_decision(state, decision, described, monitoring.RuleReading(statuses=()))
+    assert recorded.last_attempt.objective_value == 0.97 and recorded.next_action == "end"
 
 
 def test_a_capacity_error_is_retried_only_once():

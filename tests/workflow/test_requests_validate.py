@@ -8,11 +8,20 @@ import botocore.session
 import pytest
 from botocore.exceptions import ParamValidationError
 from botocore.validate import validate_parameters
-from model.hyperparameters import parse_hyperparameters
 
 from contracts import bucket_layout, debugger_config
+from contracts.job import (
+    ENTRY_POINT_HYPERPARAMETER,
+    HOOK_CONFIG_HYPERPARAMETER,
+    LAUNCHER_PROGRAM,
+    RULE_CONFIGS_HYPERPARAMETER,
+    parse_script_mode_arguments,
+    script_mode_arguments,
+)
+from debugger.launcher import split_arguments
 from lambdas.remediation import job_request, notifications
 from lambdas.remediation.execution_input import initial_state
+from model.hyperparameters import parse_hyperparameters
 
 INPUT = {
     "bucket": "remediation-artifacts",
@@ -67,16 +76,19 @@ def test_sns_publish_requests_are_valid():
         _validate("sns", "Publish", notifications.publish_request(topic, notification))
 
 
-def test_hyperparameters_round_trip_to_what_the_job_parses():
+def test_hyperparameters_reach_the_script_as_it_parses_them_and_the_launcher_gets_the_debugger():
+    """CreateTrainingJob's map -> script mode's argv -> the launcher's split -> the example's own parser."""
     state = initial_state({**INPUT, "add_batch_norm": True, "init_warmup_learning_rate": 0.05})
     name = job_request.training_job_name("execution-1", state.run_spec.base_job_name, 2)
     hyperparameters = job_request.build_create_training_job_request(state, name)["HyperParameters"]
-    parsed = parse_hyperparameters(hyperparameters)  # what model/train.py does with hyperparameters.json
+    reserved, user_args = split_arguments(script_mode_arguments(hyperparameters))
+    parsed = parse_hyperparameters(parse_script_mode_arguments(user_args))  # what examples/resnet does
     assert parsed.add_batch_norm is True and parsed.warmup_learning_rate == 0.05
-    hook = debugger_config.validate_hook_config(json.loads(parsed.debugger_hook_config))
+    assert reserved[ENTRY_POINT_HYPERPARAMETER] == "train.py"
+    hook = debugger_config.validate_hook_config(json.loads(reserved[HOOK_CONFIG_HYPERPARAMETER]))
     assert hook["S3OutputPath"] == bucket_layout.debug_output_uri(INPUT["bucket"], name)
     assert hook["HookParameters"] == {"save_interval": str(state.run_spec.debugger_save_interval)}
-    rules = debugger_config.validate_rule_configs(json.loads(parsed.debugger_rule_configs))
+    rules = debugger_config.validate_rule_configs(json.loads(reserved[RULE_CONFIGS_HYPERPARAMETER]))
     assert [rule["RuleConfigurationName"] for rule in rules] == [
         "ExplodingTensor",
         "VanishingGradient",
@@ -84,5 +96,31 @@ def test_hyperparameters_round_trip_to_what_the_job_parses():
     ]
     actions = debugger_config.parse_actions(rules[0]["RuleParameters"]["action_json"])
     assert actions == [{"name": "StopTraining", "training_job_prefix": name}]
-    assert json.loads(hyperparameters["sagemaker_program"]) == "train.py"
+    assert json.loads(hyperparameters["sagemaker_program"]) == LAUNCHER_PROGRAM
     assert json.loads(hyperparameters["sagemaker_submit_directory"]) == f"s3://{INPUT['bucket']}/code/sourcedir.tar.gz"
+
+
+def test_a_users_script_gets_exactly_its_own_arguments():
+    script = {
+        "source_dir": "s3://remediation-artifacts/code/mlp-0123456789abcdef/sourcedir.tar.gz",
+        "entry_point": "src/train.py",
+        "hyperparameters": {"lr": 0.01, "grad-clip": 0, "optimizer": "adam", "nesterov": True},
+        "channels": {"training": "s3://remediation-artifacts/data/training-0123456789abcdef/"},
+        "metric_definitions": [{"Name": "val:acc", "Regex": "val_acc=([0-9.]+)"}],
+    }
+    state = initial_state({**INPUT, **script})
+    request = job_request.build_create_training_job_request(state, "remediation-job-0123456789-001")
+    _validate("sagemaker", "CreateTrainingJob", request)
+    reserved, user_args = split_arguments(script_mode_arguments(request["HyperParameters"]))
+    assert user_args == ["--lr", "0.01", "--grad-clip", "0", "--optimizer", "adam", "--nesterov", "true"]
+    assert reserved[ENTRY_POINT_HYPERPARAMETER] == "src/train.py"
+    assert request["InputDataConfig"][0]["ChannelName"] == "training"
+    assert request["AlgorithmSpecification"]["MetricDefinitions"] == script["metric_definitions"]
+    assert json.loads(request["HyperParameters"]["sagemaker_submit_directory"]) == script["source_dir"]
+
+
+def test_a_script_without_channels_sends_no_input_data_config():
+    script = {"source_dir": "s3://remediation-artifacts/code/s-0123456789abcdef/sourcedir.tar.gz", "entry_point": "t.py"}
+    request = job_request.build_create_training_job_request(initial_state({**INPUT, **script}), "remediation-j-001")
+    _validate("sagemaker", "CreateTrainingJob", request)
+    assert "InputDataConfig" not in request

@@ -106,7 +106,7 @@ def test_rule_stop_in_failure_reason_is_planned_like_an_issue(workflow):
         "step": 3,
         "tensor": "",
         "value": None,
-        "phase": "warmup",
+        "phase": None,  # a failure text says no phase, and none is guessed
         "message": "AlgorithmError: StopTraining: rule ExplodingTensor found an issue at step 3",
     }
 
@@ -121,8 +121,10 @@ def test_capacity_error_is_retried_once_with_the_same_spec(workflow):
     assert execution.status == "SUCCEEDED", execution.cause
     first, second = sagemaker.created
     assert first["TrainingJobName"] != second["TrainingJobName"]
-    same = {key: value for key, value in first["HyperParameters"].items() if not key.startswith("debugger_")}
-    assert same == {key: value for key, value in second["HyperParameters"].items() if not key.startswith("debugger_")}
+    def same_spec(hyperparameters):  # the debugger's configuration names the job; everything else is the same
+        return {key: value for key, value in hyperparameters.items() if not key.startswith("remediation_debugger_")}
+
+    assert same_spec(first["HyperParameters"]) == same_spec(second["HyperParameters"])
     assert execution.output["state"]["history"]["capacity_retries"] == 1
     assert execution.output["state"]["history"]["num_retraining"] == 0
     assert execution.event_types == ["job_launched", "job_launched", "completed"]
@@ -241,3 +243,35 @@ def test_the_asl_guard_refuses_a_relaunch_beyond_the_budget(workflow):
     assert execution.error == "RetrainingBudgetExceeded"
     assert "asked for relaunch 3 but max_num_retraining is 2" in execution.cause
     assert len(sagemaker.created) == 1
+
+
+def test_a_job_that_misses_the_objective_is_relaunched_with_its_remedy_until_it_meets_it(workflow):
+    sagemaker = workflow.script([completed(test_accuracy=0.48)], [running(), completed(test_accuracy=0.96)])
+    execution = workflow.run(BASE_INPUT)
+
+    assert execution.status == "SUCCEEDED", execution.cause
+    assert execution.event_types == ["job_launched", "issues_found", "job_launched", "completed"]
+    assert sagemaker.hyperparameter(1, "num_epochs") == "4"  # the example's objective_missed remedy: train longer
+    state = execution.output["state"]
+    assert [attempt["outcome"] for attempt in state["attempts"]] == ["objective_missed", "completed"]
+    assert [attempt["objective_value"] for attempt in state["attempts"]] == [0.48, 0.96]
+    assert "Objective missed (test:accuracy 0.48 (>= 0.9))" in execution.notifications[1]["subject"]
+    assert "test:accuracy 0.96 (>= 0.9)" in execution.notifications[3]["subject"]
+
+
+def test_a_job_that_misses_the_objective_with_no_remedy_left_fails_saying_by_how_much(workflow):
+    workflow.script([completed(test_accuracy=0.48)])
+    execution = workflow.run({**BASE_INPUT, "policy": "anchor"})  # the sample's ladder has no objective remedy
+
+    assert execution.status == "FAILED"
+    assert execution.error == "ObjectiveMissed"
+    assert "missed test:accuracy >= 0.9 by 0.42" in execution.cause
+
+
+def test_a_job_that_never_reports_the_objectives_metric_fails_with_objective_unmeasured(workflow):
+    workflow.script([completed(train_loss=0.1)])
+    execution = workflow.run(BASE_INPUT)
+
+    assert execution.status == "FAILED"
+    assert execution.error == "ObjectiveUnmeasured"
+    assert "never reported test:accuracy" in execution.cause

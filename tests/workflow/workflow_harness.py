@@ -55,6 +55,8 @@ class Tick:
     secondary: str = "Training"
     failure_reason: str = ""
     rule_status: RuleScript | str | None = None
+    #: FinalMetricDataList of a completed job (what SageMaker's MetricDefinitions regexes read from the log).
+    final_metrics: dict[str, float] = dataclasses.field(default_factory=lambda: {"test:accuracy": 0.97})
 
 
 def running(**kwargs: Any) -> Tick:
@@ -65,8 +67,11 @@ def issues_found(job_rule: str = "ExplodingTensor", step: int = 2, initial_gradi
     return Tick(rule_status=RuleScript(job_rule, step, initial_gradient_norm))
 
 
-def completed() -> Tick:
-    return Tick(status="Completed", secondary="Completed", rule_status=RuleScript(fired=None))
+def completed(**final_metrics: float) -> Tick:
+    """A clean, completed job; its final metrics (default test:accuracy 0.97) as keyword arguments (``test_accuracy=``
+    for test:accuracy)."""
+    metrics = {name.replace("_", ":", 1): value for name, value in final_metrics.items()} or {"test:accuracy": 0.97}
+    return Tick(status="Completed", secondary="Completed", rule_status=RuleScript(fired=None), final_metrics=metrics)
 
 
 def failed(reason: str) -> Tick:
@@ -203,7 +208,8 @@ class ScriptedSageMaker:
             response["FailureReason"] = tick.failure_reason
         if tick.status == "Completed":
             response["FinalMetricDataList"] = [
-                {"MetricName": "test:accuracy", "Value": 0.97, "Timestamp": datetime.datetime.now(datetime.UTC)}
+                {"MetricName": name, "Value": value, "Timestamp": datetime.datetime.now(datetime.UTC)}
+                for name, value in tick.final_metrics.items()
             ]
         return response
 

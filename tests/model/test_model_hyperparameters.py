@@ -2,7 +2,6 @@ import json
 
 import pytest
 
-from contracts.job import parse_script_mode_arguments
 from model.hyperparameters import (
     HyperparameterError,
     TrainingHyperparameters,
@@ -40,7 +39,7 @@ def test_sagemaker_json_file_double_encoding_and_reserved_keys_are_accepted():
         ({"activation": "swish"}, "activation", "elu"),
         ({"momentum": "1.0"}, "momentum", "< 1.0"),
         ({"lr_decay_epochs": "10,5"}, "lr_decay_epochs", "increasing"),
-        ({"debugger_rule_configs": "[{"}, "debugger_rule_configs", "JSON"),
+        ({"debugger_rule_configs": "[]"}, "debugger_rule_configs", "not a known hyperparameter"),
         ({"warmup_learning_rate": "nan"}, "warmup_learning_rate", "finite"),
     ],
 )
@@ -55,12 +54,3 @@ def test_learning_rate_schedule_warmup_then_step_decay():
     spec = TrainingHyperparameters(warmup_learning_rate=0.01, learning_rate=0.1, lr_decay_epochs="3,5")
     assert [round(spec.learning_rate_at_epoch(epoch), 6) for epoch in range(6)] == [0.01, 0.1, 0.1, 0.01, 0.01, 0.001]
     assert [spec.phase_at_epoch(epoch) for epoch in range(2)] == ["warmup", "main"]
-
-
-def test_script_mode_arguments():
-    assert parse_script_mode_arguments(["--learning_rate", "0.1", "--add-batch-norm=true"]) == {
-        "learning_rate": "0.1",
-        "add_batch_norm": "true",
-    }
-    with pytest.raises(HyperparameterError, match="has no value"):
-        parse_script_mode_arguments(["--learning_rate"])
