@@ -8,6 +8,7 @@ import io
 import json
 import tarfile
 import time
+from pathlib import Path
 
 import boto3
 import numpy as np
@@ -111,6 +112,44 @@ def test_start_fills_bucket_role_and_region_from_the_stack_and_sends_what_the_lo
     state = initial_state(sent)
     assert state.run_spec.bucket == outputs["ArtifactsBucketName"] and state.policy == "anchor"
     assert state.run_spec.sm_role == outputs["SageMakerRoleArn"]
+
+
+def test_start_with_a_users_script_uploads_its_directory_and_data_then_starts_with_their_uris(deployed, tmp_path, capsys):
+    example = Path(__file__).resolve().parents[2] / "examples" / "mlp"
+    data = tmp_path / "data"
+    data.mkdir()
+    np.save(data / "x.npy", np.zeros((8, 4), np.float32))
+    np.save(data / "y.npy", np.zeros(8, np.int64))
+    spec = json.loads((example / "run_spec.json").read_text())
+    spec["source_dir"] = str(example)
+    run_spec_file = tmp_path / "run_spec.json"
+    run_spec_file.write_text(json.dumps(spec))
+
+    arguments = ["cloud", "start", "--run-spec", str(run_spec_file), "--channel", f"train={data}", "--json"]
+    assert run_cli(*arguments, "--hyperparameters", "lr=0.5") == 0
+    sent = json.loads(capsys.readouterr().out)["input"]
+    bucket = {o["OutputKey"]: o["OutputValue"] for o in deployed["Outputs"]}["ArtifactsBucketName"]
+    assert sent["source_dir"].startswith(f"s3://{bucket}/code/mlp-") and sent["source_dir"].endswith("/sourcedir.tar.gz")
+    assert sent["channels"]["train"].startswith(f"s3://{bucket}/data/train-")
+    assert sent["hyperparameters"] == {"lr": 0.5, "grad-clip": 0, "epochs": 5}
+    s3 = boto3.client("s3", region_name=REGION)
+    key = sent["source_dir"].split(f"s3://{bucket}/", 1)[1]
+    with tarfile.open(fileobj=io.BytesIO(s3.get_object(Bucket=bucket, Key=key)["Body"].read())) as archive:
+        names = archive.getnames()
+    assert {"train.py", "remediation_launcher.py", "debugger/launcher.py", "contracts/job.py"} <= set(names)
+    prefix = sent["channels"]["train"].split(f"s3://{bucket}/", 1)[1]
+    listed = s3.list_objects_v2(Bucket=bucket, Prefix=prefix)["Contents"]
+    assert sorted(item["Key"].rsplit("/", 1)[1] for item in listed) == ["x.npy", "y.npy"]
+    assert initial_state(sent).policy == "declared"
+
+
+def test_upload_source_with_a_users_directory_prints_the_uri_to_use(deployed, capsys):
+    example = Path(__file__).resolve().parents[2] / "examples" / "mlp"
+    assert run_cli("cloud", "upload-source", "--source-dir", str(example), "--entry-point", "train.py") == 0
+    printed = capsys.readouterr().out
+    assert '"source_dir": "s3://' in printed and '"entry_point": "train.py"' in printed
+    assert run_cli("cloud", "upload-source", "--source-dir", str(example), "--entry-point", "missing.py") == 2
+    assert "entry_point missing.py: not found in --source-dir" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
