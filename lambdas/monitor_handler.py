@@ -46,7 +46,11 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     described = sagemaker.describe_training_job(TrainingJobName=job_name)
     reading = monitoring.read_rule_statuses(handler_support.client("s3", region), state, job_name, described)
     decision = monitoring.decide(
-        described, reading.statuses, state, monitoring.metrics_saved_by_script(reading.document)
+        described,
+        reading.statuses,
+        state,
+        monitoring.metrics_saved_by_script(reading.document),
+        rules_reported=bool(reading.statuses),
     )
     logger.info(
         "monitor decision",

@@ -27,6 +27,7 @@ END_ERRORS = {
     "monitor_limit": "MonitorLimitReached",
     "objective_missed": "ObjectiveMissed",
     "objective_unmeasured": "ObjectiveUnmeasured",
+    "missing_evidence": "MissingEvidence",
     "completed": "RemediationEnded",
 }
 

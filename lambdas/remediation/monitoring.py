@@ -107,13 +107,16 @@ def decide(
     rule_statuses: Sequence[rule_status.RuleStatus],
     state: WorkflowState,
     saved_metrics: Mapping[str, float] | None = None,
+    *,
+    rules_reported: bool = True,
 ) -> MonitorDecision:
     """The next step for the state's latest job, from its description, every rule's status and (for the
     objective) the scalars the script saved.
 
     IssuesFound from any rule wins over the job status (a job that completed with
     a rule's issue is still planned); a rule in Error is reported, not acted on. A
-    job that completes is a success only if it meets the declared objective.
+    job that completes is a success only if its rules reported (``rules_reported``:
+    a rule status was read) and it meets the declared objective.
     """
     objective_value = objective_metric_value(state, describe_response, saved_metrics)
     job = describe_response.get("TrainingJobName", state.history.latest_job_name)
@@ -169,6 +172,17 @@ def decide(
         return MonitorDecision(next_step="wait", outcome="running", reason=reason)
 
     if status == "Completed":
+        if not rules_reported:
+            return MonitorDecision(
+                next_step="plan",
+                outcome="missing_evidence",
+                reason=(
+                    f"Job {job} completed but its debugger never reported a rule status, so no rule was evaluated "
+                    "and quiet rules cannot be claimed: the script created no hook (smd.Hook.create_from_json_file()) "
+                    "or its debug output never reached the bucket."
+                ),
+                objective_value=objective_value,
+            )
         return _judge_completed(job, state, objective_value)
     if status == "Stopped":
         return MonitorDecision(

@@ -284,6 +284,7 @@ def _give_up_cause(attempt: Attempt | None) -> str:
         if attempt.decision is None or attempt.decision.end_cause != "budget_spent"
         else "objective missed, relaunch budget spent",
         "objective_unmeasured": "the objective's metric was never reported",
+        "missing_evidence": "the job's rules never reported",
         "running": "ended while the job was running",
         "completed": "ended",
     }[attempt.outcome]

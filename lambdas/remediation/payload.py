@@ -60,6 +60,7 @@ Outcome = Literal[
     "completed",  # the job completed, no rule found an issue, and the objective (if any) was met
     "objective_missed",  # the job completed with quiet rules but its metric missed the objective
     "objective_unmeasured",  # the job completed but never reported the objective's metric
+    "missing_evidence",  # the job completed but no rule status was ever read: the rules did not run
     "algorithm_error",  # the training code failed (not because of a rule)
     "capacity_error",  # SageMaker had no capacity (after the monitor's own retries)
     "stopped",  # stopped by someone or something other than the workflow
@@ -73,6 +74,7 @@ EndCause = Literal[
     "completed",
     "objective_missed",
     "objective_unmeasured",
+    "missing_evidence",
     "algorithm_error",
     "capacity_error",
     "stopped",

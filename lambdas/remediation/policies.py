@@ -356,6 +356,11 @@ def _outcome_reason(state: WorkflowState, attempt: Attempt) -> str:
             "MetricDefinitions regex matched the log and the script saved no scalar of that name. Ending; check "
             "metric_definitions or save the metric with hook.save_scalar."
         ),
+        "missing_evidence": (
+            f"Job {job} completed but its debugger never reported a rule status: no rule was evaluated, so the "
+            "run cannot be called clean. Ending; create the hook in the script (smd.Hook.create_from_json_file(), "
+            "register_module, register_loss) and check that debug-output/ reaches the bucket."
+        ),
         "algorithm_error": (
             f"Job {job} failed in the training code, not because a rule fired{failure}. "
             "Other hyperparameters would not fix that; ending."

@@ -105,6 +105,13 @@ def test_a_completed_job_is_a_success_only_if_it_meets_the_objective(final_metri
     assert decision.objective_value == value
 
 
+def test_a_completed_job_whose_rules_never_reported_is_missing_evidence_not_a_success():
+    decision = monitoring.decide(_completed([("test:accuracy", 0.99)]), [], _state(), rules_reported=False)
+    assert (decision.next_step, decision.outcome) == ("plan", "missing_evidence")
+    assert "never reported a rule status" in decision.reason and "smd.Hook.create_from_json_file()" in decision.reason
+    assert decision.objective_value == 0.99  # still recorded for the report
+
+
 def test_the_reasons_say_the_metric_the_target_and_the_gap():
     missed = monitoring.decide(_completed([("test:accuracy", 0.48)]), [], _state())
     assert "test:accuracy = 0.48 misses test:accuracy >= 0.9 by 0.42" in missed.reason

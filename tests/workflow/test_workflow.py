@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from workflow_harness import BASE_INPUT, completed, failed, issues_found, running, stopped
+from workflow_harness import BASE_INPUT, Tick, completed, failed, issues_found, running, stopped
 
 
 def test_issues_stop_plan_relaunch_complete(workflow):
@@ -275,3 +275,15 @@ def test_a_job_that_never_reports_the_objectives_metric_fails_with_objective_unm
     assert execution.status == "FAILED"
     assert execution.error == "ObjectiveUnmeasured"
     assert "never reported test:accuracy" in execution.cause
+
+
+def test_a_job_that_completes_without_ever_writing_its_rule_status_is_missing_evidence(workflow):
+    workflow.script([Tick(status="Completed", secondary="Completed")])  # no rule-status.json was ever written
+    execution = workflow.run(BASE_INPUT)
+
+    assert execution.status == "FAILED"
+    assert execution.error == "MissingEvidence"
+    assert "never reported a rule status" in execution.cause
+    assert execution.output is None or execution.output["state"]["attempts"][0]["outcome"] == "missing_evidence"
+    assert execution.event_types == ["job_launched", "gave_up"]
+    assert "rules never reported" in execution.notifications[-1]["subject"]
