@@ -79,7 +79,8 @@ class RemediationFunctions(Construct):
         self.train.add_to_role_policy(
             iam.PolicyStatement(
                 sid="LaunchOwnTrainingJobs",
-                actions=["sagemaker:CreateTrainingJob", "sagemaker:DescribeTrainingJob"],
+                # ListTags: a job found under our name is adopted only if its tags prove it is this execution's
+                actions=["sagemaker:CreateTrainingJob", "sagemaker:DescribeTrainingJob", "sagemaker:ListTags"],
                 resources=[training_jobs],
             )
         )
@@ -102,7 +103,8 @@ class RemediationFunctions(Construct):
         self.monitor.add_to_role_policy(
             iam.PolicyStatement(
                 sid="WatchAndStopOwnTrainingJobs",
-                actions=["sagemaker:DescribeTrainingJob", "sagemaker:StopTrainingJob"],
+                # ListTags: the cleanup stops a job only if its tags prove it is this execution's
+                actions=["sagemaker:DescribeTrainingJob", "sagemaker:StopTrainingJob", "sagemaker:ListTags"],
                 resources=[training_jobs],
             )
         )

@@ -31,7 +31,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     task = handler_support.parse_task_event(event)
     logger.append_keys(execution_name=task.execution_name)
     if task.action == "cleanup":
-        return clean_up(task.input or {}, task.execution_name)
+        return clean_up(task.input or {}, task.execution_id, task.execution_start_time)
 
     state = parse_state({"state": task.state})
     job_name = state.history.latest_job_name
@@ -75,8 +75,9 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     return {**updated.to_payload(), "next_step": decision.next_step}
 
 
-def clean_up(failed_input: dict[str, Any], execution_name: str) -> dict[str, Any]:
-    """Stop whatever job the failed execution may have left running, notify, and return Error/Cause."""
+def clean_up(failed_input: dict[str, Any], execution_id: str, execution_start_time: str) -> dict[str, Any]:
+    """Stop whatever job the failed execution may have left running (only a job whose tags prove it is this
+    execution's), notify, and return Error/Cause."""
     error = failed_input.get("error") or {}
     error_name = str(error.get("Error") or "WorkflowError")
     cause = str(error.get("Cause") or "")
@@ -87,13 +88,18 @@ def clean_up(failed_input: dict[str, Any], execution_name: str) -> dict[str, Any
     notes = []
     if state is not None:
         sagemaker = handler_support.client("sagemaker", state.run_spec.region)
-        for job_name in _jobs_that_may_run(state, execution_name):
+        for job_name in _jobs_that_may_run(state, execution_id, execution_start_time):
             try:
                 described = sagemaker.describe_training_job(TrainingJobName=job_name)
-                if described.get("TrainingJobStatus") == "InProgress":
-                    handler_support.stop_training_job(sagemaker, job_name)
-                    notes.append(f"stopped training job {job_name}")
-                    metrics.add_metric(name="JobsStoppedOnError", unit=MetricUnit.Count, value=1)
+                if described.get("TrainingJobStatus") != "InProgress":
+                    continue
+                tags = handler_support.job_tags(sagemaker, described["TrainingJobArn"])
+                if not job_request.owned_by(tags, execution_id, execution_start_time):
+                    notes.append(f"left training job {job_name} running: its tags name another execution")
+                    continue
+                handler_support.stop_training_job(sagemaker, job_name)
+                notes.append(f"stopped training job {job_name}")
+                metrics.add_metric(name="JobsStoppedOnError", unit=MetricUnit.Count, value=1)
             except ClientError as stop_error:
                 code = stop_error.response.get("Error", {}).get("Code")
                 if code not in handler_support.NO_SUCH_JOB_OR_NOT_STOPPABLE:
@@ -104,19 +110,18 @@ def clean_up(failed_input: dict[str, Any], execution_name: str) -> dict[str, Any
     return {"Error": error_name, "Cause": clip(f"{message}{cleanup_note}", MAX_CAUSE_LENGTH)}
 
 
-def _jobs_that_may_run(state: WorkflowState, execution_name: str) -> list[str]:
+def _jobs_that_may_run(state: WorkflowState, execution_id: str, execution_start_time: str) -> list[str]:
     """The latest job if it was still running, and the next attempt's job (a launch that failed half-way)."""
     jobs = []
     attempt = state.last_attempt
     if attempt is not None and attempt.outcome in ("running", "issues_found", "monitor_limit"):
         jobs.append(attempt.job_name)
-    if execution_name and state.next_action == "launch_new":
+    if state.next_action == "launch_new":
         try:
-            jobs.append(
-                job_request.training_job_name(execution_name, state.run_spec.base_job_name, state.attempt_count + 1)
-            )
+            identity = job_request.execution_identity(execution_id, execution_start_time)
+            jobs.append(job_request.training_job_name(identity, state.run_spec.base_job_name, state.attempt_count + 1))
         except job_request.JobRequestError:
-            pass
+            pass  # no identity, no name to look for
     return jobs
 
 

@@ -1,8 +1,9 @@
 """Train Lambda: launch the training job for the state's run_spec and record the attempt.
 
-The job name is deterministic per execution and attempt, so a retried task
-never launches a second job: ResourceInUse for our own name means "already
-launched" and the handler records it as such.
+The job name is deterministic per execution (its ARN and start time) and
+attempt, so a retried task never launches a second job: ResourceInUse for our
+own name means "already launched", and the handler adopts that job only if its
+tags prove this execution launched it.
 """
 
 from __future__ import annotations
@@ -28,12 +29,15 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     task = handler_support.parse_task_event(event)
     state = parse_state({"state": task.state})
     attempt_number = state.attempt_count + 1
-    job_name = job_request.training_job_name(task.execution_name, state.run_spec.base_job_name, attempt_number)
+    identity = job_request.execution_identity(task.execution_id, task.execution_start_time)
+    job_name = job_request.training_job_name(identity, state.run_spec.base_job_name, attempt_number)
     logger.append_keys(execution_name=task.execution_name, job_name=job_name, attempt=attempt_number)
 
-    request = job_request.build_create_training_job_request(state, job_name, execution_name=task.execution_name)
+    request = job_request.build_create_training_job_request(
+        state, job_name, execution_id=task.execution_id, execution_start_time=task.execution_start_time
+    )
     sagemaker = handler_support.client("sagemaker", state.run_spec.region)
-    launch(sagemaker, request)
+    launch(sagemaker, request, task.execution_id, task.execution_start_time)
     metrics.add_metric(name="JobsLaunched", unit=MetricUnit.Count, value=1)
 
     launched = state.with_new_attempt(job_name)
@@ -42,17 +46,27 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     return launched.to_payload()
 
 
+class JobNameTaken(RuntimeError):
+    """A training job with this execution's job name exists but another execution launched it."""
+
+
 @tracer.capture_method
-def launch(sagemaker: Any, request: dict[str, Any]) -> None:
+def launch(sagemaker: Any, request: dict[str, Any], execution_id: str, execution_start_time: str) -> None:
     job_name = request["TrainingJobName"]
     try:
         sagemaker.create_training_job(**request)
     except ClientError as error:
         if error.response.get("Error", {}).get("Code") != "ResourceInUse":
             raise
-        # Our name is unique to this execution and attempt: the job is the one an earlier try launched.
         existing = sagemaker.describe_training_job(TrainingJobName=job_name)
+        tags = handler_support.job_tags(sagemaker, existing["TrainingJobArn"])
+        if not job_request.owned_by(tags, execution_id, execution_start_time):
+            raise JobNameTaken(
+                f"training job {job_name} exists ({existing.get('TrainingJobStatus')}) but its tags do not name this "
+                f"execution ({execution_id} started {execution_start_time}); not adopting another execution's job"
+            ) from None
+        # Its tags prove it: an earlier try of this very task launched it.
         logger.warning(
-            "training job already launched by an earlier try; not launching another",
+            "training job already launched by an earlier try of this execution; not launching another",
             extra={"training_job_status": existing.get("TrainingJobStatus")},
         )

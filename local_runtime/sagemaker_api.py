@@ -20,6 +20,10 @@ def register_training_api(dispatch: LocalDispatch, platform: LocalTrainingPlatfo
     def stop(call: OperationCall):
         return platform.stop_training_job(call.params["TrainingJobName"])
 
+    def list_tags(call: OperationCall):
+        return platform.list_tags(call.params["ResourceArn"])
+
     dispatch.register("sagemaker", "CreateTrainingJob", create)
     dispatch.register("sagemaker", "DescribeTrainingJob", describe)
     dispatch.register("sagemaker", "StopTrainingJob", stop)
+    dispatch.register("sagemaker", "ListTags", list_tags)

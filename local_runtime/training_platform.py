@@ -255,6 +255,14 @@ class LocalTrainingPlatform:
             self._request_stop(job, "StopTrainingJob")
         return {}
 
+    def list_tags(self, ResourceArn: str) -> dict[str, Any]:  # noqa: N803 - SageMaker's parameter name
+        """The tags a training job was created with (the workflow reads them to prove a job is its own)."""
+        with self._lock:
+            job = next((job for job in self._jobs.values() if job.arn == ResourceArn), None)
+        if job is None:
+            raise SageMakerError("ValidationException", f"Requested resource not found: {ResourceArn}")
+        return {"Tags": [dict(tag) for tag in job.request.get("Tags", [])]}
+
     # ------------------------------------------------------------------ queries for the runtime and CLI
 
     def job_names(self) -> list[str]:

@@ -32,10 +32,14 @@ class TaskEvent(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     execution_name: str = ""
+    #: The execution's ARN and start time: together they identify it even when a name is reused.
+    execution_id: str = ""
+    execution_start_time: str = ""
     action: Literal["initialize", "cleanup"] | None = None
     state: dict[str, Any] | None = None
     execution_input: Any = None
     input: dict[str, Any] | None = None
+
 
 
 def parse_task_event(event: Any) -> TaskEvent:
@@ -73,3 +77,15 @@ def stop_training_job(sagemaker: Any, job_name: str) -> bool:
         if error.response.get("Error", {}).get("Code") in NO_SUCH_JOB_OR_NOT_STOPPABLE:
             return False
         raise
+
+
+def job_tags(sagemaker: Any, job_arn: str) -> list[dict[str, str]]:
+    """A training job's tags (SageMaker ListTags, every page)."""
+    tags: list[dict[str, str]] = []
+    request: dict[str, Any] = {"ResourceArn": job_arn}
+    while True:
+        response = sagemaker.list_tags(**request)
+        tags += response.get("Tags", [])
+        if not response.get("NextToken"):
+            return tags
+        request["NextToken"] = response["NextToken"]

@@ -120,16 +120,30 @@ def job_name_prefix() -> str:
     return prefix
 
 
-def training_job_name(execution_name: str, base_job_name: str, attempt_number: int, prefix: str | None = None) -> str:
+def execution_identity(execution_id: str, execution_start_time: str) -> str:
+    """What names an execution's jobs: its ARN and its start time (a name alone can be reused, by another state
+    machine or after Step Functions forgets a closed execution)."""
+    if not execution_id or not execution_start_time:
+        raise JobRequestError(
+            "execution_id, execution_start_time: the task payload must carry $$.Execution.Id and "
+            "$$.Execution.StartTime (statemachine/remediation.asl.json passes both)"
+        )
+    return f"{execution_id}@{execution_start_time}"
+
+
+def training_job_name(
+    execution_identity: str, base_job_name: str, attempt_number: int, prefix: str | None = None
+) -> str:
     """``{prefix}-{base}-{execution digest}-{attempt}``: the same inputs always give the same name.
 
     So a retried Train task finds its own job (ResourceInUse) instead of launching
-    a second one, and two executions never share a name. At most 63 characters.
+    a second one. The identity is the execution's ARN and start time, so two
+    executions never share a name, even one that reuses another's name. At most 63 characters.
     """
     if attempt_number < 1:
         raise JobRequestError(f"attempt_number: must be >= 1 (got {attempt_number})")
     prefix = job_name_prefix() if prefix is None else prefix
-    digest = hashlib.sha256(execution_name.encode()).hexdigest()[:10]
+    digest = hashlib.sha256(execution_identity.encode()).hexdigest()[:10]
     suffix = f"{digest}-{attempt_number:03d}"
     base = _NOT_NAME_CHARACTER.sub("-", base_job_name).strip("-")
     if base == prefix or base.startswith(prefix + "-"):  # "remediation" + "remediation-resnet": say it once
@@ -274,11 +288,32 @@ def script_mode_hyperparameters(run_spec: RunSpec, job_name: str) -> dict[str, s
         raise JobRequestError(f"run_spec.hyperparameters.{error.field}: {error.problem}") from None
 
 
+#: Tags that prove a job is this execution's own (checked before adopting or stopping a job by name).
+EXECUTION_TAG = "remediation:execution"
+EXECUTION_START_TAG = "remediation:execution-start"
+ATTEMPT_TAG = "remediation:attempt"
+
+
+def ownership_tags(execution_id: str, execution_start_time: str, attempt_number: int) -> dict[str, str]:
+    return {
+        EXECUTION_TAG: execution_id[:256],
+        EXECUTION_START_TAG: execution_start_time[:256],
+        ATTEMPT_TAG: str(attempt_number),
+    }
+
+
+def owned_by(tags: list[dict[str, str]], execution_id: str, execution_start_time: str) -> bool:
+    """Whether a job's tags (SageMaker ListTags) say this execution launched it."""
+    found = {tag.get("Key"): tag.get("Value") for tag in tags}
+    return found.get(EXECUTION_TAG) == execution_id[:256] and found.get(EXECUTION_START_TAG) == execution_start_time[:256]
+
+
 def build_create_training_job_request(
     state: WorkflowState,
     job_name: str,
     *,
-    execution_name: str = "",
+    execution_id: str = "",
+    execution_start_time: str = "",
     tags: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """The keyword arguments of ``sagemaker.create_training_job`` for the state's current run_spec."""
@@ -291,11 +326,9 @@ def build_create_training_job_request(
         stopping_condition["MaxWaitTimeInSeconds"] = run_spec.max_run_seconds * SPOT_WAIT_FACTOR
     all_tags = {
         "remediation:base-job-name": run_spec.base_job_name,
-        "remediation:attempt": str(state.attempt_count + 1),
         "remediation:policy": state.policy,
+        **ownership_tags(execution_id, execution_start_time, state.attempt_count + 1),
     }
-    if execution_name:
-        all_tags["remediation:execution"] = execution_name[:256]
     all_tags.update(tags or {})
     request: dict[str, Any] = {
         "TrainingJobName": job_name,

@@ -68,7 +68,7 @@ def test_legacy_mode_in_a_region_without_the_rule_evaluator_is_refused():
 
 def test_request_parts_follow_the_bucket_layout():
     state = initial_state({**INPUT, "max_run_seconds": 7200, "use_spot_instances": True})
-    request = job_request.build_create_training_job_request(state, "remediation-x-001", execution_name="exec")
+    request = job_request.build_create_training_job_request(state, "remediation-x-001", execution_id="arn:aws:states:us-east-1:123456789012:execution:m:exec", execution_start_time="2026-11-23T08:00:00Z")
     assert request["OutputDataConfig"] == {"S3OutputPath": "s3://artifacts-bucket/jobs/"}
     assert request["CheckpointConfig"]["S3Uri"] == "s3://artifacts-bucket/checkpoints/remediation-x-001/"
     assert [channel["DataSource"]["S3DataSource"]["S3Uri"] for channel in request["InputDataConfig"]] == [
@@ -77,7 +77,7 @@ def test_request_parts_follow_the_bucket_layout():
     ]
     assert request["StoppingCondition"] == {"MaxRuntimeInSeconds": 7200, "MaxWaitTimeInSeconds": 14400}
     assert request["Environment"] == {"DEBUG_OUTPUT_S3_SYNC": "on"}
-    assert {"Key": "remediation:execution", "Value": "exec"} in request["Tags"]
+    assert {"Key": "remediation:execution", "Value": "arn:aws:states:us-east-1:123456789012:execution:m:exec"} in request["Tags"]
     assert [definition["Name"] for definition in request["AlgorithmSpecification"]["MetricDefinitions"]][
         0
     ] == "train:loss"
@@ -90,7 +90,20 @@ def test_loss_not_decreasing_compares_losses_several_saved_steps_apart(save_inte
     from contracts.job import RULE_CONFIGS_HYPERPARAMETER as DEBUGGER_RULE_CONFIGS
 
     state = initial_state({**INPUT, "debugger_save_interval": save_interval})
-    request = job_request.build_create_training_job_request(state, "remediation-x-001", execution_name="exec")
+    request = job_request.build_create_training_job_request(state, "remediation-x-001", execution_id="arn:aws:states:us-east-1:123456789012:execution:m:exec", execution_start_time="2026-11-23T08:00:00Z")
     rules = json.loads(json.loads(request["HyperParameters"][DEBUGGER_RULE_CONFIGS]))
     (loss_rule,) = [rule for rule in rules if rule["RuleConfigurationName"] == "LossNotDecreasing"]
     assert loss_rule["RuleParameters"]["num_steps"] == str(expected_window)
+
+
+def test_job_names_differ_for_a_reused_execution_name_and_tags_prove_ownership():
+    arn = "arn:aws:states:us-east-1:123456789012:execution:remediation:nightly"
+    first = job_request.training_job_name(job_request.execution_identity(arn, "2026-11-01T10:00:00Z"), "resnet", 1)
+    again = job_request.training_job_name(job_request.execution_identity(arn, "2026-12-20T10:00:00Z"), "resnet", 1)
+    assert first != again  # the same name, 90 days later: a different execution, a different job
+    tags = [{"Key": key, "Value": value} for key, value in job_request.ownership_tags(arn, "2026-11-01T10:00:00Z", 1).items()]
+    assert job_request.owned_by(tags, arn, "2026-11-01T10:00:00Z")
+    assert not job_request.owned_by(tags, arn, "2026-12-20T10:00:00Z")
+    assert not job_request.owned_by([], arn, "2026-11-01T10:00:00Z")
+    with pytest.raises(job_request.JobRequestError, match="execution_start_time"):
+        job_request.execution_identity(arn, "")

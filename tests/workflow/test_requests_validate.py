@@ -40,7 +40,7 @@ def _validate(service: str, operation: str, params: dict) -> None:
 def test_create_training_job_request_is_valid(legacy, spot):
     state = initial_state({**INPUT, "legacy_sagemaker_debugger": legacy, "use_spot_instances": spot})
     name = job_request.training_job_name("execution-1", state.run_spec.base_job_name, 1)
-    request = job_request.build_create_training_job_request(state, name, execution_name="execution-1")
+    request = job_request.build_create_training_job_request(state, name, execution_id="arn:aws:states:eu-west-1:123456789012:execution:m:execution-1", execution_start_time="2026-11-23T08:00:00Z")
     _validate("sagemaker", "CreateTrainingJob", request)
     assert ("DebugHookConfig" in request) is legacy and ("DebugRuleConfigurations" in request) is legacy
     assert request["EnableManagedSpotTraining"] is spot

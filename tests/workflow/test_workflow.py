@@ -201,6 +201,19 @@ def test_a_retried_train_task_never_launches_a_second_job(workflow):
     assert len(execution.output["state"]["attempts"]) == 1
 
 
+def test_a_job_name_another_execution_holds_is_never_adopted_nor_stopped(workflow):
+    """A reused execution name must not take over (or clean up) the job its namesake launched."""
+    sagemaker = workflow.script([running(), completed()])
+    sagemaker.take_every_name()
+    execution = workflow.run(BASE_INPUT)
+
+    assert execution.status == "FAILED"
+    assert execution.error == "JobNameTaken"
+    assert "its tags do not name this execution" in execution.cause
+    assert sagemaker.created == [] and sagemaker.stopped == []  # nothing launched, the other job left alone
+    assert "left training job" in execution.cause and "tags name another execution" in execution.cause
+
+
 def test_the_asl_guard_stops_a_monitor_that_would_wait_forever(workflow):
     """If the monitor ever answered "wait" past max_monitor_transitions, the Choice guard ends it (and cleans up)."""
     from lambdas import monitor_handler

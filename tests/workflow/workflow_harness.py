@@ -131,16 +131,33 @@ class ScriptedSageMaker:
         self.created: list[dict[str, Any]] = []
         self.stopped: list[str] = []
         self.describe_failures: dict[tuple[str, int], Exception] = {}
+        #: Names another execution already holds: a create with one answers ResourceInUse, and the job found
+        #: there runs with the other execution's tags.
+        self.foreign_names: set[str] = set()
         self._lock = threading.Lock()
 
     def register(self, dispatch: LocalDispatch) -> None:
         dispatch.register("sagemaker", "CreateTrainingJob", self.create_training_job)
         dispatch.register("sagemaker", "DescribeTrainingJob", self.describe_training_job)
         dispatch.register("sagemaker", "StopTrainingJob", self.stop_training_job)
+        dispatch.register("sagemaker", "ListTags", self.list_tags)
+
+    def take_every_name(self) -> None:
+        """Every name this execution tries is already another execution's (a reused execution name)."""
+        self.foreign_names.add("*")
 
     def create_training_job(self, call: OperationCall) -> dict[str, Any]:
         name = call.params["TrainingJobName"]
         with self._lock:
+            if ("*" in self.foreign_names or name in self.foreign_names) and name not in self.jobs:
+                foreign_tags = [{"Key": "remediation:execution", "Value": "arn:aws:states:::execution:other:run"}]
+                self.jobs[name] = {
+                    "request": {**call.params, "Tags": foreign_tags},
+                    "timeline": [Tick()],
+                    "polls": 0,
+                    "stop": None,
+                    "foreign": True,
+                }
             if name in self.jobs:
                 raise ServiceError(
                     "ResourceInUse",
@@ -222,6 +239,11 @@ class ScriptedSageMaker:
             job["stop"] = 0
             self.stopped.append(name)
         return {}
+
+    def list_tags(self, call: OperationCall) -> dict[str, Any]:
+        name = call.params["ResourceArn"].rsplit("/", 1)[1]
+        with self._lock:
+            return {"Tags": list(self._job(name)["request"].get("Tags", []))}
 
     def _job(self, name: str) -> dict[str, Any]:
         job = self.jobs.get(name)
