@@ -11,7 +11,7 @@ from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from lambdas.remediation import handler_support, job_request, monitoring, notifications
 from lambdas.remediation.payload import WorkflowState, parse_state
@@ -43,8 +43,15 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
 
     region = state.run_spec.region
     sagemaker = handler_support.client("sagemaker", region)
-    described = sagemaker.describe_training_job(TrainingJobName=job_name)
-    reading = monitoring.read_rule_statuses(handler_support.client("s3", region), state, job_name, described)
+    try:
+        described = sagemaker.describe_training_job(TrainingJobName=job_name)
+        reading = monitoring.read_rule_statuses(handler_support.client("s3", region), state, job_name, described)
+    except (ClientError, BotoCoreError) as error:
+        if not handler_support.is_transient(error):
+            raise
+        return _wait_out_a_failed_read(state, job_name, error)
+    if state.history.consecutive_read_failures:
+        state = state.updated(history=state.history.model_copy(update={"consecutive_read_failures": 0}))
     decision = monitoring.decide(
         described,
         reading.statuses,
@@ -75,6 +82,24 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     return {**updated.to_payload(), "next_step": decision.next_step}
 
 
+#: Polls in a row whose reads may fail transiently before the monitor gives up (at 60 s a poll: ~20 minutes,
+#: on top of the client's own retries within each poll).
+MAX_CONSECUTIVE_READ_FAILURES = 20
+
+
+def _wait_out_a_failed_read(state: WorkflowState, job_name: str, error: BaseException) -> dict[str, Any]:
+    """A throttled or transient read says nothing about the job: wait for the next poll, never act on it."""
+    failures = state.history.consecutive_read_failures + 1
+    if failures > MAX_CONSECUTIVE_READ_FAILURES:
+        raise handler_support.AwsTransientError(
+            f"reading job {job_name} failed transiently {failures} polls in a row; last: {error}"
+        ) from error
+    logger.warning("transient AWS error while reading the job; waiting for the next poll", extra={"error": str(error)})
+    metrics.add_metric(name="TransientReadFailures", unit=MetricUnit.Count, value=1)
+    waited = state.updated(history=state.history.model_copy(update={"consecutive_read_failures": failures}))
+    return {**waited.to_payload(), "next_step": "wait"}
+
+
 def clean_up(failed_input: dict[str, Any], execution_id: str, execution_start_time: str) -> dict[str, Any]:
     """Stop whatever job the failed execution may have left running (only a job whose tags prove it is this
     execution's), notify, and return Error/Cause."""
@@ -100,10 +125,15 @@ def clean_up(failed_input: dict[str, Any], execution_id: str, execution_start_ti
                 handler_support.stop_training_job(sagemaker, job_name)
                 notes.append(f"stopped training job {job_name}")
                 metrics.add_metric(name="JobsStoppedOnError", unit=MetricUnit.Count, value=1)
-            except ClientError as stop_error:
-                code = stop_error.response.get("Error", {}).get("Code")
+            except (ClientError, BotoCoreError) as stop_error:
+                code = stop_error.response.get("Error", {}).get("Code") if isinstance(stop_error, ClientError) else ""
                 if code not in handler_support.NO_SUCH_JOB_OR_NOT_STOPPABLE:
-                    notes.append(f"could not stop training job {job_name}: {code}: {stop_error}")
+                    # A read that failed proves nothing about the job: it is left alone, and said so.
+                    notes.append(
+                        f"could not check or stop training job {job_name} ({code or type(stop_error).__name__}: "
+                        f"{stop_error}); left it as it is: stop it with `aws sagemaker stop-training-job "
+                        f"--training-job-name {job_name}` if it still runs"
+                    )
     logger.error("workflow failed", extra={"error": error_name, "cause": clip(message, 2000), "cleanup": notes})
     handler_support.publish(notifications.workflow_error(error_name, cause, state))
     cleanup_note = f" Cleanup: {'; '.join(notes)}." if notes else ""

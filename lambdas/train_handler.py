@@ -12,7 +12,7 @@ from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from lambdas.remediation import handler_support, job_request, notifications
 from lambdas.remediation.payload import parse_state
@@ -55,8 +55,11 @@ def launch(sagemaker: Any, request: dict[str, Any], execution_id: str, execution
     job_name = request["TrainingJobName"]
     try:
         sagemaker.create_training_job(**request)
-    except ClientError as error:
-        if error.response.get("Error", {}).get("Code") != "ResourceInUse":
+    except (ClientError, BotoCoreError) as error:
+        if handler_support.is_transient(error):
+            # Safe to retry: the name is this execution's, so a job created before the fault is found and adopted.
+            raise handler_support.AwsTransientError(f"CreateTrainingJob {job_name}: {error}") from error
+        if not isinstance(error, ClientError) or error.response.get("Error", {}).get("Code") != "ResourceInUse":
             raise
         existing = sagemaker.describe_training_job(TrainingJobName=job_name)
         tags = handler_support.job_tags(sagemaker, existing["TrainingJobArn"])

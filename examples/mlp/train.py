@@ -14,9 +14,10 @@ import json
 import os
 
 import numpy as np
-import smdebug.pytorch as smd
 import torch
 from torch import nn
+
+import smdebug.pytorch as smd
 
 
 def parse_args():

@@ -9,7 +9,15 @@ from typing import Any, Literal
 
 import boto3
 from aws_lambda_powertools.utilities.parser import parse
-from botocore.exceptions import ClientError
+from botocore.config import Config
+from botocore.exceptions import (
+    BotoCoreError,
+    ClientError,
+    ConnectionClosedError,
+    ConnectTimeoutError,
+    EndpointConnectionError,
+    ReadTimeoutError,
+)
 from pydantic import BaseModel, ConfigDict
 
 from lambdas.remediation import notifications
@@ -46,8 +54,46 @@ def parse_task_event(event: Any) -> TaskEvent:
     return parse(event=event, model=TaskEvent)
 
 
+#: botocore's standard retry mode retries throttling and transient errors with jittered exponential backoff;
+#: a call that still fails is a transient failure the state machine retries later (AwsTransientError).
+CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 8}, connect_timeout=10, read_timeout=60)
+#: Error codes AWS services use for throttling and transient faults (botocore's standard retry list and more).
+TRANSIENT_ERROR_CODES = frozenset(
+    {
+        "Throttling",
+        "ThrottlingException",
+        "ThrottledException",
+        "RequestThrottledException",
+        "TooManyRequestsException",
+        "RequestLimitExceeded",
+        "ProvisionedThroughputExceededException",
+        "SlowDown",
+        "RequestTimeout",
+        "RequestTimeoutException",
+        "ServiceUnavailable",
+        "InternalError",
+        "InternalFailure",
+        "InternalServerError",
+        "BandwidthLimitExceeded",
+    }
+)
+
+
+class AwsTransientError(RuntimeError):
+    """An AWS call kept failing with throttling or a transient fault after the client's own retries; the state
+    machine retries the task later (statemachine/remediation.asl.json: Retry on AwsTransientError)."""
+
+
 def client(service: str, region: str) -> Any:
-    return boto3.client(service, region_name=region)
+    return boto3.client(service, region_name=region, config=CLIENT_CONFIG)
+
+
+def is_transient(error: BaseException) -> bool:
+    if isinstance(error, ClientError):
+        code = error.response.get("Error", {}).get("Code", "")
+        status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+        return code in TRANSIENT_ERROR_CODES or status in (500, 502, 503, 504)
+    return isinstance(error, (EndpointConnectionError, ConnectionClosedError, ReadTimeoutError, ConnectTimeoutError))
 
 
 def notification_topic_arn() -> str:
@@ -65,7 +111,12 @@ def publish(notification: notifications.Notification) -> str:
     topic = notification_topic_arn()
     request = notifications.publish_request(topic, notification)
     region = topic.split(":")[3]
-    return client("sns", region).publish(**request)["MessageId"]
+    try:
+        return client("sns", region).publish(**request)["MessageId"]
+    except (ClientError, BotoCoreError) as error:
+        if is_transient(error):
+            raise AwsTransientError(f"SNS Publish to {topic}: {error}") from error
+        raise
 
 
 def stop_training_job(sagemaker: Any, job_name: str) -> bool:

@@ -221,6 +221,8 @@ class History(BaseModel):
     num_learning_rate_adjustments: Count = 0
     num_monitor_transitions: Count = 0
     capacity_retries: Count = 0
+    #: Monitor polls in a row whose AWS reads kept failing transiently (throttling): waited out, not acted on.
+    consecutive_read_failures: Count = 0
     num_hyperparameter_adjustments: Annotated[dict[str, Count], Field(max_length=bounds.MAX_CHANNELS * 5)] = Field(
         default_factory=dict
     )

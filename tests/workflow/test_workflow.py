@@ -300,3 +300,48 @@ def test_a_job_that_completes_without_ever_writing_its_rule_status_is_missing_ev
     assert execution.output is None or execution.output["state"]["attempts"][0]["outcome"] == "missing_evidence"
     assert execution.event_types == ["job_launched", "gave_up"]
     assert "rules never reported" in execution.notifications[-1]["subject"]
+
+
+def test_a_throttled_read_is_waited_out_and_never_stops_a_healthy_job(workflow):
+    from local_runtime.botocore_dispatch import ServiceError
+
+    sagemaker = workflow.script([running(), running(), running(), completed()])
+    workflow.on_launch(
+        lambda name: sagemaker.describe_failures.update(
+            {(name, 2): ServiceError("ThrottlingException", "Rate exceeded", status_code=400)}
+        )
+    )
+    execution = workflow.run(BASE_INPUT)
+
+    assert execution.status == "SUCCEEDED", execution.cause
+    assert sagemaker.stopped == []
+    assert execution.output["state"]["history"]["consecutive_read_failures"] == 0
+    assert execution.event_types == ["job_launched", "completed"]
+
+
+def test_a_throttled_launch_is_retried_by_the_state_machine_and_launches_one_job(workflow):
+    from local_runtime.botocore_dispatch import ServiceError
+
+    sagemaker = workflow.script([running(), completed()])
+    sagemaker.create_failures.append(ServiceError("ThrottlingException", "Rate exceeded", status_code=400))
+    execution = workflow.run(BASE_INPUT)
+
+    assert execution.status == "SUCCEEDED", execution.cause
+    assert len(sagemaker.created) == 1
+    assert execution.event_types == ["job_launched", "completed"]
+
+
+def test_the_cleanup_never_stops_a_job_it_could_not_read(workflow):
+    from local_runtime.botocore_dispatch import ServiceError
+
+    sagemaker = workflow.script([running(), running(rule_status="{not json")])
+    workflow.on_launch(
+        lambda name: sagemaker.describe_failures.update(
+            {(name, 3): ServiceError("ThrottlingException", "Rate exceeded", status_code=400)}
+        )
+    )
+    execution = workflow.run(BASE_INPUT)
+
+    assert execution.status == "FAILED" and execution.error == "ContractError"
+    assert sagemaker.stopped == []
+    assert "could not check or stop training job" in execution.cause and "left it as it is" in execution.cause

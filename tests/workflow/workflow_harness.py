@@ -134,6 +134,10 @@ class ScriptedSageMaker:
         #: Names another execution already holds: a create with one answers ResourceInUse, and the job found
         #: there runs with the other execution's tags.
         self.foreign_names: set[str] = set()
+        #: Errors the next CreateTrainingJob calls answer with, one per call, before any job is made.
+        self.create_failures: list[Exception] = []
+        #: Called with each new job's name as it is created (to script failures for that name).
+        self.launch_listeners: list[Any] = []
         self._lock = threading.Lock()
 
     def register(self, dispatch: LocalDispatch) -> None:
@@ -149,6 +153,8 @@ class ScriptedSageMaker:
     def create_training_job(self, call: OperationCall) -> dict[str, Any]:
         name = call.params["TrainingJobName"]
         with self._lock:
+            if self.create_failures:
+                raise self.create_failures.pop(0)
             if ("*" in self.foreign_names or name in self.foreign_names) and name not in self.jobs:
                 foreign_tags = [{"Key": "remediation:execution", "Value": "arn:aws:states:::execution:other:run"}]
                 self.jobs[name] = {
@@ -175,6 +181,8 @@ class ScriptedSageMaker:
                 "polls": 0,
                 "stop": None,
             }
+        for listener in self.launch_listeners:
+            listener(name)
         return {"TrainingJobArn": _job_arn(call.region, name)}
 
     def describe_training_job(self, call: OperationCall) -> dict[str, Any]:
@@ -291,6 +299,10 @@ class Workflow:
         self.sagemaker = ScriptedSageMaker(list(timelines))
         self.sagemaker.register(self.dispatch)
         return self.sagemaker
+
+    def on_launch(self, listener) -> None:
+        """Call ``listener(job name)`` as each job is created (the scripted SageMaker must exist)."""
+        self.sagemaker.launch_listeners.append(listener)
 
     def run(self, execution_input: Any, timeout: float = 60.0) -> Execution:
         self._count += 1
