@@ -240,22 +240,24 @@ def plan(state: WorkflowState) -> WorkflowState:
         return _end(state, _outcome_reason(state, attempt), end_cause=attempt.outcome)
 
     failure = failure_of(attempt)
-    remedies = state.declared_remedies()
-    ladder = remedies.get(failure) or (remedies.get(ANY_RULE, ()) if failure != OBJECTIVE_MISSED else ())
+    ladders = remedy_ladders(state, failure)
     situation = situation_of(attempt)
     hyperparameters = state.run_spec.hyperparameters
     chosen = None
-    for index, remedy in enumerate(ladder):
-        holds, facts = remedy.when.check(situation, hyperparameters)
-        updated = remedy.apply(hyperparameters) if holds else None
-        if updated is not None:
-            chosen = (index, remedy, facts, updated)
+    for key, ladder in ladders:
+        for index, remedy in enumerate(ladder):
+            holds, facts = remedy.when.check(situation, hyperparameters)
+            updated = remedy.apply(hyperparameters) if holds else None
+            if updated is not None:
+                chosen = (key, ladder, index, remedy, facts, updated)
+                break
+        if chosen is not None:
             break
     end_cause = "objective_missed" if failure == OBJECTIVE_MISSED else "no_remedy_left"
     if chosen is None:
-        return _end(state, _exhausted_reason(state, attempt, failure, ladder, situation), end_cause=end_cause)
+        return _end(state, _exhausted_reason(state, attempt, failure, ladders, situation), end_cause=end_cause)
 
-    index, remedy, facts, updated = chosen
+    key, ladder, index, remedy, facts, updated = chosen
     changes = {
         name: Change(before=hyperparameters.get(name), after=value)
         for name, value in updated.items()
@@ -270,7 +272,7 @@ def plan(state: WorkflowState) -> WorkflowState:
         )
         return _end(state, reason, end_cause="budget_spent")
 
-    reason = f"{headline(attempt, state)}. {_why(state, failure, ladder, index, remedy, facts, attempt)} Next: {what}."
+    reason = f"{headline(attempt, state)}. {_why(state, key, failure, ladder, index, remedy, facts, attempt)} Next: {what}."
     decision = Decision(remedy=remedy.label, reason=reason, next_action="launch_new", changes=changes)
     history = state.history.model_copy(deep=True)
     for name in changes:
@@ -285,8 +287,21 @@ def plan(state: WorkflowState) -> WorkflowState:
     )
 
 
+def remedy_ladders(state: WorkflowState, failure: str) -> list[tuple[str, tuple[Remedy, ...]]]:
+    """The remedy list for the failure: its own, else (for a rule with none of its own) the any-rule list.
+    A rule's own list replaces the any-rule list: remedies that fit one failure can hurt another (lowering
+    the learning rate answers an explosion, not vanishing gradients)."""
+    remedies = state.declared_remedies()
+    if remedies.get(failure):
+        return [(failure, remedies[failure])]
+    if failure != OBJECTIVE_MISSED and remedies.get(ANY_RULE):
+        return [(ANY_RULE, remedies[ANY_RULE])]
+    return []
+
+
 def _why(
     state: WorkflowState,
+    key: str,
     failure: str,
     ladder: tuple[Remedy, ...],
     index: int,
@@ -297,7 +312,6 @@ def _why(
     """'Remedy 1 of 2 for ExplodingTensor in the declared remedies, ClipGradients (set grad_clip to 1), applies
     because ... Note. Evidence: ...'."""
     source = "the AWS sample's ladder" if state.policy == "anchor" else f"the {state.policy} remedies"
-    key = failure if failure in state.remedies else ANY_RULE
     described = remedy.change.describe()
     label = f"{remedy.name} ({described})" if remedy.name else described
     sentence = f"Remedy {index + 1} of {len(ladder)} for {key} in {source}, {label}, applies"
@@ -317,22 +331,28 @@ def _end(state: WorkflowState, reason: str, end_cause: str) -> WorkflowState:
 
 
 def _exhausted_reason(
-    state: WorkflowState, attempt: Attempt, failure: str, ladder: tuple[Remedy, ...], situation: Situation
+    state: WorkflowState,
+    attempt: Attempt,
+    failure: str,
+    ladders: list[tuple[str, tuple[Remedy, ...]]],
+    situation: Situation,
 ) -> str:
     """Which remedies exist for this failure and why none applies now, with the numbers."""
     hyperparameters = state.run_spec.hyperparameters
     lines = []
-    for remedy in ladder:
-        holds, _ = remedy.when.check(situation, hyperparameters)
-        if not holds:
-            lines.append(f"{remedy.label}: its condition {remedy.when.to_json()} does not hold")
-        else:
-            lines.append(f"{remedy.label}: {remedy.change.why_not(hyperparameters[remedy.change.hyperparameter])}")
+    for key, ladder in ladders:
+        for remedy in ladder:
+            holds, _ = remedy.when.check(situation, hyperparameters)
+            if not holds:
+                why = f"its condition {remedy.when.to_json()} does not hold"
+            else:
+                why = remedy.change.why_not(hyperparameters[remedy.change.hyperparameter])
+            lines.append(f"{key}: {remedy.label}: {why}")
     tried = state.history.num_hyperparameter_adjustments
     tried_text = (
         f" Changed so far: {', '.join(f'{name} x{count}' for name, count in tried.items())}." if tried else ""
     )
-    if not ladder:
+    if not ladders:
         what = f"no remedies are declared for {failure}" + ("" if failure == OBJECTIVE_MISSED else f" or {ANY_RULE}")
     else:
         what = f"no remedy left ({'; '.join(lines)})"

@@ -114,7 +114,9 @@ def test_start_fills_bucket_role_and_region_from_the_stack_and_sends_what_the_lo
     assert state.run_spec.sm_role == outputs["SageMakerRoleArn"]
 
 
-def test_start_with_a_users_script_uploads_its_directory_and_data_then_starts_with_their_uris(deployed, tmp_path, capsys):
+def test_start_with_a_users_script_uploads_its_directory_and_data_then_starts_with_their_uris(
+    deployed, tmp_path, capsys
+):
     example = Path(__file__).resolve().parents[2] / "examples" / "mlp"
     data = tmp_path / "data"
     data.mkdir()
@@ -129,7 +131,9 @@ def test_start_with_a_users_script_uploads_its_directory_and_data_then_starts_wi
     assert run_cli(*arguments, "--hyperparameters", "lr=0.5") == 0
     sent = json.loads(capsys.readouterr().out)["input"]
     bucket = {o["OutputKey"]: o["OutputValue"] for o in deployed["Outputs"]}["ArtifactsBucketName"]
-    assert sent["source_dir"].startswith(f"s3://{bucket}/code/mlp-") and sent["source_dir"].endswith("/sourcedir.tar.gz")
+    assert sent["source_dir"].startswith(f"s3://{bucket}/code/mlp-") and sent["source_dir"].endswith(
+        "/sourcedir.tar.gz"
+    )
     assert sent["channels"]["train"].startswith(f"s3://{bucket}/data/train-")
     assert sent["hyperparameters"] == {"lr": 0.5, "grad-clip": 0, "epochs": 5}
     s3 = boto3.client("s3", region_name=REGION)
