@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-from aws_cdk import ArnFormat, CfnMapping, Stack, region_info
+from aws_cdk import ArnFormat, CfnMapping, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from contracts import bucket_layout
 from infra.nag import ACCOUNT_SCOPED_ARN_PREFIX, acknowledge, attribute_placeholder
-from lambdas.remediation.job_request import DLC_ACCOUNT, DLC_ACCOUNT_BY_REGION, RULE_EVALUATOR_ACCOUNT_BY_REGION
+from lambdas.remediation.training_images import (
+    DLC_ACCOUNT_BY_REGION,
+    RULE_EVALUATOR_ACCOUNT_BY_REGION,
+    RULE_EVALUATOR_REPOSITORY,
+    training_repositories,
+)
 
-TRAINING_IMAGE_REPOSITORY = "pytorch-training"
-RULE_IMAGE_REPOSITORY = "sagemaker-debugger-rules"  # SageMaker Debugger's evaluator (legacy mode only)
 TRAINING_LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 TRAINING_METRICS_NAMESPACE = "/aws/sagemaker/TrainingJobs"
 
@@ -98,8 +101,10 @@ class SageMakerExecutionRole(Construct):
                 resources=["*"],
             )
         )
-        # The same per-region registries the train Lambda builds its image URIs from (job_request.py).
+        # The same per-region registries the train Lambda builds its image URIs from (training_images.py).
         registries = CfnMapping(self, "ImageRegistries", mapping=image_registries_by_region())
+        repositories = [("Training", repository) for repository in training_repositories()]
+        repositories.append(("Rules", RULE_EVALUATOR_REPOSITORY))
         self.role.add_to_policy(
             iam.PolicyStatement(
                 sid="PullTrainingAndRuleImages",
@@ -107,7 +112,7 @@ class SageMakerExecutionRole(Construct):
                 resources=[
                     f"arn:{stack.partition}:ecr:{stack.region}:{registries.find_in_map(stack.region, key)}:"
                     f"repository/{repository}"
-                    for key, repository in (("Training", TRAINING_IMAGE_REPOSITORY), ("Rules", RULE_IMAGE_REPOSITORY))
+                    for key, repository in repositories
                 ],
             )
         )
@@ -137,11 +142,14 @@ class SageMakerExecutionRole(Construct):
 
 
 def image_registries_by_region() -> dict[str, dict[str, str]]:
-    """Region -> the ECR accounts of the PyTorch training image and of the legacy rule evaluator image."""
-    regions = {info.name for info in region_info.RegionInfo.regions}
-    regions |= set(DLC_ACCOUNT_BY_REGION) | set(RULE_EVALUATOR_ACCOUNT_BY_REGION)
-    mapping = {}
-    for region in sorted(regions):
-        training = DLC_ACCOUNT_BY_REGION.get(region, DLC_ACCOUNT)
-        mapping[region] = {"Training": training, "Rules": RULE_EVALUATOR_ACCOUNT_BY_REGION.get(region, training)}
-    return mapping
+    """Region -> the ECR accounts of the PyTorch training images and of the legacy rule evaluator image.
+
+    Only the regions the training images are published in: a deploy elsewhere fails on the missing mapping
+    key before anything is created. Where SageMaker Debugger has no evaluator the Rules entry repeats the
+    training registry (no sagemaker-debugger-rules repository there: the grant is inert, and the train
+    Lambda refuses legacy mode in that region).
+    """
+    return {
+        region: {"Training": account, "Rules": RULE_EVALUATOR_ACCOUNT_BY_REGION.get(region, account)}
+        for region, account in sorted(DLC_ACCOUNT_BY_REGION.items())
+    }

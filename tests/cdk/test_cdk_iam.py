@@ -176,7 +176,7 @@ def test_sagemaker_role_reads_code_data_checkpoints_and_writes_output_debug_outp
         (lookup,) = [p["Fn::FindInMap"] for p in parts if isinstance(p, dict) and "Fn::FindInMap" in p]
         assert lookup[1] == {"Ref": "AWS::Region"}
         repositories[parts[-1]] = lookup[2]
-    assert repositories == {":repository/pytorch-training": "Training", ":repository/sagemaker-debugger-rules": "Rules"}
+    assert repositories == {":repository/pytorch": "Training", ":repository/sagemaker-debugger-rules": "Rules"}
     (streams,) = granted(statements, "logs:PutLogEvents")
     assert json.dumps(streams["Resource"]).endswith(
         ':log-group:/aws/sagemaker/TrainingJobs:log-stream:remediation*"]]}'
@@ -184,12 +184,18 @@ def test_sagemaker_role_reads_code_data_checkpoints_and_writes_output_debug_outp
 
 
 def test_images_are_pulled_from_the_registries_the_train_lambda_names(synthesized):
-    from lambdas.remediation.job_request import rule_evaluator_image_uri, training_image_uri
+    from lambdas.remediation.training_images import (
+        DLC_ACCOUNT_BY_REGION,
+        RULE_EVALUATOR_ACCOUNT_BY_REGION,
+        rule_evaluator_image_uri,
+        training_image_uri,
+    )
 
     (mapping,) = synthesized.template["Mappings"].values()
-    for region in ("us-east-1", "eu-west-1", "ap-east-1", "me-south-1", "cn-north-1"):
+    assert set(mapping) == set(DLC_ACCOUNT_BY_REGION)  # every region the images are published in, no other
+    for region in DLC_ACCOUNT_BY_REGION:
         assert training_image_uri(region, "ml.m5.xlarge").split(".")[0] == mapping[region]["Training"]
-    for region in ("us-east-1", "ap-east-1", "eu-west-1"):
+    for region in set(RULE_EVALUATOR_ACCOUNT_BY_REGION) & set(DLC_ACCOUNT_BY_REGION):
         assert rule_evaluator_image_uri(region).split(".")[0] == mapping[region]["Rules"]
 
 
