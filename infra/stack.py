@@ -26,6 +26,25 @@ DEFAULT_JOB_NAME_PREFIX = "remediation"
 JOB_NAME_PREFIX_PATTERN = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,23}")
 
 
+def check_job_name_prefix(job_name_prefix: str) -> str:
+    """The prefix scopes every training-job grant (and the legacy rule evaluator's log streams), so it must
+    match the ARNs SageMaker writes: those are lower-cased (arn:...:training-job/team-a-...), and IAM compares
+    resource ARNs case-sensitively, so a prefix with capitals would leave the Lambdas allowed on no job at all.
+    Refused rather than lower-cased behind the user's back: the prefix is also the job names they will look for."""
+    if len(job_name_prefix) > 24 or not JOB_NAME_PREFIX_PATTERN.fullmatch(job_name_prefix):
+        raise ValueError(
+            f"job_name_prefix: {job_name_prefix!r} is not a valid training job name prefix; use 1-24 lower-case "
+            "letters, digits and inner hyphens (e.g. -c job_name_prefix=remediation)"
+        )
+    if job_name_prefix != job_name_prefix.lower():
+        raise ValueError(
+            f"job_name_prefix: {job_name_prefix!r} has capital letters, but SageMaker lower-cases training job ARNs "
+            "and IAM matches them case-sensitively, so its grants would match no job; use a lower-case prefix "
+            f"(-c job_name_prefix={job_name_prefix.lower()})"
+        )
+    return job_name_prefix
+
+
 class TrainingRemediationStack(Stack):
     def __init__(
         self,
@@ -39,11 +58,7 @@ class TrainingRemediationStack(Stack):
         debug_output_expiration_days: int = DEFAULT_DEBUG_OUTPUT_EXPIRATION_DAYS,
         **kwargs,
     ) -> None:
-        if len(job_name_prefix) > 24 or not JOB_NAME_PREFIX_PATTERN.fullmatch(job_name_prefix):
-            raise ValueError(
-                f"job_name_prefix: {job_name_prefix!r} is not a valid training job name prefix; use 1-24 letters, "
-                "digits and inner hyphens (e.g. -c job_name_prefix=remediation)"
-            )
+        check_job_name_prefix(job_name_prefix)
         super().__init__(scope, construct_id, **kwargs)
         self.template_options.description = "Automated remediation of unstable SageMaker training: Step Functions loop of train, monitor and plan Lambdas"
         self.storage = storage = ArtifactsStorage(
