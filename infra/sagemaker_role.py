@@ -8,7 +8,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from contracts import bucket_layout
-from infra.nag import ACCOUNT_SCOPED_ARN_PREFIX, acknowledge, attribute_placeholder
+from infra.nag import account_scoped_arn_prefix, acknowledge, attribute_placeholder
 from lambdas.remediation.training_images import (
     DLC_ACCOUNT_BY_REGION,
     RULE_EVALUATOR_ACCOUNT_BY_REGION,
@@ -173,7 +173,7 @@ class SageMakerExecutionRole(Construct):
                 f"Objects under {prefix} are named per job at run time; the prefix is their scope.",
             )
         for group, what in ((TRAINING_LOG_GROUP, "training"), (RULE_EVALUATION_LOG_GROUP, "rule evaluation")):
-            logs_arn = ACCOUNT_SCOPED_ARN_PREFIX.format(service="logs") + f"log-group:{group}"
+            logs_arn = account_scoped_arn_prefix(self, "logs") + f"log-group:{group}"
             acknowledge(
                 self.role,
                 f"AwsSolutions-IAM5[Resource::{logs_arn}:*]",
@@ -187,7 +187,7 @@ class SageMakerExecutionRole(Construct):
         acknowledge(
             self.role,
             "AwsSolutions-IAM5[Resource::"
-            + ACCOUNT_SCOPED_ARN_PREFIX.format(service="sagemaker")
+            + account_scoped_arn_prefix(self, "sagemaker")
             + f"training-job/{job_name_prefix}*]",
             "The legacy StopTraining rule action stops jobs named at run time; the job-name prefix is their scope.",
         )

@@ -17,6 +17,7 @@ from infra.outputs import (
     OUTPUT_STATE_MACHINE_ARN,
     OUTPUT_TOPIC_ARN,
 )
+from infra.powertools_layer import AUTO
 from infra.sagemaker_role import SageMakerExecutionRole
 from infra.storage import DEFAULT_DEBUG_OUTPUT_EXPIRATION_DAYS, ArtifactsStorage
 from infra.workflow import DEFAULT_DEFINITION_PATH, RemediationWorkflow
@@ -55,6 +56,7 @@ class TrainingRemediationStack(Stack):
         notification_email: str | None = None,
         definition_path: Path = DEFAULT_DEFINITION_PATH,
         powertools_version: str = DEFAULT_POWERTOOLS_VERSION,
+        powertools_layer: str = AUTO,
         debug_output_expiration_days: int = DEFAULT_DEBUG_OUTPUT_EXPIRATION_DAYS,
         **kwargs,
     ) -> None:
@@ -81,6 +83,7 @@ class TrainingRemediationStack(Stack):
             sagemaker_role=sagemaker.role,
             job_name_prefix=job_name_prefix,
             powertools_version=powertools_version,
+            powertools_layer_choice=powertools_layer,
         )
         self.workflow = workflow = RemediationWorkflow(
             self,
