@@ -6,7 +6,7 @@ resolves the parameter in a region without it fails. ``-c powertools_layer=`` ch
 
 * ``public``: the SSM parameter (resolved by CloudFormation at deploy time);
 * ``bundled``: a layer built on this machine without Docker: ``pip install --platform manylinux2014_x86_64
-  --only-binary=:all: --python-version 3.13 --no-deps`` of ``infra/powertools_layer/requirements.txt``;
+  --only-binary=:all: --python-version 3.13 --no-deps`` of ``infra/powertools_layer_source/requirements.txt``;
 * ``auto`` (default): ``public`` in :data:`PUBLIC_LAYER_REGIONS`, ``bundled`` in any other region the synth
   knows (the stack's ``region`` context, or the region the CDK CLI targets: ``CDK_DEFAULT_REGION``), and
   ``public`` when no region is known (then deploy only into a listed region, or pass ``bundled``).
@@ -31,7 +31,7 @@ from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-LAYER_SOURCE = REPO_ROOT / "infra" / "powertools_layer"
+LAYER_SOURCE = REPO_ROOT / "infra" / "powertools_layer_source"
 LAYER_REQUIREMENTS = LAYER_SOURCE / "requirements.txt"
 LAYER_PYTHON_VERSION = "3.13"
 LAYER_PLATFORM = "manylinux2014_x86_64"
