@@ -1,7 +1,13 @@
-# Two entry points on a fresh machine:
+# Entry points on a fresh machine:
 #   make local-run   the local remediation loop with defaults (real training, no AWS account)
 #   make test        the whole test suite (what CI runs)
-# Each creates .venv and installs the pinned requirements itself.
+#   make synth       the CloudFormation template into cdk.out/ (offline, no AWS account)
+#   make bootstrap   once per account and region: the CDK's bootstrap stack
+#   make deploy      deploy the stack with your AWS credentials, e.g. ARGS="-c notification_email=you@example.com"
+#   make destroy     delete the stack (the artifacts bucket, its log bucket and the KMS key are retained)
+#   make cli         the remediate command alone (.venv/bin/remediate cloud ... against a deployed stack)
+# Each creates .venv and installs what it needs itself: local-run only requirements.txt, the CDK
+# targets only requirements-cdk.txt and the pinned CDK CLI and Node.js (npm ci), test both.
 
 PYTHON ?= python3
 VENV := .venv
@@ -11,13 +17,17 @@ BIN := $(VENV)/bin
 export CDK_DISABLE_CLI_TELEMETRY := 1
 export CDK_DISABLE_VERSION_CHECK := 1
 export CDK_VALIDATION := false
-export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
-export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
+# The pinned Node.js 24 (package.json; Node 20 reached end of life on 2026-04-30) runs the CDK CLI and jsii.
+export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 export npm_config_update_notifier := false
 export npm_config_fund := false
 export npm_config_audit := false
 
-.PHONY: local-run test lint bench clean
+CDK := node_modules/.bin/cdk
+#: Oldest Node.js major still supported (Node 22: end of life 2027-04-30).
+NODE_MIN_MAJOR := 22
+
+.PHONY: local-run cli test lint bench clean synth bootstrap deploy destroy node-check
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,7 +37,11 @@ $(VENV)/.runtime-installed: requirements.txt pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $@
 
-$(VENV)/.dev-installed: requirements-dev.txt $(VENV)/.runtime-installed
+$(VENV)/.cdk-installed: requirements-cdk.txt | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-cdk.txt
+	touch $@
+
+$(VENV)/.dev-installed: requirements-dev.txt requirements-cdk.txt $(VENV)/.runtime-installed
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	touch $@
 
@@ -38,8 +52,32 @@ node_modules/.installed: package.json package-lock.json
 local-run: $(VENV)/.runtime-installed
 	$(BIN)/remediate local run $(ARGS)
 
-test: $(VENV)/.dev-installed node_modules/.installed
+cli: $(VENV)/.runtime-installed
+
+test: $(VENV)/.dev-installed node_modules/.installed node-check
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The CDK targets: the CLI runs cdk.json's app (.venv/bin/python app.py) on the pinned Node.js.
+synth: $(VENV)/.cdk-installed node_modules/.installed node-check
+	$(CDK) synth --quiet $(ARGS)
+	@echo "template: cdk.out/$$(ls cdk.out | grep -m1 '\.template\.json$$')"
+
+bootstrap: $(VENV)/.cdk-installed node_modules/.installed node-check
+	$(CDK) bootstrap $(ARGS)
+
+deploy: $(VENV)/.cdk-installed node_modules/.installed node-check
+	$(CDK) deploy $(ARGS)
+
+destroy: $(VENV)/.cdk-installed node_modules/.installed node-check
+	$(CDK) destroy $(ARGS)
+
+node-check: node_modules/.installed
+	@major=$$(node -p 'process.versions.node.split(".")[0]'); \
+	if [ "$$major" -lt $(NODE_MIN_MAJOR) ]; then \
+		echo "Node.js $$(node --version) is past its end of life; npm ci installs the pinned Node.js 24 on Linux" \
+			"x64/arm64 (package.json), elsewhere install Node.js 22 or 24 and run make again" >&2; \
+		exit 1; \
+	fi
 
 lint: $(VENV)/.dev-installed
 	$(BIN)/ruff check .

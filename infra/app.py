@@ -13,6 +13,7 @@ from cdk_nag import AwsSolutionsChecks
 from infra.bundling import REPO_ROOT
 from infra.functions import DEFAULT_POWERTOOLS_VERSION
 from infra.outputs import DEFAULT_STACK_NAME
+from infra.powertools_layer import AUTO
 from infra.stack import DEFAULT_JOB_NAME_PREFIX, TrainingRemediationStack
 from infra.storage import DEFAULT_DEBUG_OUTPUT_EXPIRATION_DAYS
 from infra.workflow import DEFAULT_DEFINITION_PATH
@@ -29,7 +30,7 @@ def build_app(
     context: Mapping[str, Any] | None = None, outdir: str | None = None
 ) -> tuple[App, TrainingRemediationStack]:
     """Context values: stack_name, job_name_prefix, notification_email, state_machine_definition,
-    powertools_version, debug_output_expiration_days, account, region."""
+    powertools_version, powertools_layer (auto, public or bundled), debug_output_expiration_days, account, region."""
     merged = {**cdk_json_context(), **dict(context or {})}
     app = App(context=merged, outdir=outdir, analytics_reporting=False)
 
@@ -51,6 +52,7 @@ def build_app(
         notification_email=value("notification_email"),
         definition_path=Path(value("state_machine_definition", str(DEFAULT_DEFINITION_PATH))),
         powertools_version=str(value("powertools_version", DEFAULT_POWERTOOLS_VERSION)),
+        powertools_layer=str(value("powertools_layer", AUTO)),
         debug_output_expiration_days=expiration_days,
         env=env,
     )

@@ -9,23 +9,18 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
-from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from contracts import bucket_layout
 from infra.bundling import HANDLER_PACKAGE, REPO_ROOT, handler_bundling_options
-from infra.nag import ACCOUNT_SCOPED_ARN_PREFIX, acknowledge, attribute_placeholder
+from infra.nag import account_scoped_arn_prefix, acknowledge, attribute_placeholder
 from infra.notifications import NotificationTopic
+from infra.powertools_layer import AUTO, powertools_layer
 
 DEFAULT_POWERTOOLS_VERSION = "3.37.0"  # = aws_lambda_powertools in requirements.txt
 POWERTOOLS_SERVICE_NAME = "training-remediation"
 POWERTOOLS_METRICS_NAMESPACE = "TrainingRemediation"
 SAGEMAKER_SERVICE = "sagemaker.amazonaws.com"
-
-
-def powertools_layer_parameter(version: str) -> str:
-    """The public SSM parameter holding the Powertools v3 layer ARN (the v3 layer carries pydantic v2)."""
-    return f"/aws/service/powertools/python/x86_64/python3.13/{version}"
 
 
 @dataclass(frozen=True)
@@ -52,11 +47,13 @@ class RemediationFunctions(Construct):
         sagemaker_role: iam.IRole,
         job_name_prefix: str,
         powertools_version: str = DEFAULT_POWERTOOLS_VERSION,
+        powertools_layer_choice: str = AUTO,
     ) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
-        layer_arn = ssm.StringParameter.value_for_string_parameter(self, powertools_layer_parameter(powertools_version))
-        self.powertools_layer = lambda_.LayerVersion.from_layer_version_arn(self, "PowertoolsLayer", layer_arn)
+        self.powertools_layer = powertools_layer(
+            self, "PowertoolsLayer", choice=powertools_layer_choice, version=powertools_version
+        )
         self.code = lambda_.Code.from_asset(
             str(REPO_ROOT / HANDLER_PACKAGE),
             asset_hash_type=AssetHashType.OUTPUT,
@@ -128,7 +125,7 @@ class RemediationFunctions(Construct):
             notifications.grant_encrypted_publish(function.role)
 
         job_arn_finding = (
-            "Resource::" + ACCOUNT_SCOPED_ARN_PREFIX.format(service="sagemaker") + f"training-job/{job_name_prefix}*"
+            "Resource::" + account_scoped_arn_prefix(self, "sagemaker") + f"training-job/{job_name_prefix}*"
         )
         for function in (self.train, self.monitor):
             acknowledge(
@@ -151,7 +148,7 @@ class RemediationFunctions(Construct):
         acknowledge(
             self,
             "AwsSolutions-L1",
-            "Python 3.13 matches the pinned Powertools v3 layer (python3.13) the handlers are tested with.",
+            "Python 3.13 (supported to 2029-06-30) matches the Powertools v3 layer (python3.13) the handlers are tested on.",
         )
 
     @property

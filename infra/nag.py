@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import Acknowledgment, CfnElement, Stack, Validations
+from aws_cdk import Acknowledgment, CfnElement, Stack, Token, Validations
 from constructs import IConstruct
 
 
@@ -21,4 +21,16 @@ def attribute_placeholder(cfn_resource: IConstruct, attribute: str = "Arn") -> s
     return f"<{logical_id}.{attribute}>"
 
 
-ACCOUNT_SCOPED_ARN_PREFIX = "arn:<AWS::Partition>:{service}:<AWS::Region>:<AWS::AccountId>:"
+def account_scoped_arn_prefix(scope: IConstruct, service: str) -> str:
+    """How cdk-nag writes the start of an ARN of this stack's account and region in a finding id: placeholders
+    for an environment-agnostic stack ("arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>:"), the
+    literal values when the stack has an account and region (-c account=... -c region=...)."""
+    stack = Stack.of(scope)
+
+    def part(value: str, pseudo: str) -> str:
+        return f"<{pseudo}>" if Token.is_unresolved(value) else value
+
+    return (
+        f"arn:{part(stack.partition, 'AWS::Partition')}:{service}:{part(stack.region, 'AWS::Region')}:"
+        f"{part(stack.account, 'AWS::AccountId')}:"
+    )

@@ -13,7 +13,6 @@ from constructs import Construct
 class NotificationTopic(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, notification_email: str | None = None) -> None:
         super().__init__(scope, construct_id)
-        stack = Stack.of(self)
         self.key = kms.Key(
             self,
             "TopicKey",
@@ -21,16 +20,6 @@ class NotificationTopic(Construct):
             enable_key_rotation=True,
             removal_policy=RemovalPolicy.RETAIN,
             pending_window=Duration.days(30),
-        )
-        # CloudWatch alarms publish to the encrypted topic: the key must let the service encrypt for it.
-        self.key.add_to_resource_policy(
-            iam.PolicyStatement(
-                sid="AllowCloudWatchAlarmsToPublish",
-                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
-                actions=["kms:Decrypt", "kms:GenerateDataKey"],
-                resources=["*"],  # in a key policy "*" means this key
-                conditions={"StringEquals": {"aws:SourceAccount": stack.account}},
-            )
         )
         self.topic = sns.Topic(
             self,
@@ -46,6 +35,41 @@ class NotificationTopic(Construct):
                     "pass -c notification_email=you@example.com or leave it unset"
                 )
             self.topic.add_subscription(subscriptions.EmailSubscription(notification_email))
+
+    def allow_cloudwatch_alarms(self, alarm_arns: list[str]) -> None:
+        """Let these alarms (and no other) notify the encrypted topic.
+
+        CloudWatch publishes as the service principal cloudwatch.amazonaws.com, so the topic policy must allow
+        sns:Publish and the key policy the data-key actions SNS performs for an SSE-KMS topic (SNS developer
+        guide, "Enable compatibility between event sources from AWS services and encrypted topics"). Both are
+        scoped to this account and to the alarms' ARNs (aws:SourceAccount, aws:SourceArn: the confused-deputy
+        guard). The ARNs are built from the alarms' names, not referenced: a reference from the key policy to an
+        alarm would close a loop (alarm -> topic -> key -> alarm).
+        """
+        stack = Stack.of(self)
+        conditions = {
+            "StringEquals": {"aws:SourceAccount": stack.account},
+            "ArnLike": {"aws:SourceArn": list(alarm_arns)},
+        }
+        cloudwatch = iam.ServicePrincipal("cloudwatch.amazonaws.com")
+        self.topic.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="AllowOwnAlarmsToPublish",
+                principals=[cloudwatch],
+                actions=["sns:Publish"],
+                resources=[self.topic.topic_arn],
+                conditions=conditions,
+            )
+        )
+        self.key.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="AllowOwnAlarmsToEncryptNotifications",
+                principals=[cloudwatch],
+                actions=["kms:Decrypt", "kms:GenerateDataKey"],
+                resources=["*"],  # in a key policy "*" means this key
+                conditions=conditions,
+            )
+        )
 
     def grant_encrypted_publish(self, grantee: iam.IGrantable) -> None:
         """sns:Publish on this topic only, and the two KMS actions publishing to an SSE-KMS topic needs on its key."""

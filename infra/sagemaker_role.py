@@ -2,21 +2,32 @@
 
 from __future__ import annotations
 
-from aws_cdk import ArnFormat, CfnMapping, Stack, region_info
+from aws_cdk import ArnFormat, CfnMapping, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from contracts import bucket_layout
-from infra.nag import ACCOUNT_SCOPED_ARN_PREFIX, acknowledge, attribute_placeholder
-from lambdas.remediation.job_request import DLC_ACCOUNT, DLC_ACCOUNT_BY_REGION, RULE_EVALUATOR_ACCOUNT_BY_REGION
+from infra.nag import account_scoped_arn_prefix, acknowledge, attribute_placeholder
+from lambdas.remediation.training_images import (
+    DLC_ACCOUNT_BY_REGION,
+    RULE_EVALUATOR_ACCOUNT_BY_REGION,
+    RULE_EVALUATOR_REPOSITORY,
+    training_repositories,
+)
 
-TRAINING_IMAGE_REPOSITORY = "pytorch-training"
-RULE_IMAGE_REPOSITORY = "sagemaker-debugger-rules"  # SageMaker Debugger's evaluator (legacy mode only)
 TRAINING_LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 TRAINING_METRICS_NAMESPACE = "/aws/sagemaker/TrainingJobs"
+#: Legacy mode: SageMaker runs each built-in rule as a processing job (under this role), logging here.
+RULE_EVALUATION_LOG_GROUP = "/aws/sagemaker/ProcessingJobs"
 
-READ_PREFIXES = (bucket_layout.CODE_PREFIX, bucket_layout.DATA_PREFIX, bucket_layout.CHECKPOINTS_PREFIX)
+#: debug-output/ is read back by SageMaker Debugger's rule evaluator in legacy mode (the tensors its hook wrote).
+READ_PREFIXES = (
+    bucket_layout.CODE_PREFIX,
+    bucket_layout.DATA_PREFIX,
+    bucket_layout.CHECKPOINTS_PREFIX,
+    bucket_layout.DEBUG_OUTPUT_PREFIX,
+)
 WRITE_PREFIXES = (bucket_layout.JOBS_PREFIX, bucket_layout.DEBUG_OUTPUT_PREFIX, bucket_layout.CHECKPOINTS_PREFIX)
 
 
@@ -40,17 +51,18 @@ class SageMakerExecutionRole(Construct):
             ),
         )
         bucket = artifacts_bucket
-        # Channels and source archive in, checkpoints both ways (a spot restart reads them back).
+        # Channels and source archive in, checkpoints both ways (a spot restart reads them back), debug
+        # output both ways (the legacy rule evaluator reads what the hook wrote).
         self.role.add_to_policy(
             iam.PolicyStatement(
-                sid="ReadCodeDataAndCheckpoints",
+                sid="ReadCodeDataCheckpointsAndDebugOutput",
                 actions=["s3:GetObject"],
                 resources=[bucket.arn_for_objects(prefix + "*") for prefix in READ_PREFIXES],
             )
         )
         self.role.add_to_policy(
             iam.PolicyStatement(
-                sid="ListCodeDataAndCheckpoints",
+                sid="ListCodeDataCheckpointsAndDebugOutput",
                 actions=["s3:ListBucket"],
                 resources=[bucket.bucket_arn],
                 conditions={"StringLike": {"s3:prefix": [prefix + "*" for prefix in READ_PREFIXES]}},
@@ -83,6 +95,46 @@ class SageMakerExecutionRole(Construct):
                 resources=[f"{training_log_group_arn}:log-stream:{job_name_prefix}*"],
             )
         )
+        # Legacy mode (SageMaker Debugger's built-in rules): each rule runs as a processing job under this role,
+        # named after the lower-cased training job, so its log streams start with the job-name prefix.
+        rule_log_group_arn = stack.format_arn(
+            service="logs",
+            resource="log-group",
+            resource_name=RULE_EVALUATION_LOG_GROUP,
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid="CreateRuleEvaluationLogGroup",
+                actions=["logs:CreateLogGroup", "logs:DescribeLogStreams"],
+                resources=[rule_log_group_arn + ":*"],
+            )
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid="WriteOwnRuleEvaluationLogStreams",
+                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+                resources=[f"{rule_log_group_arn}:log-stream:{job_name_prefix}*"],
+            )
+        )
+        # The StopTraining action (smdebug rules/action/stop_training_action.py) finds the InProgress job by
+        # name with ListTrainingJobs (no resource-level scoping) and stops it.
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid="RuleActionFindsItsTrainingJob",
+                actions=["sagemaker:ListTrainingJobs"],
+                resources=["*"],
+            )
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid="RuleActionStopsOwnTrainingJobs",
+                actions=["sagemaker:StopTrainingJob"],
+                resources=[
+                    stack.format_arn(service="sagemaker", resource="training-job", resource_name=f"{job_name_prefix}*")
+                ],
+            )
+        )
         self.role.add_to_policy(
             iam.PolicyStatement(
                 sid="PublishTrainingMetrics",
@@ -98,8 +150,10 @@ class SageMakerExecutionRole(Construct):
                 resources=["*"],
             )
         )
-        # The same per-region registries the train Lambda builds its image URIs from (job_request.py).
+        # The same per-region registries the train Lambda builds its image URIs from (training_images.py).
         registries = CfnMapping(self, "ImageRegistries", mapping=image_registries_by_region())
+        repositories = [("Training", repository) for repository in training_repositories()]
+        repositories.append(("Rules", RULE_EVALUATOR_REPOSITORY))
         self.role.add_to_policy(
             iam.PolicyStatement(
                 sid="PullTrainingAndRuleImages",
@@ -107,7 +161,7 @@ class SageMakerExecutionRole(Construct):
                 resources=[
                     f"arn:{stack.partition}:ecr:{stack.region}:{registries.find_in_map(stack.region, key)}:"
                     f"repository/{repository}"
-                    for key, repository in (("Training", TRAINING_IMAGE_REPOSITORY), ("Rules", RULE_IMAGE_REPOSITORY))
+                    for key, repository in repositories
                 ],
             )
         )
@@ -118,30 +172,41 @@ class SageMakerExecutionRole(Construct):
                 f"AwsSolutions-IAM5[Resource::{bucket_arn}/{prefix}*]",
                 f"Objects under {prefix} are named per job at run time; the prefix is their scope.",
             )
-        logs_arn = ACCOUNT_SCOPED_ARN_PREFIX.format(service="logs") + f"log-group:{TRAINING_LOG_GROUP}"
+        for group, what in ((TRAINING_LOG_GROUP, "training"), (RULE_EVALUATION_LOG_GROUP, "rule evaluation")):
+            logs_arn = account_scoped_arn_prefix(self, "logs") + f"log-group:{group}"
+            acknowledge(
+                self.role,
+                f"AwsSolutions-IAM5[Resource::{logs_arn}:*]",
+                f"SageMaker creates its one {what} log group and lists its streams; the group is the scope.",
+            )
+            acknowledge(
+                self.role,
+                f"AwsSolutions-IAM5[Resource::{logs_arn}:log-stream:{job_name_prefix}*]",
+                f"{what.capitalize()} log streams are named after the job at run time; the job-name prefix is their scope.",
+            )
         acknowledge(
             self.role,
-            f"AwsSolutions-IAM5[Resource::{logs_arn}:*]",
-            "SageMaker creates its one training log group and lists its streams; the group is the scope.",
-        )
-        acknowledge(
-            self.role,
-            f"AwsSolutions-IAM5[Resource::{logs_arn}:log-stream:{job_name_prefix}*]",
-            "Log streams are named after the job at run time; the stack's job-name prefix is their scope.",
+            "AwsSolutions-IAM5[Resource::"
+            + account_scoped_arn_prefix(self, "sagemaker")
+            + f"training-job/{job_name_prefix}*]",
+            "The legacy StopTraining rule action stops jobs named at run time; the job-name prefix is their scope.",
         )
         acknowledge(
             self.role,
             "AwsSolutions-IAM5[Resource::*]",
-            "ecr:GetAuthorizationToken and namespace-conditioned cloudwatch:PutMetricData take no resource ARN.",
+            "ecr:GetAuthorizationToken, sagemaker:ListTrainingJobs and namespace-scoped PutMetricData take no ARN.",
         )
 
 
 def image_registries_by_region() -> dict[str, dict[str, str]]:
-    """Region -> the ECR accounts of the PyTorch training image and of the legacy rule evaluator image."""
-    regions = {info.name for info in region_info.RegionInfo.regions}
-    regions |= set(DLC_ACCOUNT_BY_REGION) | set(RULE_EVALUATOR_ACCOUNT_BY_REGION)
-    mapping = {}
-    for region in sorted(regions):
-        training = DLC_ACCOUNT_BY_REGION.get(region, DLC_ACCOUNT)
-        mapping[region] = {"Training": training, "Rules": RULE_EVALUATOR_ACCOUNT_BY_REGION.get(region, training)}
-    return mapping
+    """Region -> the ECR accounts of the PyTorch training images and of the legacy rule evaluator image.
+
+    Only the regions the training images are published in: a deploy elsewhere fails on the missing mapping
+    key before anything is created. Where SageMaker Debugger has no evaluator the Rules entry repeats the
+    training registry (no sagemaker-debugger-rules repository there: the grant is inert, and the train
+    Lambda refuses legacy mode in that region).
+    """
+    return {
+        region: {"Training": account, "Rules": RULE_EVALUATOR_ACCOUNT_BY_REGION.get(region, account)}
+        for region, account in sorted(DLC_ACCOUNT_BY_REGION.items())
+    }

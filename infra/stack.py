@@ -17,6 +17,7 @@ from infra.outputs import (
     OUTPUT_STATE_MACHINE_ARN,
     OUTPUT_TOPIC_ARN,
 )
+from infra.powertools_layer import AUTO
 from infra.sagemaker_role import SageMakerExecutionRole
 from infra.storage import DEFAULT_DEBUG_OUTPUT_EXPIRATION_DAYS, ArtifactsStorage
 from infra.workflow import DEFAULT_DEFINITION_PATH, RemediationWorkflow
@@ -24,6 +25,25 @@ from infra.workflow import DEFAULT_DEFINITION_PATH, RemediationWorkflow
 DEFAULT_JOB_NAME_PREFIX = "remediation"
 # Training job names are [a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}; leave room for the execution and attempt suffix.
 JOB_NAME_PREFIX_PATTERN = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,23}")
+
+
+def check_job_name_prefix(job_name_prefix: str) -> str:
+    """The prefix scopes every training-job grant (and the legacy rule evaluator's log streams), so it must
+    match the ARNs SageMaker writes: those are lower-cased (arn:...:training-job/team-a-...), and IAM compares
+    resource ARNs case-sensitively, so a prefix with capitals would leave the Lambdas allowed on no job at all.
+    Refused rather than lower-cased behind the user's back: the prefix is also the job names they will look for."""
+    if len(job_name_prefix) > 24 or not JOB_NAME_PREFIX_PATTERN.fullmatch(job_name_prefix):
+        raise ValueError(
+            f"job_name_prefix: {job_name_prefix!r} is not a valid training job name prefix; use 1-24 lower-case "
+            "letters, digits and inner hyphens (e.g. -c job_name_prefix=remediation)"
+        )
+    if job_name_prefix != job_name_prefix.lower():
+        raise ValueError(
+            f"job_name_prefix: {job_name_prefix!r} has capital letters, but SageMaker lower-cases training job ARNs "
+            "and IAM matches them case-sensitively, so its grants would match no job; use a lower-case prefix "
+            f"(-c job_name_prefix={job_name_prefix.lower()})"
+        )
+    return job_name_prefix
 
 
 class TrainingRemediationStack(Stack):
@@ -36,14 +56,11 @@ class TrainingRemediationStack(Stack):
         notification_email: str | None = None,
         definition_path: Path = DEFAULT_DEFINITION_PATH,
         powertools_version: str = DEFAULT_POWERTOOLS_VERSION,
+        powertools_layer: str = AUTO,
         debug_output_expiration_days: int = DEFAULT_DEBUG_OUTPUT_EXPIRATION_DAYS,
         **kwargs,
     ) -> None:
-        if len(job_name_prefix) > 24 or not JOB_NAME_PREFIX_PATTERN.fullmatch(job_name_prefix):
-            raise ValueError(
-                f"job_name_prefix: {job_name_prefix!r} is not a valid training job name prefix; use 1-24 letters, "
-                "digits and inner hyphens (e.g. -c job_name_prefix=remediation)"
-            )
+        check_job_name_prefix(job_name_prefix)
         super().__init__(scope, construct_id, **kwargs)
         self.template_options.description = "Automated remediation of unstable SageMaker training: Step Functions loop of train, monitor and plan Lambdas"
         self.storage = storage = ArtifactsStorage(
@@ -66,6 +83,7 @@ class TrainingRemediationStack(Stack):
             sagemaker_role=sagemaker.role,
             job_name_prefix=job_name_prefix,
             powertools_version=powertools_version,
+            powertools_layer_choice=powertools_layer,
         )
         self.workflow = workflow = RemediationWorkflow(
             self,

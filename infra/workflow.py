@@ -6,7 +6,7 @@ import json
 import re
 from pathlib import Path
 
-from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import ArnFormat, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_iam as iam
@@ -154,14 +154,28 @@ class RemediationWorkflow(Construct):
             self.state_machine.metric_timed_out(period=Duration.minutes(5), statistic="Sum"),
             topic,
         )
+        notifications.allow_cloudwatch_alarms([self.alarm_arn(self.failed_alarm), self.alarm_arn(self.timed_out_alarm)])
+
+    def alarm_arn(self, alarm: cloudwatch.Alarm) -> str:
+        """The alarm's ARN from its (fixed) name, so policies can name it without referencing the alarm."""
+        return Stack.of(self).format_arn(
+            service="cloudwatch",
+            resource="alarm",
+            resource_name=self._alarm_name(alarm.node.id),
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
+
+    def _alarm_name(self, construct_id: str) -> str:
+        return f"{Stack.of(self).stack_name}-{construct_id.removesuffix('Alarm')}"
 
     def _alarm_to_topic(
         self, construct_id: str, description: str, metric: cloudwatch.Metric, topic: sns.ITopic
     ) -> cloudwatch.Alarm:
-        """An alarm on one or more occurrences in five minutes, notifying the topic."""
+        """An alarm on one or more occurrences in five minutes, notifying the topic; named <stack>-<what>."""
         alarm = cloudwatch.Alarm(
             self,
             construct_id,
+            alarm_name=self._alarm_name(construct_id),
             alarm_description=description,
             metric=metric,
             threshold=1,

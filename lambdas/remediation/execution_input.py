@@ -27,7 +27,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from contracts import ContractError
 from contracts.objective import Objective
 from contracts.remedies import parse_remedies, remedies_to_json
-from lambdas.remediation import builtin_example
+from lambdas.remediation import builtin_example, training_images
 from lambdas.remediation.payload import (
     DEFAULT_FRAMEWORK_VERSION,
     BaseJobName,
@@ -179,6 +179,7 @@ def _resolve(given: ExecutionInput, keys: set[str]) -> WorkflowState:
 
     if objective is not None:
         objective = Objective.from_json(objective).to_json()
+    _check_images(given)
     policy, remedies = _resolve_remedies(given, hyperparameters, default_policy)
     run_spec = RunSpec(
         entry_point=entry_point,
@@ -206,6 +207,17 @@ def _resolve(given: ExecutionInput, keys: set[str]) -> WorkflowState:
         max_monitor_transitions=given.max_monitor_transitions,
         monitor_interval_seconds=given.monitor_interval_seconds,
     )
+
+
+def _check_images(given: ExecutionInput) -> None:
+    """The job's image must exist for this region, instance type and version before anything is launched."""
+    try:
+        training_images.training_image_uri(given.region, given.instance_type, given.framework_version)
+        if given.legacy_sagemaker_debugger:
+            training_images.rule_evaluator_image_uri(given.region)
+    except training_images.TrainingImageError as error:
+        field, _, problem = str(error).partition(": ")
+        raise ContractError(field.removeprefix("run_spec."), problem) from None
 
 
 def _example_hyperparameters(given: ExecutionInput) -> dict[str, Any]:

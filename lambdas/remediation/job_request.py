@@ -33,64 +33,7 @@ from contracts.job import (
 )
 from contracts.run_spec import JOB_NAME_PATTERN, MAX_JOB_NAME_LENGTH
 from lambdas.remediation.payload import RunSpec, WorkflowState
-
-# --------------------------------------------------------------------------- the training image
-
-#: AWS Deep Learning Container for PyTorch training (SageMaker flavour), checked against the
-#: published tags: pytorch-training:2.8.0-cpu-py312-ubuntu22.04-sagemaker and
-#: pytorch-training:2.8.0-gpu-py312-cu129-ubuntu22.04-sagemaker.
-PYTORCH_VERSION = "2.8.0"
-SUPPORTED_FRAMEWORK_VERSIONS = (PYTORCH_VERSION,)
-PYTHON_TAG = "py312"
-CPU_IMAGE_SUFFIX = "cpu-py312-ubuntu22.04-sagemaker"
-GPU_IMAGE_SUFFIX = "gpu-py312-cu129-ubuntu22.04-sagemaker"
-DLC_ACCOUNT = "763104351884"
-#: Regions whose DLC registry is not the default account (SageMaker Python SDK, image_uri_config/pytorch.json).
-DLC_ACCOUNT_BY_REGION = {
-    "af-south-1": "626614931356",
-    "ap-east-1": "871362719292",
-    "ap-northeast-3": "364406365360",
-    "ap-southeast-3": "907027046896",
-    "ca-west-1": "204538143572",
-    "cn-north-1": "727897471807",
-    "cn-northwest-1": "727897471807",
-    "eu-south-1": "692866216735",
-    "il-central-1": "780543022126",
-    "me-central-1": "914824155844",
-    "me-south-1": "217643126080",
-    "us-gov-east-1": "446045086412",
-    "us-gov-west-1": "442386744353",
-}
-#: SageMaker Debugger's built-in rule evaluator registries ("sagemaker-debugger-rules:latest"),
-#: from the SageMaker developer guide / SDK image_uri_config/debugger.json. Legacy mode only.
-RULE_EVALUATOR_ACCOUNT_BY_REGION = {
-    "af-south-1": "314341159256",
-    "ap-east-1": "199566480951",
-    "ap-northeast-1": "430734990657",
-    "ap-northeast-2": "578805364391",
-    "ap-northeast-3": "364406365360",
-    "ap-south-1": "904829902805",
-    "ap-southeast-1": "972752614525",
-    "ap-southeast-2": "184798709955",
-    "ca-central-1": "519511493484",
-    "cn-north-1": "618459771430",
-    "cn-northwest-1": "658757709296",
-    "eu-central-1": "482524230118",
-    "eu-north-1": "314864569078",
-    "eu-south-1": "563282790590",
-    "eu-west-1": "929884845733",
-    "eu-west-2": "250201462417",
-    "eu-west-3": "447278800020",
-    "me-south-1": "986000313247",
-    "sa-east-1": "818342061345",
-    "us-east-1": "503895931360",
-    "us-east-2": "915447279597",
-    "us-gov-west-1": "515509971035",
-    "us-west-1": "685455198987",
-    "us-west-2": "895741380848",
-}
-GPU_INSTANCE_FAMILIES = re.compile(r"^ml\.(p\d|g\d)")
-UNSUPPORTED_INSTANCE_FAMILIES = re.compile(r"^ml\.(trn|inf)\d")
+from lambdas.remediation.training_images import rule_evaluator_image_uri, training_image_uri
 
 # --------------------------------------------------------------------------- job settings
 
@@ -155,37 +98,6 @@ def training_job_name(
     if len(name) > MAX_JOB_NAME_LENGTH or not JOB_NAME_PATTERN.match(name):  # pragma: no cover - by construction
         raise JobRequestError(f"job name {name!r} is not a valid SageMaker training job name")
     return name
-
-
-def training_image_uri(region: str, instance_type: str, framework_version: str = PYTORCH_VERSION) -> str:
-    """The PyTorch training DLC for the region, CPU or GPU by instance family."""
-    if framework_version not in SUPPORTED_FRAMEWORK_VERSIONS:
-        raise JobRequestError(
-            f"run_spec.framework_version: {framework_version!r} is not a supported PyTorch training image; "
-            f"use one of {', '.join(SUPPORTED_FRAMEWORK_VERSIONS)}"
-        )
-    if UNSUPPORTED_INSTANCE_FAMILIES.match(instance_type):
-        raise JobRequestError(
-            f"run_spec.instance_type: {instance_type!r} needs a Neuron image; use a CPU (ml.m5, ml.c5) or GPU (ml.g5, ml.p3) type"
-        )
-    suffix = GPU_IMAGE_SUFFIX if GPU_INSTANCE_FAMILIES.match(instance_type) else CPU_IMAGE_SUFFIX
-    registry = _ecr_registry(DLC_ACCOUNT_BY_REGION.get(region, DLC_ACCOUNT), region)
-    return f"{registry}/pytorch-training:{framework_version}-{suffix}"
-
-
-def rule_evaluator_image_uri(region: str) -> str:
-    account = RULE_EVALUATOR_ACCOUNT_BY_REGION.get(region)
-    if account is None:
-        raise JobRequestError(
-            f"run_spec.legacy_sagemaker_debugger: SageMaker Debugger's rule evaluator is not published in {region}; "
-            f"set legacy_sagemaker_debugger to false or use one of {', '.join(sorted(RULE_EVALUATOR_ACCOUNT_BY_REGION))}"
-        )
-    return f"{_ecr_registry(account, region)}/sagemaker-debugger-rules:latest"
-
-
-def _ecr_registry(account: str, region: str) -> str:
-    domain = "amazonaws.com.cn" if region.startswith("cn-") else "amazonaws.com"
-    return f"{account}.dkr.ecr.{region}.{domain}"
 
 
 # --------------------------------------------------------------------------- debugger configuration

@@ -31,6 +31,7 @@ from contracts import objective as objective_contract
 from contracts import remedies as remedies_contract
 from contracts import run_spec as bounds
 from contracts.rule_status import Evidence
+from lambdas.remediation import training_images
 from lambdas.remediation.validation_messages import InvalidState, clip, describe_validation_error
 
 # --------------------------------------------------------------------------- limits
@@ -50,7 +51,7 @@ MAX_RULE_STATUSES = 10
 MAX_METRICS = 12
 #: A decision changes at most this many hyperparameters at once.
 MAX_CHANGES = 8
-DEFAULT_FRAMEWORK_VERSION = "2.8.0"
+DEFAULT_FRAMEWORK_VERSION = training_images.DEFAULT_FRAMEWORK_VERSION
 
 NextAction = Literal["launch_new", "monitor", "end"]
 PolicyName = Literal["evidence", "anchor", "declared"]
@@ -140,7 +141,14 @@ JobName = Annotated[str, AfterValidator(bounds.check_job_name)]
 BaseJobName = Annotated[str, AfterValidator(lambda name: bounds.check_job_name(name, bounds.MAX_BASE_JOB_NAME_LENGTH))]
 EntryPoint = Annotated[str, AfterValidator(bounds.check_entry_point)]
 S3Uri = Annotated[str, AfterValidator(bounds.check_s3_uri)]
-FrameworkVersion = Annotated[str, Field(pattern=r"^\d+\.\d+(\.\d+)?$")]
+def _check_framework_version(version: str) -> str:
+    try:
+        return training_images.pytorch_image(version).framework_version
+    except training_images.TrainingImageError as error:
+        raise ValueError(str(error).partition(": ")[2]) from None  # the field is named by its place
+
+
+FrameworkVersion = Annotated[str, AfterValidator(_check_framework_version)]
 HyperparameterValue = bool | int | float | str
 #: The shared contract checks these first (one clear message per bad entry), then pydantic types them.
 Hyperparameters = Annotated[dict[str, HyperparameterValue], BeforeValidator(bounds.check_hyperparameters)]

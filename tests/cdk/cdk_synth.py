@@ -14,10 +14,12 @@ for _name, _value in {
     "CDK_DISABLE_CLI_TELEMETRY": "1",
     "CDK_DISABLE_VERSION_CHECK": "1",
     "CDK_VALIDATION": "false",
-    "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
-    "JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION": "1",
 }.items():
     os.environ.setdefault(_name, _value)
+#: The Node.js package.json pins (npm ci): the Makefile puts it first on PATH; jsii takes it from JSII_NODE.
+PINNED_NODE = Path(__file__).resolve().parents[2] / "node_modules" / ".bin" / "node"
+if PINNED_NODE.exists():
+    os.environ.setdefault("JSII_NODE", str(PINNED_NODE))
 
 from aws_cdk.assertions import Template  # noqa: E402
 

@@ -32,6 +32,16 @@ def test_job_name_prefix_scopes_the_environment_and_every_training_job_grant(tmp
         assert function["Properties"]["Environment"]["Variables"]["JOB_NAME_PREFIX"] == "team-a"
 
 
+def test_a_job_name_prefix_with_capitals_is_refused_naming_the_key_and_the_lower_case_fix(tmp_path):
+    """SageMaker lower-cases training job ARNs and IAM matches resources case-sensitively: a grant on
+    training-job/Team-A* would match no job, so the synth refuses it instead of deploying a stack that can't work."""
+    with pytest.raises(ValueError) as raised:
+        build_app({"job_name_prefix": "Team-A"}, outdir=str(tmp_path))
+    message = str(raised.value)
+    assert message.startswith("job_name_prefix:"), message
+    assert "lower-case" in message and "-c job_name_prefix=team-a" in message, message
+
+
 @pytest.mark.parametrize(
     ("context", "named"),
     [

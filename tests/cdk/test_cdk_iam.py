@@ -33,6 +33,7 @@ RESOURCE_STAR_ONLY = {
     "logs:DescribeLogGroups",
     "ecr:GetAuthorizationToken",
     "cloudwatch:PutMetricData",
+    "sagemaker:ListTrainingJobs",
 }
 #: The IAM prefix of each service the handlers may call, by botocore service name.
 IAM_PREFIX = {"sagemaker": "sagemaker", "s3": "s3", "sns": "sns", "stepfunctions": "states", "cloudwatch": "cloudwatch"}
@@ -159,14 +160,16 @@ def test_sagemaker_role_reads_code_data_checkpoints_and_writes_output_debug_outp
     statements = role_statements(synthesized, synthesized.stack.sagemaker.role)
     (read,) = granted(statements, "s3:GetObject")
     assert sorted(map(json.dumps, _as_list(read["Resource"]))) == sorted(
-        json.dumps(bucket_object_arn(synthesized, p)) for p in ("code/", "data/", "checkpoints/")
+        json.dumps(bucket_object_arn(synthesized, p)) for p in ("code/", "data/", "checkpoints/", "debug-output/")
     )
     (write,) = granted(statements, "s3:PutObject")
     assert sorted(map(json.dumps, _as_list(write["Resource"]))) == sorted(
         json.dumps(bucket_object_arn(synthesized, p)) for p in ("jobs/", "debug-output/", "checkpoints/")
     )
     (listing,) = granted(statements, "s3:ListBucket")
-    assert listing["Condition"] == {"StringLike": {"s3:prefix": ["code/*", "data/*", "checkpoints/*"]}}
+    assert listing["Condition"] == {
+        "StringLike": {"s3:prefix": ["code/*", "data/*", "checkpoints/*", "debug-output/*"]}
+    }
     s3_actions = {a for s in statements for a in _as_list(s["Action"]) if a.startswith("s3:")}
     assert s3_actions == {"s3:GetObject", "s3:PutObject", "s3:ListBucket"}
     (pull,) = granted(statements, "ecr:BatchGetImage")
@@ -176,20 +179,57 @@ def test_sagemaker_role_reads_code_data_checkpoints_and_writes_output_debug_outp
         (lookup,) = [p["Fn::FindInMap"] for p in parts if isinstance(p, dict) and "Fn::FindInMap" in p]
         assert lookup[1] == {"Ref": "AWS::Region"}
         repositories[parts[-1]] = lookup[2]
-    assert repositories == {":repository/pytorch-training": "Training", ":repository/sagemaker-debugger-rules": "Rules"}
-    (streams,) = granted(statements, "logs:PutLogEvents")
+    assert repositories == {":repository/pytorch": "Training", ":repository/sagemaker-debugger-rules": "Rules"}
+    (streams,) = [s for s in granted(statements, "logs:PutLogEvents") if "TrainingJobs" in json.dumps(s["Resource"])]
     assert json.dumps(streams["Resource"]).endswith(
         ':log-group:/aws/sagemaker/TrainingJobs:log-stream:remediation*"]]}'
     )
 
 
+def test_sagemaker_role_lets_the_legacy_rule_evaluator_read_its_tensors_stop_the_job_and_log(synthesized):
+    """Legacy mode: SageMaker runs each built-in rule as a processing job under the training job's role. The
+    evaluator reads the tensors SageMaker's hook writes under debug-output/ (smdebug lists and reads the
+    prefix), its StopTraining action lists InProgress jobs by name (ListTrainingJobs, no resource ARN) and
+    stops the one it finds (smdebug rules/action/stop_training_action.py), and it logs to
+    /aws/sagemaker/ProcessingJobs under a job name that starts with the lower-cased training job name."""
+    statements = role_statements(synthesized, synthesized.stack.sagemaker.role)
+    (read,) = granted(statements, "s3:GetObject")
+    assert json.dumps(bucket_object_arn(synthesized, bucket_layout.DEBUG_OUTPUT_PREFIX)) in map(
+        json.dumps, _as_list(read["Resource"])
+    )
+    (listing,) = granted(statements, "s3:ListBucket")
+    assert "debug-output/*" in listing["Condition"]["StringLike"]["s3:prefix"]
+    (list_jobs,) = granted(statements, "sagemaker:ListTrainingJobs")
+    assert list_jobs["Resource"] == "*"
+    (stop,) = granted(statements, "sagemaker:StopTrainingJob")
+    assert stop["Resource"] == training_job_arn()
+    assert {a for s in statements for a in _as_list(s["Action"]) if a.startswith("sagemaker:")} == {
+        "sagemaker:ListTrainingJobs",
+        "sagemaker:StopTrainingJob",
+    }
+    streams = [
+        json.dumps(s["Resource"])
+        for s in granted(statements, "logs:PutLogEvents")
+        if "ProcessingJobs" in json.dumps(s["Resource"])
+    ]
+    assert len(streams) == 1 and streams[0].endswith(
+        ':log-group:/aws/sagemaker/ProcessingJobs:log-stream:remediation*"]]}'
+    )
+
+
 def test_images_are_pulled_from_the_registries_the_train_lambda_names(synthesized):
-    from lambdas.remediation.job_request import rule_evaluator_image_uri, training_image_uri
+    from lambdas.remediation.training_images import (
+        DLC_ACCOUNT_BY_REGION,
+        RULE_EVALUATOR_ACCOUNT_BY_REGION,
+        rule_evaluator_image_uri,
+        training_image_uri,
+    )
 
     (mapping,) = synthesized.template["Mappings"].values()
-    for region in ("us-east-1", "eu-west-1", "ap-east-1", "me-south-1", "cn-north-1"):
+    assert set(mapping) == set(DLC_ACCOUNT_BY_REGION)  # every region the images are published in, no other
+    for region in DLC_ACCOUNT_BY_REGION:
         assert training_image_uri(region, "ml.m5.xlarge").split(".")[0] == mapping[region]["Training"]
-    for region in ("us-east-1", "ap-east-1", "eu-west-1"):
+    for region in set(RULE_EVALUATOR_ACCOUNT_BY_REGION) & set(DLC_ACCOUNT_BY_REGION):
         assert rule_evaluator_image_uri(region).split(".")[0] == mapping[region]["Rules"]
 
 

@@ -102,7 +102,7 @@ def test_the_bundled_layer_is_built_by_pip_for_lambdas_platform_without_docker(t
     assert PipLayerBundling(lambda out: [*fake_pip, out]).try_bundle(str(tmp_path / "out")) is True
     assert json.loads(recorded.read_text()) == [str(tmp_path / "out")]
     failing_pip = [sys.executable, "-c", "import sys; print('no index'); sys.exit(3)"]
-    with pytest.raises(LayerBundleError, match=r"powertools_layer=bundled: pip could not build .*no index"):
+    with pytest.raises(LayerBundleError, match=r"(?s)powertools_layer=bundled: pip could not build .*no index"):
         PipLayerBundling(lambda out: failing_pip).try_bundle(str(tmp_path / "out"))
 
 

@@ -164,6 +164,57 @@ def test_alarms_on_failed_and_timed_out_executions_notify_the_topic(synthesized)
         assert alarm["TreatMissingData"] == "notBreaching"
 
 
+def _cloudwatch_statements(statements: list[dict]) -> list[dict]:
+    return [s for s in statements if s.get("Principal") == {"Service": "cloudwatch.amazonaws.com"}]
+
+
+def test_the_alarms_can_publish_to_the_encrypted_topic(synthesized):
+    """CloudWatch publishes an alarm's notification as cloudwatch.amazonaws.com: the topic policy must allow
+    sns:Publish and the topic's key policy kms:GenerateDataKey/Decrypt (SNS developer guide, "Enable
+    compatibility between event sources from AWS services and encrypted topics"), each scoped to this account
+    and to these alarms (aws:SourceAccount, aws:SourceArn) against the confused deputy."""
+    topic_id = synthesized.logical_id(synthesized.stack.notifications.topic)
+    key_id = synthesized.logical_id(synthesized.stack.notifications.key)
+    alarms = synthesized.resources("AWS::CloudWatch::Alarm").values()
+    alarm_names = sorted(alarm["Properties"]["AlarmName"] for alarm in alarms)
+    assert len(alarm_names) == 2 and all(isinstance(name, str) for name in alarm_names)
+
+    def alarm_arn(name: str) -> dict:
+        return {
+            "Fn::Join": [
+                "",
+                [
+                    "arn:",
+                    {"Ref": "AWS::Partition"},
+                    ":cloudwatch:",
+                    {"Ref": "AWS::Region"},
+                    ":",
+                    {"Ref": "AWS::AccountId"},
+                    f":alarm:{name}",
+                ],
+            ]
+        }
+
+    expected_condition = {
+        "StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}},
+        "ArnLike": {"aws:SourceArn": [alarm_arn(name) for name in alarm_names]},
+    }
+    topic_statements = [
+        statement
+        for policy in synthesized.resources("AWS::SNS::TopicPolicy").values()
+        if {"Ref": topic_id} in policy["Properties"]["Topics"]
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    (publish,) = _cloudwatch_statements(topic_statements)
+    assert publish["Effect"] == "Allow" and publish["Action"] == "sns:Publish"
+    assert publish["Resource"] == {"Ref": topic_id}
+    assert publish["Condition"] == expected_condition
+    key_statements = synthesized.template["Resources"][key_id]["Properties"]["KeyPolicy"]["Statement"]
+    (use_key,) = _cloudwatch_statements(key_statements)
+    assert use_key["Effect"] == "Allow" and sorted(use_key["Action"]) == ["kms:Decrypt", "kms:GenerateDataKey"]
+    assert use_key["Condition"] == expected_condition
+
+
 def test_sagemaker_role_is_assumable_only_by_sagemaker_of_this_account(synthesized):
     role_id = synthesized.logical_id(synthesized.stack.sagemaker.role)
     trust = synthesized.template["Resources"][role_id]["Properties"]["AssumeRolePolicyDocument"]["Statement"]

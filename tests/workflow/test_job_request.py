@@ -34,16 +34,17 @@ def test_job_name_prefix_comes_from_the_environment(monkeypatch):
 
 
 def test_training_image_by_region_and_instance_family():
+    """The tables and their sources live in training_images (tests/workflow/test_training_images.py)."""
     assert job_request.training_image_uri("us-west-2", "ml.m5.xlarge") == (
-        "763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training:2.8.0-cpu-py312-ubuntu22.04-sagemaker"
+        "763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch:2.13.0-cpu-amzn2023-sagemaker"
     )
     assert job_request.training_image_uri("eu-south-1", "ml.g5.xlarge") == (
-        "692866216735.dkr.ecr.eu-south-1.amazonaws.com/pytorch-training:2.8.0-gpu-py312-cu129-ubuntu22.04-sagemaker"
+        "692866216735.dkr.ecr.eu-south-1.amazonaws.com/pytorch:2.13.0-cu133-amzn2023-sagemaker"
     )
-    assert job_request.training_image_uri("cn-north-1", "ml.p3.2xlarge").endswith(
-        ".amazonaws.com.cn/pytorch-training:2.8.0-gpu-py312-cu129-ubuntu22.04-sagemaker"
+    assert job_request.training_image_uri("cn-north-1", "ml.p4d.24xlarge").endswith(
+        ".amazonaws.com.cn/pytorch:2.13.0-cu133-amzn2023-sagemaker"
     )
-    with pytest.raises(job_request.JobRequestError, match="instance_type"):
+    with pytest.raises(ValueError, match="instance_type"):
         job_request.training_image_uri("us-east-1", "ml.trn1.2xlarge")
 
 
@@ -60,10 +61,23 @@ def test_legacy_mode_asks_sagemaker_for_its_builtin_rules():
     assert request["DebugHookConfig"]["S3OutputPath"] == "s3://artifacts-bucket/debug-output/"
 
 
-def test_legacy_mode_in_a_region_without_the_rule_evaluator_is_refused():
-    state = initial_state({**INPUT, "region": "il-central-1", "legacy_sagemaker_debugger": True})
-    with pytest.raises(job_request.JobRequestError, match="legacy_sagemaker_debugger"):
-        job_request.build_create_training_job_request(state, "remediation-x-001")
+def test_legacy_mode_in_a_region_without_the_rule_evaluator_is_refused_before_any_launch():
+    from lambdas.remediation.validation_messages import InvalidExecutionInput
+
+    with pytest.raises(InvalidExecutionInput) as caught:
+        initial_state({**INPUT, "region": "il-central-1", "legacy_sagemaker_debugger": True})
+    assert "rule evaluator is not published" in caught.value.problems["legacy_sagemaker_debugger"]
+
+
+def test_an_image_that_does_not_exist_for_the_region_or_instance_is_refused_before_any_launch():
+    from lambdas.remediation.validation_messages import InvalidExecutionInput
+
+    with pytest.raises(InvalidExecutionInput) as caught:
+        initial_state({**INPUT, "region": "us-gov-west-1"})
+    assert "not published in 'us-gov-west-1'" in caught.value.problems["region"]
+    with pytest.raises(InvalidExecutionInput) as caught:
+        initial_state({**INPUT, "instance_type": "ml.trn1.2xlarge"})
+    assert "needs a Neuron image" in caught.value.problems["instance_type"]
 
 
 def test_request_parts_follow_the_bucket_layout():
