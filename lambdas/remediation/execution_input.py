@@ -51,14 +51,14 @@ from lambdas.remediation.payload import (
     SaveInterval,
     Whole,
     WorkflowState,
+    _no_bool,
 )
 from lambdas.remediation.policies import POLICY_REMEDIES
 from lambdas.remediation.validation_messages import InvalidExecutionInput, describe_validation_error
 
 
 def _finite_number(value: Any) -> Any:
-    if isinstance(value, bool):
-        raise ValueError(f"must be a number, not a boolean (got {value!r})")
+    _no_bool(value)  # nor a string
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"must be a finite number (got {value})")
     return value
@@ -89,7 +89,7 @@ class ExecutionInput(BaseModel):
     region: Region
     sm_role: RoleArn
     debugger_save_interval: SaveInterval = 10
-    max_num_retraining: RetrainingBudget = 6
+    max_num_retraining: RetrainingBudget = 7  # launches, the first included (the sample's meaning)
     max_monitor_transitions: MonitorTransitions = 720
     # your training script
     entry_point: EntryPoint | None = None
