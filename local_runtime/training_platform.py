@@ -40,6 +40,7 @@ from contracts.job import (
     HOOK_CONFIG_HYPERPARAMETER,
     SAGEMAKER_RESERVED_PREFIX,
     decode_hyperparameter,
+    killed_process_failure_text,
     script_mode_arguments,
 )
 from contracts.progress_log import parse_progress_line
@@ -129,7 +130,9 @@ class TrainingJobRecord:
     training_end: dt.datetime | None = None
     last_modified: dt.datetime | None = None
     process: subprocess.Popen | None = None
-    exit_code: int | None = None
+    exit_code: int | None = None  # as subprocess reports it: -N when signal N killed the process
+    killed_by_signal: str | None = None  # "SIGKILL" when a signal the platform did not send ended the process
+    peak_memory_bytes: int | None = None  # the process's peak resident memory, where the kernel told it
     stop_reason: str | None = None  # "StopTrainingJob" | "MaxRuntimeExceeded" | "shutdown"
     process_seconds: float = 0.0
     process_started: float | None = None  # time.monotonic() at launch
@@ -558,12 +561,15 @@ class LocalTrainingPlatform:
                 log.close()
         process = job.process
         term_sent_at: float | None = None
+        peak_memory = 0
         while True:
-            try:
-                exit_code = process.wait(timeout=0.2)
+            ended = _reap(process)
+            if ended is not None:
+                exit_code, reaped_peak = ended
+                peak_memory = max(peak_memory, reaped_peak)
                 break
-            except subprocess.TimeoutExpired:
-                pass
+            peak_memory = max(peak_memory, _peak_memory_so_far(process.pid))
+            time.sleep(0.2)
             with job.lock:
                 if job.stop_reason is None and max_runtime is not None and time.monotonic() - started > max_runtime:
                     self._request_stop(job, "MaxRuntimeExceeded")
@@ -575,6 +581,7 @@ class LocalTrainingPlatform:
         self._kill_group(process, signal.SIGKILL)
         with job.lock:
             job.exit_code = exit_code
+            job.peak_memory_bytes = peak_memory or None
             job.process_ended = time.monotonic()
             job.process_seconds = job.process_ended - started
         self._conclude(job, exit_code)
@@ -582,6 +589,17 @@ class LocalTrainingPlatform:
     def _conclude(self, job: TrainingJobRecord, exit_code: int) -> None:
         with job.lock:
             stop_reason = job.stop_reason
+        if stop_reason is None and exit_code < 0:
+            # A signal the platform did not send: the kernel's out-of-memory killer (SIGKILL) is the common case.
+            killer = signal.Signals(-exit_code)
+            with job.lock:
+                job.killed_by_signal = killer.name
+                peak = format_bytes(job.peak_memory_bytes) if job.peak_memory_bytes else None
+            reason = f"{killed_process_failure_text(killer.name, killer.value, peak)}. {self._log_tail(job)}".strip()
+            with job.lock:
+                job.failure_reason = reason[:1024]
+                self._finish(job, FAILED, "Failed", f"Training job failed. Reason: {job.failure_reason}")
+            return
         if stop_reason is None and exit_code != 0:
             failure_file = job.job_dir / "output" / "failure"
             reason = failure_file.read_text(errors="replace").strip() if failure_file.exists() else ""
@@ -746,6 +764,46 @@ class LocalTrainingPlatform:
                 }
             )
         return statuses
+
+
+def _reap(process: subprocess.Popen) -> tuple[int, int] | None:
+    """(exit code as subprocess gives it, peak resident bytes) once the process has ended, else None.
+
+    os.wait4 reaps the child with its resource usage, whose ru_maxrss (KiB on Linux) is the process's peak
+    memory; subprocess learns the exit code from us. If another thread's poll() reaped it first, the exit
+    code is subprocess's and the peak is what /proc showed while it ran."""
+    if process.returncode is not None:
+        return process.returncode, 0
+    try:
+        pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+    except ChildProcessError:
+        process.wait()
+        return process.returncode, 0
+    if pid == 0:
+        return None
+    process.returncode = os.waitstatus_to_exitcode(status)
+    return process.returncode, usage.ru_maxrss * 1024
+
+
+def _peak_memory_so_far(pid: int) -> int:
+    """VmHWM (the peak resident set so far) from /proc, in bytes; 0 where there is no /proc."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def format_bytes(value: int | None) -> str:
+    if not value:
+        return "unknown"
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if value >= size:
+            return f"{value / size:.1f} {unit}"
+    return f"{value} B"
 
 
 def _write_json(path: Path, value: Any) -> None:
