@@ -26,7 +26,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from contracts import ContractError
 from contracts.objective import Objective
-from contracts.remedies import parse_remedies, remedies_to_json
+from contracts.remedies import parse_remedies, remedies_to_json, same_kind
 from lambdas.remediation import builtin_example
 from lambdas.remediation.payload import (
     DEFAULT_FRAMEWORK_VERSION,
@@ -217,6 +217,14 @@ def _example_hyperparameters(given: ExecutionInput) -> dict[str, Any]:
         if given.hyperparameters and name in given.hyperparameters:
             raise ContractError(key, f"sets the hyperparameter {name}, which hyperparameters sets too; give it once")
         hyperparameters[name] = value
+    for name, value in (given.hyperparameters or {}).items():
+        default = builtin_example.HYPERPARAMETERS.get(name)
+        if default is not None and not same_kind(value, default):  # "64" for a batch size: say so, not convert
+            raise ContractError(
+                f"hyperparameters.{name}",
+                f"must be {'true/false' if isinstance(default, bool) else 'a number' if not isinstance(default, str) else 'text'} "
+                f"like the example's default {json.dumps(default)} (got {json.dumps(value)})",
+            )
     hyperparameters.update(given.hyperparameters or {})
     return hyperparameters
 

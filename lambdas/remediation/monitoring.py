@@ -217,7 +217,7 @@ def _judge_completed(job: str, state: WorkflowState, value: float | None) -> Mon
             next_step="completed",
             outcome="completed",
             reason=f"Job {job} completed and no rule found an issue; no objective was declared. Final "
-            f"hyperparameters: {state.run_spec.summary()}.",
+            f"hyperparameters: {state.run_spec.summary(400)}.",
             objective_value=value,
         )
     if value is None:
@@ -232,7 +232,7 @@ def _judge_completed(job: str, state: WorkflowState, value: float | None) -> Mon
             next_step="completed",
             outcome="completed",
             reason=f"Job {job} completed, no rule found an issue and {objective.metric_name} = {show(value)} meets "
-            f"{objective.describe()}. Final hyperparameters: {state.run_spec.summary()}.",
+            f"{objective.describe()}. Final hyperparameters: {state.run_spec.summary(400)}.",
             objective_value=value,
         )
     return MonitorDecision(
