@@ -142,7 +142,7 @@ class LocalRun:
         try:
             try:
                 self.signals.phase = "set-up"
-                self.console.print(f"run directory: {self.run_dir}", highlight=False)
+                self.console.print(f"run directory: {self.run_dir}", highlight=False, soft_wrap=True)
                 self.runtime = LocalRuntime(
                     RuntimeOptions(
                         run_dir=self.run_dir,
@@ -154,7 +154,7 @@ class LocalRun:
                 self.runtime.__enter__()
                 self._upload_inputs()
                 self.runtime.start(execution_input)
-                self.console.print(f"execution: {self.runtime.execution_arn}", highlight=False)
+                self.console.print(f"execution: {self.runtime.execution_arn}", highlight=False, soft_wrap=True)
                 self.signals.phase = "training"
                 self._follow()
             except Interrupted as caught:

@@ -141,7 +141,7 @@ def final_report(console: Console, summary: dict[str, Any], interrupted) -> None
                 reason = row.get("decision_reason") or ""
                 console.print(Text(f"     {row['decision']}: {reason}", style="dim"))
     console.print(ending_line(summary, interrupted))
-    console.print(f"run directory: {summary['run_dir']}", highlight=False)
+    console.print(f"run directory: {summary['run_dir']}", highlight=False, soft_wrap=True)  # a path, whole
 
 
 def ending_line(summary: dict[str, Any], interrupted) -> Text:
