@@ -119,7 +119,7 @@ def _claim(now: dt.datetime, root: str, queue) -> None:
 
 def test_runs_started_in_the_same_second_get_their_own_directories(tmp_path):
     now = dt.datetime(2026, 1, 2, 3, 4, 5)
-    context = multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("fork")  # each a process of its own, racing for the same name
     queue = context.Queue()
     workers = [context.Process(target=_claim, args=(now, str(tmp_path), queue)) for _ in range(6)]
     for worker in workers:
