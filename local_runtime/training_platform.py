@@ -46,6 +46,7 @@ from contracts.job import (
 from contracts.progress_log import parse_progress_line
 from contracts.rule_status import RULE_STATUS_FILE, RuleStatusDocument
 from local_runtime.botocore_dispatch import ServiceError
+from local_runtime.job_process import LAUNCHER, format_bytes, peak_memory_so_far, reap
 
 ACCOUNT_ID = "123456789012"
 DEFAULT_STOP_GRACE_SECONDS = 10.0
@@ -65,20 +66,6 @@ _STATUS_MESSAGES = {
     "Stopped": "Training job stopped",
     "MaxRuntimeExceeded": "Training job stopped: it exceeded StoppingCondition.MaxRuntimeInSeconds",
 }
-
-
-#: Runs first in each job process (single-threaded, before the entry point): on Linux it asks the kernel to
-#: SIGKILL the job if the platform's process dies without stopping it (kill -9 of the CLI), then execs the
-#: entry point in the same process, so the job keeps its pid and process group.
-_LAUNCHER = """
-import ctypes, os, signal, sys
-PR_SET_PDEATHSIG = 1
-if sys.platform == "linux":
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != int(os.environ["LOCAL_TRAINING_PLATFORM_PID"]):
-        os._exit(137)  # the platform died before prctl took effect
-os.execv(sys.executable, [sys.executable, *sys.argv[1:]])
-"""
 
 
 class SageMakerError(ServiceError):
@@ -549,7 +536,7 @@ class LocalTrainingPlatform:
             log = open(job.job_dir / LOG_FILE, "ab")
             try:
                 job.process = subprocess.Popen(
-                    [self.python, "-c", _LAUNCHER, program, *arguments],
+                    [self.python, "-c", LAUNCHER, program, *arguments],
                     cwd=job.job_dir / "code",
                     env=env,
                     stdin=subprocess.DEVNULL,
@@ -563,12 +550,12 @@ class LocalTrainingPlatform:
         term_sent_at: float | None = None
         peak_memory = 0
         while True:
-            ended = _reap(process)
+            ended = reap(process)
             if ended is not None:
                 exit_code, reaped_peak = ended
                 peak_memory = max(peak_memory, reaped_peak)
                 break
-            peak_memory = max(peak_memory, _peak_memory_so_far(process.pid))
+            peak_memory = max(peak_memory, peak_memory_so_far(process.pid))
             time.sleep(0.2)
             with job.lock:
                 if job.stop_reason is None and max_runtime is not None and time.monotonic() - started > max_runtime:
@@ -764,46 +751,6 @@ class LocalTrainingPlatform:
                 }
             )
         return statuses
-
-
-def _reap(process: subprocess.Popen) -> tuple[int, int] | None:
-    """(exit code as subprocess gives it, peak resident bytes) once the process has ended, else None.
-
-    os.wait4 reaps the child with its resource usage, whose ru_maxrss (KiB on Linux) is the process's peak
-    memory; subprocess learns the exit code from us. If another thread's poll() reaped it first, the exit
-    code is subprocess's and the peak is what /proc showed while it ran."""
-    if process.returncode is not None:
-        return process.returncode, 0
-    try:
-        pid, status, usage = os.wait4(process.pid, os.WNOHANG)
-    except ChildProcessError:
-        process.wait()
-        return process.returncode, 0
-    if pid == 0:
-        return None
-    process.returncode = os.waitstatus_to_exitcode(status)
-    return process.returncode, usage.ru_maxrss * 1024
-
-
-def _peak_memory_so_far(pid: int) -> int:
-    """VmHWM (the peak resident set so far) from /proc, in bytes; 0 where there is no /proc."""
-    try:
-        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0
-
-
-def format_bytes(value: int | None) -> str:
-    if not value:
-        return "unknown"
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if value >= size:
-            return f"{value / size:.1f} {unit}"
-    return f"{value} B"
 
 
 def _write_json(path: Path, value: Any) -> None:

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from contracts.atomic_files import write_atomically
-from local_runtime.training_platform import LOG_FILE, LocalTrainingPlatform, format_bytes
+from local_runtime.job_process import format_bytes
+from local_runtime.training_platform import LOG_FILE, LocalTrainingPlatform
 
 SUMMARY_FILE = "summary.json"
 EXECUTION_FILE = "execution.json"
