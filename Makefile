@@ -1,6 +1,7 @@
 # Entry points on a fresh machine:
 #   make local-run   the local remediation loop with defaults (real training, no AWS account)
 #   make test        the whole test suite (what CI runs)
+<<<<<<< HEAD
 #   make synth       the CloudFormation template into cdk.out/ (offline, no AWS account)
 #   make bootstrap   once per account and region: the CDK's bootstrap stack
 #   make deploy      deploy the stack with your AWS credentials, e.g. ARGS="-c notification_email=you@example.com"
@@ -8,6 +9,10 @@
 #   make cli         the remediate command alone (.venv/bin/remediate cloud ... against a deployed stack)
 # Each creates .venv and installs what it needs itself: local-run only requirements.txt, the CDK
 # targets only requirements-cdk.txt and the pinned CDK CLI and Node.js (npm ci), test both.
+=======
+#   make test-fast   everything but real training and CDK synth (under a minute)
+# Each creates .venv and installs the pinned requirements itself.
+>>>>>>> cli-solid
 
 PYTHON ?= python3
 VENV := .venv
@@ -23,16 +28,35 @@ export npm_config_update_notifier := false
 export npm_config_fund := false
 export npm_config_audit := false
 
+<<<<<<< HEAD
 CDK := node_modules/.bin/cdk
 #: Oldest Node.js major still supported (Node 22: end of life 2027-04-30).
 NODE_MIN_MAJOR := 22
 
 .PHONY: local-run cli test lint bench clean synth bootstrap deploy destroy node-check
+=======
+TORCH_VERSION := $(shell sed -n 's/^torch==//p' requirements.txt)
+TORCH_CPU_INDEX := https://download.pytorch.org/whl/cpu
+
+.PHONY: local-run test test-fast lint bench clean
+>>>>>>> cli-solid
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(VENV)/.runtime-installed: requirements.txt pyproject.toml | $(BIN)/python
+# PyTorch's CPU build unless this machine has an NVIDIA GPU, so a machine without one never downloads the CUDA
+# stack: a CPU wheel pip already finds without an index (a local wheel directory) first, else PyTorch's CPU
+# index. requirements.txt's torch==X then accepts the installed X+cpu.
+$(VENV)/.torch-installed: requirements.txt | $(BIN)/python
+	if command -v nvidia-smi >/dev/null 2>&1; then \
+	  $(BIN)/python -m pip install --quiet --disable-pip-version-check torch==$(TORCH_VERSION); \
+	elif $(BIN)/python -m pip install --quiet --disable-pip-version-check --no-index --no-deps torch==$(TORCH_VERSION) 2>/dev/null; then :; \
+	else \
+	  $(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --index-url $(TORCH_CPU_INDEX) torch==$(TORCH_VERSION); \
+	fi
+	touch $@
+
+$(VENV)/.runtime-installed: requirements.txt pyproject.toml setup.py $(VENV)/.torch-installed | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $@
@@ -57,6 +81,7 @@ cli: $(VENV)/.runtime-installed
 test: $(VENV)/.dev-installed node_modules/.installed node-check
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
+<<<<<<< HEAD
 # The CDK targets: the CLI runs cdk.json's app (.venv/bin/python app.py) on the pinned Node.js.
 synth: $(VENV)/.cdk-installed node_modules/.installed node-check
 	$(CDK) synth --quiet $(ARGS)
@@ -78,6 +103,11 @@ node-check: node_modules/.installed
 			"x64/arm64 (package.json), elsewhere install Node.js 22 or 24 and run make again" >&2; \
 		exit 1; \
 	fi
+=======
+# Real training (marker "training"), CDK synth ("cdk") and the install test ("install") left out.
+test-fast: $(VENV)/.dev-installed
+	$(BIN)/python -m pytest -q -n auto -m "not training and not cdk and not install" $(PYTEST_ARGS)
+>>>>>>> cli-solid
 
 lint: $(VENV)/.dev-installed
 	$(BIN)/ruff check .
@@ -87,4 +117,4 @@ bench: $(VENV)/.runtime-installed
 	$(BIN)/python bench/remediation_policies.py
 
 clean:
-	rm -rf $(VENV) node_modules cdk.out .pytest_cache
+	rm -rf $(VENV) node_modules cdk.out .pytest_cache build *.egg-info

@@ -81,6 +81,28 @@ def stop_training_failure_text(rule: str, step: int, message: str) -> str:
     return f"StopTraining: rule {rule} found an issue at step {step}: {message}"
 
 
+#: A job that ran out of memory, as its FailureReason says it: SageMaker's own "OutOfMemoryError: ..." (and
+#: PyTorch's torch.OutOfMemoryError a script's failure text carries), or a training process killed by SIGKILL,
+#: which is how the kernel's out-of-memory killer ends one (exit code 137 = 128 + 9, as the training toolkit's
+#: "ExitCode 137" reports it).
+OUT_OF_MEMORY_FAILURE = re.compile(
+    r"OutOfMemoryError|out of memory|\bExitCode:?\s*137\b|\bexit(?:ed with)? code 137\b|killed by SIGKILL",
+    re.IGNORECASE,
+)
+
+
+def killed_process_failure_text(signal_name: str, signal_number: int, peak_memory: str | None) -> str:
+    """The FailureReason of a job whose training process a signal killed (not a stop the platform asked for)."""
+    code = 128 + signal_number
+    memory = f"; peak memory {peak_memory}" if peak_memory else ""
+    if signal_name == "SIGKILL":
+        return (
+            f"OutOfMemoryError: the training process was killed by SIGKILL (signal 9), as the kernel's "
+            f"out-of-memory killer ends a process (ExitCode {code}){memory}"
+        )
+    return f"AlgorithmError: the training process was killed by {signal_name} (signal {signal_number}, ExitCode {code}){memory}"
+
+
 # ------------------------------------------------------------------ hyperparameters
 
 

@@ -41,7 +41,12 @@ from contracts.debugger_config import BUILTIN_RULE_DEFAULTS
 ANY_RULE = "*"
 #: The job completed, no rule fired, but the objective's metric missed its target.
 OBJECTIVE_MISSED = "objective_missed"
-FAILURE_KINDS = {OBJECTIVE_MISSED: "the job completed with quiet rules but missed the objective"}
+#: The training process ran out of memory (the kernel killed it, or the framework raised OutOfMemoryError).
+OUT_OF_MEMORY = "out_of_memory"
+FAILURE_KINDS = {
+    OBJECTIVE_MISSED: "the job completed with quiet rules but missed the objective",
+    OUT_OF_MEMORY: "the training process ran out of memory",
+}
 
 OPERATIONS = ("set_to", "multiply_by", "add", "at_most", "at_least")
 NUMERIC_OPERATIONS = ("multiply_by", "add", "at_most", "at_least")
@@ -505,6 +510,7 @@ def _kind(value: Any) -> str:
 __all__: Sequence[str] = (
     "ANY_RULE",
     "OBJECTIVE_MISSED",
+    "OUT_OF_MEMORY",
     "FAILURE_KINDS",
     "Change",
     "Condition",

@@ -37,7 +37,9 @@ class Bounds:
     high: float
 
 
-#: How many relaunches a run may ask for (each relaunch is a paid training job).
+#: max_num_retraining: how many training jobs a run may launch, the first included (each is a paid job). The
+#: AWS sample's meaning: its train step counts every launch in num_retraining and the monitor launches no more
+#: once num_retraining >= max_num_retraining (so 0 and 1 both allow the first launch only).
 RETRAINING_BUDGET = Bounds(0, 50)
 #: The debugger's save interval, in steps.
 SAVE_INTERVAL = Bounds(1, 1_000_000)

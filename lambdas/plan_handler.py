@@ -21,6 +21,7 @@ END_ERRORS = {
     "budget_spent": "RemediationBudgetExhausted",
     "no_remedy_left": "NoRemedyLeft",
     "algorithm_error": "TrainingAlgorithmError",
+    "out_of_memory": "TrainingOutOfMemory",
     "capacity_error": "TrainingCapacityError",
     "stopped": "TrainingJobStopped",
     "failed": "TrainingJobFailed",

@@ -35,10 +35,8 @@ from moto import mock_aws
 from local_runtime.botocore_dispatch import LocalDispatch
 from local_runtime.offline_aws import OFFLINE_AWS_ENVIRONMENT
 from local_runtime.sagemaker_api import register_training_api
+from local_runtime.shipped import ASL_PATH
 from local_runtime.training_platform import ACCOUNT_ID, DEFAULT_STOP_GRACE_SECONDS, LocalTrainingPlatform
-
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-ASL_PATH = PROJECT_ROOT / "statemachine" / "remediation.asl.json"
 
 HANDLERS = {
     "TrainFunctionArn": ("remediation-train", "lambdas.train_handler"),

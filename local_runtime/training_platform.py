@@ -40,11 +40,13 @@ from contracts.job import (
     HOOK_CONFIG_HYPERPARAMETER,
     SAGEMAKER_RESERVED_PREFIX,
     decode_hyperparameter,
+    killed_process_failure_text,
     script_mode_arguments,
 )
 from contracts.progress_log import parse_progress_line
 from contracts.rule_status import RULE_STATUS_FILE, RuleStatusDocument
 from local_runtime.botocore_dispatch import ServiceError
+from local_runtime.job_process import LAUNCHER, format_bytes, peak_memory_so_far, reap
 
 ACCOUNT_ID = "123456789012"
 DEFAULT_STOP_GRACE_SECONDS = 10.0
@@ -64,20 +66,6 @@ _STATUS_MESSAGES = {
     "Stopped": "Training job stopped",
     "MaxRuntimeExceeded": "Training job stopped: it exceeded StoppingCondition.MaxRuntimeInSeconds",
 }
-
-
-#: Runs first in each job process (single-threaded, before the entry point): on Linux it asks the kernel to
-#: SIGKILL the job if the platform's process dies without stopping it (kill -9 of the CLI), then execs the
-#: entry point in the same process, so the job keeps its pid and process group.
-_LAUNCHER = """
-import ctypes, os, signal, sys
-PR_SET_PDEATHSIG = 1
-if sys.platform == "linux":
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != int(os.environ["LOCAL_TRAINING_PLATFORM_PID"]):
-        os._exit(137)  # the platform died before prctl took effect
-os.execv(sys.executable, [sys.executable, *sys.argv[1:]])
-"""
 
 
 class SageMakerError(ServiceError):
@@ -129,7 +117,9 @@ class TrainingJobRecord:
     training_end: dt.datetime | None = None
     last_modified: dt.datetime | None = None
     process: subprocess.Popen | None = None
-    exit_code: int | None = None
+    exit_code: int | None = None  # as subprocess reports it: -N when signal N killed the process
+    killed_by_signal: str | None = None  # "SIGKILL" when a signal the platform did not send ended the process
+    peak_memory_bytes: int | None = None  # the process's peak resident memory, where the kernel told it
     stop_reason: str | None = None  # "StopTrainingJob" | "MaxRuntimeExceeded" | "shutdown"
     process_seconds: float = 0.0
     process_started: float | None = None  # time.monotonic() at launch
@@ -554,7 +544,7 @@ class LocalTrainingPlatform:
             log = open(job.job_dir / LOG_FILE, "ab")
             try:
                 job.process = subprocess.Popen(
-                    [self.python, "-c", _LAUNCHER, program, *arguments],
+                    [self.python, "-c", LAUNCHER, program, *arguments],
                     cwd=job.job_dir / "code",
                     env=env,
                     stdin=subprocess.DEVNULL,
@@ -566,12 +556,15 @@ class LocalTrainingPlatform:
                 log.close()
         process = job.process
         term_sent_at: float | None = None
+        peak_memory = 0
         while True:
-            try:
-                exit_code = process.wait(timeout=0.2)
+            ended = reap(process)
+            if ended is not None:
+                exit_code, reaped_peak = ended
+                peak_memory = max(peak_memory, reaped_peak)
                 break
-            except subprocess.TimeoutExpired:
-                pass
+            peak_memory = max(peak_memory, peak_memory_so_far(process.pid))
+            time.sleep(0.2)
             with job.lock:
                 if job.stop_reason is None and max_runtime is not None and time.monotonic() - started > max_runtime:
                     self._request_stop(job, "MaxRuntimeExceeded")
@@ -583,6 +576,7 @@ class LocalTrainingPlatform:
         self._kill_group(process, signal.SIGKILL)
         with job.lock:
             job.exit_code = exit_code
+            job.peak_memory_bytes = peak_memory or None
             job.process_ended = time.monotonic()
             job.process_seconds = job.process_ended - started
         self._conclude(job, exit_code)
@@ -590,6 +584,17 @@ class LocalTrainingPlatform:
     def _conclude(self, job: TrainingJobRecord, exit_code: int) -> None:
         with job.lock:
             stop_reason = job.stop_reason
+        if stop_reason is None and exit_code < 0:
+            # A signal the platform did not send: the kernel's out-of-memory killer (SIGKILL) is the common case.
+            killer = signal.Signals(-exit_code)
+            with job.lock:
+                job.killed_by_signal = killer.name
+                peak = format_bytes(job.peak_memory_bytes) if job.peak_memory_bytes else None
+            reason = f"{killed_process_failure_text(killer.name, killer.value, peak)}. {self._log_tail(job)}".strip()
+            with job.lock:
+                job.failure_reason = reason[:1024]
+                self._finish(job, FAILED, "Failed", f"Training job failed. Reason: {job.failure_reason}")
+            return
         if stop_reason is None and exit_code != 0:
             failure_file = job.job_dir / "output" / "failure"
             reason = failure_file.read_text(errors="replace").strip() if failure_file.exists() else ""

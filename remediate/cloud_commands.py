@@ -333,9 +333,8 @@ def _guarded(handler):
 
 def register(subparsers) -> argparse.ArgumentParser:
     cloud = subparsers.add_parser("cloud", help="drive the deployed stack in an AWS account")
-    commands = cloud.add_subparsers(
-        dest="cloud_command", metavar="{upload-source,prepare-data,start,status}", required=True
-    )
+    commands = cloud.add_subparsers(dest="cloud_command", metavar="{upload-source,prepare-data,start,status}")
+    cloud.set_defaults(help_parser=cloud)  # `remediate cloud` alone prints its help
 
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(

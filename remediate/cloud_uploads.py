@@ -9,7 +9,7 @@ from typing import Any
 
 from contracts import bucket_layout
 from remediate.aws_access import CloudCommandError, aws_call
-from remediate.example_data import ExampleDataError, convert_cifar10_archive, generate_synthetic_channels
+from remediate.example_tools import ExampleToolError, convert_cifar10_archive, generate_synthetic_channels
 from remediate.packaging import BUILTIN_EXAMPLE_DIR, SourceDirError, build_source_archive, check_source_dir
 from remediate.staging import StagedUpload, StagingError, plan_staging
 
@@ -64,7 +64,7 @@ def prepare_example_channels(arguments: argparse.Namespace, out_dir: Path) -> di
         return generate_synthetic_channels(
             out_dir, train_samples=arguments.train_samples, test_samples=arguments.test_samples, seed=arguments.seed
         )
-    except ExampleDataError as error:
+    except ExampleToolError as error:
         raise CloudCommandError(f"prepare-data: {error}") from None
 
 

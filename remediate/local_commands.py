@@ -8,49 +8,43 @@ directory (see ``remediate.run_report``).
 
 Exit codes: 0 a job met the objective (or completed, when none is declared); 1
 the loop ended without one (budget spent, no remedy left, execution failed); 2
-bad input (nothing was started); 130 interrupted (Ctrl-C: the execution and
-every training process were stopped).
+bad input (nothing was started); 130 / 143 interrupted by SIGINT (Ctrl-C) /
+SIGTERM at any moment: the execution and every training process were stopped,
+and the run directory's summary says when.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import signal
 import sys
-import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.live import Live
 
-from remediate.execution_history import latest_state_payload
-from remediate.local_display import attempts_table, notification_text, number, progress_view
-from remediate.run_inputs import add_script_options, apply_script_options, uses_builtin_example
-from remediate.run_spec import RunSpecError, check_execution_input, read_run_spec
-from remediate.staging import StagedUpload, StagingError, plan_staging
+from remediate.cli_values import seconds, whole_number
+from remediate.interruption import Interrupted, Interruptions
+from remediate.local_display import final_report, notification_text, progress_view
+from remediate.local_inputs import BadInput, PreparedRun, prepare_run
+from remediate.run_directory import RunDirectoryError, claim_run_dir
+from remediate.run_inputs import add_script_options
 
-EXIT_OK, EXIT_NOT_COMPLETED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
-DEFAULT_RUNS_DIR = Path("runs")
+EXIT_OK, EXIT_NOT_COMPLETED, EXIT_BAD_INPUT = 0, 1, 2
 #: The built-in example's generated data: 20 steps of 128 per epoch, 512 held out.
 DEFAULT_TRAIN_SAMPLES, DEFAULT_TEST_SAMPLES = 2560, 512
+#: The generator holds the set in memory as float64 while it makes it (24 KiB per sample): CIFAR-10's sizes are
+#: the ceiling.
+MAX_TRAIN_SAMPLES, MAX_TEST_SAMPLES = 50_000, 10_000
+MAX_STOP_GRACE_SECONDS = 600.0
 POLL_SECONDS = 0.5
-
-
-class Interrupted(Exception):
-    """SIGINT or SIGTERM arrived."""
-
-    def __init__(self, signal_number: int):
-        super().__init__(signal.Signals(signal_number).name)
-        self.signal_number = signal_number
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     local = subparsers.add_parser("local", help="run the workflow on this machine (no AWS account)")
-    commands = local.add_subparsers(dest="command", metavar="{run}", required=True)
+    commands = local.add_subparsers(dest="command", metavar="{run}")
+    local.set_defaults(help_parser=local)
     run = commands.add_parser(
         "run",
         help="run the remediation loop locally with real training",
@@ -69,272 +63,193 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_script_options(run)
     run.add_argument(
-        "--run-dir", type=Path, metavar="DIR", help="where to write the run's files (default runs/<time>-<policy>)"
+        "--run-dir", type=Path, metavar="DIR", help="a new (or empty) directory for the run's files (default runs/<time>-<policy>)"
     )
     run.add_argument("--json", action="store_true", help="print summary.json on stdout (progress goes to stderr)")
     data = run.add_mutually_exclusive_group()
     data.add_argument("--data", type=Path, metavar="DIR", help="channels to train on: each subdirectory of DIR is one")
     data.add_argument(
-        "--train-samples", type=int, metavar="N", help="built-in example: generated training samples (default 2560)"
+        "--train-samples",
+        type=whole_number(1, MAX_TRAIN_SAMPLES, "CIFAR-10's size: the generator holds the set in memory"),
+        metavar="N",
+        help=f"built-in example: generated training samples (default {DEFAULT_TRAIN_SAMPLES}, at most {MAX_TRAIN_SAMPLES})",
     )
     run.add_argument(
-        "--test-samples", type=int, metavar="N", help="built-in example: generated held-out samples (default 512)"
+        "--test-samples",
+        type=whole_number(1, MAX_TEST_SAMPLES, "CIFAR-10's size: the generator holds the set in memory"),
+        metavar="N",
+        help=f"built-in example: generated held-out samples (default {DEFAULT_TEST_SAMPLES}, at most {MAX_TEST_SAMPLES})",
     )
     run.add_argument(
         "--stop-grace-seconds",
-        type=float,
+        type=seconds(0, MAX_STOP_GRACE_SECONDS, low_inclusive=False),
         default=10.0,
         metavar="S",
-        help="SIGTERM-to-SIGKILL grace when stopping a job",
+        help="SIGTERM-to-SIGKILL grace when stopping a job (default 10, more than 0, at most 600)",
     )
     run.set_defaults(handler=run_command)
-
-
-# --------------------------------------------------------------------------- input
-
-
-class BadInput(Exception):
-    """Bad command-line input; the message names the field or option and the fix."""
-
-
-@dataclass
-class PreparedRun:
-    """A checked execution input whose local files are packed and ready to upload."""
-
-    execution_input: dict[str, Any]
-    uploads: list[StagedUpload]
-    generate_example_data: bool
-    scratch: tempfile.TemporaryDirectory
-
-
-def prepare_run(arguments: argparse.Namespace) -> PreparedRun:
-    """The execution input from --run-spec and the options, staged and validated as the workflow validates
-    it; BadInput before anything starts."""
-    from local_runtime.runtime import RuntimeOptions, local_execution_input
-
-    scratch = tempfile.TemporaryDirectory(prefix="remediate-local-")
-    try:
-        if arguments.run_spec is not None:
-            run_spec = read_run_spec(arguments.run_spec)
-            base_dir = Path(arguments.run_spec).resolve().parent
-        else:
-            run_spec, base_dir = {}, Path.cwd()
-        run_spec = apply_script_options(run_spec, arguments)
-        if arguments.policy:
-            run_spec["policy"] = arguments.policy
-        example = uses_builtin_example(run_spec)
-        samples = {"--train-samples": arguments.train_samples, "--test-samples": arguments.test_samples}
-        for option, value in samples.items():
-            if value is not None and not example:
-                raise BadInput(f"{option}: generates data for the built-in example only; give your script's data "
-                               "with --data or --channel")
-            if value is not None and value < 1:
-                raise BadInput(f"{option}: must be >= 1 (got {value})")
-        if arguments.data is not None:
-            run_spec["channels"] = {**(run_spec.get("channels") or {}), **data_channels(arguments.data, example)}
-        execution_input = local_execution_input(RuntimeOptions(run_dir=Path(".")), run_spec)
-        staged, uploads = plan_staging(execution_input, Path(scratch.name), base_dir)
-        where = f"--run-spec {arguments.run_spec}" if arguments.run_spec else "execution input"
-        check_execution_input(staged, where)
-    except (RunSpecError, StagingError) as error:
-        scratch.cleanup()
-        raise BadInput(str(error)) from None
-    except BaseException:
-        scratch.cleanup()
-        raise
-    generate = example and not staged.get("channels")
-    return PreparedRun(staged, uploads, generate, scratch)
-
-
-def data_channels(data_dir: Path, example: bool) -> dict[str, str]:
-    """--data DIR: each subdirectory is a channel (the built-in example needs train/ and test/)."""
-    if not data_dir.is_dir():
-        raise BadInput(f"--data {data_dir}: {'is a file' if data_dir.exists() else 'no such directory'}; give a "
-                       "directory whose subdirectories are the channels (train/, test/)")
-    channels = {path.name: str(path.resolve()) for path in sorted(data_dir.iterdir()) if path.is_dir()}
-    if example:
-        missing = [name for name in ("train", "test") if name not in channels]
-        if missing:
-            raise BadInput(
-                f"--data {data_dir}: {', '.join(missing)}/ is missing; the built-in example reads train/ and test/, "
-                "each with x.npy and y.npy (make them with: python -m model.data synthetic --out DIR, in examples/resnet)"
-            )
-    if not channels:
-        raise BadInput(f"--data {data_dir}: has no subdirectories; each subdirectory is a channel")
-    return channels
-
-
-def default_run_dir(policy: str) -> Path:
-    return DEFAULT_RUNS_DIR / f"{dt.datetime.now():%Y%m%d-%H%M%S}-{policy}"
 
 
 # --------------------------------------------------------------------------- the command
 
 
 def run_command(arguments: argparse.Namespace) -> int:
-    try:
-        prepared = prepare_run(arguments)
-    except BadInput as error:
-        print(f"error: {error}", file=sys.stderr)  # plain: one unwrapped line a script can grep
-        return EXIT_BAD_INPUT
-    from remediate.run_report import SUMMARY_FILE
-
-    try:
-        policy = prepared.execution_input.get("policy") or ("evidence" if prepared.generate_example_data else "run")
-        run_dir = arguments.run_dir or default_run_dir(policy)
-        if (run_dir / SUMMARY_FILE).exists():
-            print(
-                f"error: --run-dir {run_dir}: already holds a run (summary.json); choose a new directory",
-                file=sys.stderr,
-            )
-            return EXIT_BAD_INPUT
-        console = Console(stderr=True) if arguments.json else Console()
-        return _run(arguments, prepared, run_dir, console)
-    finally:
-        prepared.scratch.cleanup()
-
-
-def _raise_interrupted(signal_number: int, _frame: Any) -> None:
-    raise Interrupted(signal_number)
-
-
-def _upload_inputs(runtime, prepared: PreparedRun, arguments: argparse.Namespace) -> None:
-    for item in prepared.uploads:
-        runtime.upload(item.local_path, item.key)
-    if prepared.generate_example_data:
-        from contracts import bucket_layout
-        from remediate.example_data import generate_synthetic_channels
-
-        channels = generate_synthetic_channels(
-            Path(prepared.scratch.name) / "example-data",
-            train_samples=arguments.train_samples or DEFAULT_TRAIN_SAMPLES,
-            test_samples=arguments.test_samples or DEFAULT_TEST_SAMPLES,
-        )
-        for name, directory in channels.items():
-            for path in sorted(directory.iterdir()):
-                runtime.upload(path, bucket_layout.CHANNEL_PREFIXES[name] + path.name)
-
-
-def _run(arguments: argparse.Namespace, prepared: PreparedRun, run_dir: Path, console: Console) -> int:
-    from local_runtime.runtime import LocalRuntime, RuntimeOptions
-    from remediate import run_report
-
-    execution_input = prepared.execution_input
-    previous_handlers = {sig: signal.signal(sig, _raise_interrupted) for sig in (signal.SIGINT, signal.SIGTERM)}
-    started = time.monotonic()
-    interrupted: Interrupted | None = None
-    runtime = None
-    description = None
-    history: list[dict[str, Any]] = []
-    summary: dict[str, Any] | None = None
-    try:
-        options = RuntimeOptions(
-            run_dir=run_dir,
-            region=execution_input["region"],
-            bucket=execution_input["bucket"],
-            stop_grace_seconds=arguments.stop_grace_seconds,
-        )
-        runtime = LocalRuntime(options)
+    with Interruptions() as signals:
+        signals.phase = "the input checks"
         try:
-            console.print(f"run directory: {run_dir}", highlight=False)
-            runtime.__enter__()
-            _upload_inputs(runtime, prepared, arguments)
-            runtime.start(execution_input)
-            console.print(f"execution: {runtime.execution_arn}", highlight=False)
-            with Live(console=console, refresh_per_second=4, transient=False) as live:
-                while True:
-                    history = runtime.history()
-                    for notification in runtime.drain_notifications():
-                        live.console.print(notification_text(notification))
-                    description = runtime.describe()
-                    live.update(progress_view(runtime, history, description["status"], started))
-                    if description["status"] != "RUNNING":
-                        break
-                    time.sleep(POLL_SECONDS)
-            for notification in runtime.drain_notifications():
-                console.print(notification_text(notification))
-            # The execution is over: no job outlives it (and every job's status is final for the summary).
-            runtime.platform.shutdown()
+            prepared = prepare_run(arguments)
+        except BadInput as error:
+            print(f"error: {error}", file=sys.stderr)  # plain: one unwrapped line a script can grep
+            return EXIT_BAD_INPUT
         except Interrupted as caught:
-            interrupted = caught
-            # Finish the cleanup: a second Ctrl-C must not leave processes behind.
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                signal.signal(sig, signal.SIG_IGN)
-            console.print(f"\n[bold yellow]{caught.args[0]}: stopping the execution and every training job...[/]")
-            if runtime.execution_arn:
-                try:
-                    runtime.stop_execution(f"{caught.args[0]} from the local CLI")
-                except Exception as error:  # noqa: BLE001 - report, keep cleaning up
-                    console.print(f"could not stop the execution: {error}")
-            if runtime.platform is not None:
-                runtime.platform.shutdown()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, signal.SIG_IGN)  # the run directory is written whole, whatever arrives now
-        if runtime.platform is None:
-            console.print("[bold yellow]interrupted before the local account was set up; nothing was started[/]")
-            return EXIT_INTERRUPTED
+            print(f"{caught.describe()}: nothing was started", file=sys.stderr)
+            return caught.exit_code
+        try:
+            try:
+                run_dir = claim_run_dir(arguments.run_dir, prepared.policy)
+            except RunDirectoryError as error:
+                print(f"error: {error}", file=sys.stderr)
+                return EXIT_BAD_INPUT
+            console = Console(stderr=True) if arguments.json else Console()
+            return LocalRun(arguments, prepared, run_dir, console, signals).run()
+        except Interrupted as caught:  # before the run directory was claimed: nothing to stop, nothing written
+            print(f"{caught.describe()}: nothing was started", file=sys.stderr)
+            return caught.exit_code
+        finally:
+            prepared.scratch.cleanup()
+
+
+class LocalRun:
+    """One run: set up the local account, run the execution to its end (or an interruption), write the run
+    directory, report. Whatever happens after the run directory is claimed, the directory gets its summary."""
+
+    def __init__(self, arguments: argparse.Namespace, prepared: PreparedRun, run_dir: Path, console: Console, signals):
+        self.arguments = arguments
+        self.prepared = prepared
+        self.run_dir = run_dir
+        self.console = console
+        self.signals = signals
+        self.runtime = None
+        self.description: dict[str, Any] | None = None
+        self.history: list[dict[str, Any]] = []
+        self.started = time.monotonic()
+
+    def run(self) -> int:
+        from local_runtime.runtime import LocalRuntime, RuntimeOptions
+
+        interrupted: Interrupted | None = None
+        execution_input = self.prepared.execution_input
+        try:
+            try:
+                self.signals.phase = "set-up"
+                self.console.print(f"run directory: {self.run_dir}", highlight=False, soft_wrap=True)
+                self.runtime = LocalRuntime(
+                    RuntimeOptions(
+                        run_dir=self.run_dir,
+                        region=execution_input["region"],
+                        bucket=execution_input["bucket"],
+                        stop_grace_seconds=self.arguments.stop_grace_seconds,
+                    )
+                )
+                self.runtime.__enter__()
+                self._upload_inputs()
+                self.runtime.start(execution_input)
+                self.console.print(f"execution: {self.runtime.execution_arn}", highlight=False, soft_wrap=True)
+                self.signals.phase = "training"
+                self._follow()
+            except Interrupted as caught:
+                interrupted = caught
+            with self.signals.shielded():  # the cleanup and the run directory are finished whatever arrives now
+                if interrupted is not None:
+                    self.console.print(f"[bold yellow]{interrupted.describe()}: stopping the execution and every "
+                                       "training job...[/]")
+                    self._stop()
+                elif self.runtime.platform is not None:
+                    self.runtime.platform.shutdown()  # the execution is over: no job outlives it
+                summary = self._write_run_directory(interrupted)
+        finally:
+            if self.runtime is not None:
+                with self.signals.shielded():
+                    self.runtime.close()
+        with self.signals.shielded():
+            return self._report(summary, interrupted)
+
+    def _upload_inputs(self) -> None:
+        for item in self.prepared.uploads:
+            self.runtime.upload(item.local_path, item.key)
+        if self.prepared.generate_example_data:
+            from contracts import bucket_layout
+            from remediate.example_tools import generate_synthetic_channels
+
+            channels = generate_synthetic_channels(
+                Path(self.prepared.scratch.name) / "example-data",
+                train_samples=self.arguments.train_samples or DEFAULT_TRAIN_SAMPLES,
+                test_samples=self.arguments.test_samples or DEFAULT_TEST_SAMPLES,
+            )
+            for name, directory in channels.items():
+                for path in sorted(directory.iterdir()):
+                    self.runtime.upload(path, bucket_layout.CHANNEL_PREFIXES[name] + path.name)
+
+    def _follow(self) -> None:
+        runtime = self.runtime
+        with Live(console=self.console, refresh_per_second=4, transient=False) as live:
+            while True:
+                self.history = runtime.history()
+                for notification in runtime.drain_notifications():
+                    live.console.print(notification_text(notification))
+                self.description = runtime.describe()
+                live.update(progress_view(runtime, self.history, self.description["status"], self.started))
+                if self.description["status"] != "RUNNING":
+                    break
+                time.sleep(POLL_SECONDS)
+        for notification in runtime.drain_notifications():
+            self.console.print(notification_text(notification))
+
+    def _stop(self) -> None:
+        runtime = self.runtime
+        if runtime is None:
+            return
         if runtime.execution_arn:
-            description = runtime.describe()
-            history = runtime.history()
+            try:
+                if runtime.describe()["status"] == "RUNNING":
+                    runtime.stop_execution("interrupted from the local CLI")
+            except Exception as error:  # noqa: BLE001 - report, keep cleaning up
+                self.console.print(f"could not stop the execution: {error}")
+        if runtime.platform is not None:
+            runtime.platform.shutdown()
+
+    def _write_run_directory(self, interrupted: Interrupted | None) -> dict[str, Any]:
+        from remediate import run_report
+        from remediate.execution_history import latest_state_payload
+
+        runtime = self.runtime
+        if runtime is not None and runtime.execution_arn:
+            self.description = runtime.describe()
+            self.history = runtime.history()
             runtime.drain_notifications()
-        payload = latest_state_payload(description or {}, history)
+        payload = latest_state_payload(self.description or {}, self.history)
+        platform = runtime.platform if runtime is not None else None
+        notifications = runtime.notifications if runtime is not None else []
         summary = run_report.build_summary(
-            run_dir=run_dir,
-            execution_input=execution_input,
-            description=description,
+            run_dir=self.run_dir,
+            execution_input=self.prepared.execution_input,
+            description=self.description,
             payload=payload,
-            platform=runtime.platform,
-            notifications=runtime.notifications,
-            wall_seconds=time.monotonic() - started,
-            interrupted=interrupted is not None,
+            platform=platform,
+            notifications=notifications,
+            wall_seconds=time.monotonic() - self.started,
+            interrupted=interrupted.to_json() if interrupted is not None else None,
         )
-        remaining = runtime.platform.running_process_ids()
-        summary["training_processes_left"] = remaining
-        run_report.write_json(run_dir / run_report.EXECUTION_FILE, description or {})
-        run_report.write_json(run_dir / run_report.HISTORY_FILE, history)
-        run_report.write_json(run_dir / run_report.FINAL_PAYLOAD_FILE, payload or {})
-        run_report.write_json(run_dir / run_report.NOTIFICATIONS_FILE, runtime.notifications)
-        run_report.plot_training_curves(runtime.platform, run_dir / run_report.PLOT_FILE)
-        run_report.write_json(run_dir / run_report.SUMMARY_FILE, summary)
-    finally:
-        if runtime is not None:
-            runtime.close()
-        for sig, handler in previous_handlers.items():
-            signal.signal(sig, handler)
+        run_report.write_run_files(self.run_dir, summary, self.description, self.history, payload, notifications, platform)
+        return summary
 
-    return _report(console, summary, run_dir, interrupted, arguments)
+    def _report(self, summary: dict[str, Any], interrupted: Interrupted | None) -> int:
+        from remediate import run_report
 
-
-def _report(console: Console, summary: dict[str, Any], run_dir: Path, interrupted, arguments) -> int:
-    from remediate import run_report
-
-    console.print()
-    console.print(attempts_table(summary))
-    for row in summary["attempts"]:
-        console.print(f"  {row['number']}: {row['job_name']} ({row['status']})", highlight=False)
-    status = summary["execution_status"]
-    objective = summary.get("objective")
-    if interrupted is not None:
-        console.print(
-            f"[bold yellow]interrupted[/]: execution {status}; training processes left: {len(summary['training_processes_left'])}"
-        )
-    elif summary["successful_job"]:
-        reached = (
-            f"{objective['metric_name']} {number(summary['objective_value'])} (target "
-            f"{'>=' if objective['type'] == 'Maximize' else '<='} {number(objective['target_value'])})"
-            if objective
-            else "no objective declared"
-        )
-        console.print(
-            f"[bold green]succeeded[/]: {summary['successful_job']} after {summary['launches_until_success']} "
-            f"launch(es), {reached}, {summary['wall_seconds']:.0f} s"
-        )
-    else:
-        console.print(f"[bold red]no job succeeded[/]: execution {status}; {summary.get('end_reason') or ''}")
-    console.print(f"run directory: {run_dir}", highlight=False)
-    if arguments.json:
-        sys.stdout.write((run_dir / run_report.SUMMARY_FILE).read_text(encoding="utf-8") + "\n")
-        sys.stdout.flush()
-    if interrupted is not None:
-        return EXIT_INTERRUPTED if interrupted.signal_number == signal.SIGINT else 128 + interrupted.signal_number
-    return EXIT_OK if summary["successful_job"] else EXIT_NOT_COMPLETED
+        final_report(self.console, summary, interrupted)
+        if self.arguments.json:
+            sys.stdout.write((self.run_dir / run_report.SUMMARY_FILE).read_text(encoding="utf-8") + "\n")
+            sys.stdout.flush()
+        if interrupted is not None:
+            return interrupted.exit_code
+        return EXIT_OK if summary["successful_job"] else EXIT_NOT_COMPLETED

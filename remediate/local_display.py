@@ -1,4 +1,9 @@
-"""What `remediate local run` shows: the live line, notifications as they arrive, the table of attempts."""
+"""What `remediate local run` shows: the live line, notifications as they arrive, and the final report (the
+attempts table, what was decided after each, how the run ended).
+
+The table is built to be read at 80 columns: only the hyperparameters that changed between attempts, one
+``name=value`` per line, and the result in words, so rich wraps between words and never inside one.
+"""
 
 from __future__ import annotations
 
@@ -6,20 +11,35 @@ import json
 import time
 from typing import Any
 
+from rich import box
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from contracts.remedies import show
 from remediate.execution_history import current_state_name
 
-#: The table lists at most this many hyperparameters (the ones the planner changed come first).
-MAX_TABLE_HYPERPARAMETERS = 4
+#: With a single attempt nothing changed: the table lists this many of its hyperparameters.
+FIRST_ATTEMPT_HYPERPARAMETERS = 3
 
 
 def number(value: Any) -> str:
+    """A measurement on the live line (loss, gradient norm): four significant digits."""
     if isinstance(value, float):
         return f"{value:.4g}"
     return "-" if value is None else str(value)
+
+
+def figure(value: Any) -> str:
+    """A result (an accuracy, an objective's target): two decimals, so 1.0 reads 1.00 and 0.9 reads 0.90;
+    very small or very large values in three significant digits."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    if value == 0 or 0.01 <= abs(value) < 10_000:
+        return f"{value:.2f}"
+    return f"{value:.3g}"
 
 
 def progress_view(runtime, history: list[dict[str, Any]], status: str, started: float) -> Text:
@@ -46,6 +66,7 @@ def progress_view(runtime, history: list[dict[str, Any]], status: str, started: 
 
 
 def notification_text(notification: dict[str, Any]) -> Text:
+    """The subject and the whole message (its summary when it is the workflow's JSON): nothing is cut."""
     text = Text()
     text.append("notification ", style="bold magenta")
     text.append(f"{notification.get('subject') or '(no subject)'}", style="bold")
@@ -56,43 +77,95 @@ def notification_text(notification: dict[str, Any]) -> Text:
             message = parsed.get("summary") or parsed.get("message") or parsed.get("event") or message
     except (json.JSONDecodeError, TypeError):
         pass
-    first_line = str(message).strip().splitlines()[0] if str(message).strip() else ""
-    if first_line:
-        text.append(f": {first_line[:200]}")
+    message = str(message).strip()
+    if message:
+        text.append(f"\n  {message}")
     return text
 
 
-def table_hyperparameters(attempts: list[dict[str, Any]]) -> list[str]:
-    """The hyperparameters worth a column: those that changed between attempts first, then the others."""
+def changed_hyperparameters(attempts: list[dict[str, Any]]) -> list[str]:
+    """The hyperparameters whose value differs between attempts, in the order the attempts list them."""
     names: list[str] = []
     for row in attempts:
         for name in row.get("hyperparameters", {}):
             if name not in names:
                 names.append(name)
     changed = [name for name in names if len({json.dumps(row["hyperparameters"].get(name)) for row in attempts}) > 1]
-    return (changed + [name for name in names if name not in changed])[:MAX_TABLE_HYPERPARAMETERS]
+    return changed or names[:FIRST_ATTEMPT_HYPERPARAMETERS]
 
 
 def attempts_table(summary: dict[str, Any]) -> Table:
     objective = summary.get("objective")
-    table = Table(title=f"attempts ({summary['policy']} remedies)", header_style="bold")
-    table.add_column("#", no_wrap=True)
-    columns = table_hyperparameters(summary["attempts"])
-    for name in columns:
-        table.add_column(name, overflow="fold")
-    table.add_column("steps", no_wrap=True)
-    table.add_column(objective["metric_name"] if objective else "objective", no_wrap=True)
-    for column in ("outcome", "rule @ step", "decision"):
-        table.add_column(column, overflow="fold")  # narrow terminals wrap these; nothing is cut
+    goal = (
+        f"; objective {objective['metric_name']} {'>=' if objective['type'] == 'Maximize' else '<='} "
+        f"{figure(objective['target_value'])}"
+        if objective
+        else ""
+    )
+    table = Table(
+        title=f"attempts ({summary['policy']} remedies{goal})",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        padding=(0, 1),
+        header_style="bold",
+    )
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("ran with")
+    table.add_column("steps", justify="right", no_wrap=True)
+    table.add_column(objective["metric_name"].rsplit(":", 1)[-1] if objective else "metric", justify="right")
+    table.add_column("result")
+    names = changed_hyperparameters(summary["attempts"])
     for row in summary["attempts"]:
-        rule = f"{row['rule']} @ {row['issue_step']}" if row.get("rule") else "-"
+        hyperparameters = row["hyperparameters"]
+        ran_with = "\n".join(f"{name}={show(hyperparameters[name])}" for name in names if name in hyperparameters)
         table.add_row(
             str(row["number"]),
-            *(show(row["hyperparameters"][name]) if name in row["hyperparameters"] else "-" for name in columns),
+            ran_with or "-",
             str(row["training_steps"]),
-            number(row.get("objective_value")),
-            row.get("outcome") or row["status"],
-            rule,
-            row.get("decision") or "-",
+            figure(row.get("objective_value")),
+            row.get("result") or row.get("status") or "-",
         )
     return table
+
+
+def final_report(console: Console, summary: dict[str, Any], interrupted) -> None:
+    """The table, each attempt's job and the decision after it, and one line saying how the run ended."""
+    console.print()
+    if summary["attempts"]:
+        console.print(attempts_table(summary))
+        for row in summary["attempts"]:
+            console.print(f"  {row['number']}: {row['job_name']}", highlight=False)
+            if row.get("decision"):
+                reason = row.get("decision_reason") or ""
+                console.print(Text(f"     {row['decision']}: {reason}", style="dim"))
+    console.print(ending_line(summary, interrupted))
+    console.print(f"run directory: {summary['run_dir']}", highlight=False, soft_wrap=True)  # a path, whole
+
+
+def ending_line(summary: dict[str, Any], interrupted) -> Text:
+    status = summary["execution_status"] or "not started"
+    objective = summary.get("objective")
+    line = Text()
+    if interrupted is not None:
+        left = len(summary["training_processes_left"])
+        line.append(interrupted.describe(), style="bold yellow")
+        line.append(f": execution {status}; training processes left: {left}")
+    elif summary["successful_job"]:
+        reached = (
+            f"{objective['metric_name']} {figure(summary['objective_value'])} (target "
+            f"{'>=' if objective['type'] == 'Maximize' else '<='} {figure(objective['target_value'])})"
+            if objective
+            else "no objective declared"
+        )
+        launches = summary["launches_until_success"]
+        line.append("succeeded", style="bold green")
+        line.append(
+            f": {summary['successful_job']} after {launches} launch{'' if launches == 1 else 'es'}, {reached}, "
+            f"{summary['wall_seconds']:.0f} s"
+        )
+    else:
+        line.append("no job succeeded", style="bold red")
+        line.append(f": execution {status}; {summary.get('end_reason') or 'no reason recorded'}")
+    return line

@@ -22,10 +22,10 @@ from pathlib import Path
 from contracts.atomic_files import write_atomically
 from contracts.job import LAUNCHER_PROGRAM
 from contracts.run_spec import check_entry_point
+from local_runtime.shipped import BUILTIN_EXAMPLE_DIR
 
+#: Where the job packages (contracts/, debugger/) are: the checkout, or site-packages once installed.
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-#: The built-in example's source directory: a training script like any other.
-BUILTIN_EXAMPLE_DIR = PROJECT_ROOT / "examples" / "resnet"
 #: What is packed beside every source directory.
 JOB_PACKAGES = ("contracts", "debugger")
 LAUNCHER_SOURCE = (

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -49,9 +50,13 @@ def parse_hyperparameters(pairs: list[str]) -> dict[str, Any]:
             value = json.loads(text)
         except json.JSONDecodeError:
             value = text  # plain text such as relu
+        except ValueError:
+            value = None  # json reads NaN and Infinity, which JSON does not have
+        if isinstance(value, float) and not math.isfinite(value):
+            value = None
         if isinstance(value, (dict, list)) or value is None:
             raise RunSpecError(
-                f"--hyperparameters {pair!r}: a value is a number, true/false or text (got JSON {type(value).__name__})"
+                f"--hyperparameters {pair!r}: a value is a finite number, true/false or text (got {text!r})"
             )
         values[name] = value
     return values
@@ -65,6 +70,8 @@ def parse_objective(text: str) -> dict[str, Any]:
         target = float(match["target"])
     except ValueError:
         raise RunSpecError(f"--objective {text!r}: the target {match['target']!r} is not a number") from None
+    if not math.isfinite(target):
+        raise RunSpecError(f"--objective {text!r}: the target must be a finite number (got {match['target']})")
     return {
         "metric_name": match["metric"],
         "type": "Maximize" if match["op"] == ">=" else "Minimize",
@@ -78,6 +85,8 @@ def parse_channels(pairs: list[str]) -> dict[str, str]:
         name, separator, directory = pair.partition("=")
         if not separator or not name or not directory:
             raise RunSpecError(f"--channel {pair!r}: write NAME=DIR, e.g. train=data/train")
+        if name in channels:
+            raise RunSpecError(f"--channel {pair!r}: channel {name!r} is given twice; give each channel once")
         channels[name] = str(Path(directory).expanduser().resolve())
     return channels
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from contracts.atomic_files import write_atomically
+from local_runtime.job_process import format_bytes
 from local_runtime.training_platform import LOG_FILE, LocalTrainingPlatform
 
 SUMMARY_FILE = "summary.json"
@@ -50,7 +51,7 @@ def _json_safe(value: Any) -> Any:
 
 def job_figures(platform: LocalTrainingPlatform, name: str) -> dict[str, Any]:
     """What the job's log, its debugger's status document and its record say: steps, last loss and gradient
-    norm, held-out accuracy (the built-in example's progress lines), seconds."""
+    norm, held-out accuracy (the built-in example's progress lines), how its process ended, seconds."""
     job = platform.job(name)
     platform.read_progress(job)
     status = platform.rule_status_document(job)
@@ -63,6 +64,9 @@ def job_figures(platform: LocalTrainingPlatform, name: str) -> dict[str, Any]:
             "status": job.status,
             "secondary_status": job.secondary_status,
             "failure_reason": job.failure_reason,
+            "exit_code": job.exit_code,
+            "killed_by_signal": job.killed_by_signal,
+            "peak_memory_bytes": job.peak_memory_bytes,
             "training_steps": len(steps) if steps else (last_step + 1 if last_step is not None else 0),
             "last_step": last_step,
             "last_loss": steps[-1].get("loss") if steps else (status.evidence.last_finite_loss if status else None),
@@ -74,8 +78,10 @@ def job_figures(platform: LocalTrainingPlatform, name: str) -> dict[str, Any]:
     return figures
 
 
-def attempts_summary(payload: dict[str, Any] | None, platform: LocalTrainingPlatform) -> list[dict[str, Any]]:
+def attempts_summary(payload: dict[str, Any] | None, platform: LocalTrainingPlatform | None) -> list[dict[str, Any]]:
     """One row per launched job: the payload's attempt record joined with the job's own figures."""
+    if platform is None:
+        return []
     recorded = {}
     if payload:
         for attempt in payload.get("state", {}).get("attempts", []):
@@ -96,8 +102,32 @@ def attempts_summary(payload: dict[str, Any] | None, platform: LocalTrainingPlat
             "decision_reason": decision.get("reason"),
         }
         row.update(job_figures(platform, name))
+        row["result"] = attempt_result(row)
         rows.append(row)
     return rows
+
+
+def attempt_result(row: dict[str, Any]) -> str:
+    """How the attempt ended, in words: the workflow's outcome where it has one, the job's own end otherwise
+    (a job still recorded as running when the loop ended was stopped with it)."""
+    outcome = row.get("outcome")
+    status = row.get("status")
+    if row.get("rule"):
+        step = f" at step {row['issue_step']}" if row.get("issue_step") is not None else ""
+        return f"stopped by {row['rule']}{step}"
+    if row.get("killed_by_signal"):
+        memory = f", peak memory {format_bytes(row['peak_memory_bytes'])}" if row.get("peak_memory_bytes") else ""
+        kind = " (out of memory)" if outcome == "out_of_memory" or row["killed_by_signal"] == "SIGKILL" else ""
+        return f"killed by {row['killed_by_signal']}{kind}{memory}"
+    if outcome in (None, "running"):
+        if status == "Completed":
+            return "completed (not judged: the loop ended first)"
+        if status in ("Stopped", "Stopping"):
+            return "stopped when the loop ended"
+        if status == "Failed":
+            return "failed"
+        return "still running" if status == "InProgress" else (status or "unknown").lower()
+    return outcome.replace("_", " ")
 
 
 def build_summary(
@@ -106,21 +136,23 @@ def build_summary(
     execution_input: dict[str, Any],
     description: dict[str, Any] | None,
     payload: dict[str, Any] | None,
-    platform: LocalTrainingPlatform,
+    platform: LocalTrainingPlatform | None,
     notifications: list[dict[str, Any]],
     wall_seconds: float,
-    interrupted: bool,
+    interrupted: dict[str, Any] | None,
 ) -> dict[str, Any]:
+    """``interrupted``: the signal, when and during what (``remediate.interruption.Interrupted.to_json``)."""
     attempts = attempts_summary(payload, platform)
     # Success is the workflow's verdict: completed with quiet rules and, when declared, the objective met.
     succeeded = [row for row in attempts if row["outcome"] == "completed"]
-    process_seconds = platform.seconds_with_a_process_running()
+    process_seconds = platform.seconds_with_a_process_running() if platform is not None else 0.0
     state = (payload or {}).get("state", {})
     return {
         "run_dir": str(run_dir),
         "execution_arn": (description or {}).get("executionArn"),
         "execution_status": (description or {}).get("status"),
-        "interrupted": interrupted,
+        "interrupted": interrupted is not None,
+        "interruption": interrupted,
         "policy": state.get("policy", execution_input.get("policy")),
         "objective": state.get("objective"),
         "execution_input": execution_input,
@@ -133,8 +165,10 @@ def build_summary(
         "wall_seconds": round(wall_seconds, 3),
         "training_process_seconds": round(process_seconds, 3),
         "orchestration_overhead_seconds": round(max(0.0, wall_seconds - process_seconds), 3),
+        "history": state.get("history"),
         "end_reason": state.get("end_reason"),
         "notifications": len(notifications),
+        "training_processes_left": platform.running_process_ids() if platform is not None else [],
         "attempts": attempts,
         "files": {
             "summary": SUMMARY_FILE,
@@ -149,6 +183,25 @@ def build_summary(
             "interpreter_log": "interpreter.log",
         },
     }
+
+
+def write_run_files(
+    run_dir: Path,
+    summary: dict[str, Any],
+    description: dict[str, Any] | None,
+    history: list[dict[str, Any]],
+    payload: dict[str, Any] | None,
+    notifications: list[dict[str, Any]],
+    platform: LocalTrainingPlatform | None,
+) -> None:
+    """Every file of the run directory; summary.json last, so its presence means the rest is there."""
+    write_json(run_dir / EXECUTION_FILE, description or {})
+    write_json(run_dir / HISTORY_FILE, history)
+    write_json(run_dir / FINAL_PAYLOAD_FILE, payload or {})
+    write_json(run_dir / NOTIFICATIONS_FILE, notifications)
+    if platform is not None:
+        plot_training_curves(platform, run_dir / PLOT_FILE)
+    write_json(run_dir / SUMMARY_FILE, summary)
 
 
 def plot_training_curves(platform: LocalTrainingPlatform, path: Path) -> Path:

@@ -12,12 +12,14 @@ options). Nothing is uploaded until every local path has been checked.
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from contracts import bucket_layout
+from remediate.example_tools import CHANNELS, ExampleToolError, check_channels
 from remediate.packaging import BUILTIN_EXAMPLE_DIR, SourceDirError, build_source_archive, check_source_dir
 
 #: upload(local file, key in the artifacts bucket)
@@ -38,11 +40,18 @@ def is_s3_uri(value: Any) -> bool:
     return isinstance(value, str) and value.startswith("s3://")
 
 
-def plan_staging(execution_input: Mapping[str, Any], work_dir: Path, base_dir: Path) -> tuple[dict[str, Any], list[StagedUpload]]:
+def plan_staging(
+    execution_input: Mapping[str, Any],
+    work_dir: Path,
+    base_dir: Path,
+    channel_labels: Mapping[str, str] | None = None,
+) -> tuple[dict[str, Any], list[StagedUpload]]:
     """(the execution input with S3 URIs, the uploads to make). Packs the source archive into ``work_dir``.
 
     With neither ``source_dir`` nor ``entry_point`` the run is the built-in example: its source is packed to
-    the bucket's default key, as ``remediate cloud upload-source`` does.
+    the bucket's default key, as ``remediate cloud upload-source`` does, and its local channels are checked by
+    the example's own tool (shapes, dtypes, lengths, labels; a user's script checks its own data).
+    ``channel_labels`` names where a channel came from in messages (default ``channels.<name>``).
     """
     bucket = execution_input["bucket"]
     staged = dict(execution_input)
@@ -66,19 +75,41 @@ def plan_staging(execution_input: Mapping[str, Any], work_dir: Path, base_dir: P
         uploads.append(StagedUpload(archive.path, key))
         staged["source_dir"] = bucket_layout.s3_uri(bucket, key)
     channels = execution_input.get("channels")
+    example = source_dir is None and entry_point is None
     if isinstance(channels, Mapping):
+        labels = {**{name: f"channels.{name}" for name in channels}, **(channel_labels or {})}
+        if example:
+            _check_example_channel_names(channels)
         staged_channels = {}
         for name, value in channels.items():
             if is_s3_uri(value) or not isinstance(value, str):
                 staged_channels[name] = value  # the workflow's own check names a bad value
                 continue
             directory = _resolve(value, base_dir)
-            files = channel_files(directory, f"channels.{name}")
+            files = channel_files(directory, labels[name])
+            if example:
+                _check_example_channel(directory, labels[name])
             prefix = bucket_layout.user_channel_prefix(name, directory_digest(files, directory))
             uploads += [StagedUpload(path, prefix + path.relative_to(directory).as_posix()) for path in files]
             staged_channels[name] = bucket_layout.s3_uri(bucket, prefix)
         staged["channels"] = staged_channels
     return staged, uploads
+
+
+def _check_example_channel_names(channels: Mapping[str, Any]) -> None:
+    missing = [name for name in CHANNELS if name not in channels]
+    if missing:
+        raise StagingError(
+            f"channels: the built-in example reads {' and '.join(CHANNELS)}; {', '.join(missing)} is missing "
+            f"(given: {', '.join(channels) or 'none'})"
+        )
+
+
+def _check_example_channel(directory: Path, label: str) -> None:
+    try:
+        check_channels([directory])
+    except ExampleToolError as error:
+        raise StagingError(f"{label}: {error}") from None
 
 
 def stage_inputs(
@@ -92,12 +123,17 @@ def stage_inputs(
 
 def channel_files(directory: Path, field: str) -> list[Path]:
     if not directory.exists():
-        raise StagingError(f"{field}: {directory}: no such directory")
+        raise StagingError(f"{field}: {directory}: no such directory; a channel is a directory of data files")
     if not directory.is_dir():
         raise StagingError(f"{field}: {directory}: is a file; a channel is a directory of data files")
+    if not os.access(directory, os.R_OK | os.X_OK):
+        raise StagingError(f"{field}: {directory}: cannot be read (permission denied); make it readable")
     files = sorted(path for path in directory.rglob("*") if path.is_file() and not path.name.startswith("."))
     if not files:
         raise StagingError(f"{field}: {directory}: holds no files; a channel needs at least one data file")
+    unreadable = [path for path in files if not os.access(path, os.R_OK)]
+    if unreadable:
+        raise StagingError(f"{field}: {unreadable[0]}: cannot be read (permission denied); make it readable")
     return files
 
 

@@ -18,14 +18,16 @@ from contracts.progress_log import METRIC_DEFINITIONS
 
 ENTRY_POINT = "train.py"
 BASE_JOB_NAME = "remediation-resnet"
-#: The example's hyperparameters the workflow passes (the script's other ones keep its defaults:
-#: depth 20, batch size 128, warmup 1 epoch, momentum 0.9, weight decay 1e-4).
+#: The example's hyperparameters the workflow passes: those the built-in remedies change (batch_size for
+#: out_of_memory) and the reference scenario's (the script's other ones keep its defaults: depth 20, warmup 1
+#: epoch, momentum 0.9, weight decay 1e-4).
 HYPERPARAMETERS: dict[str, Any] = {
     "warmup_learning_rate": 0.1,
     "learning_rate": 0.1,
     "add_batch_norm": False,
     "num_epochs": 2,
     "activation": "elu",
+    "batch_size": 128,
 }
 #: The AWS sample's execution-input keys, and the example's hyperparameter each one sets.
 SAMPLE_KEYS = {

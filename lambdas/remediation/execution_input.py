@@ -26,7 +26,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from contracts import ContractError
 from contracts.objective import Objective
-from contracts.remedies import parse_remedies, remedies_to_json
+from contracts.remedies import parse_remedies, remedies_to_json, same_kind
 from lambdas.remediation import builtin_example, training_images
 from lambdas.remediation.payload import (
     DEFAULT_FRAMEWORK_VERSION,
@@ -51,14 +51,14 @@ from lambdas.remediation.payload import (
     SaveInterval,
     Whole,
     WorkflowState,
+    _no_bool,
 )
 from lambdas.remediation.policies import POLICY_REMEDIES
 from lambdas.remediation.validation_messages import InvalidExecutionInput, describe_validation_error
 
 
 def _finite_number(value: Any) -> Any:
-    if isinstance(value, bool):
-        raise ValueError(f"must be a number, not a boolean (got {value!r})")
+    _no_bool(value)  # nor a string
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"must be a finite number (got {value})")
     return value
@@ -89,7 +89,7 @@ class ExecutionInput(BaseModel):
     region: Region
     sm_role: RoleArn
     debugger_save_interval: SaveInterval = 10
-    max_num_retraining: RetrainingBudget = 6
+    max_num_retraining: RetrainingBudget = 7  # launches, the first included (the sample's meaning)
     max_monitor_transitions: MonitorTransitions = 720
     # your training script
     entry_point: EntryPoint | None = None
@@ -229,6 +229,14 @@ def _example_hyperparameters(given: ExecutionInput) -> dict[str, Any]:
         if given.hyperparameters and name in given.hyperparameters:
             raise ContractError(key, f"sets the hyperparameter {name}, which hyperparameters sets too; give it once")
         hyperparameters[name] = value
+    for name, value in (given.hyperparameters or {}).items():
+        default = builtin_example.HYPERPARAMETERS.get(name)
+        if default is not None and not same_kind(value, default):  # "64" for a batch size: say so, not convert
+            raise ContractError(
+                f"hyperparameters.{name}",
+                f"must be {'true/false' if isinstance(default, bool) else 'a number' if not isinstance(default, str) else 'text'} "
+                f"like the example's default {json.dumps(default)} (got {json.dumps(value)})",
+            )
     hyperparameters.update(given.hyperparameters or {})
     return hyperparameters
 

@@ -19,7 +19,7 @@ from botocore.exceptions import ClientError
 
 import contracts
 from contracts import bucket_layout, rule_status
-from contracts.job import STOP_TRAINING_FAILURE
+from contracts.job import OUT_OF_MEMORY_FAILURE, STOP_TRAINING_FAILURE
 from contracts.remedies import show
 from lambdas.remediation.payload import (
     MAX_METRICS,
@@ -155,7 +155,8 @@ def decide(
 
     if running or status == "Stopping":
         transitions = state.history.num_monitor_transitions
-        if running and transitions >= state.max_monitor_transitions:
+        # As in the AWS sample: max_monitor_transitions polls are allowed; the one after them ends the run.
+        if running and transitions > state.max_monitor_transitions:
             return MonitorDecision(
                 next_step="plan",
                 outcome="monitor_limit",
@@ -190,16 +191,25 @@ def decide(
         )
     if status == "Failed":
         if failure.startswith(CAPACITY_FAILURES):
-            if state.history.capacity_retries < CAPACITY_RETRIES:
+            # A relaunch is a launch like any other: it counts against max_num_retraining, as in the AWS sample.
+            if state.history.capacity_retries < CAPACITY_RETRIES and state.retraining_budget_left > 0:
                 return MonitorDecision(
                     next_step="relaunch",
                     outcome="capacity_error",
                     reason=f"Job {job} could not run ({clip(failure, 300)}); relaunching once with the same run_spec.",
                 )
+            again = (
+                f"again ({clip(failure, 300)}) after {CAPACITY_RETRIES} relaunch"
+                if state.history.capacity_retries
+                else f"({clip(failure, 300)}) and the launch budget is spent (max_num_retraining="
+                f"{state.max_num_retraining})"
+            )
+            return MonitorDecision(next_step="plan", outcome="capacity_error", reason=f"Job {job} could not run {again}.")
+        if OUT_OF_MEMORY_FAILURE.search(failure):
             return MonitorDecision(
                 next_step="plan",
-                outcome="capacity_error",
-                reason=f"Job {job} could not run again ({clip(failure, 300)}) after {CAPACITY_RETRIES} relaunch.",
+                outcome="out_of_memory",
+                reason=f"Job {job} ran out of memory: {clip(failure, 500)}",
             )
         if failure.startswith("AlgorithmError") or "ExitCode" in failure or "ExecuteUserScriptError" in failure:
             return MonitorDecision(
@@ -221,7 +231,7 @@ def _judge_completed(job: str, state: WorkflowState, value: float | None) -> Mon
             next_step="completed",
             outcome="completed",
             reason=f"Job {job} completed and no rule found an issue; no objective was declared. Final "
-            f"hyperparameters: {state.run_spec.summary()}.",
+            f"hyperparameters: {state.run_spec.summary(400)}.",
             objective_value=value,
         )
     if value is None:
@@ -236,7 +246,7 @@ def _judge_completed(job: str, state: WorkflowState, value: float | None) -> Mon
             next_step="completed",
             outcome="completed",
             reason=f"Job {job} completed, no rule found an issue and {objective.metric_name} = {show(value)} meets "
-            f"{objective.describe()}. Final hyperparameters: {state.run_spec.summary()}.",
+            f"{objective.describe()}. Final hyperparameters: {state.run_spec.summary(400)}.",
             objective_value=value,
         )
     return MonitorDecision(

@@ -93,6 +93,8 @@ def issues_found(state: WorkflowState) -> Notification:
     where = f" at step {step}" if step is not None else ""
     if attempt.outcome == "objective_missed":
         rule, where = f"Objective missed ({_objective_text(state, attempt)})", ""
+    elif attempt.outcome == "out_of_memory":
+        rule, where = "Out of memory", ""
     if decision is not None and decision.next_action == "launch_new":
         action = f"{short_action(decision)}, relaunching (attempt {_attempt_of(state, attempt.number + 1)})"
     else:
@@ -285,6 +287,9 @@ def _give_up_cause(attempt: Attempt | None) -> str:
         else "objective missed, relaunch budget spent",
         "objective_unmeasured": "the objective's metric was never reported",
         "missing_evidence": "the job's rules never reported",
+        "out_of_memory": "out of memory, no remedy left"
+        if attempt.decision is None or attempt.decision.end_cause != "budget_spent"
+        else "out of memory, relaunch budget spent",
         "running": "ended while the job was running",
         "completed": "ended",
     }[attempt.outcome]

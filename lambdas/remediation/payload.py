@@ -63,6 +63,7 @@ Outcome = Literal[
     "objective_unmeasured",  # the job completed but never reported the objective's metric
     "missing_evidence",  # the job completed but no rule status was ever read: the rules did not run
     "algorithm_error",  # the training code failed (not because of a rule)
+    "out_of_memory",  # the training process ran out of memory (killed by the kernel, or OutOfMemoryError)
     "capacity_error",  # SageMaker had no capacity (after the monitor's own retries)
     "stopped",  # stopped by someone or something other than the workflow
     "failed",  # any other failure
@@ -77,6 +78,7 @@ EndCause = Literal[
     "objective_unmeasured",
     "missing_evidence",
     "algorithm_error",
+    "out_of_memory",
     "capacity_error",
     "stopped",
     "failed",
@@ -88,9 +90,12 @@ EndCause = Literal[
 
 
 def _no_bool(value: Any) -> Any:
-    """pydantic's lax mode reads True as 1; a boolean in a numeric field is a mistake."""
+    """pydantic's lax mode reads True as 1 and "0.1" as 0.1; a boolean or a string in a numeric field is a
+    mistake to name, not a value to convert."""
     if isinstance(value, bool):
         raise ValueError(f"must be a number, not a boolean (got {value!r})")
+    if isinstance(value, str):
+        raise ValueError(f"must be a number, not a string (got {value!r}); write it without quotes")
     return value
 
 
@@ -413,11 +418,13 @@ class WorkflowState(BaseModel):
 
     @property
     def max_attempts(self) -> int:
-        """The first launch plus the relaunch budget."""
-        return 1 + self.max_num_retraining
+        """The launches the budget allows: max_num_retraining, as the AWS sample counts them (the first launch
+        always happens, so 0 and 1 both mean one)."""
+        return max(1, self.max_num_retraining)
 
     @property
     def retraining_budget_left(self) -> int:
+        """Launches still allowed (num_retraining counts every launch, the first included, as in the sample)."""
         return max(0, self.max_num_retraining - self.history.num_retraining)
 
     def declared_objective(self) -> objective_contract.Objective | None:
@@ -435,7 +442,10 @@ class WorkflowState(BaseModel):
             number=self.attempt_count + 1, job_name=job_name, hyperparameters=dict(self.run_spec.hyperparameters)
         )
         attempts, dropped = bound_attempts([*self.attempts, attempt], self.attempts_dropped)
-        history = self.history.model_copy(update={"latest_job_name": job_name})
+        # The AWS sample's train step counts every launch in num_retraining (its reference run ends at 7 after 7).
+        history = self.history.model_copy(
+            update={"latest_job_name": job_name, "num_retraining": self.history.num_retraining + 1}
+        )
         return self.updated(
             attempts=attempts,
             attempts_dropped=dropped,

@@ -22,7 +22,8 @@ example's hyperparameters (``lambdas.remediation.builtin_example``):
 :func:`plan` records the decision on the last attempt and either sets
 ``next_action="launch_new"`` with the new run_spec (the sample's history
 counters incremented) or ``next_action="end"`` with ``end_reason``. It ends when
-the relaunch budget (``max_num_retraining``) is spent. Pure: no AWS calls.
+the launch budget is spent: as in the AWS sample, ``num_retraining`` counts every launch (the train step
+increments it) and no launch is planned once it reaches ``max_num_retraining``. Pure: no AWS calls.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from contracts.remedies import ANY_RULE, OBJECTIVE_MISSED, Remedy, Situation, show
+from contracts.remedies import ANY_RULE, FAILURE_KINDS, OBJECTIVE_MISSED, OUT_OF_MEMORY, Remedy, Situation, show
 from lambdas.remediation.payload import Attempt, Change, Decision, WorkflowState
 
 #: An initial total gradient norm above this means the network is badly scaled at
@@ -44,6 +45,8 @@ LEARNING_RATE_FLOOR = 1e-4
 LEARNING_RATE_CEILING = 0.4
 #: ... nor trains the example for more epochs than this when the objective is missed.
 MAX_EPOCHS = 16
+#: ... nor halves the batch below this when a job runs out of memory.
+MIN_BATCH_SIZE = 8
 
 NO_REMEDY = "none"
 
@@ -126,6 +129,21 @@ EVIDENCE_REMEDIES: dict[str, list[dict[str, Any]]] = {
         {**_RAISE_WARMUP, "when": {"phase": "warmup", "loss": "falling"}, "note": "The loss falls too slowly."},
         {**_LOWER_LEARNING_RATE, "note": "The loss stopped decreasing: the main rate overshoots."},
     ],
+    OUT_OF_MEMORY: [
+        {
+            "name": "HalveBatchSize",
+            "hyperparameter": "batch_size",
+            "multiply_by": 0.5,
+            "min": MIN_BATCH_SIZE,
+            # The linear scaling rule (Goyal et al. 2017): the learning rates follow the batch size.
+            "also": [
+                {"hyperparameter": "learning_rate", "multiply_by": 0.5, "min": LEARNING_RATE_FLOOR},
+                {"hyperparameter": "warmup_learning_rate", "multiply_by": 0.5, "min": LEARNING_RATE_FLOOR},
+            ],
+            "note": "Activations grow with the batch: half the batch needs about half their memory, and the "
+            "learning rates are halved with it (linear scaling rule).",
+        }
+    ],
     OBJECTIVE_MISSED: [
         {
             "name": "TrainLonger",
@@ -172,8 +190,8 @@ def situation_of(attempt: Attempt) -> Situation:
 
 def failure_of(attempt: Attempt) -> str:
     """The key of the remedies that answer this attempt: the rule that fired, or the failure kind."""
-    if attempt.outcome == "objective_missed":
-        return OBJECTIVE_MISSED
+    if attempt.outcome in FAILURE_KINDS:
+        return attempt.outcome
     if attempt.issue is not None:
         return attempt.issue.rule
     for status in attempt.rule_statuses:
@@ -194,6 +212,9 @@ def headline(attempt: Attempt, state: WorkflowState) -> str:
             f"Job {attempt.job_name} completed with quiet rules but {objective.metric_name} = {show(value)} missed "
             f"{target} by {show(objective.shortfall(value))}"
         )
+    if attempt.outcome == OUT_OF_MEMORY:
+        cause = attempt.failure_reason.split(". ", 1)[0] or "no reason given"
+        return f"Job {attempt.job_name} ran out of memory ({cause})"
     situation = situation_of(attempt)
     issue = attempt.issue
     where = f" at step {situation.issue_step}" if situation.issue_step is not None else ""
@@ -236,7 +257,7 @@ def plan(state: WorkflowState) -> WorkflowState:
         raise PlanningError(
             f"attempts[-1].outcome: job {attempt.job_name} is still running; the monitor decides when to plan"
         )
-    if attempt.outcome not in ("issues_found", "objective_missed"):
+    if attempt.outcome != "issues_found" and attempt.outcome not in FAILURE_KINDS:
         return _end(state, _outcome_reason(state, attempt), end_cause=attempt.outcome)
 
     failure = failure_of(attempt)
@@ -253,7 +274,7 @@ def plan(state: WorkflowState) -> WorkflowState:
                 break
         if chosen is not None:
             break
-    end_cause = "objective_missed" if failure == OBJECTIVE_MISSED else "no_remedy_left"
+    end_cause = failure if failure in FAILURE_KINDS else "no_remedy_left"
     if chosen is None:
         return _end(state, _exhausted_reason(state, attempt, failure, ladders, situation), end_cause=end_cause)
 
@@ -264,10 +285,10 @@ def plan(state: WorkflowState) -> WorkflowState:
         if hyperparameters.get(name) != value
     }
     what = describe_changes(changes)
-    if state.history.num_retraining >= state.max_num_retraining:
+    if state.retraining_budget_left == 0:
         reason = (
-            f"{headline(attempt, state)}. The relaunch budget is spent ({state.history.num_retraining} of "
-            f"max_num_retraining={state.max_num_retraining} used); the next remedy would have been "
+            f"{headline(attempt, state)}. The relaunch budget is spent ({_launches(state.history.num_retraining)} "
+            f"of max_num_retraining={state.max_num_retraining}); the next remedy would have been "
             f"{remedy.label} ({what}). Ending."
         )
         return _end(state, reason, end_cause="budget_spent")
@@ -280,7 +301,6 @@ def plan(state: WorkflowState) -> WorkflowState:
         if counter:
             setattr(history, counter, getattr(history, counter) + 1)
         history.num_hyperparameter_adjustments[name] = history.num_hyperparameter_adjustments.get(name, 0) + 1
-    history.num_retraining += 1
     planned = state.with_last_attempt(decision=decision)
     return planned.updated(
         run_spec=state.run_spec.with_hyperparameters(updated), history=history, next_action="launch_new", end_reason=None
@@ -288,15 +308,20 @@ def plan(state: WorkflowState) -> WorkflowState:
 
 
 def remedy_ladders(state: WorkflowState, failure: str) -> list[tuple[str, tuple[Remedy, ...]]]:
-    """The remedy list for the failure: its own, else (for a rule with none of its own) the any-rule list.
+    """The remedy list for the failure: its own, else (for a rule with none of its own) the any-rule list; a
+    failure kind (objective missed, out of memory) has only its own.
     A rule's own list replaces the any-rule list: remedies that fit one failure can hurt another (lowering
     the learning rate answers an explosion, not vanishing gradients)."""
     remedies = state.declared_remedies()
     if remedies.get(failure):
         return [(failure, remedies[failure])]
-    if failure != OBJECTIVE_MISSED and remedies.get(ANY_RULE):
+    if failure not in FAILURE_KINDS and remedies.get(ANY_RULE):
         return [(ANY_RULE, remedies[ANY_RULE])]
     return []
+
+
+def _launches(count: int) -> str:
+    return f"{count} launch{'' if count == 1 else 'es'}"
 
 
 def _why(
@@ -320,7 +345,7 @@ def _why(
     sentence += "."
     if remedy.note:
         sentence += f" {remedy.note}"
-    if failure != OBJECTIVE_MISSED:
+    if failure not in FAILURE_KINDS:
         sentence += f" Evidence: {evidence_numbers(attempt)}."
     return sentence
 
@@ -353,7 +378,7 @@ def _exhausted_reason(
         f" Changed so far: {', '.join(f'{name} x{count}' for name, count in tried.items())}." if tried else ""
     )
     if not ladders:
-        what = f"no remedies are declared for {failure}" + ("" if failure == OBJECTIVE_MISSED else f" or {ANY_RULE}")
+        what = f"no remedies are declared for {failure}" + ("" if failure in FAILURE_KINDS else f" or {ANY_RULE}")
     else:
         what = f"no remedy left ({'; '.join(lines)})"
     return f"{headline(attempt, state)}. {what[:1].upper() + what[1:]}.{tried_text} Ending with {state.run_spec.summary()}."

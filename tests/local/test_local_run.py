@@ -100,7 +100,7 @@ def test_default_run_adds_batch_norm_after_the_explosion_and_completes(tmp_path)
 def test_anchor_policy_climbs_the_samples_ladder(tmp_path):
     run_spec = tmp_path / "anchor.json"
     run_spec.write_text(
-        json.dumps({"policy": "anchor", "num_epochs": 1, "max_num_retraining": 2, "monitor_interval_seconds": 1})
+        json.dumps({"policy": "anchor", "num_epochs": 1, "max_num_retraining": 3, "monitor_interval_seconds": 1})
     )
     run_dir = tmp_path / "run"
     finished = run_cli("--run-spec", str(run_spec), "--run-dir", str(run_dir), "--train-samples", "1024", "--json")
@@ -112,7 +112,8 @@ def test_anchor_policy_climbs_the_samples_ladder(tmp_path):
     # The blog's fixed ladder: halve the warmup learning rate, batch norm only later.
     assert ladder == [(pytest.approx(0.1), False), (pytest.approx(0.05), False), (pytest.approx(0.025), False)]
     assert all(row["rule"] == "ExplodingTensor" for row in summary["attempts"])
-    # The budget (max_num_retraining 2) is spent before the ladder reaches batch norm: the execution gives up.
+    # The budget (max_num_retraining 3: three launches, as the sample counts them) is spent before the ladder
+    # reaches batch norm: the execution gives up.
     assert summary["execution_status"] == "FAILED" and summary["end_reason"]
     assert summary["successful_job"] is None and finished.returncode == 1
     assert summary["training_processes_left"] == []

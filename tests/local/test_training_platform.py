@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import re
+import signal
 import tarfile
 import time
 
@@ -12,7 +15,7 @@ import pytest
 from botocore.exceptions import ClientError, ParamValidationError
 
 from contracts import bucket_layout
-from contracts.job import HOOK_CONFIG_HYPERPARAMETER
+from contracts.job import HOOK_CONFIG_HYPERPARAMETER, OUT_OF_MEMORY_FAILURE
 from contracts.progress_log import METRIC_DEFINITIONS
 
 from .conftest import BUCKET, process_alive, processes_in_group
@@ -165,6 +168,33 @@ def test_stop_terminates_the_whole_process_group(platform_env):
     with pytest.raises(ClientError) as stopped_again:
         sagemaker.stop_training_job(TrainingJobName=name)
     assert stopped_again.value.response["Error"]["Code"] == "ValidationException"
+
+
+def test_a_process_killed_by_the_kernel_is_reported_killed_with_its_peak_memory(platform_env):
+    """SIGKILL from outside the platform (the kernel's out-of-memory killer sends it): not "exited with code
+    -9" but a FailureReason the monitor reads as out of memory, with the process's peak memory."""
+    platform, sagemaker, _ = platform_env
+    name = "remediation-oom-1"
+    sagemaker.create_training_job(**request(name, mode="hold_memory"))
+    job = platform.job(name)
+    holding = platform.debug_output_dir(job) / "holding.txt"
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not holding.exists():
+        time.sleep(0.05)
+    assert holding.exists(), "the fixture never got to hold its memory"
+    os.kill(job.process.pid, signal.SIGKILL)
+
+    described = wait_for(sagemaker, name, timeout=10)
+    assert shape_problems(described, DESCRIBE_OUTPUT) == []
+    assert (described["TrainingJobStatus"], described["SecondaryStatus"]) == ("Failed", "Failed")
+    reason = described["FailureReason"]
+    assert reason.startswith("OutOfMemoryError: the training process was killed by SIGKILL (signal 9)"), reason
+    assert "ExitCode 137" in reason and "exited with code" not in reason
+    assert OUT_OF_MEMORY_FAILURE.search(reason)
+    assert job.killed_by_signal == "SIGKILL" and job.exit_code == -9
+    assert job.peak_memory_bytes >= 96 << 20
+    peak = re.search(r"peak memory ([0-9.]+) MiB", reason)
+    assert peak and float(peak.group(1)) >= 96
 
 
 def test_a_job_that_ignores_sigterm_is_killed_after_the_grace_period(platform_env):

@@ -8,6 +8,7 @@ import pytest
 
 from model.data import (
     DataChannelError,
+    check_channel,
     convert_cifar10_archive,
     generate_synthetic_dataset,
     load_channel,
@@ -205,3 +206,54 @@ def test_cifar10_converter_refuses_pickles_that_are_not_plain_batches(tmp_path):
         DataChannelError, match="data_batch_3 is not a CIFAR-10 python batch.*refusing to load collections.OrderedDict"
     ):
         convert_cifar10_archive(archive, tmp_path / "out")
+
+
+# --------------------------------------------------------------------------- checking a channel without loading it
+
+
+@pytest.mark.parametrize(
+    ("breakage", "fragment"),
+    [
+        ("label_20", "labels must be class indices 0-9 (the example builds a 10-class model); found 20 at index 1"),
+        ("label_million", "found 1000000 at index 1"),
+        ("negative_label", "found -1 at index 1"),
+        ("truncated_images", "is truncated: its header announces uint8 (4, 32, 32, 3)"),
+        ("object_labels", "holds Python objects"),
+        ("no_samples", "holds no images"),
+        ("labels_is_a_directory", "y.npy is a directory"),
+    ],
+)
+def test_check_channel_reads_headers_and_labels_only(tmp_path, breakage, fragment):
+    directory = tmp_path / "channel"
+    directory.mkdir()
+    x, y = generate_synthetic_dataset(4, seed=0)
+    if breakage in ("label_20", "label_million", "negative_label"):
+        y[1] = {"label_20": 20, "label_million": 1_000_000, "negative_label": -1}[breakage]
+    if breakage == "no_samples":
+        x, y = x[:0], y[:0]
+    np.save(directory / "x.npy", x)
+    if breakage == "object_labels":
+        np.save(directory / "y.npy", np.array([1, "a", None, 2], dtype=object), allow_pickle=True)
+    elif breakage == "labels_is_a_directory":
+        (directory / "y.npy").mkdir()
+    else:
+        np.save(directory / "y.npy", y)
+    if breakage == "truncated_images":
+        data = (directory / "x.npy").read_bytes()
+        (directory / "x.npy").write_bytes(data[:-100])
+    with pytest.raises(DataChannelError) as caught:
+        check_channel(directory)
+    assert fragment in str(caught.value)
+
+
+def test_check_cli_exits_2_with_the_problem(tmp_path, capsys):
+    x, y = generate_synthetic_dataset(4, seed=0)
+    y[0] = 10
+    (tmp_path / "bad").mkdir()
+    np.save(tmp_path / "bad" / "x.npy", x)
+    np.save(tmp_path / "bad" / "y.npy", y)
+    write_channel(tmp_path / "good", *generate_synthetic_dataset(4, seed=1))
+    assert main(["check", str(tmp_path / "good")]) == 0
+    assert "4 samples" in capsys.readouterr().out
+    assert main(["check", str(tmp_path / "good"), str(tmp_path / "bad")]) == 2
+    assert "found 10 at index 0" in capsys.readouterr().err

@@ -5,8 +5,10 @@ import pytest
 from model.hyperparameters import (
     HyperparameterError,
     TrainingHyperparameters,
+    check_json_values,
     parse_hyperparameters,
 )
+from model.hyperparameters import main as hyperparameters_main
 
 
 def test_defaults_are_the_reference_scenario():
@@ -54,3 +56,27 @@ def test_learning_rate_schedule_warmup_then_step_decay():
     spec = TrainingHyperparameters(warmup_learning_rate=0.01, learning_rate=0.1, lr_decay_epochs="3,5")
     assert [round(spec.learning_rate_at_epoch(epoch), 6) for epoch in range(6)] == [0.01, 0.1, 0.1, 0.01, 0.01, 0.001]
     assert [spec.phase_at_epoch(epoch) for epoch in range(2)] == ["warmup", "main"]
+
+
+@pytest.mark.parametrize(
+    ("values", "fragment"),
+    [
+        ({"learning_rate": "0.1"}, "'learning_rate': must be a number; got \"0.1\" (write it without quotes)"),
+        ({"batch_size": 64.5}, "'batch_size': must be a whole number; got 64.5"),
+        ({"add_batch_norm": 1}, "'add_batch_norm': must be true or false; got 1"),
+        ({"activation": 3}, "'activation': must be text; got 3"),
+        ({"batch_size": 0}, "'batch_size': must be >= 1"),
+        ({"dept": 20}, "'dept': is not a known hyperparameter"),
+    ],
+)
+def test_json_values_are_checked_strictly_before_a_job_starts(values, fragment):
+    with pytest.raises(HyperparameterError) as caught:
+        check_json_values(values)
+    assert fragment in str(caught.value)
+
+
+def test_the_check_tool_prints_the_full_set_or_one_error_line(capsys):
+    assert hyperparameters_main(["check", '{"batch_size": 64, "add_batch_norm": true}']) == 0
+    assert '"batch_size": "64"' in capsys.readouterr().out
+    assert hyperparameters_main(["check", '{"depth": 21}']) == 2
+    assert capsys.readouterr().err.startswith("error: hyperparameter 'depth': must be 6n+2")

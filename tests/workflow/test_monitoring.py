@@ -148,9 +148,12 @@ def test_a_rule_stop_is_read_from_the_failure_reason():
 
 
 def test_the_monitor_limit_stops_a_running_job():
+    """As in the AWS sample: max_monitor_transitions polls are allowed, the one after them ends the run."""
     state = _state(max_monitor_transitions=3)
-    state = state.updated(history=state.history.model_copy(update={"num_monitor_transitions": 3}))
-    decision = monitoring.decide(_described(), [], state)
+    at_limit = state.updated(history=state.history.model_copy(update={"num_monitor_transitions": 3}))
+    assert monitoring.decide(_described(), [], at_limit).next_step == "wait"
+    past = state.updated(history=state.history.model_copy(update={"num_monitor_transitions": 4}))
+    decision = monitoring.decide(_described(), [], past)
     assert (decision.next_step, decision.outcome, decision.stop_job) == ("plan", "monitor_limit", True)
 
 

@@ -66,8 +66,8 @@ def test_guardrails():
     assert 0 < definition["TimeoutSeconds"] <= 7 * 24 * 3600
     assert definition["StartAt"] == "Initialize"
     text = json.dumps(definition)
-    assert '"NumericLessThanPath": "$.state.max_monitor_transitions"' in text
-    assert '"NumericLessThanEqualsPath": "$.state.max_num_retraining"' in text
+    assert '"NumericLessThanEqualsPath": "$.state.max_monitor_transitions"' in text
+    assert '"NumericLessThanPath": "$.state.max_num_retraining"' in text
     assert definition["States"]["WaitForJob"]["SecondsPath"] == "$.state.monitor_interval_seconds"
     assert definition["States"]["WorkflowFailed"] == {
         "Type": "Fail",

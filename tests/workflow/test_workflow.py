@@ -22,7 +22,7 @@ def test_issues_stop_plan_relaunch_complete(workflow):
     assert [attempt["outcome"] for attempt in state["attempts"]] == ["issues_found", "completed"]
     assert state["attempts"][0]["issue"]["rule"] == "ExplodingTensor"
     assert state["attempts"][0]["decision"]["remedy"] == "AddBatchNorm"
-    assert state["history"]["num_retraining"] == 1
+    assert state["history"]["num_retraining"] == 2  # every launch, as the AWS sample counts them
     assert state["history"]["num_monitor_transitions"] == 5
     assert state["attempts"][1]["metrics"] == {"test:accuracy": 0.97}
     assert first.startswith("remediation-") and second.endswith("-002") and first[:-4] == second[:-4]
@@ -34,11 +34,11 @@ def test_budget_exhausted_ends_with_the_reason(workflow):
         [issues_found("ExplodingTensor", step=2)],
         [issues_found("ExplodingTensor", step=5, initial_gradient_norm=8.0)],
     )
-    execution = workflow.run({**BASE_INPUT, "max_num_retraining": 1})
+    execution = workflow.run({**BASE_INPUT, "max_num_retraining": 2})  # two launches, the first included
 
     assert execution.status == "FAILED"
     assert execution.error == "RemediationBudgetExhausted"
-    assert "budget is spent" in execution.cause and "max_num_retraining=1" in execution.cause
+    assert "budget is spent (2 launches of max_num_retraining=2)" in execution.cause
     assert len(sagemaker.created) == 2
     assert execution.event_types == ["job_launched", "issues_found", "job_launched", "gave_up"]
 
@@ -126,7 +126,7 @@ def test_capacity_error_is_retried_once_with_the_same_spec(workflow):
 
     assert same_spec(first["HyperParameters"]) == same_spec(second["HyperParameters"])
     assert execution.output["state"]["history"]["capacity_retries"] == 1
-    assert execution.output["state"]["history"]["num_retraining"] == 0
+    assert execution.output["state"]["history"]["num_retraining"] == 2  # a relaunch is a launch (the sample's count)
     assert execution.event_types == ["job_launched", "job_launched", "completed"]
 
 
@@ -231,7 +231,8 @@ def test_the_asl_guard_stops_a_monitor_that_would_wait_forever(workflow):
 
     assert execution.status == "FAILED"
     assert execution.error == "MonitorLimitExceeded"
-    assert "after 2 monitor transitions (max_monitor_transitions=2)" in execution.cause
+    # two polls are allowed (the sample's meaning); the third is past the limit
+    assert "after 3 monitor transitions (max_monitor_transitions=2)" in execution.cause
     # the handler already stopped it at the limit; cleanup found it no longer running and left it alone
     assert sagemaker.stopped == [sagemaker.created[0]["TrainingJobName"]]
     assert execution.event_types[0] == "job_launched" and execution.event_types[-1] == "workflow_error"
@@ -254,7 +255,7 @@ def test_the_asl_guard_refuses_a_relaunch_beyond_the_budget(workflow):
 
     assert execution.status == "FAILED"
     assert execution.error == "RetrainingBudgetExceeded"
-    assert "asked for relaunch 3 but max_num_retraining is 2" in execution.cause
+    assert "asked for another launch after 3 launches but max_num_retraining is 2" in execution.cause
     assert len(sagemaker.created) == 1
 
 

@@ -36,6 +36,7 @@ def test_with_no_script_the_run_is_the_built_in_example_with_the_samples_keys(ac
         "add_batch_norm": False,
         "num_epochs": 2,
         "activation": "elu",
+        "batch_size": 128,
     }
     assert set(spec.channels) == {"train", "test"}
     assert [definition["Name"] for definition in spec.metric_definitions][-1] == "test:accuracy"

@@ -45,7 +45,7 @@ def test_anchor_reproduces_the_samples_ladder_step_by_step(account_input, record
     assert state.history.num_warmup_adjustments == 5
     assert state.history.num_batch_layer_adjustments == 1
     assert state.history.num_learning_rate_adjustments == 43
-    assert state.history.num_retraining == 49
+    assert state.history.num_retraining == 50  # every launch counts, the first included, as in the sample
 
 
 def test_anchor_with_the_default_budget_reaches_batch_norm_at_the_seventh_launch(account_input, record):
@@ -54,7 +54,8 @@ def test_anchor_with_the_default_budget_reaches_batch_norm_at_the_seventh_launch
     assert ladder(launched)[-1] == (0.003125, True, 0.1)
     assert len(launched) == 7
     assert state.next_action == "end"
-    assert "relaunch budget is spent (6 of max_num_retraining=6 used)" in state.end_reason
+    assert state.history.num_retraining == 7  # the blog's reference run: 7 launches, num_retraining 7
+    assert "relaunch budget is spent (7 launches of max_num_retraining=7)" in state.end_reason
     assert "ScaleLearningRate" in state.end_reason  # what it would have done next
     assert state.last_attempt.decision.end_cause == "budget_spent"
     decisions = [attempt.decision for attempt in state.attempts]
@@ -252,7 +253,7 @@ def test_outcomes_that_are_not_rule_issues_end_with_a_reason(reference_state, re
     assert expected in planned.end_reason
     assert planned.last_attempt.decision.next_action == "end"
     assert planned.last_attempt.decision.end_cause == outcome
-    assert planned.history.num_retraining == 0
+    assert planned.history.num_retraining == 1  # the one launch
     assert planned.run_spec == reference_state.run_spec
 
 
@@ -260,7 +261,7 @@ def test_zero_budget_ends_after_the_first_job(account_input, record):
     state = initial_state({**account_input, "max_num_retraining": 0})
     planned = plan(record(state))
     assert planned.next_action == "end"
-    assert "0 of max_num_retraining=0 used" in planned.end_reason
+    assert "(1 launch of max_num_retraining=0)" in planned.end_reason
     assert "AddBatchNorm" in planned.end_reason
 
 

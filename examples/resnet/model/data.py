@@ -15,6 +15,7 @@ CLI::
 
     python -m model.data synthetic --out DIR [--train-samples N --test-samples M --seed S]
     python -m model.data cifar10 --archive cifar-10-python.tar.gz --out DIR
+    python -m model.data check DIR [DIR ...]     # headers, sizes and labels, without loading the images
 
 Nothing is downloaded: the CIFAR-10 converter reads the *python* archive
 (``cifar-10-python.tar.gz`` from https://www.cs.toronto.edu/~kriz/cifar.html)
@@ -40,7 +41,11 @@ IMAGES_FILE = "x.npy"
 LABELS_FILE = "y.npy"
 CHANNELS = ("train", "test")
 
-DEFAULT_NUM_CLASSES = 10
+#: The example builds a 10-class model (CIFAR-10's classes): every label is 0-9.
+NUM_CLASSES = 10
+DEFAULT_NUM_CLASSES = NUM_CLASSES
+#: Labels are checked this many at a time (8 bytes each), so a channel of any size costs little memory.
+LABEL_BLOCK = 1 << 20
 DEFAULT_NOISE = 48.0  # standard deviation of the pixel noise, in 0-255 units
 DEFAULT_PATTERN_AMPLITUDE = 96.0  # peak amplitude of a class pattern, in 0-255 units
 MAX_SHIFT_PIXELS = 2
@@ -116,32 +121,103 @@ def _save_array_atomically(path: Path, array: np.ndarray) -> None:
     write_atomically(path, lambda handle: np.save(handle, array, allow_pickle=False))
 
 
-def _check_images(x: np.ndarray, where: str) -> None:
-    if x.dtype != np.uint8 or x.ndim != 4 or x.shape[1:] != IMAGE_SHAPE:
+def _check_images(shape: tuple[int, ...], dtype: np.dtype, where: str) -> None:
+    if dtype != np.uint8 or len(shape) != 4 or shape[1:] != IMAGE_SHAPE:
         raise DataChannelError(
             f"{where}: images must be uint8 of shape (N, 32, 32, 3) (height, width, RGB); "
-            f"got {x.dtype} of shape {x.shape}. Convert them with numpy, e.g. "
+            f"got {dtype} of shape {shape}. Convert them with numpy, e.g. "
             "x.astype(np.uint8) and x.transpose(0, 2, 3, 1) for NCHW data."
         )
 
 
-def _check_labels(y: np.ndarray, count: int, where: str) -> None:
-    if y.dtype != np.int64 or y.ndim != 1:
+def _check_label_header(shape: tuple[int, ...], dtype: np.dtype, count: int, where: str) -> None:
+    if dtype != np.int64 or len(shape) != 1:
         raise DataChannelError(
-            f"{where}: labels must be int64 of shape (N,); got {y.dtype} of shape {y.shape}. "
+            f"{where}: labels must be int64 of shape (N,); got {dtype} of shape {shape}. "
             "Save them with y.astype(np.int64).reshape(-1)."
         )
-    if y.shape[0] != count:
-        raise DataChannelError(f"{where}: holds {y.shape[0]} labels for {count} images; they must match one to one.")
-    if count and y.min() < 0:
-        raise DataChannelError(f"{where}: labels must be class indices >= 0; found {int(y.min())}.")
+    if shape[0] != count:
+        raise DataChannelError(f"{where}: holds {shape[0]} labels for {count} images; they must match one to one.")
+
+
+def _check_label_values(y: np.ndarray, where: str) -> None:
+    """Every label a class of the model (0 .. NUM_CLASSES - 1), read in blocks so a memory-mapped file is never
+    loaded whole."""
+    for start in range(0, y.shape[0], LABEL_BLOCK):
+        block = np.asarray(y[start : start + LABEL_BLOCK])
+        bad = np.flatnonzero((block < 0) | (block >= NUM_CLASSES))
+        if bad.size:
+            index = start + int(bad[0])
+            raise DataChannelError(
+                f"{where}: labels must be class indices 0-{NUM_CLASSES - 1} (the example builds a {NUM_CLASSES}-class "
+                f"model); found {int(y[index])} at index {index}."
+            )
+
+
+def _read_header(path: Path) -> tuple[tuple[int, ...], np.dtype]:
+    """(shape, dtype) from the .npy header alone; DataChannelError for a file that is not a whole .npy array."""
+    try:
+        with open(path, "rb") as handle:
+            version = np.lib.format.read_magic(handle)
+            read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            shape, _fortran_order, dtype = read_header(handle)
+            data_offset = handle.tell()
+    except (ValueError, OSError, EOFError) as error:
+        raise DataChannelError(f"{path} is not a readable .npy array ({error}); write it with numpy.save.") from None
+    if dtype.hasobject:
+        raise DataChannelError(f"{path} holds Python objects ({dtype}); save a numeric array with numpy.save.")
+    expected = data_offset + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    actual = path.stat().st_size
+    if actual < expected:
+        raise DataChannelError(
+            f"{path} is truncated: its header announces {dtype} {shape} ({expected} bytes) but the file has {actual}; "
+            "write it again with numpy.save."
+        )
+    return tuple(int(size) for size in shape), dtype
+
+
+def _channel_files(directory: Path) -> tuple[Path, Path]:
+    if not directory.exists():
+        raise DataChannelError(
+            f"channel directory {directory} does not exist; create it with "
+            "`python -m model.data synthetic --out DIR` (or `cifar10 --archive FILE --out DIR`) "
+            "and point the channel at DIR/train or DIR/test."
+        )
+    if not directory.is_dir():
+        raise DataChannelError(f"channel {directory} is a file; a channel is a directory holding {IMAGES_FILE} and {LABELS_FILE}.")
+    paths = (directory / IMAGES_FILE, directory / LABELS_FILE)
+    for path in paths:
+        if not path.is_file():
+            raise DataChannelError(
+                f"{path} is {'a directory' if path.is_dir() else 'missing'}; a channel holds {IMAGES_FILE} (uint8 images, "
+                f"shape (N, 32, 32, 3)) and {LABELS_FILE} (int64 labels, shape (N,)); write them with "
+                "model.data.write_channel."
+            )
+    return paths
+
+
+def check_channel(directory: str | os.PathLike) -> int:
+    """Check a channel without loading its images: the .npy headers, the file sizes, then the labels in blocks
+    of a memory map. Returns the sample count; DataChannelError names the file, what was found and the fix."""
+    directory = Path(directory)
+    images_path, labels_path = _channel_files(directory)
+    image_shape, image_dtype = _read_header(images_path)
+    _check_images(image_shape, image_dtype, str(images_path))
+    count = image_shape[0]
+    if count == 0:
+        raise DataChannelError(f"{images_path} holds no images; a channel needs at least one sample.")
+    label_shape, label_dtype = _read_header(labels_path)
+    _check_label_header(label_shape, label_dtype, count, str(labels_path))
+    _check_label_values(np.load(labels_path, mmap_mode="r", allow_pickle=False), str(labels_path))
+    return count
 
 
 def write_channel(directory: str | os.PathLike, x: np.ndarray, y: np.ndarray) -> Path:
     """Write x.npy and y.npy into ``directory`` (created if needed), each atomically."""
     directory = Path(directory)
-    _check_images(x, "images to write")
-    _check_labels(y, x.shape[0], "labels to write")
+    _check_images(x.shape, x.dtype, "images to write")
+    _check_label_header(y.shape, y.dtype, x.shape[0], "labels to write")
+    _check_label_values(y, "labels to write")
     directory.mkdir(parents=True, exist_ok=True)
     _save_array_atomically(directory / IMAGES_FILE, x)
     _save_array_atomically(directory / LABELS_FILE, y)
@@ -149,34 +225,13 @@ def write_channel(directory: str | os.PathLike, x: np.ndarray, y: np.ndarray) ->
 
 
 def load_channel(directory: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
-    """Read a channel written by :func:`write_channel`; DataChannelError names what is wrong and the fix."""
+    """Read a channel written by :func:`write_channel` (checked first, see :func:`check_channel`)."""
     directory = Path(directory)
-    if not directory.is_dir():
-        raise DataChannelError(
-            f"channel directory {directory} does not exist; create it with "
-            "`python -m model.data synthetic --out DIR` (or `cifar10 --archive FILE --out DIR`) "
-            "and point the channel at DIR/train or DIR/test."
-        )
-    arrays = []
-    for name in (IMAGES_FILE, LABELS_FILE):
-        path = directory / name
-        if not path.is_file():
-            raise DataChannelError(
-                f"{path} is missing; a channel holds {IMAGES_FILE} (uint8 images, shape (N, 32, 32, 3)) and "
-                f"{LABELS_FILE} (int64 labels, shape (N,)); write them with model.data.write_channel."
-            )
-        try:
-            arrays.append(np.load(path, allow_pickle=False))
-        except (ValueError, OSError, EOFError) as error:
-            raise DataChannelError(
-                f"{path} is not a readable .npy array ({error}); write it with numpy.save."
-            ) from None
-    x, y = arrays
-    _check_images(x, str(directory / IMAGES_FILE))
-    _check_labels(y, x.shape[0], str(directory / LABELS_FILE))
-    if x.shape[0] == 0:
-        raise DataChannelError(f"{directory / IMAGES_FILE} holds no images; a channel needs at least one sample.")
-    return x, y
+    check_channel(directory)
+    return (
+        np.load(directory / IMAGES_FILE, allow_pickle=False),
+        np.load(directory / LABELS_FILE, allow_pickle=False),
+    )
 
 
 def write_synthetic_channels(
@@ -286,8 +341,14 @@ def main(argv: list[str] | None = None) -> int:
     cifar = commands.add_parser("cifar10", help="convert the CIFAR-10 python archive into train/test channels")
     cifar.add_argument("--archive", required=True, type=Path, help="cifar-10-python.tar.gz")
     cifar.add_argument("--out", required=True, type=Path, help="directory that receives train/ and test/")
+    check = commands.add_parser("check", help="check channel directories without loading them (exit 2 naming the problem)")
+    check.add_argument("channels", nargs="+", type=Path, metavar="DIR")
     arguments = parser.parse_args(argv)
     try:
+        if arguments.command == "check":
+            for directory in arguments.channels:
+                print(f"{directory}: {check_channel(directory)} samples")
+            return 0
         if arguments.command == "synthetic":
             for label, count in (
                 ("--train-samples", arguments.train_samples),

@@ -173,3 +173,52 @@ def parse_hyperparameters(raw: Mapping[str, Any]) -> TrainingHyperparameters:
                 pass
         values[name] = _parse_value(known[name], value)
     return TrainingHyperparameters(**values)
+
+
+def check_json_values(values: Mapping[str, Any]) -> TrainingHyperparameters:
+    """Hyperparameters as a run_spec writes them (JSON values): a number where a number belongs, true/false for a
+    flag, text for text (strict: "0.1" is not a number here), then every name and range as the job checks them."""
+    known = {field.name: field for field in dataclasses.fields(TrainingHyperparameters)}
+    for name, value in values.items():
+        field = known.get(name)
+        if field is None:
+            continue  # parse_hyperparameters names it with the list of known names
+        kind = field.type if isinstance(field.type, str) else field.type.__name__
+        is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        expected = {"bool": "true or false", "int": "a whole number", "float": "a number", "str": "text"}[kind]
+        fits = {
+            "bool": isinstance(value, bool),
+            "int": is_number and float(value).is_integer(),
+            "float": is_number,
+            "str": isinstance(value, str),
+        }[kind]
+        if not fits:
+            shown = json.dumps(value)
+            hint = " (write it without quotes)" if isinstance(value, str) and kind in ("int", "float") else ""
+            raise HyperparameterError(name, f"must be {expected}; got {shown}{hint}")
+    return parse_hyperparameters(values)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m model.hyperparameters check '{"learning_rate": 0.1}'``: exit 0 and the full set as JSON, or
+    exit 2 with one line naming the hyperparameter, what was given and what is allowed."""
+    import sys
+
+    arguments = sys.argv[1:] if argv is None else argv
+    if len(arguments) != 2 or arguments[0] != "check":
+        print("usage: python -m model.hyperparameters check JSON_OBJECT", file=sys.stderr)
+        return 2
+    try:
+        values = json.loads(arguments[1])
+        if not isinstance(values, dict):
+            raise HyperparameterError("(all)", "give a JSON object of name: value")
+        checked = check_json_values(values)
+    except (json.JSONDecodeError, HyperparameterError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(json.dumps(checked.to_sagemaker(), sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -66,7 +66,7 @@ from contracts.job import (
 )
 from contracts.progress_log import format_epoch_line, format_step_line
 from debugger import Hook, StopTrainingRequested
-from model.data import DataChannelError, load_channel
+from model.data import NUM_CLASSES, DataChannelError, load_channel
 from model.hyperparameters import TrainingHyperparameters, parse_hyperparameters
 from model.resnet import build_resnet
 
@@ -331,7 +331,7 @@ def train(
 ) -> TrainingResult:
     x_train, y_train = channels["train"]
     x_test, y_test = channels["test"]
-    num_classes = max(10, int(max(y_train.max(), y_test.max())) + 1)
+    num_classes = NUM_CLASSES  # load_channel refused any label outside 0 .. NUM_CLASSES - 1
     architecture = architecture_of(hyperparameters, num_classes)
     channel_mean = torch.as_tensor((x_train.reshape(-1, 3).mean(axis=0) / 255.0).astype(np.float32))
 
