@@ -33,7 +33,8 @@ class TaskEvent(BaseModel):
     """The Payload the state machine sends (statemachine/remediation.asl.json).
 
     Loop steps: ``{"state": {...}, "execution_name": ...}``; the first step:
-    ``{"action": "initialize", "execution_input": {...}}``; the Catch path:
+    ``{"action": "initialize", "execution_input": {...}}``; the wait for the job:
+    ``{"action": "wait_for_job", "task_token": ..., "state": {...}}``; the Catch path:
     ``{"action": "cleanup", "input": {"state"?: ..., "error": {"Error", "Cause"}}}``.
     """
 
@@ -43,11 +44,12 @@ class TaskEvent(BaseModel):
     #: The execution's ARN and start time: together they identify it even when a name is reused.
     execution_id: str = ""
     execution_start_time: str = ""
-    action: Literal["initialize", "cleanup"] | None = None
+    action: Literal["initialize", "cleanup", "wait_for_job"] | None = None
+    #: $$.Task.Token of a .waitForTaskToken task (the wait for the job).
+    task_token: str = ""
     state: dict[str, Any] | None = None
     execution_input: Any = None
     input: dict[str, Any] | None = None
-
 
 
 def parse_task_event(event: Any) -> TaskEvent:

@@ -61,6 +61,8 @@ def test_the_template_deploys_to_create_complete_with_the_resources_it_declares(
         "lambdas.train_handler.handler",
         "lambdas.monitor_handler.handler",
         "lambdas.plan_handler.handler",
+        "lambdas.job_events_handler.handler",
+        "lambdas.execution_cleanup_handler.handler",
     }
     for function in functions.values():
         assert function["Runtime"] == "python3.13"
