@@ -9,7 +9,6 @@ from aws_cdk.assertions import Match
 
 from contracts import bucket_layout
 from infra.functions import POWERTOOLS_METRICS_NAMESPACE, POWERTOOLS_SERVICE_NAME
-from lambdas.remediation import job_events
 from infra.outputs import (
     OUTPUT_BUCKET_NAME,
     OUTPUT_JOB_NAME_PREFIX,
@@ -17,6 +16,7 @@ from infra.outputs import (
     OUTPUT_STATE_MACHINE_ARN,
     OUTPUT_TOPIC_ARN,
 )
+from lambdas.remediation import job_events
 
 pytestmark = pytest.mark.cdk  # synthesizes through jsii (Node.js)
 
