@@ -131,21 +131,22 @@ LOSS_NOT_DECREASING_SAVED_STEPS_APART = 5
 
 
 def rule_configs(job_name: str, save_interval: int = 10) -> list[dict[str, Any]]:
-    """Our debugger's rules (DebugRuleConfigurations shape): an explosion stops the job at once."""
+    """Our debugger's rules (DebugRuleConfigurations shape). Each stops the job when it finds an issue (the
+    monitor would stop it anyway): the job's state change is what ends the workflow's wait."""
     loss_window = max(10, LOSS_NOT_DECREASING_SAVED_STEPS_APART * save_interval)
+    stop = stop_training_action_json(job_name)
     configs = [
         {
             "RuleConfigurationName": "ExplodingTensor",
-            "RuleParameters": {
-                "rule_to_invoke": "ExplodingTensor",
-                "only_nan": "False",
-                "action_json": stop_training_action_json(job_name),
-            },
+            "RuleParameters": {"rule_to_invoke": "ExplodingTensor", "only_nan": "False", "action_json": stop},
         },
-        {"RuleConfigurationName": "VanishingGradient", "RuleParameters": {"rule_to_invoke": "VanishingGradient"}},
+        {
+            "RuleConfigurationName": "VanishingGradient",
+            "RuleParameters": {"rule_to_invoke": "VanishingGradient", "action_json": stop},
+        },
         {
             "RuleConfigurationName": "LossNotDecreasing",
-            "RuleParameters": {"rule_to_invoke": "LossNotDecreasing", "num_steps": str(loss_window)},
+            "RuleParameters": {"rule_to_invoke": "LossNotDecreasing", "num_steps": str(loss_window), "action_json": stop},
         },
     ]
     return debugger_config.validate_rule_configs(configs)
@@ -164,10 +165,11 @@ def legacy_debug_hook_config(run_spec: RunSpec) -> dict[str, Any]:
 def legacy_debug_rule_configurations(run_spec: RunSpec, job_name: str) -> list[dict[str, Any]]:
     """SageMaker's built-in rules on its own evaluator image; named Sagemaker* so they never clash with ours."""
     image = rule_evaluator_image_uri(run_spec.region)
+    stop = {"action_json": stop_training_action_json(job_name)}  # as our rules: the job's end is the signal
     rules = [
-        ("ExplodingTensor", {"only_nan": "False", "action_json": stop_training_action_json(job_name)}),
-        ("VanishingGradient", {}),
-        ("LossNotDecreasing", {}),
+        ("ExplodingTensor", {"only_nan": "False", **stop}),
+        ("VanishingGradient", stop),
+        ("LossNotDecreasing", stop),
     ]
     configurations = []
     for rule, parameters in rules:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -167,3 +168,24 @@ def test_no_job_is_launched_when_the_execution_has_no_time_left_for_it():
         _stopping_condition(state, 47.6)
     message = str(caught.value)
     assert "execution_start_time" in message and "48 h" in message and "not launching" in message
+
+
+@pytest.mark.parametrize("legacy", [False, True])
+def test_every_rule_stops_the_job_itself_so_its_state_change_wakes_the_workflow(legacy):
+    """The workflow waits for the job's state change (the wait's timeout is only a slow fallback): a rule that found
+    an issue but let the job run would be noticed only at the fallback. Every rule, ours and SageMaker's built-in
+    ones, ends the job with its StopTraining action, as the monitor would on IssuesFound."""
+    from contracts import debugger_config
+    from contracts.job import RULE_CONFIGS_HYPERPARAMETER
+
+    state = initial_state({**INPUT, "legacy_sagemaker_debugger": legacy})
+    request = job_request.build_create_training_job_request(state, "remediation-x-001")
+    rules = (
+        request["DebugRuleConfigurations"]
+        if legacy
+        else json.loads(json.loads(request["HyperParameters"][RULE_CONFIGS_HYPERPARAMETER]))
+    )
+    assert len(rules) == 3
+    for rule in rules:
+        actions = debugger_config.parse_actions(rule["RuleParameters"]["action_json"])
+        assert actions == [{"name": "StopTraining", "training_job_prefix": "remediation-x-001"}], rule
