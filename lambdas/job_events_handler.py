@@ -108,10 +108,6 @@ def job_state_changed(event: dict[str, Any]) -> dict[str, Any]:
 
 
 def artifacts_bucket() -> str:
-    bucket = os.environ.get(ARTIFACTS_BUCKET_ENV, "")
-    if not bucket:
-        raise RuntimeError(
-            f"{ARTIFACTS_BUCKET_ENV} is not set: the job-events Lambda keeps task tokens in the artifacts bucket "
-            "(the CDK stack and the local runtime set it)"
-        )
-    return bucket
+    return handler_support.environment_value(
+        ARTIFACTS_BUCKET_ENV, "the job-events Lambda keeps task tokens in this artifacts bucket"
+    )

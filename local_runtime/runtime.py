@@ -5,7 +5,8 @@ interpreter executes ``statemachine/remediation.asl.json``); the dispatch seam
 answers ``lambda.Invoke`` with the real handlers and SageMaker's training API
 with :class:`LocalTrainingPlatform`; a :class:`LocalEventBus` plays EventBridge
 with the stack's rules (a job's state change wakes the workflow's wait through
-the job-events handler, as in the cloud). Nothing of the workflow's own logic is
+the job-events handler; an execution that ends badly reaches the
+execution-cleanup handler, as in the cloud). Nothing of the workflow's own logic is
 repeated: the runtime sets the stage, the caller uploads the training source
 and data (``upload``), starts an execution with the same execution input the
 cloud accepts, and reads what happens.
@@ -186,6 +187,11 @@ class LocalRuntime:
         self.state_machine_arn = self.client("stepfunctions").create_state_machine(
             name=STATE_MACHINE_NAME, definition=definition, roleArn=STATES_ROLE_ARN
         )["stateMachineArn"]
+        self.events.add_rule(
+            "ExecutionEnded",
+            job_events.execution_status_change_pattern(self.state_machine_arn),
+            importlib.import_module("lambdas.execution_cleanup_handler").handler,
+        )
 
     def close(self) -> None:
         """Stop the execution and every training process, then take the fake account down."""
@@ -227,6 +233,8 @@ class LocalRuntime:
         self.execution_arn = self.client("stepfunctions").start_execution(
             stateMachineArn=self.state_machine_arn, name=name, input=json.dumps(dict(execution_input))
         )["executionArn"]
+        # Step Functions sends the execution's status change when it ends; the cleanup rule takes the bad ends.
+        self.events.watch_execution(self.describe)
         return self.execution_arn
 
     def describe(self) -> dict[str, Any]:

@@ -98,14 +98,16 @@ def is_transient(error: BaseException) -> bool:
     return isinstance(error, (EndpointConnectionError, ConnectionClosedError, ReadTimeoutError, ConnectTimeoutError))
 
 
+def environment_value(name: str, what: str) -> str:
+    """The Lambda's environment variable ``name``; RuntimeError saying ``what`` it is for when it is not set."""
+    value = os.environ.get(name, "")
+    if not value:
+        raise RuntimeError(f"{name} is not set: {what} (the CDK stack and the local runtime set it)")
+    return value
+
+
 def notification_topic_arn() -> str:
-    topic = os.environ.get(NOTIFICATION_TOPIC_ENV, "")
-    if not topic:
-        raise RuntimeError(
-            f"{NOTIFICATION_TOPIC_ENV} is not set: the handlers publish every step to this SNS topic ARN "
-            "(the CDK stack and the local runtime set it)"
-        )
-    return topic
+    return environment_value(NOTIFICATION_TOPIC_ENV, "the handlers publish every step to this SNS topic ARN")
 
 
 def publish(notification: notifications.Notification) -> str:

@@ -35,6 +35,10 @@ RESOURCE_STAR_ONLY = {
     "cloudwatch:PutMetricData",
     "sagemaker:ListTrainingJobs",
 }
+#: What every Lambda role has: its own log group, and X-Ray (active tracing).
+EVERY_LAMBDA = {"logs:CreateLogStream", "logs:PutLogEvents", "xray:PutTelemetryRecords", "xray:PutTraceSegments"}
+#: Publishing to the encrypted topic.
+PUBLISH = {"sns:Publish", "kms:Decrypt", "kms:GenerateDataKey"}
 #: The IAM prefix of each service the handlers may call, by botocore service name.
 IAM_PREFIX = {"sagemaker": "sagemaker", "s3": "s3", "sns": "sns", "stepfunctions": "states", "cloudwatch": "cloudwatch"}
 #: boto3 method names that are also everyday Python methods (re.Pattern.search, dict.get...): not counted.
@@ -147,15 +151,7 @@ def test_every_lambda_publishes_only_to_the_topic_and_encrypts_only_with_its_key
     plan_actions = {
         a for s in role_statements(synthesized, synthesized.stack.functions.plan.role) for a in _as_list(s["Action"])
     }
-    assert plan_actions == {
-        "logs:CreateLogStream",
-        "logs:PutLogEvents",
-        "xray:PutTelemetryRecords",
-        "xray:PutTraceSegments",
-        "sns:Publish",
-        "kms:Decrypt",
-        "kms:GenerateDataKey",
-    }
+    assert plan_actions == EVERY_LAMBDA | PUBLISH
 
 
 def test_sagemaker_role_reads_code_data_checkpoints_and_writes_output_debug_output_checkpoints_only(synthesized):
@@ -259,11 +255,7 @@ def test_job_events_lambda_keeps_and_reads_task_tokens_reads_jobs_and_ends_waits
     (end_waits,) = granted(statements, "states:SendTaskSuccess")
     assert end_waits["Resource"] == {"Ref": synthesized.logical_id(synthesized.stack.workflow.state_machine)}
     actions = {a for s in statements for a in _as_list(s["Action"])}
-    assert actions == {
-        "logs:CreateLogStream",
-        "logs:PutLogEvents",
-        "xray:PutTelemetryRecords",
-        "xray:PutTraceSegments",
+    assert actions == EVERY_LAMBDA | {
         "s3:PutObject",
         "s3:GetObject",
         "s3:ListBucket",
@@ -296,18 +288,11 @@ def test_execution_cleanup_lambda_reads_this_state_machines_histories_and_stops_
         (statement,) = granted(statements, action)
         assert statement["Resource"] == training_job_arn()
     actions = {a for s in statements for a in _as_list(s["Action"])}
-    assert actions == {
-        "logs:CreateLogStream",
-        "logs:PutLogEvents",
-        "xray:PutTelemetryRecords",
-        "xray:PutTraceSegments",
+    assert actions == EVERY_LAMBDA | PUBLISH | {
         "states:GetExecutionHistory",
         "sagemaker:DescribeTrainingJob",
         "sagemaker:ListTags",
         "sagemaker:StopTrainingJob",
-        "sns:Publish",
-        "kms:Decrypt",
-        "kms:GenerateDataKey",
     }
 
 
