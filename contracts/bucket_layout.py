@@ -8,6 +8,8 @@ the local runtime, the CDK stack (IAM scopes, lifecycle rules) and the CLI.
     s3://{bucket}/jobs/{job}/output/model.tar.gz  SageMaker's OutputDataConfig (it appends the job name)
     s3://{bucket}/debug-output/{job}/             the in-job debugger's output; rule-status.json at its root
     s3://{bucket}/checkpoints/{job}/              CheckpointConfig
+    s3://{bucket}/task-tokens/{job}.json          the task token of the execution's wait for that job (the
+                                                  job-events Lambda keeps it; the job's state change uses it)
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ DATA_PREFIX = "data/"
 JOBS_PREFIX = "jobs/"
 DEBUG_OUTPUT_PREFIX = "debug-output/"
 CHECKPOINTS_PREFIX = "checkpoints/"
+TASK_TOKENS_PREFIX = "task-tokens/"
 
 SOURCE_ARCHIVE_KEY = CODE_PREFIX + "sourcedir.tar.gz"
 TRAIN_CHANNEL_PREFIX = DATA_PREFIX + "train/"
@@ -79,3 +82,7 @@ def rule_status_key(job_name: str) -> str:
 
 def checkpoint_uri(bucket: str, job_name: str) -> str:
     return s3_uri(bucket, f"{CHECKPOINTS_PREFIX}{job_name}/")
+
+
+def task_token_key(job_name: str) -> str:
+    return f"{TASK_TOKENS_PREFIX}{job_name}.json"

@@ -62,6 +62,41 @@ DEFAULT_FAILURE_FILE = "/opt/ml/output/failure"
 #: DescribeTrainingJob's FailureReason holds at most this many characters.
 MAX_FAILURE_TEXT = 1024
 DEFAULT_INPUT_CONFIG_DIR = "/opt/ml/input/config"
+#: How many GPUs SageMaker gave the job's container (its training toolkit sets it; 0 on CPU instances).
+NUM_GPUS_ENV = "SM_NUM_GPUS"
+
+
+
+def training_device(cuda_devices: int, environ: Mapping[str, str]) -> tuple[str, str]:
+    """("cuda" or "cpu", why) for a job whose torch sees ``cuda_devices`` CUDA devices (0 when
+    ``torch.cuda.is_available()`` is false), given SageMaker's SM_NUM_GPUS when it is set.
+
+    SM_NUM_GPUS=0 keeps the CPU even if a GPU is visible (the platform gave the job none); a GPU instance whose torch
+    sees no CUDA device trains on the CPU and says so, as that is an image mismatch to fix, not to hide. One device
+    is used: multi-GPU training is not part of this contract yet.
+    """
+    seen = f"torch sees {cuda_devices} CUDA device{'s' if cuda_devices != 1 else ''}" if cuda_devices else (
+        "torch sees no CUDA device"
+    )
+    given = environ.get(NUM_GPUS_ENV)
+    if given is not None and not given.strip().isdigit():
+        note = f"{NUM_GPUS_ENV}={given!r} is not a number, so "
+        given = None
+    else:
+        note = ""
+    if given is None:
+        return ("cuda", f"{note}{seen}") if cuda_devices else ("cpu", f"{note}{seen}")
+    gpus = int(given)
+    if gpus == 0:
+        return "cpu", f"{NUM_GPUS_ENV}=0, {seen}"
+    if cuda_devices == 0:
+        return "cpu", (
+            f"{NUM_GPUS_ENV}={gpus} but {seen}: training on the CPU; the job's image must be the CUDA one for a GPU "
+            "instance type"
+        )
+    extra = f"; uses 1 of the {gpus}" if gpus > 1 else ""
+    return "cuda", f"{NUM_GPUS_ENV}={gpus}, {seen}{extra}"
+
 
 # ------------------------------------------------------------------ exit codes
 

@@ -12,6 +12,7 @@ own modules: :mod:`contracts.objective` and :mod:`contracts.remedies`.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import json
 import math
 import re
@@ -37,17 +38,110 @@ class Bounds:
     high: float
 
 
+# --------------------------------------------------------------------------- the execution's real limits
+#
+# A Standard workflow's execution holds at most 25,000 history events, and ours ends after TimeoutSeconds (the
+# ASL's top level). The loop's guardrails must hold inside both: a guardrail that would fire after the execution
+# is gone guards nothing. The history events are counted from the ASL (contracts.history_budget reads
+# statemachine/remediation.asl.json; a test checks these figures against it and against moto's real history):
+#
+#   outside the loop     ExecutionStarted, Initialize, the longest way out (a guardrail Pass, HandleFailure, Fail),
+#                        the execution's end event                                                     15 events
+#   per attempt          Train, Plan, AfterPlan                                                        12 events
+#   per monitor pass     WaitForJob (callback task: + TaskSubmitted), Monitor, AfterMonitor           13 events
+#
+# worst case = 15 + 12 x max(1, max_num_retraining) + 13 x (max_monitor_transitions + 1): max_num_retraining
+# counts every launch, the first and any capacity relaunch included, and max_monitor_transitions passes are
+# allowed, the next one ending the run (both the AWS sample's meanings). That must stay under 25,000 minus
+# HISTORY_EVENTS_RESERVE (each Retry of a task adds 3 events: scheduled, started, failed). In time, every monitor
+# pass may wait the whole fallback interval: (max_monitor_transitions + 1) x monitor_interval_seconds must fit in
+# TimeoutSeconds minus EXECUTION_TIME_RESERVE_SECONDS.
+
+#: Step Functions Standard workflows: the most events one execution's history holds.
+HISTORY_EVENT_LIMIT = 25_000
+#: statemachine/remediation.asl.json's TimeoutSeconds (a test checks they agree).
+EXECUTION_TIMEOUT_SECONDS = 48 * 3600
+HISTORY_EVENTS_OUTSIDE_THE_LOOP = 15
+HISTORY_EVENTS_PER_ATTEMPT = 12
+HISTORY_EVENTS_PER_MONITOR_PASS = 13
+#: Kept free for Retry attempts of the tasks (3 events each): a tenth of the limit.
+HISTORY_EVENTS_RESERVE = 2_500
+#: Kept free of monitor waits for everything else an execution does in time: launches, plans, the cleanup, and a
+#: job's own stopping and upload after its MaxRuntimeInSeconds.
+EXECUTION_TIME_RESERVE_SECONDS = 3600
+#: Each job's MaxRuntimeInSeconds ends this long before the execution times out: time for SageMaker to stop it and
+#: upload, for its state change to wake the workflow, and for the monitor, the plan and the cleanup.
+JOB_END_RESERVE_SECONDS = 1800
+#: Relaunches with the same run_spec after a capacity error (each counted in max_num_retraining, as any launch).
+CAPACITY_RELAUNCHES = 1
+#: The pass that finds num_monitor_transitions > max_monitor_transitions and ends the run (the sample's meaning).
+MONITOR_PASSES_PAST_THE_GUARDRAIL = 1
+
 #: max_num_retraining: how many training jobs a run may launch, the first included (each is a paid job). The
 #: AWS sample's meaning: its train step counts every launch in num_retraining and the monitor launches no more
 #: once num_retraining >= max_num_retraining (so 0 and 1 both allow the first launch only).
 RETRAINING_BUDGET = Bounds(0, 50)
 #: The debugger's save interval, in steps.
 SAVE_INTERVAL = Bounds(1, 1_000_000)
-#: A job's MaxRuntimeInSeconds: at least a minute, at most SageMaker's 28 days.
-MAX_RUN_SECONDS = Bounds(60, 28 * 24 * 3600)
-#: Monitor polls per execution, and the seconds between them.
-MONITOR_TRANSITIONS = Bounds(1, 100_000)
-MONITOR_INTERVAL_SECONDS = Bounds(0, 86_400)
+#: A job's MaxRuntimeInSeconds: at least a minute, at most what the execution can wait for (the train Lambda also
+#: cuts each job's to the time the execution has left).
+MAX_RUN_SECONDS = Bounds(60, EXECUTION_TIMEOUT_SECONDS - EXECUTION_TIME_RESERVE_SECONDS)
+#: The wait's fallback poll (its TimeoutSecondsPath: a positive whole number of seconds).
+MONITOR_INTERVAL_SECONDS = Bounds(1, EXECUTION_TIMEOUT_SECONDS - EXECUTION_TIME_RESERVE_SECONDS)
+
+
+def max_monitor_transitions_allowed(max_num_retraining: int, monitor_interval_seconds: int) -> int:
+    """The most monitor passes whose worst case fits both the history limit and the execution timeout."""
+    attempts = max(1, max_num_retraining)
+    events_left = (
+        HISTORY_EVENT_LIMIT
+        - HISTORY_EVENTS_RESERVE
+        - HISTORY_EVENTS_OUTSIDE_THE_LOOP
+        - attempts * HISTORY_EVENTS_PER_ATTEMPT
+    )
+    seconds_left = EXECUTION_TIMEOUT_SECONDS - EXECUTION_TIME_RESERVE_SECONDS
+    passes = min(events_left // HISTORY_EVENTS_PER_MONITOR_PASS, seconds_left // monitor_interval_seconds)
+    return max(0, passes - MONITOR_PASSES_PAST_THE_GUARDRAIL)
+
+
+#: Monitor passes per execution (the guardrail); the largest any input allows is checked per input with
+#: check_execution_budget.
+MONITOR_TRANSITIONS = Bounds(1, max_monitor_transitions_allowed(int(RETRAINING_BUDGET.low), 1))
+
+
+def check_execution_budget(max_num_retraining: int, max_monitor_transitions: int, monitor_interval_seconds: int) -> None:
+    """Raise ContractError naming max_monitor_transitions when its worst case outgrows the history or the timeout."""
+    allowed = max_monitor_transitions_allowed(max_num_retraining, monitor_interval_seconds)
+    if max_monitor_transitions <= allowed:
+        return
+    attempts = max(1, max_num_retraining)
+    events = (
+        HISTORY_EVENTS_OUTSIDE_THE_LOOP
+        + attempts * HISTORY_EVENTS_PER_ATTEMPT
+        + (max_monitor_transitions + MONITOR_PASSES_PAST_THE_GUARDRAIL) * HISTORY_EVENTS_PER_MONITOR_PASS
+    )
+    hours = (max_monitor_transitions + MONITOR_PASSES_PAST_THE_GUARDRAIL) * monitor_interval_seconds / 3600
+    raise ContractError(
+        "max_monitor_transitions",
+        f"must be at most {allowed} with monitor_interval_seconds={monitor_interval_seconds} and "
+        f"max_num_retraining={max_num_retraining} (got {max_monitor_transitions}): its worst case would need "
+        f"{events:,} history events (an execution holds {HISTORY_EVENT_LIMIT:,}, {HISTORY_EVENTS_RESERVE:,} of them "
+        f"kept for retries) and {hours:.1f} h of waiting (the execution times out after "
+        f"{EXECUTION_TIMEOUT_SECONDS // 3600} h, {EXECUTION_TIME_RESERVE_SECONDS // 3600} h of it kept for launches "
+        "and plans); lower it, or leave it out for the largest that fits",
+    )
+
+
+def seconds_left(execution_start_time: str, now: float) -> float:
+    """Seconds until the execution times out: its $$.Execution.StartTime (ISO 8601) plus TimeoutSeconds, minus now
+    (epoch seconds). Raises ValueError naming the start time when it is not ISO 8601."""
+    try:
+        started = dt.datetime.fromisoformat(execution_start_time.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"execution_start_time: not an ISO 8601 time (got {execution_start_time!r})") from None
+    if started.tzinfo is None:
+        started = started.replace(tzinfo=dt.UTC)
+    return started.timestamp() + EXECUTION_TIMEOUT_SECONDS - now
 
 #: SageMaker training job names: ``[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}``.
 MAX_JOB_NAME_LENGTH = 63

@@ -1,4 +1,5 @@
-"""The train, monitor and plan Lambdas, each with its own least-privilege role."""
+"""The Lambdas, each with its own least-privilege role: train, monitor and plan (the loop's tasks), job-events (the
+event-driven wait's two ends) and execution-cleanup (an execution that ended outside its Catch)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,15 @@ class HandlerSpec:
 TRAIN = HandlerSpec("Train", "lambdas.train_handler", "Launches the next SageMaker training job of a remediation", 60)
 MONITOR = HandlerSpec("Monitor", "lambdas.monitor_handler", "Reads a training job and its debugger rule statuses", 60)
 PLAN = HandlerSpec("Plan", "lambdas.plan_handler", "Prescribes the next run_spec after an issue", 60)
+JOB_EVENTS = HandlerSpec(
+    "JobEvents", "lambdas.job_events_handler", "Keeps a wait's task token; a training job's state change ends the wait", 60
+)
+EXECUTION_CLEANUP = HandlerSpec(
+    "ExecutionCleanup",
+    "lambdas.execution_cleanup_handler",
+    "Stops the training job an execution left when it timed out, was aborted or failed",
+    120,
+)
 
 
 class RemediationFunctions(Construct):
@@ -69,6 +79,8 @@ class RemediationFunctions(Construct):
         self.train = self._function(TRAIN, environment)
         self.monitor = self._function(MONITOR, environment)
         self.plan = self._function(PLAN, environment)
+        self.job_events = self._function(JOB_EVENTS, {**environment, "ARTIFACTS_BUCKET": artifacts_bucket.bucket_name})
+        self.execution_cleanup = self._function(EXECUTION_CLEANUP, environment)
 
         training_jobs = stack.format_arn(
             service="sagemaker", resource="training-job", resource_name=f"{job_name_prefix}*"
@@ -121,13 +133,41 @@ class RemediationFunctions(Construct):
                 conditions={"StringLike": {"s3:prefix": [bucket_layout.DEBUG_OUTPUT_PREFIX + "*"]}},
             )
         )
-        for function in self.all:
+        task_tokens = artifacts_bucket.arn_for_objects(bucket_layout.TASK_TOKENS_PREFIX + "*")
+        self.job_events.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="KeepAndReadTaskTokens", actions=["s3:PutObject", "s3:GetObject"], resources=[task_tokens]
+            )
+        )
+        # Without ListBucket an event for a job nobody waits for reads 403 instead of NoSuchKey.
+        self.job_events.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="ListTaskTokens",
+                actions=["s3:ListBucket"],
+                resources=[artifacts_bucket.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": [bucket_layout.TASK_TOKENS_PREFIX + "*"]}},
+            )
+        )
+        self.job_events.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="SeeWhetherTheJobHasEnded", actions=["sagemaker:DescribeTrainingJob"], resources=[training_jobs]
+            )
+        )
+        self.execution_cleanup.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="StopOwnTrainingJobsOfEndedExecutions",
+                # ListTags: a job is stopped only if its tags prove it is the ended execution's
+                actions=["sagemaker:DescribeTrainingJob", "sagemaker:StopTrainingJob", "sagemaker:ListTags"],
+                resources=[training_jobs],
+            )
+        )
+        for function in self.publishing:
             notifications.grant_encrypted_publish(function.role)
 
         job_arn_finding = (
             "Resource::" + account_scoped_arn_prefix(self, "sagemaker") + f"training-job/{job_name_prefix}*"
         )
-        for function in (self.train, self.monitor):
+        for function in (self.train, self.monitor, self.job_events, self.execution_cleanup):
             acknowledge(
                 function.role,
                 f"AwsSolutions-IAM5[{job_arn_finding}]",
@@ -138,6 +178,12 @@ class RemediationFunctions(Construct):
             f"AwsSolutions-IAM5[Resource::{attribute_placeholder(artifacts_bucket.node.default_child)}/"
             f"{bucket_layout.DEBUG_OUTPUT_PREFIX}*]",
             "Rule-status documents are keyed by job name at run time; the debug-output/ prefix is their scope.",
+        )
+        acknowledge(
+            self.job_events.role,
+            f"AwsSolutions-IAM5[Resource::{attribute_placeholder(artifacts_bucket.node.default_child)}/"
+            f"{bucket_layout.TASK_TOKENS_PREFIX}*]",
+            "Task tokens are kept by job name at run time; the task-tokens/ prefix is their scope.",
         )
         for function in self.all:
             acknowledge(
@@ -153,7 +199,17 @@ class RemediationFunctions(Construct):
 
     @property
     def all(self) -> tuple[lambda_.Function, ...]:
-        return (self.train, self.monitor, self.plan)
+        return (self.train, self.monitor, self.plan, self.job_events, self.execution_cleanup)
+
+    @property
+    def loop(self) -> tuple[lambda_.Function, ...]:
+        """The functions the state machine invokes."""
+        return (self.train, self.monitor, self.plan, self.job_events)
+
+    @property
+    def publishing(self) -> tuple[lambda_.Function, ...]:
+        """The functions that notify the topic."""
+        return (self.train, self.monitor, self.plan, self.execution_cleanup)
 
     def _function(self, spec: HandlerSpec, environment: dict[str, str]) -> lambda_.Function:
         log_group = logs.LogGroup(

@@ -8,6 +8,7 @@ from pathlib import Path
 from aws_cdk import CfnOutput, Stack
 from constructs import Construct
 
+from infra.events import LoopEvents
 from infra.functions import DEFAULT_POWERTOOLS_VERSION, RemediationFunctions
 from infra.notifications import NotificationTopic
 from infra.outputs import (
@@ -91,8 +92,17 @@ class TrainingRemediationStack(Stack):
             train=functions.train,
             monitor=functions.monitor,
             plan=functions.plan,
+            job_events=functions.job_events,
             notifications=notifications,
             definition_path=definition_path,
+        )
+        self.events = LoopEvents(
+            self,
+            "Events",
+            state_machine=workflow.state_machine,
+            job_events_function=functions.job_events,
+            execution_cleanup_function=functions.execution_cleanup,
+            job_name_prefix=job_name_prefix,
         )
 
         CfnOutput(self, OUTPUT_STATE_MACHINE_ARN, value=workflow.state_machine.state_machine_arn)

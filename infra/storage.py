@@ -67,6 +67,13 @@ class ArtifactsStorage(Construct):
                     expiration=Duration.days(debug_output_expiration_days),
                     noncurrent_version_expiration=Duration.days(1),
                 ),
+                # A token is of use while its execution runs (48 h at most).
+                s3.LifecycleRule(
+                    id="ExpireTaskTokens",
+                    prefix=bucket_layout.TASK_TOKENS_PREFIX,
+                    expiration=Duration.days(3),
+                    noncurrent_version_expiration=Duration.days(1),
+                ),
                 s3.LifecycleRule(
                     id="TrimOldVersionsAndUploads",
                     noncurrent_version_expiration=Duration.days(30),

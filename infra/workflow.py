@@ -26,13 +26,17 @@ SUBSTITUTION_PATTERN = re.compile(r"\$\{([A-Za-z0-9_]+)\}")
 TRAIN_FUNCTION_ARN = "TrainFunctionArn"
 MONITOR_FUNCTION_ARN = "MonitorFunctionArn"
 PLAN_FUNCTION_ARN = "PlanFunctionArn"
+JOB_EVENTS_FUNCTION_ARN = "JobEventsFunctionArn"
 NOTIFICATION_TOPIC_ARN = "NotificationTopicArn"
-REQUIRED_SUBSTITUTIONS = (TRAIN_FUNCTION_ARN, MONITOR_FUNCTION_ARN, PLAN_FUNCTION_ARN)
+REQUIRED_SUBSTITUTIONS = (TRAIN_FUNCTION_ARN, MONITOR_FUNCTION_ARN, PLAN_FUNCTION_ARN, JOB_EVENTS_FUNCTION_ARN)
 OPTIONAL_SUBSTITUTIONS = (NOTIFICATION_TOPIC_ARN,)
 
 #: Task resources the state machine role is granted for; anything else fails the synth.
 LAMBDA_INVOKE = "arn:aws:states:::lambda:invoke"
+#: The callback pattern: the Lambda gets $$.Task.Token and the task waits for SendTaskSuccess (same grant).
+LAMBDA_INVOKE_WAIT_FOR_TASK_TOKEN = "arn:aws:states:::lambda:invoke.waitForTaskToken"
 SNS_PUBLISH = "arn:aws:states:::sns:publish"
+GRANTED_TASK_RESOURCES = (LAMBDA_INVOKE, LAMBDA_INVOKE_WAIT_FOR_TASK_TOKEN, SNS_PUBLISH)
 
 
 class DefinitionError(ValueError):
@@ -64,10 +68,10 @@ def load_definition(path: Path) -> tuple[str, set[str]]:
             "every Lambda must be reached through its substitution"
         )
     for resource in sorted(_task_resources(definition.get("States", {}))):
-        if not (SUBSTITUTION_PATTERN.fullmatch(resource) or resource in (LAMBDA_INVOKE, SNS_PUBLISH)):
+        if not (SUBSTITUTION_PATTERN.fullmatch(resource) or resource in GRANTED_TASK_RESOURCES):
             raise DefinitionError(
                 f"{path}: Task resource {resource!r} is not granted to the state machine; use a Lambda substitution, "
-                f"{LAMBDA_INVOKE} or {SNS_PUBLISH}, or extend infra/workflow.py with its least-privilege grant"
+                f"{', '.join(GRANTED_TASK_RESOURCES)}, or extend infra/workflow.py with its least-privilege grant"
             )
     return text, used
 
@@ -96,6 +100,7 @@ class RemediationWorkflow(Construct):
         train: lambda_.IFunction,
         monitor: lambda_.IFunction,
         plan: lambda_.IFunction,
+        job_events: lambda_.IFunction,
         notifications: NotificationTopic,
         definition_path: Path = DEFAULT_DEFINITION_PATH,
     ) -> None:
@@ -107,6 +112,7 @@ class RemediationWorkflow(Construct):
             TRAIN_FUNCTION_ARN: train.function_arn,
             MONITOR_FUNCTION_ARN: monitor.function_arn,
             PLAN_FUNCTION_ARN: plan.function_arn,
+            JOB_EVENTS_FUNCTION_ARN: job_events.function_arn,
         }
         if NOTIFICATION_TOPIC_ARN in used:
             substitutions[NOTIFICATION_TOPIC_ARN] = topic.topic_arn
@@ -131,7 +137,7 @@ class RemediationWorkflow(Construct):
             iam.PolicyStatement(
                 sid="InvokeRemediationLambdas",
                 actions=["lambda:InvokeFunction"],
-                resources=[train.function_arn, monitor.function_arn, plan.function_arn],
+                resources=[train.function_arn, monitor.function_arn, plan.function_arn, job_events.function_arn],
             )
         )
         if NOTIFICATION_TOPIC_ARN in used:

@@ -13,7 +13,7 @@ from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 from botocore.exceptions import BotoCoreError, ClientError
 
-from lambdas.remediation import handler_support, job_request, monitoring, notifications
+from lambdas.remediation import execution_cleanup, handler_support, monitoring, notifications
 from lambdas.remediation.payload import WorkflowState, parse_state
 from lambdas.remediation.validation_messages import InvalidExecutionInput, clip
 
@@ -110,49 +110,21 @@ def clean_up(failed_input: dict[str, Any], execution_id: str, execution_start_ti
     message = (lambda_message if isinstance(lambda_message, str) else "") or cause or error_name
     state = _state_or_none(failed_input.get("state"))
 
-    notes = []
+    report = execution_cleanup.CleanupReport()
     if state is not None:
-        sagemaker = handler_support.client("sagemaker", state.run_spec.region)
-        for job_name in _jobs_that_may_run(state, execution_id, execution_start_time):
-            try:
-                described = sagemaker.describe_training_job(TrainingJobName=job_name)
-                if described.get("TrainingJobStatus") != "InProgress":
-                    continue
-                tags = handler_support.job_tags(sagemaker, described["TrainingJobArn"])
-                if not job_request.owned_by(tags, execution_id, execution_start_time):
-                    notes.append(f"left training job {job_name} running: its tags name another execution")
-                    continue
-                handler_support.stop_training_job(sagemaker, job_name)
-                notes.append(f"stopped training job {job_name}")
-                metrics.add_metric(name="JobsStoppedOnError", unit=MetricUnit.Count, value=1)
-            except (ClientError, BotoCoreError) as stop_error:
-                code = stop_error.response.get("Error", {}).get("Code") if isinstance(stop_error, ClientError) else ""
-                if code not in handler_support.NO_SUCH_JOB_OR_NOT_STOPPABLE:
-                    # A read that failed proves nothing about the job: it is left alone, and said so.
-                    notes.append(
-                        f"could not check or stop training job {job_name} ({code or type(stop_error).__name__}: "
-                        f"{stop_error}); left it as it is: stop it with `aws sagemaker stop-training-job "
-                        f"--training-job-name {job_name}` if it still runs"
-                    )
-    logger.error("workflow failed", extra={"error": error_name, "cause": clip(message, 2000), "cleanup": notes})
+        execution_cleanup.stop_owned_jobs(
+            handler_support.client("sagemaker", state.run_spec.region),
+            execution_cleanup.jobs_that_may_run(state, execution_id, execution_start_time),
+            execution_id,
+            execution_start_time,
+            report,
+        )
+    if report.stopped:
+        metrics.add_metric(name="JobsStoppedOnError", unit=MetricUnit.Count, value=len(report.stopped))
+    logger.error("workflow failed", extra={"error": error_name, "cause": clip(message, 2000), "cleanup": report.notes})
     handler_support.publish(notifications.workflow_error(error_name, cause, state))
-    cleanup_note = f" Cleanup: {'; '.join(notes)}." if notes else ""
+    cleanup_note = f" Cleanup: {'; '.join(report.notes)}." if report.notes else ""
     return {"Error": error_name, "Cause": clip(f"{message}{cleanup_note}", MAX_CAUSE_LENGTH)}
-
-
-def _jobs_that_may_run(state: WorkflowState, execution_id: str, execution_start_time: str) -> list[str]:
-    """The latest job if it was still running, and the next attempt's job (a launch that failed half-way)."""
-    jobs = []
-    attempt = state.last_attempt
-    if attempt is not None and attempt.outcome in ("running", "issues_found", "monitor_limit"):
-        jobs.append(attempt.job_name)
-    if state.next_action == "launch_new":
-        try:
-            identity = job_request.execution_identity(execution_id, execution_start_time)
-            jobs.append(job_request.training_job_name(identity, state.run_spec.base_job_name, state.attempt_count + 1))
-        except job_request.JobRequestError:
-            pass  # no identity, no name to look for
-    return jobs
 
 
 def _state_or_none(raw: Any) -> WorkflowState | None:

@@ -3,7 +3,10 @@
 Only adapters live here. moto plays S3, SNS, SQS and Step Functions (its ASL
 interpreter executes ``statemachine/remediation.asl.json``); the dispatch seam
 answers ``lambda.Invoke`` with the real handlers and SageMaker's training API
-with :class:`LocalTrainingPlatform`. Nothing of the workflow's own logic is
+with :class:`LocalTrainingPlatform`; a :class:`LocalEventBus` plays EventBridge
+with the stack's rules (a job's state change wakes the workflow's wait through
+the job-events handler; an execution that ends badly reaches the
+execution-cleanup handler, as in the cloud). Nothing of the workflow's own logic is
 repeated: the runtime sets the stage, the caller uploads the training source
 and data (``upload``), starts an execution with the same execution input the
 cloud accepts, and reads what happens.
@@ -32,7 +35,10 @@ from typing import Any
 import boto3
 from moto import mock_aws
 
+from contracts import bucket_layout
+from lambdas.remediation import job_events
 from local_runtime.botocore_dispatch import LocalDispatch
+from local_runtime.event_bus import LocalEventBus, training_job_state_change_event
 from local_runtime.offline_aws import OFFLINE_AWS_ENVIRONMENT
 from local_runtime.sagemaker_api import register_training_api
 from local_runtime.shipped import ASL_PATH
@@ -42,6 +48,7 @@ HANDLERS = {
     "TrainFunctionArn": ("remediation-train", "lambdas.train_handler"),
     "MonitorFunctionArn": ("remediation-monitor", "lambdas.monitor_handler"),
     "PlanFunctionArn": ("remediation-plan", "lambdas.plan_handler"),
+    "JobEventsFunctionArn": ("remediation-job-events", "lambdas.job_events_handler"),
 }
 TOPIC_NAME = "training-remediation-notifications"
 QUEUE_NAME = "training-remediation-local-inbox"
@@ -50,9 +57,10 @@ LOCAL_ROLE_ARN = f"arn:aws:iam::{ACCOUNT_ID}:role/local-sagemaker-execution"
 STATES_ROLE_ARN = f"arn:aws:iam::{ACCOUNT_ID}:role/local-states-execution"
 JOB_NAME_PREFIX = "remediation"
 
-#: What the local loop changes from the cloud defaults: the monitor polls every second. Everything else
-#: (instance type included) stays as the cloud has it, so the train Lambda builds the cloud's own request.
-LOCAL_EXECUTION_DEFAULTS = {"monitor_interval_seconds": 1}
+#: What the local loop changes from the cloud defaults: the wait's fallback poll is 10 s instead of 10 minutes (a
+#: job's state change wakes the workflow at once either way). Everything else (instance type included) stays as the
+#: cloud has it, so the train Lambda builds the cloud's own request.
+LOCAL_EXECUTION_DEFAULTS = {"monitor_interval_seconds": 10}
 
 
 @dataclasses.dataclass
@@ -83,6 +91,7 @@ class LocalRuntime:
         self.run_dir = Path(options.run_dir).resolve()
         self.platform: LocalTrainingPlatform | None = None
         self.dispatch: LocalDispatch | None = None
+        self.events: LocalEventBus | None = None
         self.execution_arn: str | None = None
         self.state_machine_arn: str | None = None
         self.topic_arn: str | None = None
@@ -143,15 +152,18 @@ class LocalRuntime:
                 # No CloudWatch locally: EMF lines would only be printed to the terminal.
                 "POWERTOOLS_METRICS_DISABLED": "true",
                 "POWERTOOLS_LOG_LEVEL": "INFO",
+                "ARTIFACTS_BUCKET": options.bucket,
             }
         )
 
+        self.events = LocalEventBus(region=options.region, account=ACCOUNT_ID)
         self.platform = LocalTrainingPlatform(
             self.run_dir,
             lambda: self.client("s3"),
             region=options.region,
             num_threads=options.num_threads,
             stop_grace_seconds=options.stop_grace_seconds,
+            on_status_change=self._job_status_changed,
         )
         self.dispatch = LocalDispatch()
         register_training_api(self.dispatch, self.platform)
@@ -160,6 +172,10 @@ class LocalRuntime:
             module = importlib.import_module(module_name)
             self.dispatch.register_lambda_function(function_name, module.handler)
             substitutions[substitution] = f"arn:aws:lambda:{options.region}:{ACCOUNT_ID}:function:{function_name}"
+        job_events_handler = importlib.import_module(HANDLERS["JobEventsFunctionArn"][1]).handler
+        self.events.add_rule(
+            "JobStateChange", job_events.training_job_state_change_pattern(JOB_NAME_PREFIX), job_events_handler
+        )
         substitutions["NotificationTopicArn"] = self.topic_arn
         self._route_handler_logs()
         self._route_interpreter_logs()
@@ -169,6 +185,11 @@ class LocalRuntime:
         self.state_machine_arn = self.client("stepfunctions").create_state_machine(
             name=STATE_MACHINE_NAME, definition=definition, roleArn=STATES_ROLE_ARN
         )["stateMachineArn"]
+        self.events.add_rule(
+            "ExecutionEnded",
+            job_events.execution_status_change_pattern(self.state_machine_arn),
+            importlib.import_module("lambdas.execution_cleanup_handler").handler,
+        )
 
     def close(self) -> None:
         """Stop the execution and every training process, then take the fake account down."""
@@ -182,6 +203,8 @@ class LocalRuntime:
         finally:
             if self.platform is not None:
                 self.platform.shutdown()
+            if self.events is not None:
+                self.events.close()
             if self.dispatch is not None:
                 self.dispatch.uninstall()
             for handler, stream in self._redirected_handlers:
@@ -208,6 +231,8 @@ class LocalRuntime:
         self.execution_arn = self.client("stepfunctions").start_execution(
             stateMachineArn=self.state_machine_arn, name=name, input=json.dumps(dict(execution_input))
         )["executionArn"]
+        # Step Functions sends the execution's status change when it ends; the cleanup rule takes the bad ends.
+        self.events.watch_execution(self.describe)
         return self.execution_arn
 
     def describe(self) -> dict[str, Any]:
@@ -222,6 +247,7 @@ class LocalRuntime:
 
     def stop_execution(self, cause: str) -> None:
         self.client("stepfunctions").stop_execution(executionArn=self.execution_arn, error="LocalStop", cause=cause)
+        release_pending_waits(self.client("s3"), self.client("stepfunctions"), self.options.bucket, self.execution_arn)
 
     def drain_notifications(self) -> list[dict[str, Any]]:
         """Receive what arrived on the SNS subscription since the last call, in order."""
@@ -251,6 +277,11 @@ class LocalRuntime:
         arrived.sort(key=lambda item: item["timestamp"] or "")
         self.notifications += arrived
         return arrived
+
+    def _job_status_changed(self, described: dict[str, Any]) -> None:
+        """SageMaker sends the job's state change to EventBridge; here the event bus delivers it by the same rules."""
+        if self.events is not None:
+            self.events.put(training_job_state_change_event(described, self.options.region, ACCOUNT_ID))
 
     # ------------------------------------------------------------------ helpers
 
@@ -314,6 +345,29 @@ class LocalRuntime:
             else:
                 os.environ[name] = value
         self._saved_environment = {}
+
+
+def release_pending_waits(s3: Any, stepfunctions: Any, bucket: str, execution_arn: str) -> int:
+    """After StopExecution, end the execution's open WaitForJob with SendTaskFailure; returns how many.
+
+    moto's interpreter does not interrupt a callback task when its execution is stopped: the execution would stay
+    RUNNING until the wait's timeout. Failing the wait ends it at once (moto then records the execution as FAILED
+    rather than ABORTED; AWS aborts it directly). The kept task tokens say which waits are this execution's.
+    """
+    released = 0
+    listing = s3.list_objects_v2(Bucket=bucket, Prefix=bucket_layout.TASK_TOKENS_PREFIX)
+    for item in listing.get("Contents", []):
+        record = json.loads(s3.get_object(Bucket=bucket, Key=item["Key"])["Body"].read())
+        if record.get("execution_id") != execution_arn:
+            continue
+        try:
+            stepfunctions.send_task_failure(
+                taskToken=record["task_token"], error="States.Aborted", cause="the execution was stopped"
+            )
+            released += 1
+        except stepfunctions.exceptions.ClientError:
+            pass  # that wait had already ended
+    return released
 
 
 def substitute(definition: str, substitutions: Mapping[str, str]) -> str:

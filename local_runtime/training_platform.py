@@ -151,8 +151,13 @@ class LocalTrainingPlatform:
         num_threads: int | None = None,
         stop_grace_seconds: float = DEFAULT_STOP_GRACE_SECONDS,
         python: str = sys.executable,
+        on_status_change: Callable[[dict[str, Any]], None] | None = None,
     ):
         self.root = Path(root).resolve()  # jobs run in their own working directory
+        #: Called with the job's description when its TrainingJobStatus changes (to Stopping, and to its final status
+        #: once its outputs are in S3), as SageMaker sends "SageMaker Training Job State Change" to EventBridge.
+        #: Called with the job's lock held (Stopping): it must only hand the description on.
+        self.on_status_change = on_status_change
         self.region = region
         self.num_threads = num_threads or max(1, os.cpu_count() or 1)
         self.stop_grace_seconds = stop_grace_seconds
@@ -377,6 +382,16 @@ class LocalTrainingPlatform:
             self._transition(job, "Stopping")
         if job.process is not None and job.process.poll() is None:
             self._kill_group(job.process, signal.SIGTERM)
+        self._announce(job)
+
+    def _announce(self, job: TrainingJobRecord) -> None:
+        if self.on_status_change is not None:
+            with job.lock:
+                described = self._describe(job)
+            try:
+                self.on_status_change(described)
+            except Exception:  # noqa: BLE001 - a listener's failure must not change the job
+                pass
 
     @staticmethod
     def _kill_group(process: subprocess.Popen, sig: int) -> None:
@@ -402,6 +417,7 @@ class LocalTrainingPlatform:
                 self.sync_outputs(job)
             except Exception:  # noqa: BLE001 - outputs are best effort once the job has ended
                 pass
+            self._announce(job)  # its final status, now that what it wrote is in S3
 
     def _prepare(self, job: TrainingJobRecord) -> None:
         request = job.request

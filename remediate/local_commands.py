@@ -51,8 +51,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=(
             "Run the remediation loop locally: the real state machine and handlers in moto, training jobs as "
             "local processes. With no script named, the built-in example (ResNet-20 without batch norm, warmup "
-            "LR 0.1, the AWS blog post's reference scenario) on generated data, evidence remedies, 1 s monitor "
-            "interval."
+            "LR 0.1, the AWS blog post's reference scenario) on generated data, evidence remedies; a job's state "
+            "change wakes the loop (10 s fallback poll)."
         ),
     )
     run.add_argument(

@@ -35,6 +35,12 @@ def parse_args():
     return parser.parse_args()
 
 
+def pick_device():
+    """The GPU when the container has one (SageMaker's SM_NUM_GPUS, else what torch sees), else the CPU."""
+    gpus = int(os.environ.get("SM_NUM_GPUS") or torch.cuda.device_count())
+    return torch.device("cuda" if gpus > 0 and torch.cuda.is_available() else "cpu")
+
+
 def load(directory):
     x = np.load(os.path.join(directory, "x.npy")).astype(np.float32)
     y = np.load(os.path.join(directory, "y.npy")).astype(np.int64)
@@ -53,6 +59,9 @@ def main():
     mean, std = x.mean(dim=0), x.std(dim=0) + 1e-6
     x, x_val = (x - mean) / std, (x_val - mean) / std
     classes = int(max(y.max(), y_val.max())) + 1
+    device = pick_device()
+    print(f"device: {device} (SM_NUM_GPUS={os.environ.get('SM_NUM_GPUS', 'unset')})", flush=True)
+    x, y, x_val, y_val = x.to(device), y.to(device), x_val.to(device), y_val.to(device)
 
     model = nn.Sequential(
         nn.Linear(x.shape[1], args.hidden),
@@ -60,7 +69,7 @@ def main():
         nn.Linear(args.hidden, args.hidden),
         nn.ReLU(),
         nn.Linear(args.hidden, classes),
-    )
+    ).to(device)
     loss_fn = nn.CrossEntropyLoss()
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
 
@@ -72,7 +81,7 @@ def main():
     for epoch in range(args.epochs):
         hook.set_mode(smd.modes.TRAIN)
         model.train()
-        order = torch.randperm(len(y))
+        order = torch.randperm(len(y), device=device)
         total = 0.0
         for start in range(0, len(y), args.batch_size):
             batch = order[start : start + args.batch_size]
@@ -97,7 +106,7 @@ def main():
         )
 
     os.makedirs(args.model_dir, exist_ok=True)
-    torch.save(model.state_dict(), os.path.join(args.model_dir, "model.pt"))
+    torch.save({name: tensor.cpu() for name, tensor in model.state_dict().items()}, os.path.join(args.model_dir, "model.pt"))
     with open(os.path.join(args.model_dir, "metrics.json"), "w") as handle:
         json.dump({"val_accuracy": val_accuracy, "val_loss": val_loss}, handle)
 

@@ -25,6 +25,7 @@ from typing import Annotated, Any, ClassVar
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from contracts import ContractError
+from contracts import run_spec as bounds
 from contracts.objective import Objective
 from contracts.remedies import parse_remedies, remedies_to_json, same_kind
 from lambdas.remediation import builtin_example, training_images
@@ -41,7 +42,6 @@ from lambdas.remediation.payload import (
     MaxRunSeconds,
     MetricDefinitions,
     MonitorInterval,
-    MonitorTransitions,
     PolicyName,
     Region,
     RetrainingBudget,
@@ -90,7 +90,8 @@ class ExecutionInput(BaseModel):
     sm_role: RoleArn
     debugger_save_interval: SaveInterval = 10
     max_num_retraining: RetrainingBudget = 7  # launches, the first included (the sample's meaning)
-    max_monitor_transitions: MonitorTransitions = 720
+    #: The guardrail on monitor passes; left out: the largest that fits the execution's history and timeout.
+    max_monitor_transitions: Annotated[Whole, Field(ge=1)] | None = None  # its upper bound: check_execution_budget
     # your training script
     entry_point: EntryPoint | None = None
     source_dir: S3Uri | None = None
@@ -104,7 +105,8 @@ class ExecutionInput(BaseModel):
     policy: PolicyName | None = None
     use_spot_instances: Flag = False
     legacy_sagemaker_debugger: Flag = False
-    monitor_interval_seconds: MonitorInterval = 60
+    #: The wait's fallback poll: the job's state change ends the wait at once; this is only its timeout.
+    monitor_interval_seconds: MonitorInterval = 600
     max_run_seconds: MaxRunSeconds = 3600
 
     SAMPLE_KEYS: ClassVar[tuple[str, ...]] = tuple(builtin_example.SAMPLE_KEYS)
@@ -180,6 +182,12 @@ def _resolve(given: ExecutionInput, keys: set[str]) -> WorkflowState:
     if objective is not None:
         objective = Objective.from_json(objective).to_json()
     _check_images(given)
+    max_monitor_transitions = given.max_monitor_transitions
+    if max_monitor_transitions is None:
+        max_monitor_transitions = bounds.max_monitor_transitions_allowed(
+            given.max_num_retraining, given.monitor_interval_seconds
+        )
+    bounds.check_execution_budget(given.max_num_retraining, max_monitor_transitions, given.monitor_interval_seconds)
     policy, remedies = _resolve_remedies(given, hyperparameters, default_policy)
     run_spec = RunSpec(
         entry_point=entry_point,
@@ -204,7 +212,7 @@ def _resolve(given: ExecutionInput, keys: set[str]) -> WorkflowState:
         remedies=remedies,
         objective=objective,
         max_num_retraining=given.max_num_retraining,
-        max_monitor_transitions=given.max_monitor_transitions,
+        max_monitor_transitions=max_monitor_transitions,
         monitor_interval_seconds=given.monitor_interval_seconds,
     )
 

@@ -33,7 +33,8 @@ class TaskEvent(BaseModel):
     """The Payload the state machine sends (statemachine/remediation.asl.json).
 
     Loop steps: ``{"state": {...}, "execution_name": ...}``; the first step:
-    ``{"action": "initialize", "execution_input": {...}}``; the Catch path:
+    ``{"action": "initialize", "execution_input": {...}}``; the wait for the job:
+    ``{"action": "wait_for_job", "task_token": ..., "state": {...}}``; the Catch path:
     ``{"action": "cleanup", "input": {"state"?: ..., "error": {"Error", "Cause"}}}``.
     """
 
@@ -43,11 +44,12 @@ class TaskEvent(BaseModel):
     #: The execution's ARN and start time: together they identify it even when a name is reused.
     execution_id: str = ""
     execution_start_time: str = ""
-    action: Literal["initialize", "cleanup"] | None = None
+    action: Literal["initialize", "cleanup", "wait_for_job"] | None = None
+    #: $$.Task.Token of a .waitForTaskToken task (the wait for the job).
+    task_token: str = ""
     state: dict[str, Any] | None = None
     execution_input: Any = None
     input: dict[str, Any] | None = None
-
 
 
 def parse_task_event(event: Any) -> TaskEvent:
@@ -96,14 +98,16 @@ def is_transient(error: BaseException) -> bool:
     return isinstance(error, (EndpointConnectionError, ConnectionClosedError, ReadTimeoutError, ConnectTimeoutError))
 
 
+def environment_value(name: str, what: str) -> str:
+    """The Lambda's environment variable ``name``; RuntimeError saying ``what`` it is for when it is not set."""
+    value = os.environ.get(name, "")
+    if not value:
+        raise RuntimeError(f"{name} is not set: {what} (the CDK stack and the local runtime set it)")
+    return value
+
+
 def notification_topic_arn() -> str:
-    topic = os.environ.get(NOTIFICATION_TOPIC_ENV, "")
-    if not topic:
-        raise RuntimeError(
-            f"{NOTIFICATION_TOPIC_ENV} is not set: the handlers publish every step to this SNS topic ARN "
-            "(the CDK stack and the local runtime set it)"
-        )
-    return topic
+    return environment_value(NOTIFICATION_TOPIC_ENV, "the handlers publish every step to this SNS topic ARN")
 
 
 def publish(notification: notifications.Notification) -> str:

@@ -20,9 +20,11 @@ import hashlib
 import json
 import os
 import re
+import time
 from typing import Any
 
 from contracts import bucket_layout, debugger_config
+from contracts import run_spec as bounds
 from contracts.job import (
     ENTRY_POINT_HYPERPARAMETER,
     HOOK_CONFIG_HYPERPARAMETER,
@@ -51,6 +53,10 @@ HOOK_COLLECTIONS = ("losses", "gradients", "weights", "learning_rate", "metrics"
 
 class JobRequestError(ValueError):
     """The request cannot be built for this run_spec; the message names the field and the fix."""
+
+
+class NotEnoughTimeLeft(JobRequestError):
+    """The execution times out before a job launched now could run its shortest time (the Fail state's Error)."""
 
 
 def job_name_prefix() -> str:
@@ -125,21 +131,22 @@ LOSS_NOT_DECREASING_SAVED_STEPS_APART = 5
 
 
 def rule_configs(job_name: str, save_interval: int = 10) -> list[dict[str, Any]]:
-    """Our debugger's rules (DebugRuleConfigurations shape): an explosion stops the job at once."""
+    """Our debugger's rules (DebugRuleConfigurations shape). Each stops the job when it finds an issue (the
+    monitor would stop it anyway): the job's state change is what ends the workflow's wait."""
     loss_window = max(10, LOSS_NOT_DECREASING_SAVED_STEPS_APART * save_interval)
+    stop = stop_training_action_json(job_name)
     configs = [
         {
             "RuleConfigurationName": "ExplodingTensor",
-            "RuleParameters": {
-                "rule_to_invoke": "ExplodingTensor",
-                "only_nan": "False",
-                "action_json": stop_training_action_json(job_name),
-            },
+            "RuleParameters": {"rule_to_invoke": "ExplodingTensor", "only_nan": "False", "action_json": stop},
         },
-        {"RuleConfigurationName": "VanishingGradient", "RuleParameters": {"rule_to_invoke": "VanishingGradient"}},
+        {
+            "RuleConfigurationName": "VanishingGradient",
+            "RuleParameters": {"rule_to_invoke": "VanishingGradient", "action_json": stop},
+        },
         {
             "RuleConfigurationName": "LossNotDecreasing",
-            "RuleParameters": {"rule_to_invoke": "LossNotDecreasing", "num_steps": str(loss_window)},
+            "RuleParameters": {"rule_to_invoke": "LossNotDecreasing", "num_steps": str(loss_window), "action_json": stop},
         },
     ]
     return debugger_config.validate_rule_configs(configs)
@@ -158,10 +165,11 @@ def legacy_debug_hook_config(run_spec: RunSpec) -> dict[str, Any]:
 def legacy_debug_rule_configurations(run_spec: RunSpec, job_name: str) -> list[dict[str, Any]]:
     """SageMaker's built-in rules on its own evaluator image; named Sagemaker* so they never clash with ours."""
     image = rule_evaluator_image_uri(run_spec.region)
+    stop = {"action_json": stop_training_action_json(job_name)}  # as our rules: the job's end is the signal
     rules = [
-        ("ExplodingTensor", {"only_nan": "False", "action_json": stop_training_action_json(job_name)}),
-        ("VanishingGradient", {}),
-        ("LossNotDecreasing", {}),
+        ("ExplodingTensor", {"only_nan": "False", **stop}),
+        ("VanishingGradient", stop),
+        ("LossNotDecreasing", stop),
     ]
     configurations = []
     for rule, parameters in rules:
@@ -227,15 +235,19 @@ def build_create_training_job_request(
     execution_id: str = "",
     execution_start_time: str = "",
     tags: dict[str, str] | None = None,
+    now: float | None = None,
 ) -> dict[str, Any]:
-    """The keyword arguments of ``sagemaker.create_training_job`` for the state's current run_spec."""
+    """The keyword arguments of ``sagemaker.create_training_job`` for the state's current run_spec.
+
+    With the execution's start time, the job's MaxRuntimeInSeconds (and a spot job's MaxWaitTimeInSeconds) end
+    before the execution times out (``now``: epoch seconds, default the clock)."""
     run_spec = state.run_spec
     if not JOB_NAME_PATTERN.match(job_name) or len(job_name) > MAX_JOB_NAME_LENGTH:
         raise JobRequestError(f"job_name: {job_name!r} is not a valid SageMaker training job name")
     bucket = run_spec.bucket
-    stopping_condition: dict[str, int] = {"MaxRuntimeInSeconds": run_spec.max_run_seconds}
-    if run_spec.use_spot_instances:
-        stopping_condition["MaxWaitTimeInSeconds"] = run_spec.max_run_seconds * SPOT_WAIT_FACTOR
+    stopping_condition = stopping_condition_within(
+        run_spec, execution_start_time, wall_clock() if now is None else now, state.attempt_count + 1
+    )
     all_tags = {
         "remediation:base-job-name": run_spec.base_job_name,
         "remediation:policy": state.policy,
@@ -273,6 +285,38 @@ def build_create_training_job_request(
         request["DebugHookConfig"] = legacy_debug_hook_config(run_spec)
         request["DebugRuleConfigurations"] = legacy_debug_rule_configurations(run_spec, job_name)
     return request
+
+
+def wall_clock() -> float:
+    return time.time()
+
+
+def stopping_condition_within(
+    run_spec: RunSpec, execution_start_time: str, now: float, attempt_number: int
+) -> dict[str, int]:
+    """SageMaker's StoppingCondition for the run_spec, cut to the time the execution has left (when its start time
+    is known) minus JOB_END_RESERVE_SECONDS. Raises NotEnoughTimeLeft when less than a job's shortest run is left."""
+    runtime = run_spec.max_run_seconds
+    wait = runtime * SPOT_WAIT_FACTOR if run_spec.use_spot_instances else None
+    if execution_start_time:
+        try:
+            left = int(bounds.seconds_left(execution_start_time, now)) - bounds.JOB_END_RESERVE_SECONDS
+        except ValueError as error:
+            raise JobRequestError(str(error)) from None
+        if left < bounds.MAX_RUN_SECONDS.low:
+            raise NotEnoughTimeLeft(
+                f"attempt {attempt_number} would have {max(left, 0)} s before the execution times out (it started at "
+                f"execution_start_time {execution_start_time} and ends after {bounds.EXECUTION_TIMEOUT_SECONDS // 3600} "
+                f"h; {bounds.JOB_END_RESERVE_SECONDS} s are kept for stopping the job, the monitor and the plan); not "
+                f"launching a job shorter than {int(bounds.MAX_RUN_SECONDS.low)} s: start a new execution to go on"
+            )
+        runtime = min(runtime, left)
+        if wait is not None:
+            wait = min(wait, left)  # SageMaker wants MaxWaitTimeInSeconds >= MaxRuntimeInSeconds: runtime <= left
+    condition = {"MaxRuntimeInSeconds": runtime}
+    if wait is not None:
+        condition["MaxWaitTimeInSeconds"] = wait
+    return condition
 
 
 def _channel(name: str, uri: str) -> dict[str, Any]:

@@ -21,6 +21,7 @@ import contracts
 from contracts import bucket_layout, rule_status
 from contracts.job import OUT_OF_MEMORY_FAILURE, STOP_TRAINING_FAILURE
 from contracts.remedies import show
+from contracts.run_spec import CAPACITY_RELAUNCHES
 from lambdas.remediation.payload import (
     MAX_METRICS,
     MAX_RULE_STATUSES,
@@ -34,8 +35,9 @@ from lambdas.remediation.payload import (
 
 NextStep = Literal["wait", "plan", "relaunch", "completed"]
 
-#: Capacity and internal errors are SageMaker's, not the run_spec's: relaunch this many times with the same spec.
-CAPACITY_RETRIES = 1
+#: Capacity and internal errors are SageMaker's, not the run_spec's: relaunch this many times with the same spec
+#: (stated with the execution's bounds, which count these launches).
+CAPACITY_RETRIES = CAPACITY_RELAUNCHES
 #: FailureReason prefixes SageMaker uses when it could not run the job (not the training code's fault).
 CAPACITY_FAILURES = ("CapacityError", "InsufficientCapacityError", "InternalServerError", "InternalFailure")
 #: Spot capacity was reclaimed; SageMaker restarts the job from its checkpoint by itself.

@@ -61,12 +61,17 @@ def test_the_template_deploys_to_create_complete_with_the_resources_it_declares(
         "lambdas.train_handler.handler",
         "lambdas.monitor_handler.handler",
         "lambdas.plan_handler.handler",
+        "lambdas.job_events_handler.handler",
+        "lambdas.execution_cleanup_handler.handler",
     }
     for function in functions.values():
         assert function["Runtime"] == "python3.13"
         assert function["Environment"]["Variables"]["NOTIFICATION_TOPIC_ARN"] == outputs["NotificationTopicArn"]
         # (moto drops layers it does not hold itself, so the layer is asserted on the template instead)
 
+    rules = boto3.client("events", region_name=REGION).list_rules()["Rules"]
+    patterns = sorted(json.loads(rule["EventPattern"])["detail-type"][0] for rule in rules)
+    assert patterns == ["SageMaker Training Job State Change", "Step Functions Execution Status Change"]
     machine = boto3.client("stepfunctions", region_name=REGION).describe_state_machine(
         stateMachineArn=outputs["StateMachineArn"]
     )

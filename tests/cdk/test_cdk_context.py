@@ -62,7 +62,8 @@ def test_an_asl_that_publishes_itself_gets_the_topic_substituted_and_only_that_g
     definition = {
         "StartAt": "Train",
         "States": {
-            "Train": {"Type": "Task", "Resource": "${TrainFunctionArn}", "Next": "Monitor"},
+            "Train": {"Type": "Task", "Resource": "${TrainFunctionArn}", "Next": "Wait"},
+            "Wait": {"Type": "Task", "Resource": "${JobEventsFunctionArn}", "Next": "Monitor"},
             "Monitor": {"Type": "Task", "Resource": "${MonitorFunctionArn}", "Next": "Plan"},
             "Plan": {"Type": "Task", "Resource": "${PlanFunctionArn}", "Next": "Notify"},
             "Notify": {

@@ -1,4 +1,4 @@
-"""The state machine definition in the template: inline, every substitution resolved, all three Lambdas reached."""
+"""The state machine definition in the template: inline, every substitution resolved, all four of its Lambdas reached."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def resolve_like_cloudformation(definition: str, substitutions: dict) -> tuple[s
     return SUBSTITUTION.sub(lambda m: markers.get(m.group(1), m.group(0)), definition), markers
 
 
-def test_every_substitution_resolves_and_reaches_the_three_lambdas(synthesized):
+def test_every_substitution_resolves_and_reaches_the_four_lambdas(synthesized):
     (machine,) = synthesized.resources("AWS::StepFunctions::StateMachine").values()
     properties = machine["Properties"]
     resolved, markers = resolve_like_cloudformation(
@@ -39,6 +39,7 @@ def test_every_substitution_resolves_and_reaches_the_three_lambdas(synthesized):
         "TrainFunctionArn": functions.train,
         "MonitorFunctionArn": functions.monitor,
         "PlanFunctionArn": functions.plan,
+        "JobEventsFunctionArn": functions.job_events,
     }
     for name, function in expected.items():
         assert properties["DefinitionSubstitutions"][name] == {"Fn::GetAtt": [synthesized.logical_id(function), "Arn"]}
@@ -66,9 +67,10 @@ def _write(tmp_path, definition) -> object:
     return path
 
 
-def _three_tasks(**overrides):
+def _loop_tasks(**overrides):
     states = {
-        "Train": {"Type": "Task", "Resource": "${TrainFunctionArn}", "Next": "Monitor"},
+        "Train": {"Type": "Task", "Resource": "${TrainFunctionArn}", "Next": "Wait"},
+        "Wait": {"Type": "Task", "Resource": "${JobEventsFunctionArn}", "Next": "Monitor"},
         "Monitor": {"Type": "Task", "Resource": "${MonitorFunctionArn}", "Next": "Plan"},
         "Plan": {"Type": "Task", "Resource": "${PlanFunctionArn}", "End": True},
     }
@@ -76,9 +78,9 @@ def _three_tasks(**overrides):
     return {"StartAt": "Train", "States": states}
 
 
-def test_a_definition_with_the_three_substitutions_loads(tmp_path):
-    _, used = load_definition(_write(tmp_path, _three_tasks()))
-    assert used == {"TrainFunctionArn", "MonitorFunctionArn", "PlanFunctionArn"}
+def test_a_definition_with_the_four_substitutions_loads(tmp_path):
+    _, used = load_definition(_write(tmp_path, _loop_tasks()))
+    assert used == {"TrainFunctionArn", "MonitorFunctionArn", "PlanFunctionArn", "JobEventsFunctionArn"}
 
 
 @pytest.mark.parametrize(
@@ -87,15 +89,15 @@ def test_a_definition_with_the_three_substitutions_loads(tmp_path):
         ("{not json", "not valid JSON"),
         ({"Comment": "no states"}, "needs StartAt and States"),
         (
-            _three_tasks(
+            _loop_tasks(
                 Plan={"Type": "Task", "Resource": "${PlanFunctionArn}", "Next": "Extra"},
                 Extra={"Type": "Task", "Resource": "${RogueArn}", "End": True},
             ),
             "${RogueArn}",
         ),
-        (_three_tasks(Plan={"Type": "Pass", "End": True}), "${PlanFunctionArn}"),
+        (_loop_tasks(Plan={"Type": "Pass", "End": True}), "${PlanFunctionArn}"),
         (
-            _three_tasks(
+            _loop_tasks(
                 Plan={"Type": "Task", "Resource": "${PlanFunctionArn}", "Next": "Stop"},
                 Stop={"Type": "Task", "Resource": "arn:aws:states:::sagemaker:stopTrainingJob", "End": True},
             ),

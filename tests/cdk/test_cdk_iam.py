@@ -35,6 +35,10 @@ RESOURCE_STAR_ONLY = {
     "cloudwatch:PutMetricData",
     "sagemaker:ListTrainingJobs",
 }
+#: What every Lambda role has: its own log group, and X-Ray (active tracing).
+EVERY_LAMBDA = {"logs:CreateLogStream", "logs:PutLogEvents", "xray:PutTelemetryRecords", "xray:PutTraceSegments"}
+#: Publishing to the encrypted topic.
+PUBLISH = {"sns:Publish", "kms:Decrypt", "kms:GenerateDataKey"}
 #: The IAM prefix of each service the handlers may call, by botocore service name.
 IAM_PREFIX = {"sagemaker": "sagemaker", "s3": "s3", "sns": "sns", "stepfunctions": "states", "cloudwatch": "cloudwatch"}
 #: boto3 method names that are also everyday Python methods (re.Pattern.search, dict.get...): not counted.
@@ -136,7 +140,9 @@ def test_monitor_lambda_watches_and_stops_prefixed_jobs_and_reads_only_debug_out
 def test_every_lambda_publishes_only_to_the_topic_and_encrypts_only_with_its_key(synthesized):
     topic_id = synthesized.logical_id(synthesized.stack.notifications.topic)
     key_id = synthesized.logical_id(synthesized.stack.notifications.key)
-    for function in synthesized.stack.functions.all:
+    functions = synthesized.stack.functions
+    assert not granted(role_statements(synthesized, functions.job_events.role), "sns:Publish")
+    for function in functions.publishing:
         statements = role_statements(synthesized, function.role)
         (publish,) = granted(statements, "sns:Publish")
         assert publish["Resource"] == {"Ref": topic_id}
@@ -145,15 +151,7 @@ def test_every_lambda_publishes_only_to_the_topic_and_encrypts_only_with_its_key
     plan_actions = {
         a for s in role_statements(synthesized, synthesized.stack.functions.plan.role) for a in _as_list(s["Action"])
     }
-    assert plan_actions == {
-        "logs:CreateLogStream",
-        "logs:PutLogEvents",
-        "xray:PutTelemetryRecords",
-        "xray:PutTraceSegments",
-        "sns:Publish",
-        "kms:Decrypt",
-        "kms:GenerateDataKey",
-    }
+    assert plan_actions == EVERY_LAMBDA | PUBLISH
 
 
 def test_sagemaker_role_reads_code_data_checkpoints_and_writes_output_debug_output_checkpoints_only(synthesized):
@@ -233,13 +231,69 @@ def test_images_are_pulled_from_the_registries_the_train_lambda_names(synthesize
         assert rule_evaluator_image_uri(region).split(".")[0] == mapping[region]["Rules"]
 
 
-def test_state_machine_invokes_exactly_the_three_lambdas(synthesized):
+def test_state_machine_invokes_exactly_the_loops_four_lambdas(synthesized):
     statements = role_statements(synthesized, synthesized.stack.workflow.state_machine.role)
     (invoke,) = granted(statements, "lambda:InvokeFunction")
     functions = synthesized.stack.functions
     assert sorted(r["Fn::GetAtt"][0] for r in invoke["Resource"]) == sorted(
-        synthesized.logical_id(f) for f in (functions.train, functions.monitor, functions.plan)
+        synthesized.logical_id(f) for f in (functions.train, functions.monitor, functions.plan, functions.job_events)
     )
+    assert synthesized.logical_id(functions.execution_cleanup) not in json.dumps(invoke)
+
+
+def test_job_events_lambda_keeps_and_reads_task_tokens_reads_jobs_and_ends_waits_of_this_state_machine_only(
+    synthesized,
+):
+    statements = role_statements(synthesized, synthesized.stack.functions.job_events.role)
+    for action in ("s3:PutObject", "s3:GetObject"):
+        (statement,) = granted(statements, action)
+        assert statement["Resource"] == bucket_object_arn(synthesized, bucket_layout.TASK_TOKENS_PREFIX)
+    (listing,) = granted(statements, "s3:ListBucket")
+    assert listing["Condition"] == {"StringLike": {"s3:prefix": ["task-tokens/*"]}}
+    (describe,) = granted(statements, "sagemaker:DescribeTrainingJob")
+    assert describe["Resource"] == training_job_arn()
+    (end_waits,) = granted(statements, "states:SendTaskSuccess")
+    assert end_waits["Resource"] == {"Ref": synthesized.logical_id(synthesized.stack.workflow.state_machine)}
+    actions = {a for s in statements for a in _as_list(s["Action"])}
+    assert actions == EVERY_LAMBDA | {
+        "s3:PutObject",
+        "s3:GetObject",
+        "s3:ListBucket",
+        "sagemaker:DescribeTrainingJob",
+        "states:SendTaskSuccess",
+    }
+
+
+def test_execution_cleanup_lambda_reads_this_state_machines_histories_and_stops_only_prefixed_jobs(synthesized):
+    statements = role_statements(synthesized, synthesized.stack.functions.execution_cleanup.role)
+    (history,) = granted(statements, "states:GetExecutionHistory")
+    machine = synthesized.logical_id(synthesized.stack.workflow.state_machine)
+    assert history["Resource"] == {
+        "Fn::Join": [
+            "",
+            [
+                "arn:",
+                {"Ref": "AWS::Partition"},
+                ":states:",
+                {"Ref": "AWS::Region"},
+                ":",
+                {"Ref": "AWS::AccountId"},
+                ":execution:",
+                {"Fn::GetAtt": [machine, "Name"]},
+                ":*",
+            ],
+        ]
+    }
+    for action in ("sagemaker:DescribeTrainingJob", "sagemaker:ListTags", "sagemaker:StopTrainingJob"):
+        (statement,) = granted(statements, action)
+        assert statement["Resource"] == training_job_arn()
+    actions = {a for s in statements for a in _as_list(s["Action"])}
+    assert actions == EVERY_LAMBDA | PUBLISH | {
+        "states:GetExecutionHistory",
+        "sagemaker:DescribeTrainingJob",
+        "sagemaker:ListTags",
+        "sagemaker:StopTrainingJob",
+    }
 
 
 # --------------------------------------------------------------------------- the handlers' AWS calls vs. the grants
@@ -317,7 +371,7 @@ def aws_actions_reached(handler_module: str) -> set[str]:
     return reached
 
 
-@pytest.mark.parametrize("name", ["train", "monitor", "plan"])
+@pytest.mark.parametrize("name", ["train", "monitor", "plan", "job_events", "execution_cleanup"])
 def test_each_lambda_is_granted_every_aws_call_its_handler_makes(synthesized, name):
     module = f"lambdas.{name}_handler"
     assert _module_file(module), f"{module} is missing: the stack deploys it as the {name} Lambda's handler"

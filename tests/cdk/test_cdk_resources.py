@@ -16,6 +16,7 @@ from infra.outputs import (
     OUTPUT_STATE_MACHINE_ARN,
     OUTPUT_TOPIC_ARN,
 )
+from lambdas.remediation import job_events
 
 pytestmark = pytest.mark.cdk  # synthesizes through jsii (Node.js)
 
@@ -24,8 +25,9 @@ def test_resource_inventory(synthesized):
     counts = {}
     for resource in synthesized.template["Resources"].values():
         counts[resource["Type"]] = counts.get(resource["Type"], 0) + 1
-    assert counts["AWS::Lambda::Function"] == 3
+    assert counts["AWS::Lambda::Function"] == 5  # train, monitor, plan, job-events, execution-cleanup
     assert counts["AWS::StepFunctions::StateMachine"] == 1
+    assert counts["AWS::Events::Rule"] == 2
     assert counts["AWS::S3::Bucket"] == 2  # artifacts + its access logs
     assert counts["AWS::SNS::Topic"] == 1
     assert counts["AWS::KMS::Key"] == 1
@@ -53,6 +55,8 @@ def test_artifacts_bucket_is_encrypted_private_versioned_logged_and_expires_debu
     debug_rule = rules["ExpireDebugOutput"]
     assert debug_rule["Prefix"] == bucket_layout.DEBUG_OUTPUT_PREFIX == "debug-output/"
     assert debug_rule["Status"] == "Enabled" and debug_rule["ExpirationInDays"] == 30
+    tokens_rule = rules["ExpireTaskTokens"]  # a token outlives its 48-hour execution by a day at most
+    assert tokens_rule["Prefix"] == bucket_layout.TASK_TOKENS_PREFIX and tokens_rule["ExpirationInDays"] == 3
 
 
 def test_both_buckets_refuse_plain_http(synthesized):
@@ -103,10 +107,13 @@ def test_lambdas_run_python_3_13_with_powertools_tracing_and_their_environment(s
     topic_id = synthesized.logical_id(synthesized.stack.notifications.topic)
     handlers = sorted(f["Properties"]["Handler"] for f in functions.values())
     assert handlers == [
+        "lambdas.execution_cleanup_handler.handler",
+        "lambdas.job_events_handler.handler",
         "lambdas.monitor_handler.handler",
         "lambdas.plan_handler.handler",
         "lambdas.train_handler.handler",
     ]
+    bucket_id = synthesized.logical_id(synthesized.stack.storage.artifacts_bucket)
     layer_parameters = [
         name
         for name, p in synthesized.template["Parameters"].items()
@@ -120,13 +127,16 @@ def test_lambdas_run_python_3_13_with_powertools_tracing_and_their_environment(s
         assert properties["TracingConfig"] == {"Mode": "Active"}
         assert properties["Layers"] == [{"Ref": layer_parameters[0]}]
         assert properties["LoggingConfig"]["LogGroup"]["Ref"] in synthesized.resources("AWS::Logs::LogGroup")
-        assert properties["Environment"]["Variables"] == {
+        expected = {
             "NOTIFICATION_TOPIC_ARN": {"Ref": topic_id},
             "JOB_NAME_PREFIX": "remediation",
             "POWERTOOLS_SERVICE_NAME": POWERTOOLS_SERVICE_NAME,
             "POWERTOOLS_METRICS_NAMESPACE": POWERTOOLS_METRICS_NAMESPACE,
             "POWERTOOLS_LOG_LEVEL": "INFO",
         }
+        if properties["Handler"] == "lambdas.job_events_handler.handler":  # where the task tokens are kept
+            expected["ARTIFACTS_BUCKET"] = {"Ref": bucket_id}
+        assert properties["Environment"]["Variables"] == expected
     for log_group in synthesized.resources("AWS::Logs::LogGroup").values():
         assert log_group["Properties"]["RetentionInDays"] == 90
 
@@ -147,6 +157,42 @@ def test_state_machine_logs_every_event_traces_and_inlines_the_definition(synthe
     # Inline, byte for byte the ASL file: cfn-lint and these tests see the definition (no S3 location).
     assert "DefinitionS3Location" not in properties
     assert properties["DefinitionString"] == synthesized.definition_path.read_text(encoding="utf-8")
+
+
+def test_the_event_rules_wake_the_wait_on_our_jobs_final_states_and_clean_up_after_this_machines_bad_ends(
+    synthesized,
+):
+    """Two rules on the default bus, each with the pattern the local runtime matches (lambdas.remediation.job_events)
+    and one Lambda target, retried, whose invoke permission names that rule only."""
+    machine_id = synthesized.logical_id(synthesized.stack.workflow.state_machine)
+    functions = synthesized.stack.functions
+    rules = {
+        rule["Properties"]["EventPattern"]["detail-type"][0]: rule
+        for rule in synthesized.resources("AWS::Events::Rule").values()
+    }
+    assert set(rules) == {"SageMaker Training Job State Change", "Step Functions Execution Status Change"}
+    jobs = rules["SageMaker Training Job State Change"]["Properties"]
+    assert jobs["EventPattern"] == job_events.training_job_state_change_pattern("remediation")
+    assert jobs["EventPattern"]["detail"]["TrainingJobStatus"] == ["Completed", "Failed", "Stopped"]
+    executions = rules["Step Functions Execution Status Change"]["Properties"]
+    assert executions["EventPattern"] == {
+        **job_events.execution_status_change_pattern("MACHINE"),
+        "detail": {"stateMachineArn": [{"Ref": machine_id}], "status": ["FAILED", "TIMED_OUT", "ABORTED"]},
+    }
+    for rule, function in ((jobs, functions.job_events), (executions, functions.execution_cleanup)):
+        assert rule["State"] == "ENABLED"
+        (target,) = rule["Targets"]
+        assert target["Arn"] == {"Fn::GetAtt": [synthesized.logical_id(function), "Arn"]}
+        assert target["RetryPolicy"] == {"MaximumRetryAttempts": 4, "MaximumEventAgeInSeconds": 7200}
+    permissions = [
+        p["Properties"]
+        for p in synthesized.resources("AWS::Lambda::Permission").values()
+        if p["Properties"]["Principal"] == "events.amazonaws.com"
+    ]
+    assert len(permissions) == 2
+    rule_ids = {rule_id for rule_id, r in synthesized.resources("AWS::Events::Rule").items()}
+    for permission in permissions:
+        assert permission["SourceArn"]["Fn::GetAtt"][0] in rule_ids  # only its own rule may invoke it
 
 
 def test_alarms_on_failed_and_timed_out_executions_notify_the_topic(synthesized):

@@ -165,7 +165,7 @@ CASES: dict[str, tuple[Setup, str]] = {
     "num_epochs zero": (run_spec({"num_epochs": 0}), "num_epochs: must be >= 1 (got 0)"),
     "num_epochs absurd": (run_spec({"num_epochs": 10_000_000}), "num_epochs: must be <= 10000"),
     "max_num_retraining absurd": (run_spec({"max_num_retraining": 51}), "max_num_retraining: must be <= 50 (got 51)"),
-    "monitor interval negative": (run_spec({"monitor_interval_seconds": -1}), "monitor_interval_seconds: must be >= 0"),
+    "monitor interval negative": (run_spec({"monitor_interval_seconds": -1}), "monitor_interval_seconds: must be >= 1"),
     "example batch_size zero": (run_spec({"hyperparameters": {"batch_size": 0}}), "'batch_size': must be >= 1"),
     "grace negative": (args("--stop-grace-seconds", "-1"), "argument --stop-grace-seconds: must be more than 0 and at most 600 seconds (got -1)"),
     "grace NaN": (args("--stop-grace-seconds", "nan"), "argument --stop-grace-seconds: must be a finite number of seconds (got nan)"),

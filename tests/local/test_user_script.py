@@ -64,6 +64,7 @@ def test_an_exploding_script_is_remediated_by_its_declared_remedies_until_it_mee
     # The script ran unchanged: it got its own arguments only, and the launcher wrote smdebug's config file.
     log = (run_dir / "jobs" / attempts[0]["job_name"] / "training.log").read_text()
     assert "remediation_" not in log.replace(attempts[0]["job_name"], "")
+    assert "device: cpu (SM_NUM_GPUS=0)" in log  # the platform's CPU instance: the script says where it trains
     status = json.loads(
         (run_dir / "buckets" / summary["execution_input"]["bucket"] / "debug-output" / attempts[-1]["job_name"]
          / "rule-status.json").read_text()

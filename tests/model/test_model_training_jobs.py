@@ -87,6 +87,7 @@ def test_batch_norm_at_warmup_0_1_trains_two_epochs_and_no_rule_fires(medium_cha
 
     assert job.exit_code == EXIT_SUCCESS, job.stderr
     assert not job_dirs.failure.exists()
+    assert "device: cpu (torch sees no CUDA device)" in job.stdout  # this machine has no GPU, and says so
     assert [line["epoch"] for line in job.epochs] == [0, 1]
     assert [line["step"] for line in job.steps] == list(range(16))
     assert {line["phase"] for line in job.steps if line["epoch"] == 0} == {"warmup"}
@@ -112,6 +113,16 @@ def test_batch_norm_at_warmup_0_1_trains_two_epochs_and_no_rule_fires(medium_cha
     with torch.no_grad():
         predictions = model(to_model_input(x_test, channel_mean)).argmax(dim=1)
     assert (predictions == torch.as_tensor(y_test)).float().mean().item() == pytest.approx(metrics["test_accuracy"])
+
+
+def test_the_job_log_says_which_device_it_trains_on_and_why(small_channels, job_dirs, run_training_job):
+    """SageMaker gives the container SM_NUM_GPUS; the job uses the GPU when torch sees one. On a GPU instance type
+    whose torch sees none (a CPU image) it trains on the CPU and its log says what to fix."""
+    arguments = ["--warmup_learning_rate", "0.1", "--num_epochs", "1"]
+    environment = {**job_dirs.environment(small_channels), "SM_NUM_GPUS": "1"}
+    job = run_training_job(arguments, environment, cwd=job_dirs.root)
+    assert job.exit_code == EXIT_RULE_STOP, job.stderr
+    assert "device: cpu (SM_NUM_GPUS=1 but torch sees no CUDA device: training on the CPU" in job.stdout
 
 
 def test_sigterm_stops_at_once_and_a_restart_resumes_at_the_next_epoch(

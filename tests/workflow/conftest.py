@@ -18,6 +18,7 @@ def workflow(monkeypatch, offline_aws_credentials):
         "JOB_NAME_PREFIX": "remediation",
         "POWERTOOLS_TRACE_DISABLED": "true",
         "POWERTOOLS_METRICS_DISABLED": "true",
+        "ARTIFACTS_BUCKET": BUCKET,
     }.items():
         monkeypatch.setenv(key, value)
     dispatch = LocalDispatch()
@@ -33,4 +34,8 @@ def workflow(monkeypatch, offline_aws_credentials):
         queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
         sns.subscribe(TopicArn=topic_arn, Protocol="sqs", Endpoint=queue_arn)
         monkeypatch.setenv("NOTIFICATION_TOPIC_ARN", topic_arn)
-        yield Workflow(dispatch, queue_url)
+        workflow = Workflow(dispatch, queue_url)
+        try:
+            yield workflow
+        finally:
+            workflow.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -82,7 +83,7 @@ def test_an_image_that_does_not_exist_for_the_region_or_instance_is_refused_befo
 
 def test_request_parts_follow_the_bucket_layout():
     state = initial_state({**INPUT, "max_run_seconds": 7200, "use_spot_instances": True})
-    request = job_request.build_create_training_job_request(state, "remediation-x-001", execution_id="arn:aws:states:us-east-1:123456789012:execution:m:exec", execution_start_time="2026-11-23T08:00:00Z")
+    request = job_request.build_create_training_job_request(state, "remediation-x-001", execution_id="arn:aws:states:us-east-1:123456789012:execution:m:exec", execution_start_time="2026-11-23T08:00:00Z", now=1_795_420_800.0 + 60)
     assert request["OutputDataConfig"] == {"S3OutputPath": "s3://artifacts-bucket/jobs/"}
     assert request["CheckpointConfig"]["S3Uri"] == "s3://artifacts-bucket/checkpoints/remediation-x-001/"
     assert [channel["DataSource"]["S3DataSource"]["S3Uri"] for channel in request["InputDataConfig"]] == [
@@ -104,7 +105,7 @@ def test_loss_not_decreasing_compares_losses_several_saved_steps_apart(save_inte
     from contracts.job import RULE_CONFIGS_HYPERPARAMETER as DEBUGGER_RULE_CONFIGS
 
     state = initial_state({**INPUT, "debugger_save_interval": save_interval})
-    request = job_request.build_create_training_job_request(state, "remediation-x-001", execution_id="arn:aws:states:us-east-1:123456789012:execution:m:exec", execution_start_time="2026-11-23T08:00:00Z")
+    request = job_request.build_create_training_job_request(state, "remediation-x-001", execution_id="arn:aws:states:us-east-1:123456789012:execution:m:exec", execution_start_time="2026-11-23T08:00:00Z", now=1_795_420_800.0 + 60)
     rules = json.loads(json.loads(request["HyperParameters"][DEBUGGER_RULE_CONFIGS]))
     (loss_rule,) = [rule for rule in rules if rule["RuleConfigurationName"] == "LossNotDecreasing"]
     assert loss_rule["RuleParameters"]["num_steps"] == str(expected_window)
@@ -121,3 +122,70 @@ def test_job_names_differ_for_a_reused_execution_name_and_tags_prove_ownership()
     assert not job_request.owned_by([], arn, "2026-11-01T10:00:00Z")
     with pytest.raises(job_request.JobRequestError, match="execution_start_time"):
         job_request.execution_identity(arn, "")
+
+
+# --------------------------------------------------------------------------- the job's time within the execution's
+
+STARTED = "2026-11-23T08:00:00.000Z"
+STARTED_EPOCH = 1_795_420_800.0  # 2026-11-23T08:00:00Z
+EXECUTION = "arn:aws:states:us-west-2:123456789012:execution:remediation:run"
+
+
+def _stopping_condition(state, hours_into_the_execution: float) -> dict:
+    request = job_request.build_create_training_job_request(
+        state,
+        "remediation-x-001",
+        execution_id=EXECUTION,
+        execution_start_time=STARTED,
+        now=STARTED_EPOCH + hours_into_the_execution * 3600,
+    )
+    return request["StoppingCondition"]
+
+
+def test_a_job_gets_at_most_the_time_the_execution_has_left():
+    """47 h into a 48 h execution, a job asking for an hour gets what is left before the timeout, minus the time
+    its stop, the monitor and the plan need, so the execution never times out under a running job."""
+    from contracts import run_spec as bounds
+
+    state = initial_state({**INPUT, "max_run_seconds": 3600})
+    assert _stopping_condition(state, 1) == {"MaxRuntimeInSeconds": 3600}
+    left = bounds.EXECUTION_TIMEOUT_SECONDS - 47 * 3600 - bounds.JOB_END_RESERVE_SECONDS
+    assert _stopping_condition(state, 47) == {"MaxRuntimeInSeconds": left}
+
+
+def test_a_spot_jobs_wait_for_capacity_is_also_within_the_time_left():
+    from contracts import run_spec as bounds
+
+    state = initial_state({**INPUT, "max_run_seconds": 3600, "use_spot_instances": True})
+    assert _stopping_condition(state, 1) == {"MaxRuntimeInSeconds": 3600, "MaxWaitTimeInSeconds": 7200}
+    left = bounds.EXECUTION_TIMEOUT_SECONDS - int(46.5 * 3600) - bounds.JOB_END_RESERVE_SECONDS
+    assert _stopping_condition(state, 46.5) == {"MaxRuntimeInSeconds": 3600, "MaxWaitTimeInSeconds": left}
+
+
+def test_no_job_is_launched_when_the_execution_has_no_time_left_for_it():
+    state = initial_state(INPUT)
+    with pytest.raises(job_request.NotEnoughTimeLeft) as caught:
+        _stopping_condition(state, 47.6)
+    message = str(caught.value)
+    assert "execution_start_time" in message and "48 h" in message and "not launching" in message
+
+
+@pytest.mark.parametrize("legacy", [False, True])
+def test_every_rule_stops_the_job_itself_so_its_state_change_wakes_the_workflow(legacy):
+    """The workflow waits for the job's state change (the wait's timeout is only a slow fallback): a rule that found
+    an issue but let the job run would be noticed only at the fallback. Every rule, ours and SageMaker's built-in
+    ones, ends the job with its StopTraining action, as the monitor would on IssuesFound."""
+    from contracts import debugger_config
+    from contracts.job import RULE_CONFIGS_HYPERPARAMETER
+
+    state = initial_state({**INPUT, "legacy_sagemaker_debugger": legacy})
+    request = job_request.build_create_training_job_request(state, "remediation-x-001")
+    rules = (
+        request["DebugRuleConfigurations"]
+        if legacy
+        else json.loads(json.loads(request["HyperParameters"][RULE_CONFIGS_HYPERPARAMETER]))
+    )
+    assert len(rules) == 3
+    for rule in rules:
+        actions = debugger_config.parse_actions(rule["RuleParameters"]["action_json"])
+        assert actions == [{"name": "StopTraining", "training_job_prefix": "remediation-x-001"}], rule

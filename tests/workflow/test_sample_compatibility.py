@@ -29,7 +29,7 @@ SAMPLE_EXECUTION_INPUT = {
 }
 #: What the sample's notebook put into the state itself rather than the input: its SageMaker role (from
 #: the stack here) and its planner, the fixed ladder (here the "anchor" policy; the default is "evidence").
-SAMPLE_WIRING = {"sm_role": f"arn:aws:iam::{ACCOUNT}:role/lambda-sagemaker-train", "policy": "anchor", "monitor_interval_seconds": 0}
+SAMPLE_WIRING = {"sm_role": f"arn:aws:iam::{ACCOUNT}:role/lambda-sagemaker-train", "policy": "anchor", "monitor_interval_seconds": 1}
 
 
 def test_the_samples_execution_input_ends_in_the_samples_final_state(workflow):
@@ -74,7 +74,10 @@ def test_max_monitor_transitions_polls_are_allowed_and_the_next_one_ends_the_run
 
     assert execution.status == "FAILED" and execution.error == "MonitorLimitReached"
     # the sample's monitor: num_monitor_transitions += 1, then "> max_monitor_transitions" ends it: the 4th poll
-    assert len(workflow.dispatch.calls_to("sagemaker", "DescribeTrainingJob")) == 4
+    monitor_passes = [
+        event for event in workflow.history() if event.get("stateEnteredEventDetails", {}).get("name") == "Monitor"
+    ]
+    assert len(monitor_passes) == 4
     assert "after 4 monitor transitions (max_monitor_transitions=3)" in execution.cause
     assert sagemaker.stopped == [sagemaker.created[0]["TrainingJobName"]]
 

@@ -43,22 +43,44 @@ def test_statelint_catches_a_choice_to_a_missing_state(tmp_path):
 
 def test_only_the_agreed_definition_substitutions_are_used():
     text = ASL_PATH.read_text()
-    assert set(re.findall(r"\$\{(\w+)\}", text)) == {"TrainFunctionArn", "MonitorFunctionArn", "PlanFunctionArn"}
+    assert set(re.findall(r"\$\{(\w+)\}", text)) == {
+        "TrainFunctionArn",
+        "MonitorFunctionArn",
+        "PlanFunctionArn",
+        "JobEventsFunctionArn",
+    }
 
 
 def test_every_lambda_task_retries_transient_errors_with_backoff_and_is_caught():
     states = _definition()["States"]
     tasks = {name: state for name, state in states.items() if state["Type"] == "Task"}
-    assert set(tasks) == {"Initialize", "Train", "Monitor", "Plan", "HandleFailure"}
+    assert set(tasks) == {"Initialize", "Train", "WaitForJob", "Monitor", "Plan", "HandleFailure"}
     for name, state in tasks.items():
         retry = state["Retry"][0]
         assert set(retry["ErrorEquals"]) == TRANSIENT_LAMBDA_ERRORS, name
         assert retry["BackoffRate"] > 1 and retry["MaxAttempts"] >= 3, name
-        assert state["Catch"][0]["ErrorEquals"] == ["States.ALL"], name
+        assert state["Catch"][-1]["ErrorEquals"] == ["States.ALL"], name
     assert tasks["Initialize"]["Catch"][0]["Next"] == "InitializeFailed"
     assert states["InitializeFailed"]["Next"] == "HandleFailure"
-    for name in ("Train", "Monitor", "Plan"):
-        assert tasks[name]["Catch"][0]["Next"] == "HandleFailure"
+    for name in ("Train", "WaitForJob", "Monitor", "Plan"):
+        assert tasks[name]["Catch"][-1]["Next"] == "HandleFailure"
+
+
+def test_the_wait_is_a_callback_task_whose_timeout_is_the_fallback_poll():
+    """The job's state change completes the wait (SendTaskSuccess with the task token); if none comes within
+    monitor_interval_seconds, the timeout leads to one Monitor pass, with the state untouched."""
+    wait = _definition()["States"]["WaitForJob"]
+    assert wait["Resource"] == "arn:aws:states:::lambda:invoke.waitForTaskToken"
+    assert wait["Parameters"]["FunctionName"] == "${JobEventsFunctionArn}"
+    payload = wait["Parameters"]["Payload"]
+    assert payload["action"] == "wait_for_job" and payload["task_token.$"] == "$$.Task.Token"
+    assert payload["state.$"] == "$.state" and payload["execution_start_time.$"] == "$$.Execution.StartTime"
+    assert wait["TimeoutSecondsPath"] == "$.state.monitor_interval_seconds"
+    assert wait["ResultPath"] is None and wait["Next"] == "Monitor"
+    timeout, everything_else = wait["Catch"]
+    assert timeout == {"ErrorEquals": ["States.Timeout"], "ResultPath": None, "Next": "Monitor"}
+    assert everything_else["Next"] == "HandleFailure"
+    assert all("States.Timeout" not in retry["ErrorEquals"] for retry in wait["Retry"])
 
 
 def test_guardrails():
@@ -68,7 +90,6 @@ def test_guardrails():
     text = json.dumps(definition)
     assert '"NumericLessThanEqualsPath": "$.state.max_monitor_transitions"' in text
     assert '"NumericLessThanPath": "$.state.max_num_retraining"' in text
-    assert definition["States"]["WaitForJob"]["SecondsPath"] == "$.state.monitor_interval_seconds"
     assert definition["States"]["WorkflowFailed"] == {
         "Type": "Fail",
         "Comment": definition["States"]["WorkflowFailed"]["Comment"],

@@ -346,3 +346,19 @@ def test_the_cleanup_never_stops_a_job_it_could_not_read(workflow):
     assert execution.status == "FAILED" and execution.error == "ContractError"
     assert sagemaker.stopped == []
     assert "could not check or stop training job" in execution.cause and "left it as it is" in execution.cause
+
+
+def test_no_job_is_launched_when_the_execution_is_about_to_time_out(workflow, monkeypatch):
+    """The train Lambda reads the execution's start time from its task payload: 47.6 h into the 48 h there is no
+    time left for a job, so none is launched and the workflow fails saying why."""
+    from lambdas.remediation import job_request
+
+    sagemaker = workflow.script([completed()])
+    real_clock = job_request.wall_clock
+    monkeypatch.setattr(job_request, "wall_clock", lambda: real_clock() + 47.6 * 3600)
+    execution = workflow.run(BASE_INPUT)
+
+    assert execution.status == "FAILED"
+    assert execution.error == "NotEnoughTimeLeft"
+    assert "before the execution times out" in execution.cause and "not launching" in execution.cause
+    assert sagemaker.created == []

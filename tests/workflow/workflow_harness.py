@@ -1,7 +1,14 @@
 """The workflow harness (fixture in conftest.py): moto's Step Functions interpreter runs statemachine/remediation.asl.json,
 lambda.Invoke runs the real handlers in-process through local_runtime.botocore_dispatch, and a
 scripted SageMaker (registered through the same seam) plays each job's timeline. S3, SNS and SQS
-are moto's; notifications are read back from an SQS queue subscribed to the topic."""
+are moto's; notifications are read back from an SQS queue subscribed to the topic.
+
+Time passes for a scripted job while the workflow waits for it: each WaitForJob moves the job to
+the next tick of its timeline. A tick with a final status (Completed, Failed, Stopped) sends the
+job's "SageMaker Training Job State Change" event ``after_seconds`` later, through the stack's
+event pattern (matched by moto's EventBridge matcher) to the real job-events handler, which wakes
+the wait; a tick that is still InProgress sends nothing, so the wait ends by its fallback timeout
+(monitor_interval_seconds)."""
 
 from __future__ import annotations
 
@@ -16,7 +23,13 @@ from typing import Any
 import boto3
 
 from contracts import bucket_layout, rule_status
+from lambdas.remediation import job_events
 from local_runtime.botocore_dispatch import LocalDispatch, OperationCall, ServiceError
+from local_runtime.event_bus import (
+    LocalEventBus,
+    execution_status_change_event,
+    training_job_state_change_event,
+)
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
@@ -26,12 +39,15 @@ FUNCTION_ARNS = {
     "TrainFunctionArn": f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:remediation-train",
     "MonitorFunctionArn": f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:remediation-monitor",
     "PlanFunctionArn": f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:remediation-plan",
+    "JobEventsFunctionArn": f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:remediation-job-events",
 }
+JOB_NAME_PREFIX = "remediation"
 BASE_INPUT = {
     "bucket": BUCKET,
     "region": REGION,
     "sm_role": f"arn:aws:iam::{ACCOUNT}:role/SageMakerExecutionRole",
-    "monitor_interval_seconds": 0,
+    # The wait's fallback timeout: the shortest Step Functions takes. Only a tick still InProgress waits for it.
+    "monitor_interval_seconds": 1,
 }
 
 
@@ -57,6 +73,8 @@ class Tick:
     rule_status: RuleScript | str | None = None
     #: FinalMetricDataList of a completed job (what SageMaker's MetricDefinitions regexes read from the log).
     final_metrics: dict[str, float] = dataclasses.field(default_factory=lambda: {"test:accuracy": 0.97})
+    #: Seconds of training between the start of the wait and this tick (its state change event, if final).
+    after_seconds: float = 0.0
 
 
 def running(**kwargs: Any) -> Tick:
@@ -67,15 +85,21 @@ def issues_found(job_rule: str = "ExplodingTensor", step: int = 2, initial_gradi
     return Tick(rule_status=RuleScript(job_rule, step, initial_gradient_norm))
 
 
-def completed(**final_metrics: float) -> Tick:
+def completed(after_seconds: float = 0.0, **final_metrics: float) -> Tick:
     """A clean, completed job; its final metrics (default test:accuracy 0.97) as keyword arguments (``test_accuracy=``
     for test:accuracy)."""
     metrics = {name.replace("_", ":", 1): value for name, value in final_metrics.items()} or {"test:accuracy": 0.97}
-    return Tick(status="Completed", secondary="Completed", rule_status=RuleScript(fired=None), final_metrics=metrics)
+    return Tick(
+        status="Completed",
+        secondary="Completed",
+        rule_status=RuleScript(fired=None),
+        final_metrics=metrics,
+        after_seconds=after_seconds,
+    )
 
 
-def failed(reason: str) -> Tick:
-    return Tick(status="Failed", secondary="Failed", failure_reason=reason)
+def failed(reason: str, after_seconds: float = 0.0) -> Tick:
+    return Tick(status="Failed", secondary="Failed", failure_reason=reason, after_seconds=after_seconds)
 
 
 def stopped() -> Tick:
@@ -119,17 +143,23 @@ def _job_arn(region: str, name: str) -> str:
 
 
 class ScriptedSageMaker:
-    """CreateTrainingJob / DescribeTrainingJob / StopTrainingJob over per-job timelines (one per launch, in order).
+    """CreateTrainingJob / DescribeTrainingJob / StopTrainingJob / ListTags over per-job timelines (one per launch, in
+    order).
 
-    Each DescribeTrainingJob of a job advances its timeline by one tick; the last
-    tick repeats. StopTrainingJob turns a running job into Stopping, then Stopped.
+    A job starts InProgress (Starting); each wait of the workflow for it moves it to the next tick of its timeline
+    (:meth:`advance`; the last tick repeats), and DescribeTrainingJob answers the current tick. StopTrainingJob turns
+    a running job into Stopping, then Stopped, one DescribeTrainingJob at a time.
     """
+
+    STARTING = Tick(secondary="Starting")
 
     def __init__(self, timelines: list[list[Tick]]):
         self.timelines = timelines
         self.jobs: dict[str, dict[str, Any]] = {}
         self.created: list[dict[str, Any]] = []
         self.stopped: list[str] = []
+        #: {(job, n): error}: the n-th DescribeTrainingJob of that job by the monitor or the cleanup answers the error
+        #: (the job-events handler's own reads are not counted).
         self.describe_failures: dict[tuple[str, int], Exception] = {}
         #: Names another execution already holds: a create with one answers ResourceInUse, and the job found
         #: there runs with the other execution's tags.
@@ -139,6 +169,8 @@ class ScriptedSageMaker:
         #: Called with each new job's name as it is created (to script failures for that name).
         self.launch_listeners: list[Any] = []
         self._lock = threading.Lock()
+        #: Set while the job-events handler runs on this thread: its reads are not the monitor's polls.
+        self.quiet = threading.local()
 
     def register(self, dispatch: LocalDispatch) -> None:
         dispatch.register("sagemaker", "CreateTrainingJob", self.create_training_job)
@@ -160,6 +192,7 @@ class ScriptedSageMaker:
                 self.jobs[name] = {
                     "request": {**call.params, "Tags": foreign_tags},
                     "timeline": [Tick()],
+                    "current": Tick(),
                     "polls": 0,
                     "stop": None,
                     "foreign": True,
@@ -178,6 +211,7 @@ class ScriptedSageMaker:
             self.jobs[name] = {
                 "request": call.params,
                 "timeline": list(self.timelines[index]),
+                "current": self.STARTING,
                 "polls": 0,
                 "stop": None,
             }
@@ -185,14 +219,39 @@ class ScriptedSageMaker:
             listener(name)
         return {"TrainingJobArn": _job_arn(call.region, name)}
 
+    def advance(self, name: str) -> Tick:
+        """Training time passes for the job: it moves to its next tick (the last one repeats) at once."""
+        tick = self.next_tick(name)
+        if tick is not None:
+            self.reach(name, tick)
+        return self.jobs[name]["current"]
+
+    def next_tick(self, name: str) -> Tick | None:
+        """The tick the job trains towards (None while it still trains towards the previous one)."""
+        with self._lock:
+            job = self._job(name)
+            if job["stop"] is not None or job.get("pending") is not None:
+                return None
+            timeline = job["timeline"]
+            job["pending"] = timeline.pop(0) if len(timeline) > 1 else timeline[0]
+            return job["pending"]
+
+    def reach(self, name: str, tick: Tick) -> None:
+        with self._lock:
+            job = self._job(name)
+            job["pending"] = None
+            if job["stop"] is None:
+                job["current"] = tick
+
     def describe_training_job(self, call: OperationCall) -> dict[str, Any]:
         name = call.params["TrainingJobName"]
         with self._lock:
             job = self._job(name)
-            job["polls"] += 1
-            failure = self.describe_failures.get((name, job["polls"]))
-            if failure is not None:
-                raise failure
+            if not getattr(self.quiet, "active", False):
+                job["polls"] += 1
+                failure = self.describe_failures.get((name, job["polls"]))
+                if failure is not None:
+                    raise failure
             if job["stop"] is not None:
                 job["stop"] += 1
                 tick = (
@@ -201,9 +260,13 @@ class ScriptedSageMaker:
                     else Tick(status="Stopped", secondary="Stopped")
                 )
             else:
-                timeline = job["timeline"]
-                tick = timeline.pop(0) if len(timeline) > 1 else timeline[0]
-        request = job["request"]
+                tick = job["current"]
+        return self.describe_response(call.region, name, tick)
+
+    def describe_response(self, region: str, name: str, tick: Tick) -> dict[str, Any]:
+        """DescribeTrainingJob's answer for the job at ``tick`` (its rule status written to S3 first, as the job
+        would have written it)."""
+        request = self.jobs[name]["request"]
         if tick.rule_status is not None:
             body = (
                 tick.rule_status
@@ -216,7 +279,7 @@ class ScriptedSageMaker:
             )
         response = {
             "TrainingJobName": name,
-            "TrainingJobArn": _job_arn(call.region, name),
+            "TrainingJobArn": _job_arn(region, name),
             "TrainingJobStatus": tick.status,
             "SecondaryStatus": tick.secondary,
             "AlgorithmSpecification": request["AlgorithmSpecification"],
@@ -242,7 +305,7 @@ class ScriptedSageMaker:
         name = call.params["TrainingJobName"]
         with self._lock:
             job = self._job(name)
-            if job["stop"] is not None:
+            if job["stop"] is not None or job["current"].status != "InProgress":
                 raise ServiceError("ValidationException", f"The training job {name} is not in a stoppable state")
             job["stop"] = 0
             self.stopped.append(name)
@@ -280,20 +343,56 @@ class Execution:
 
 
 class Workflow:
-    def __init__(self, dispatch: LocalDispatch, queue_url: str):
+    def __init__(self, dispatch: LocalDispatch, queue_url: str, definition_changes: dict[str, Any] | None = None):
         self.dispatch = dispatch
         self.queue_url = queue_url
         self.sfn = boto3.client("stepfunctions", region_name=REGION)
         self.sqs = boto3.client("sqs", region_name=REGION)
+        self.state_machine_arn = self.create_state_machine("remediation", definition_changes)
+        self.sagemaker: ScriptedSageMaker | None = None
+        self.execution_arn: str | None = None
+        self._count = 0
+        # What plays EventBridge: the stack's rule for our jobs' state changes, to the real job-events handler.
+        self.events = LocalEventBus(region=REGION, account=ACCOUNT)
+        self.events.add_rule(
+            "JobStateChange", job_events.training_job_state_change_pattern(JOB_NAME_PREFIX), self._job_events_quietly
+        )
+        dispatch.register_lambda_function(FUNCTION_ARNS["JobEventsFunctionArn"], self._wait_for_job)
+        self.cleanups: list[dict[str, Any]] = []
+
+    def add_execution_cleanup_rule(self, state_machine_arn: str) -> None:
+        """The stack's rule on the state machine's executions ending TIMED_OUT, ABORTED or FAILED, to the real
+        execution-cleanup handler."""
+        from lambdas import execution_cleanup_handler
+
+        self.events.add_rule(
+            f"ExecutionEnded-{state_machine_arn.rsplit(':', 1)[1]}",
+            job_events.execution_status_change_pattern(state_machine_arn),
+            execution_cleanup_handler.handler,
+        )
+
+    def execution_ended(self, arn: str) -> dict[str, Any]:
+        """Step Functions sends the ended execution's status change; returns what the cleanup did (or {})."""
+        before = len(self.events.deliveries)
+        self.events.put(execution_status_change_event(self.sfn.describe_execution(executionArn=arn), REGION, ACCOUNT))
+        self.events.drain()
+        delivered = self.events.deliveries[before:]
+        assert all(delivery.error is None for delivery in delivered), [delivery.error for delivery in delivered]
+        return delivered[-1].result if delivered else {}
+
+    def create_state_machine(self, name: str, changes: dict[str, Any] | None = None) -> str:
+        """The ASL with the test's substitutions (and top-level ``changes``, e.g. a shorter TimeoutSeconds)."""
         definition = ASL_PATH.read_text()
         for key, value in FUNCTION_ARNS.items():
             definition = definition.replace("${" + key + "}", value)
         assert "${" not in definition, "a definition substitution was left unresolved"
-        self.state_machine_arn = self.sfn.create_state_machine(
-            name="remediation", definition=definition, roleArn=f"arn:aws:iam::{ACCOUNT}:role/StatesExecutionRole"
+        definition = json.dumps({**json.loads(definition), **(changes or {})})
+        return self.sfn.create_state_machine(
+            name=name, definition=definition, roleArn=f"arn:aws:iam::{ACCOUNT}:role/StatesExecutionRole"
         )["stateMachineArn"]
-        self.sagemaker: ScriptedSageMaker | None = None
-        self._count = 0
+
+    def close(self) -> None:
+        self.events.close()
 
     def script(self, *timelines: list[Tick]) -> ScriptedSageMaker:
         self.sagemaker = ScriptedSageMaker(list(timelines))
@@ -304,19 +403,73 @@ class Workflow:
         """Call ``listener(job name)`` as each job is created (the scripted SageMaker must exist)."""
         self.sagemaker.launch_listeners.append(listener)
 
-    def run(self, execution_input: Any, timeout: float = 60.0) -> Execution:
+    # ------------------------------------------------------------------ the job-events Lambda and its events
+
+    def _job_events_quietly(self, event: dict[str, Any], context: Any) -> Any:
+        from lambdas import job_events_handler
+
+        self.sagemaker.quiet.active = True
+        try:
+            return job_events_handler.handler(event, context)
+        finally:
+            self.sagemaker.quiet.active = False
+
+    def _wait_for_job(self, event: dict[str, Any], context: Any) -> Any:
+        """The WaitForJob task: the real handler keeps the token; then the job trains on towards its next tick,
+        which it reaches ``after_seconds`` later, sending its state change event if that tick is final."""
+        answer = self._job_events_quietly(event, context)
+        if self.sagemaker is not None and answer.get("waiting"):
+            name = answer["job_name"]
+            tick = self.sagemaker.next_tick(name)
+            if tick is not None:
+                timer = threading.Timer(tick.after_seconds, self._reach, args=(name, tick))
+                timer.daemon = True
+                timer.start()
+        return answer
+
+    def _reach(self, name: str, tick: Tick) -> None:
+        self.sagemaker.reach(name, tick)
+        if tick.status in job_events.FINAL_TRAINING_JOB_STATUSES:
+            described = self.sagemaker.describe_response(REGION, name, tick)
+            self.events.put(training_job_state_change_event(described, REGION, ACCOUNT))
+
+    # ------------------------------------------------------------------ executions
+
+    def start(self, execution_input: Any, state_machine_arn: str | None = None) -> str:
         self._count += 1
-        arn = self.sfn.start_execution(
-            stateMachineArn=self.state_machine_arn, name=f"run-{self._count}", input=json.dumps(execution_input)
+        self.execution_arn = self.sfn.start_execution(
+            stateMachineArn=state_machine_arn or self.state_machine_arn,
+            name=f"run-{self._count}",
+            input=json.dumps(execution_input),
         )["executionArn"]
+        return self.execution_arn
+
+    def stop(self, arn: str, **reason: str) -> None:
+        """StopExecution, and (moto does not interrupt a callback task) the end of its open wait, as the local
+        runtime does."""
+        from local_runtime.runtime import release_pending_waits
+
+        self.sfn.stop_execution(executionArn=arn, **reason)
+        release_pending_waits(boto3.client("s3", region_name=REGION), self.sfn, BUCKET, arn)
+
+    def wait(self, arn: str, timeout: float = 60.0) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
         while True:
             described = self.sfn.describe_execution(executionArn=arn)
             if described["status"] != "RUNNING":
-                break
+                return described
             if time.monotonic() > deadline:
                 raise AssertionError(f"execution still running after {timeout} s")
             time.sleep(0.05)
+
+    def history(self, arn: str | None = None) -> list[dict[str, Any]]:
+        events: list[dict[str, Any]] = []
+        for page in self.sfn.get_paginator("get_execution_history").paginate(executionArn=arn or self.execution_arn):
+            events += page["events"]
+        return events
+
+    def run(self, execution_input: Any, timeout: float = 60.0, state_machine_arn: str | None = None) -> Execution:
+        described = self.wait(self.start(execution_input, state_machine_arn), timeout)
         output = json.loads(described["output"]) if described.get("output") else None
         return Execution(
             status=described["status"],

@@ -220,7 +220,7 @@ BAD_INPUTS = [
     ("policy", "random", "must be one of 'evidence', 'anchor' or 'declared'"),
     ("framework_version", "latest", "has no supported SageMaker training image; use one of 2.13, 2.12, 2.11"),
     ("use_spot_instances", "sometimes", "true/false"),
-    ("monitor_interval_seconds", -5, "must be >= 0 (got -5)"),
+    ("monitor_interval_seconds", -5, "must be >= 1 (got -5)"),
     ("monitor_interval_seconds", 1.5, "whole number"),
     ("max_run_seconds", 10, "must be >= 60"),
     (

@@ -1,5 +1,6 @@
 import pytest
 
+from contracts.run_spec import max_monitor_transitions_allowed
 from lambdas.remediation.execution_input import initial_state
 from lambdas.remediation.policies import ANCHOR_REMEDIES, EVIDENCE_REMEDIES, LEARNING_RATE_FLOOR, PlanningError, plan
 
@@ -244,7 +245,7 @@ def test_other_rules_use_the_generic_ladder(reference_state, record):
         ("capacity_error", {"failure_reason": "CapacityError: no ml.m5.xlarge"}, "try another instance type"),
         ("stopped", {}, "stopped outside the workflow"),
         ("failed", {"failure_reason": "InternalServerError"}, "InternalServerError"),
-        ("monitor_limit", {}, "max_monitor_transitions=720"),
+        ("monitor_limit", {}, f"max_monitor_transitions={max_monitor_transitions_allowed(6, 600)}"),
     ],
 )
 def test_outcomes_that_are_not_rule_issues_end_with_a_reason(reference_state, record, outcome, fields, expected):

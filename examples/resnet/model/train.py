@@ -16,7 +16,9 @@ launcher does that), or ``python -m model.train``. Inputs and outputs:
   (env ``SMDEBUG_CONFIG_FILE_PATH``; the job launcher writes it, with the rules
   beside it); without one, ExplodingTensor with StopTraining. Output: env
   ``DEBUG_OUTPUT_DIR``, else the config's LocalPath, else /opt/ml/output/tensors;
-* ``TRAINING_JOB_NAME``, ``TRAINING_NUM_THREADS`` (default: all cores).
+* ``TRAINING_JOB_NAME``, ``TRAINING_NUM_THREADS`` (default: all cores);
+* the device: the GPU when the container has one (``SM_NUM_GPUS`` and what torch sees,
+  ``contracts.job.training_device``), else the CPU; the log says which and why.
 
 Exit codes: 0 success; 1 unexpected error; 2 bad input (hyperparameter,
 channel, debugger configuration; the failure text names the field);
@@ -63,6 +65,7 @@ from contracts.job import (
     MAX_FAILURE_TEXT,
     HyperparameterError,
     parse_script_mode_arguments,
+    training_device,
 )
 from contracts.progress_log import format_epoch_line, format_step_line
 from debugger import Hook, StopTrainingRequested
@@ -175,6 +178,13 @@ def load_channels(environ: Mapping[str, str]) -> dict[str, tuple[np.ndarray, np.
     return channels
 
 
+def pick_device(environ: Mapping[str, str]) -> tuple[torch.device, str]:
+    """The GPU when the container has one, else the CPU; and why (for the job's log)."""
+    cuda_devices = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    name, why = training_device(cuda_devices, environ)
+    return torch.device(name), why
+
+
 def thread_count(environ: Mapping[str, str]) -> int:
     text = environ.get("TRAINING_NUM_THREADS", "").strip()
     if not text:
@@ -265,8 +275,9 @@ def load_newest_checkpoint(directory: Path) -> tuple[Path, dict[str, Any]] | Non
 
 
 def to_model_input(images: np.ndarray | torch.Tensor, channel_mean: torch.Tensor) -> torch.Tensor:
-    """uint8 NHWC -> float NCHW in [0, 1] minus the training set's per-channel mean."""
-    tensor = torch.as_tensor(images).permute(0, 3, 1, 2).to(torch.float32).div_(255.0)
+    """uint8 NHWC -> float NCHW in [0, 1] minus the training set's per-channel mean, on the mean's device (the
+    uint8 batch moves, a quarter of the float bytes)."""
+    tensor = torch.as_tensor(images).to(channel_mean.device).permute(0, 3, 1, 2).to(torch.float32).div_(255.0)
     return tensor.sub_(channel_mean.view(1, 3, 1, 1))
 
 
@@ -305,7 +316,7 @@ def evaluate(
     with torch.no_grad():
         for start in range(0, len(labels), EVALUATION_BATCH_SIZE):
             batch = to_model_input(images[start : start + EVALUATION_BATCH_SIZE], channel_mean)
-            targets = torch.as_tensor(labels[start : start + EVALUATION_BATCH_SIZE])
+            targets = torch.as_tensor(labels[start : start + EVALUATION_BATCH_SIZE]).to(channel_mean.device)
             logits = model(batch)
             total_loss += float(F.cross_entropy(logits, targets, reduction="sum"))
             correct += int((logits.argmax(dim=1) == targets).sum())
@@ -328,12 +339,14 @@ def train(
     hook: Hook,
     checkpoint_dir: Path,
     model_dir: Path,
+    device: torch.device | None = None,
 ) -> TrainingResult:
+    device = device or torch.device("cpu")
     x_train, y_train = channels["train"]
     x_test, y_test = channels["test"]
     num_classes = NUM_CLASSES  # load_channel refused any label outside 0 .. NUM_CLASSES - 1
     architecture = architecture_of(hyperparameters, num_classes)
-    channel_mean = torch.as_tensor((x_train.reshape(-1, 3).mean(axis=0) / 255.0).astype(np.float32))
+    channel_mean = torch.as_tensor((x_train.reshape(-1, 3).mean(axis=0) / 255.0).astype(np.float32)).to(device)
 
     torch.manual_seed(hyperparameters.seed)
     np.random.seed(hyperparameters.seed)
@@ -343,7 +356,7 @@ def train(
         activation=hyperparameters.activation,
         add_batch_norm=hyperparameters.add_batch_norm,
         num_classes=num_classes,
-    )
+    ).to(device)  # before the optimizer exists and a checkpoint loads into it: both follow the parameters' device
     criterion = nn.CrossEntropyLoss()
     optimizer = torch.optim.SGD(
         model.parameters(),
@@ -383,7 +396,7 @@ def train(
         f"{steps_per_epoch} steps per epoch, epochs {start_epoch}..{hyperparameters.num_epochs - 1}"
     )
     images = torch.as_tensor(x_train)
-    targets = torch.as_tensor(y_train)
+    targets = torch.as_tensor(y_train).to(device)
     train_loss = None
     held_out: tuple[float, float] | None = None
     model.train()
@@ -403,7 +416,7 @@ def train(
             step = epoch * steps_per_epoch + batch_index
             indices = order[batch_index * hyperparameters.batch_size : (batch_index + 1) * hyperparameters.batch_size]
             optimizer.zero_grad(set_to_none=True)
-            loss = criterion(model(to_model_input(images[indices], channel_mean)), targets[indices])
+            loss = criterion(model(to_model_input(images[indices], channel_mean)), targets[indices.to(device)])
             loss.backward()
             loss_value = float(loss.detach())
             try:
@@ -441,7 +454,7 @@ def train(
     hook.close(training_ended=True)
     saved_model = {
         "architecture": architecture,
-        "channel_mean": channel_mean,
+        "channel_mean": channel_mean.cpu(),
         "hyperparameters": asdict(hyperparameters),
         "state_dict": model.state_dict(),
     }
@@ -504,6 +517,7 @@ def run_job(argv: list[str], environ: Mapping[str, str]) -> int:
             hook, hook_source = create_hook(environ)
             torch.set_num_threads(thread_count(environ))
             channels = load_channels(environ)
+            device, device_reason = pick_device(environ)
         except HyperparameterError as error:
             _close_quietly(hook)
             write_failure(environ, f"InvalidHyperparameter: {error}")
@@ -519,6 +533,7 @@ def run_job(argv: list[str], environ: Mapping[str, str]) -> int:
 
         shown = json.dumps(hyperparameters.to_sagemaker(), sort_keys=True)
         log(f"job {hook.job_name}: hyperparameters {shown}; {torch.get_num_threads()} threads")
+        log(f"device: {device} ({device_reason})")
         rule_names = ", ".join(hook.rule_names) or "none"
         log(f"debugger: {hook_source}; rules {rule_names}; output {hook.out_dir}")
         try:
@@ -528,6 +543,7 @@ def run_job(argv: list[str], environ: Mapping[str, str]) -> int:
                 hook,
                 checkpoint_dir=Path(environ.get("TRAINING_CHECKPOINT_DIR", DEFAULT_CHECKPOINT_DIR)),
                 model_dir=Path(environ.get("SM_MODEL_DIR", DEFAULT_MODEL_DIR)),
+                device=device,
             )
         except StopTrainingRequested as stop:
             _close_quietly(hook)

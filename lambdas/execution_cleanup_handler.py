@@ -1,0 +1,61 @@
+"""Execution-cleanup Lambda: the target of the EventBridge rule on this state machine's "Step Functions Execution
+Status Change" to TIMED_OUT, ABORTED or FAILED.
+
+An execution that times out or is aborted runs no Catch, so its HandleFailure never stops the job it launched;
+one that fails outside a Catch neither. This reads the execution's last state from its history, finds the job it
+launched (or was launching) and stops it, only if the job's tags prove it is that execution's. It notifies the
+topic when the execution ended without its own cleanup (timed out, aborted) or when it stopped a job.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
+from botocore.exceptions import BotoCoreError, ClientError
+
+from lambdas.remediation import execution_cleanup, handler_support, job_events, notifications
+from lambdas.remediation.validation_messages import InvalidExecutionInput
+
+logger = Logger(service=handler_support.SERVICE_NAME)
+metrics = Metrics(namespace=handler_support.METRICS_NAMESPACE, service=handler_support.SERVICE_NAME)
+tracer = Tracer(service=handler_support.SERVICE_NAME)
+
+#: The Error name of the notification, by the status the execution ended with.
+ENDED_ERRORS = {"TIMED_OUT": "ExecutionTimedOut", "ABORTED": "ExecutionAborted", "FAILED": "ExecutionFailed"}
+
+
+@logger.inject_lambda_context(clear_state=True)
+@metrics.log_metrics
+@tracer.capture_lambda_handler
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    detail = event.get("detail") if isinstance(event, dict) else None
+    if event.get("detail-type") != job_events.EXECUTION_STATUS_CHANGE or not isinstance(detail, dict):
+        raise InvalidExecutionInput(
+            {"detail-type": f"the execution-cleanup Lambda takes {job_events.EXECUTION_STATUS_CHANGE!r} events"}
+        )
+    execution_arn, status = detail.get("executionArn", ""), detail.get("status", "")
+    logger.append_keys(execution_arn=execution_arn, status=status)
+    if status not in job_events.ABNORMAL_EXECUTION_STATUSES:
+        return {"execution_arn": execution_arn, "status": status, "notes": ["nothing to clean up"], "stopped": []}
+    region = execution_arn.split(":")[3]
+    try:
+        report = execution_cleanup.stop_jobs_of_ended_execution(
+            handler_support.client("stepfunctions", region),
+            execution_cleanup.sagemaker_client,
+            execution_arn,
+            detail.get("startDate"),
+        )
+    except (ClientError, BotoCoreError) as error:
+        if handler_support.is_transient(error):
+            raise handler_support.AwsTransientError(f"reading execution {execution_arn}: {error}") from error
+        raise
+    if report.stopped:
+        metrics.add_metric(name="JobsStoppedAfterExecutionEnded", unit=MetricUnit.Count, value=len(report.stopped))
+    logger.info("execution ended; cleanup done", extra={"notes": report.notes})
+    if status != "FAILED" or report.stopped:
+        # A failed execution's own HandleFailure already notified; one that timed out or was aborted did not.
+        cause = f"Execution {execution_arn} ended {status}. Cleanup: {'; '.join(report.notes)}."
+        handler_support.publish(notifications.workflow_error(ENDED_ERRORS[status], cause, report.state))
+    return {"execution_arn": execution_arn, "status": status, "notes": report.notes, "stopped": report.stopped}

@@ -1,0 +1,114 @@
+"""Stopping what an execution left running, and only that: a job is stopped only if its tags prove it is the
+execution's (``job_request.owned_by``: its ARN and start time), and never because a read failed.
+
+Three callers: the monitor's Catch path (HandleFailure, with the failed state at hand), the execution-cleanup
+Lambda (an execution that timed out, was aborted or failed outside its Catch: the state read back from its
+history) and ``remediate cloud stop``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from collections.abc import Callable
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from lambdas.remediation import execution_history, handler_support, job_request
+from lambdas.remediation.payload import WorkflowState, parse_state
+from lambdas.remediation.validation_messages import InvalidExecutionInput
+
+
+@dataclasses.dataclass
+class CleanupReport:
+    """What was done: ``notes`` one line each (stopped, left alone and why), ``stopped`` the jobs stopped."""
+
+    notes: list[str] = dataclasses.field(default_factory=list)
+    stopped: list[str] = dataclasses.field(default_factory=list)
+    state: WorkflowState | None = None
+
+
+def jobs_that_may_run(state: WorkflowState, execution_id: str, execution_start_time: str) -> list[str]:
+    """The latest job if it was still running, and the next attempt's job (a launch that failed half-way)."""
+    jobs = []
+    attempt = state.last_attempt
+    if attempt is not None and attempt.outcome in ("running", "issues_found", "monitor_limit"):
+        jobs.append(attempt.job_name)
+    if state.next_action == "launch_new":
+        try:
+            identity = job_request.execution_identity(execution_id, execution_start_time)
+            jobs.append(job_request.training_job_name(identity, state.run_spec.base_job_name, state.attempt_count + 1))
+        except job_request.JobRequestError:
+            pass  # no identity, no name to look for
+    return jobs
+
+
+def stop_owned_jobs(
+    sagemaker: Any, job_names: list[str], execution_id: str, execution_start_time: str, report: CleanupReport
+) -> CleanupReport:
+    for job_name in job_names:
+        try:
+            described = sagemaker.describe_training_job(TrainingJobName=job_name)
+            if described.get("TrainingJobStatus") != "InProgress":
+                continue
+            tags = handler_support.job_tags(sagemaker, described["TrainingJobArn"])
+            if not job_request.owned_by(tags, execution_id, execution_start_time):
+                report.notes.append(f"left training job {job_name} running: its tags name another execution")
+                continue
+            handler_support.stop_training_job(sagemaker, job_name)
+            report.notes.append(f"stopped training job {job_name}")
+            report.stopped.append(job_name)
+        except (ClientError, BotoCoreError) as error:
+            code = error.response.get("Error", {}).get("Code") if isinstance(error, ClientError) else ""
+            if code not in handler_support.NO_SUCH_JOB_OR_NOT_STOPPABLE:
+                # A read that failed proves nothing about the job: it is left alone, and said so.
+                report.notes.append(
+                    f"could not check or stop training job {job_name} ({code or type(error).__name__}: "
+                    f"{error}); left it as it is: stop it with `aws sagemaker stop-training-job "
+                    f"--training-job-name {job_name}` if it still runs"
+                )
+    return report
+
+
+def stop_jobs_of_ended_execution(
+    stepfunctions: Any,
+    sagemaker_for_region: Callable[[str], Any],
+    execution_arn: str,
+    start_date: dt.datetime | float | None = None,
+) -> CleanupReport:
+    """Read the execution's last state from its history and stop the job(s) it may have left running.
+
+    ``start_date`` (the execution's, a datetime or epoch milliseconds as events carry it) stands in for the start
+    time the tasks got when the history holds no task yet.
+    """
+    history = execution_history.read_history(stepfunctions, execution_arn)
+    report = CleanupReport()
+    payload = execution_history.latest_state_payload({}, history)
+    if payload is None:
+        report.notes.append("no state in the execution's history: it launched no job")
+        return report
+    try:
+        report.state = state = parse_state(payload)
+    except InvalidExecutionInput as error:
+        report.notes.append(f"the execution's last state is not valid ({error}); no job to look for")
+        return report
+    started = execution_history.execution_start_time(history) or _as_start_time(start_date)
+    jobs = jobs_that_may_run(state, execution_arn, started)
+    if not jobs:
+        report.notes.append("its last job had already ended")
+        return report
+    return stop_owned_jobs(sagemaker_for_region(state.run_spec.region), jobs, execution_arn, started, report)
+
+
+def _as_start_time(start_date: dt.datetime | float | None) -> str:
+    """$$.Execution.StartTime's form: ISO 8601 in UTC with milliseconds and a Z."""
+    if start_date is None:
+        return ""
+    if not isinstance(start_date, dt.datetime):
+        start_date = dt.datetime.fromtimestamp(float(start_date) / 1000, dt.UTC)
+    return start_date.astimezone(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def sagemaker_client(region: str) -> Any:
+    return handler_support.client("sagemaker", region)

@@ -1,0 +1,111 @@
+"""The event-driven wait through moto's interpreter end to end: a job's "SageMaker Training Job State Change" event,
+matched by the stack's rule pattern, reaches the real job-events handler, which finds the wait's task token in
+the bucket and completes the WaitForJob task; the monitor runs at once, however long the job trained."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import boto3
+from workflow_harness import BASE_INPUT, BUCKET, REGION, completed, failed
+
+from contracts import bucket_layout
+
+#: The fallback poll of these runs: far longer than any job here trains, so only the events can end a wait.
+SLOW_FALLBACK = {**BASE_INPUT, "monitor_interval_seconds": 60}
+
+
+def entered_states(history: list[dict]) -> list[str]:
+    return [event["stateEnteredEventDetails"]["name"] for event in history if "stateEnteredEventDetails" in event]
+
+
+def transitions_per_attempt(history: list[dict]) -> list[list[str]]:
+    """The states entered from each Train to the next (the last attempt up to the end)."""
+    attempts: list[list[str]] = []
+    for name in entered_states(history):
+        if name == "Train":
+            attempts.append([])
+        if attempts:
+            attempts[-1].append(name)
+    return attempts
+
+
+def wait_outputs(history: list[dict]) -> list[dict]:
+    """What ended each WaitForJob: the SendTaskSuccess output, or the fallback timeout."""
+    outcomes = []
+    for event in history:
+        if event["type"] == "TaskSucceeded" and "waitForTaskToken" in event["taskSucceededEventDetails"]["resource"]:
+            outcomes.append(json.loads(event["taskSucceededEventDetails"]["output"]))
+        elif event["type"] == "TaskTimedOut":
+            outcomes.append({"woken_by": "fallback_timeout"})
+    return outcomes
+
+
+def test_a_job_state_change_event_wakes_the_wait_through_its_task_token(workflow):
+    sagemaker = workflow.script([completed(after_seconds=2)])
+    started = time.monotonic()
+    execution = workflow.run(SLOW_FALLBACK)
+    seconds = time.monotonic() - started
+
+    assert execution.status == "SUCCEEDED", execution.cause
+    assert seconds < 30, f"the wait ended after {seconds:.0f} s: the event did not wake it (fallback: 60 s)"
+    job = sagemaker.created[0]["TrainingJobName"]
+    history = workflow.history()
+    assert wait_outputs(history) == [{"woken_by": "job_state_change", "job_name": job, "TrainingJobStatus": "Completed"}]
+    assert entered_states(history).count("Monitor") == 1
+    (delivery,) = workflow.events.deliveries
+    assert delivery.rule == "JobStateChange" and delivery.result == {"job_name": job, "woken": True}
+    assert delivery.event["detail-type"] == "SageMaker Training Job State Change"
+    # The token was kept under the job's name with the execution that waits for it.
+    kept = json.loads(
+        boto3.client("s3", region_name=REGION)
+        .get_object(Bucket=BUCKET, Key=bucket_layout.task_token_key(job))["Body"]
+        .read()
+    )
+    assert kept["execution_id"] == workflow.execution_arn and kept["job_name"] == job and kept["task_token"]
+
+
+def test_an_attempt_costs_a_fixed_number_of_transitions_however_long_it_trains(workflow):
+    """The figure: 6 state transitions for an attempt that is remediated (Train, WaitForJob, Monitor, AfterMonitor,
+    Plan, AfterPlan) and 5 for the one that succeeds (... AfterMonitor, RemediationSucceeded), whether the job trains
+    for 0 s or for 4 s; the old Wait loop paid 3 transitions per poll of the job instead."""
+    stop = "AlgorithmError: StopTraining: rule ExplodingTensor found an issue at step 3"
+    costs = {}
+    for seconds in (0, 4):
+        workflow.script([failed(stop, after_seconds=seconds)], [completed(after_seconds=seconds)])
+        execution = workflow.run(SLOW_FALLBACK)
+        assert execution.status == "SUCCEEDED", execution.cause
+        costs[seconds] = transitions_per_attempt(workflow.history())
+    assert costs[0] == costs[4] == [
+        ["Train", "WaitForJob", "Monitor", "AfterMonitor", "Plan", "AfterPlan"],
+        ["Train", "WaitForJob", "Monitor", "AfterMonitor", "RemediationSucceeded"],
+    ]
+
+
+def test_the_fallback_poll_costs_three_transitions_each_time_it_fires(workflow):
+    """With a fallback shorter than the job, each timeout is one more WaitForJob, Monitor, AfterMonitor."""
+    workflow.script([completed(after_seconds=3.5)])
+    execution = workflow.run({**BASE_INPUT, "monitor_interval_seconds": 1})
+    assert execution.status == "SUCCEEDED", execution.cause
+    history = workflow.history()
+    (attempt,) = transitions_per_attempt(history)
+    fallbacks = [outcome for outcome in wait_outputs(history) if outcome["woken_by"] == "fallback_timeout"]
+    assert 2 <= len(fallbacks) <= 4  # 3.5 s of training against a 1 s timeout (plus the interpreter's own time)
+    assert len(attempt) == 5 + 3 * len(fallbacks)
+    assert wait_outputs(history)[-1]["woken_by"] == "job_state_change"
+
+
+def test_a_job_that_ended_before_the_wait_began_is_answered_at_once(workflow):
+    """Its event came before the token was kept, and found nothing to wake: the wait itself sees the final status."""
+    sagemaker = workflow.script([completed(), completed()])
+    workflow.on_launch(sagemaker.advance)  # the job is over by the time the workflow waits for it
+    started = time.monotonic()
+    execution = workflow.run(SLOW_FALLBACK)
+
+    assert execution.status == "SUCCEEDED", execution.cause
+    assert time.monotonic() - started < 30
+    job = sagemaker.created[0]["TrainingJobName"]
+    assert wait_outputs(workflow.history()) == [
+        {"woken_by": "job_already_ended", "job_name": job, "TrainingJobStatus": "Completed"}
+    ]
