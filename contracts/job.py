@@ -126,6 +126,17 @@ OUT_OF_MEMORY_FAILURE = re.compile(
 )
 
 
+#: A job that failed because its data is wrong, as its FailureReason says it: a script's own DataError or
+#: InvalidChannel (the built-in example's), PyTorch's "Target 12 is out of bounds" (a label outside the model's
+#: classes; on a GPU it surfaces as "device-side assert triggered"), and scikit-learn's / XGBoost's
+#: "Input contains NaN" / "Label contains NaN". No hyperparameter fixes these: the run ends without a relaunch.
+DATA_ERROR_FAILURE = re.compile(
+    r"\bDataError\b|\bInvalidChannel\b|Target -?\d+ is out of bounds|device-side assert triggered"
+    r"|\b(?:Input|Label|Labels)(?: X)? contains? NaN",
+    re.IGNORECASE,
+)
+
+
 def killed_process_failure_text(signal_name: str, signal_number: int, peak_memory: str | None) -> str:
     """The FailureReason of a job whose training process a signal killed (not a stop the platform asked for)."""
     code = 128 + signal_number

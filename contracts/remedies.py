@@ -37,52 +37,31 @@ from typing import Any
 
 from contracts import ContractError
 from contracts.debugger_config import BUILTIN_RULE_DEFAULTS
+from contracts.hyperparameter_values import Value, is_number, kind_of, same_kind, show
+from contracts.remedy_conditions import Condition, Situation, parse_condition
 
 ANY_RULE = "*"
 #: The job completed, no rule fired, but the objective's metric missed its target.
 OBJECTIVE_MISSED = "objective_missed"
 #: The training process ran out of memory (the kernel killed it, or the framework raised OutOfMemoryError).
 OUT_OF_MEMORY = "out_of_memory"
+#: The data is wrong (NaN inputs, labels outside the model's classes): no hyperparameter fixes that.
+DATA_ERROR = "data_error"
 FAILURE_KINDS = {
     OBJECTIVE_MISSED: "the job completed with quiet rules but missed the objective",
     OUT_OF_MEMORY: "the training process ran out of memory",
+    DATA_ERROR: "the data is wrong (NaN inputs, labels outside the model's classes); fix the data",
 }
+#: Failure kinds no remedy may answer: the run ends at once, without a relaunch.
+NOT_REMEDIABLE = (DATA_ERROR,)
 
 OPERATIONS = ("set_to", "multiply_by", "add", "at_most", "at_least")
 NUMERIC_OPERATIONS = ("multiply_by", "add", "at_most", "at_least")
-PHASES = ("warmup", "main")
-LOSS_TRENDS = ("rising", "falling")
-#: Without steps_per_epoch in the evidence, an issue before this step counts as "early".
-EARLY_STEP_FALLBACK = 10
 MAX_REMEDIES_PER_KEY = 12
 #: The declaration travels in the workflow state (Step Functions caps it at 256 KiB).
 MAX_REMEDIES_JSON_BYTES = 8192
 MAX_NAME_LENGTH = 64
 MAX_NOTE_LENGTH = 400
-
-Value = str | int | float | bool
-
-
-def is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def same_kind(a: Any, b: Any) -> bool:
-    """Values a remedy may swap: booleans for booleans, numbers for numbers, strings for strings."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool)
-    if is_number(a) or is_number(b):
-        return is_number(a) and is_number(b)
-    return type(a) is type(b)
-
-
-def show(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return f"{value:.4g}" if math.isfinite(value) else str(value)
-    return str(value)
-
 
 # --------------------------------------------------------------------------- changes
 
@@ -179,87 +158,6 @@ class Change:
         return data
 
 
-# --------------------------------------------------------------------------- conditions
-
-
-@dataclasses.dataclass(frozen=True)
-class Situation:
-    """What the debugger's evidence says about the failure, as conditions read it."""
-
-    issue_step: int | None = None
-    steps_per_epoch: int | None = None
-    phase: str | None = None
-    initial_gradient_norm: float | None = None
-    initial_loss: float | None = None
-    last_finite_loss: float | None = None
-
-    @property
-    def early(self) -> bool | None:
-        if self.issue_step is None:
-            return None
-        return self.issue_step < self.early_limit
-
-    @property
-    def early_limit(self) -> float:
-        return self.steps_per_epoch / 2 if self.steps_per_epoch else EARLY_STEP_FALLBACK
-
-    @property
-    def loss_trend(self) -> str | None:
-        if self.initial_loss is None or self.last_finite_loss is None:
-            return None
-        return "rising" if self.last_finite_loss >= self.initial_loss else "falling"
-
-
-@dataclasses.dataclass(frozen=True)
-class Condition:
-    """All given tests must hold. Empty: always."""
-
-    phase: str | None = None
-    early: bool | None = None
-    initial_gradient_norm_above: float | None = None
-    loss: str | None = None
-    hyperparameters: tuple[tuple[str, Value], ...] = ()
-
-    def check(self, situation: Situation, hyperparameters: Mapping[str, Value]) -> tuple[bool, list[str]]:
-        """(holds, the facts behind it with their numbers) for the reason the planner writes."""
-        facts: list[str] = []
-        if self.phase is not None:
-            if situation.phase != self.phase:
-                return False, []
-            facts.append(f"it happened in the {self.phase} phase")
-        if self.early is not None:
-            if situation.early is None or situation.early != self.early:
-                return False, []
-            limit = show(situation.early_limit)
-            where = f"at step {situation.issue_step}"
-            facts.append(f"{where}, before step {limit}" if self.early else f"{where}, after step {limit}")
-        if self.initial_gradient_norm_above is not None:
-            norm = situation.initial_gradient_norm
-            if norm is None or not math.isfinite(norm) or norm <= self.initial_gradient_norm_above:
-                return False, []
-            facts.append(f"the initial gradient norm {show(norm)} is above {show(self.initial_gradient_norm_above)}")
-        if self.loss is not None:
-            if situation.loss_trend != self.loss:
-                return False, []
-            facts.append(
-                f"the loss went from {show(situation.initial_loss)} to {show(situation.last_finite_loss)} ({self.loss})"
-            )
-        for name, value in self.hyperparameters:
-            if hyperparameters.get(name) != value:
-                return False, []
-            facts.append(f"{name} is {show(value)}")
-        return True, facts
-
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {}
-        for key in ("phase", "early", "initial_gradient_norm_above", "loss"):
-            if getattr(self, key) is not None:
-                data[key] = getattr(self, key)
-        if self.hyperparameters:
-            data["hyperparameters"] = dict(self.hyperparameters)
-        return data
-
-
 # --------------------------------------------------------------------------- remedies
 
 
@@ -270,6 +168,10 @@ class Remedy:
     when: Condition = Condition()
     name: str = ""
     note: str = ""
+    #: The next job starts from the failed job's checkpoints (SageMaker's CheckpointConfig: the script resumes
+    #: from what it finds there) instead of from step 0. For changes a saved model and optimizer survive: a
+    #: learning rate, regularisation, early stopping; not an architecture change.
+    resume: bool = False
 
     @property
     def label(self) -> str:
@@ -303,6 +205,8 @@ class Remedy:
             data["name"] = self.name
         if self.note:
             data["note"] = self.note
+        if self.resume:
+            data["resume"] = True
         return data
 
 
@@ -335,6 +239,10 @@ def parse_remedies(
             )
         if not isinstance(entries, list):
             raise ContractError(f"{where}.{key}", "must be a JSON list of remedies, tried in order")
+        if key in NOT_REMEDIABLE and entries:
+            raise ContractError(
+                f"{where}.{key}", f"takes no remedies: {FAILURE_KINDS[key]}; the run ends at once when it happens"
+            )
         if len(entries) > MAX_REMEDIES_PER_KEY:
             raise ContractError(f"{where}.{key}", f"has {len(entries)} remedies; at most {MAX_REMEDIES_PER_KEY}")
         parsed[key] = tuple(
@@ -345,14 +253,51 @@ def parse_remedies(
     return parsed
 
 
+def adapt_to_script(
+    preset: Mapping[str, Sequence[Mapping[str, Any]]], names: Mapping[str, str], hyperparameters: Mapping[str, Value]
+) -> dict[str, list[dict[str, Any]]]:
+    """A built-in remedy set, written on conventional names (learning_rate, grad_clip, ...), for a script's own
+    hyperparameters: each name renamed through ``names`` (conventional -> the script's, e.g. learning_rate ->
+    lr), and every remedy, ``also`` change or condition on a hyperparameter the run does not have left out.
+    Rules left with no remedy are left out."""
+    def rename(name: str) -> str:
+        return names.get(name, name)
+
+    def change(entry: Mapping[str, Any]) -> dict[str, Any]:
+        return {**entry, "hyperparameter": rename(entry["hyperparameter"])}
+
+    adapted: dict[str, list[dict[str, Any]]] = {}
+    for key, entries in preset.items():
+        kept = []
+        for entry in entries:
+            main = change(entry)
+            if main["hyperparameter"] not in hyperparameters:
+                continue
+            when = dict(entry.get("when", {}))
+            if "hyperparameters" in when:
+                renamed = {rename(name): value for name, value in when["hyperparameters"].items()}
+                if any(name not in hyperparameters for name in renamed):
+                    continue
+                when["hyperparameters"] = renamed
+            also = [change(item) for item in entry.get("also", [])]
+            main["also"] = [item for item in also if item["hyperparameter"] in hyperparameters]
+            if not main["also"]:
+                del main["also"]
+            if when:
+                main["when"] = when
+            kept.append(main)
+        if kept:
+            adapted[key] = kept
+    return adapted
+
+
 def remedies_to_json(remedies: Remedies) -> dict[str, list[dict[str, Any]]]:
     return {key: [remedy.to_json() for remedy in entries] for key, entries in remedies.items()}
 
 
 _BOUND_KEYS = ("min", "max", "above", "below")
-_REMEDY_KEYS = {"hyperparameter", *OPERATIONS, *_BOUND_KEYS, "also", "when", "name", "note"}
+_REMEDY_KEYS = {"hyperparameter", *OPERATIONS, *_BOUND_KEYS, "also", "when", "name", "note", "resume"}
 _CHANGE_KEYS = {"hyperparameter", *OPERATIONS, *_BOUND_KEYS}
-_CONDITION_KEYS = ("phase", "early", "initial_gradient_norm_above", "loss", "hyperparameters")
 
 
 def _parse_remedy(entry: Any, hyperparameters: Mapping[str, Value], where: str) -> Remedy:
@@ -380,8 +325,11 @@ def _parse_remedy(entry: Any, hyperparameters: Mapping[str, Value], where: str) 
     note = entry.get("note", "")
     if not isinstance(note, str) or len(note) > MAX_NOTE_LENGTH:
         raise ContractError(f"{where}.note", f"must be a string of at most {MAX_NOTE_LENGTH} characters")
-    when = _parse_condition(entry.get("when", {}), hyperparameters, f"{where}.when")
-    return Remedy(change=change, also=tuple(also), when=when, name=name, note=note)
+    when = parse_condition(entry.get("when", {}), hyperparameters, f"{where}.when")
+    resume = entry.get("resume", False)
+    if not isinstance(resume, bool):
+        raise ContractError(f"{where}.resume", f"must be true or false (got {resume!r})")
+    return Remedy(change=change, also=tuple(also), when=when, name=name, note=note, resume=resume)
 
 
 def _parse_change(entry: Mapping[str, Any], hyperparameters: Mapping[str, Value], where: str) -> Change:
@@ -405,11 +353,11 @@ def _parse_change(entry: Mapping[str, Any], hyperparameters: Mapping[str, Value]
             raise ContractError(
                 f"{where}.set_to",
                 f"must be of the same kind as {name}'s starting value {show(current)!r} "
-                f"({_kind(current)}; got {_kind(operand)})",
+                f"({kind_of(current)}; got {kind_of(operand)})",
             )
     else:
         if not is_number(current):
-            raise ContractError(f"{where}.{operation}", f"{name} is {_kind(current)} {show(current)!r}; {operation} needs a number")
+            raise ContractError(f"{where}.{operation}", f"{name} is {kind_of(current)} {show(current)!r}; {operation} needs a number")
         if not is_number(operand) or not math.isfinite(operand):
             raise ContractError(f"{where}.{operation}", f"must be a finite number (got {operand!r})")
         if operation == "multiply_by" and operand <= 0:
@@ -438,43 +386,6 @@ def _parse_change(entry: Mapping[str, Any], hyperparameters: Mapping[str, Value]
     return Change(name, operation, operand, bounds.get("min"), bounds.get("max"), bounds.get("above"), bounds.get("below"))
 
 
-def _parse_condition(value: Any, hyperparameters: Mapping[str, Value], where: str) -> Condition:
-    if not isinstance(value, Mapping):
-        raise ContractError(where, f"must be an object of conditions: {', '.join(_CONDITION_KEYS)}")
-    for key in value:
-        if key not in _CONDITION_KEYS:
-            raise ContractError(f"{where}.{key}", f"is not a condition; allowed: {', '.join(_CONDITION_KEYS)}")
-    phase = value.get("phase")
-    if phase is not None and phase not in PHASES:
-        raise ContractError(f"{where}.phase", f"must be one of {', '.join(PHASES)} (got {phase!r})")
-    early = value.get("early")
-    if early is not None and not isinstance(early, bool):
-        raise ContractError(f"{where}.early", f"must be true or false (got {early!r})")
-    norm = value.get("initial_gradient_norm_above")
-    if norm is not None and (not is_number(norm) or not math.isfinite(norm) or norm < 0):
-        raise ContractError(f"{where}.initial_gradient_norm_above", f"must be a number >= 0 (got {norm!r})")
-    loss = value.get("loss")
-    if loss is not None and loss not in LOSS_TRENDS:
-        raise ContractError(f"{where}.loss", f"must be one of {', '.join(LOSS_TRENDS)} (got {loss!r})")
-    equal = value.get("hyperparameters", {})
-    if not isinstance(equal, Mapping):
-        raise ContractError(f"{where}.hyperparameters", "must be an object of hyperparameter: value")
-    for name, expected in equal.items():
-        if name not in hyperparameters:
-            raise ContractError(f"{where}.hyperparameters.{name}", f"{name!r} is not in run_spec.hyperparameters")
-        if not same_kind(expected, hyperparameters[name]):
-            raise ContractError(
-                f"{where}.hyperparameters.{name}", f"must be {_kind(hyperparameters[name])} like its starting value"
-            )
-    return Condition(
-        phase=phase,
-        early=early,
-        initial_gradient_norm_above=float(norm) if norm is not None else None,
-        loss=loss,
-        hyperparameters=tuple(equal.items()),
-    )
-
-
 def _check_reachable(remedies: Remedies, hyperparameters: Mapping[str, Value], where: str) -> None:
     """A remedy whose main change cannot apply to the starting value, when no other declared change moves that
     hyperparameter, can never apply: say so before anything is launched."""
@@ -497,18 +408,13 @@ def _check_reachable(remedies: Remedies, hyperparameters: Mapping[str, Value], w
                 )
 
 
-def _kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true/false"
-    if is_number(value):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    return type(value).__name__
-
-
 __all__: Sequence[str] = (
     "ANY_RULE",
+    "DATA_ERROR",
+    "NOT_REMEDIABLE",
+    "adapt_to_script",
+    "show",
+    "same_kind",
     "OBJECTIVE_MISSED",
     "OUT_OF_MEMORY",
     "FAILURE_KINDS",

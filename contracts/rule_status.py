@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -28,6 +29,13 @@ STOPPED = "Stopped"
 RULE_EVALUATION_STATUSES = (IN_PROGRESS, NO_ISSUES_FOUND, ISSUES_FOUND, ERROR, STOPPING, STOPPED)
 
 PHASES = ("warmup", "main")
+#: A rule's issue kind (RuleIssue.kind): a short lower-case token the rule documents.
+ISSUE_KIND_PATTERN = re.compile(r"^[a-z][a-z_]{0,31}$")
+#: Issue kinds that mean the data is wrong, not the training: a non-finite model input (ExplodingTensor,
+#: CheckInputImages), a label outside the model's classes (ClassImbalance). The run ends without a relaunch.
+NAN_INPUT = "nan_input"
+LABEL_OUT_OF_RANGE = "label_out_of_range"
+DATA_ERROR_ISSUE_KINDS = (NAN_INPUT, LABEL_OUT_OF_RANGE)
 
 
 # --------------------------------------------------------------------------- rule-status document
@@ -43,10 +51,16 @@ class RuleIssue:
     message: str
     #: "warmup" or "main" when the script said so (Hook.set_context); None when it did not.
     phase: str | None = None
+    #: How the rule's condition failed, in the rule's own words, for remedies that differ by it:
+    #: TensorVariance "above_max" / "below_min", LossNotDecreasing "rising" / "flat", WeightUpdateRatio
+    #: "too_large" / "too_small". None for rules with one way to fail.
+    kind: str | None = None
 
     def __post_init__(self) -> None:
         if self.phase is not None and self.phase not in PHASES:
             raise ContractError("issue.phase", f"must be one of {', '.join(PHASES)}; got {self.phase!r}")
+        if self.kind is not None and not ISSUE_KIND_PATTERN.match(self.kind):
+            raise ContractError("issue.kind", f"must be a short lower-case token like 'above_max'; got {self.kind!r}")
 
 
 @dataclasses.dataclass

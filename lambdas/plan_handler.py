@@ -22,6 +22,7 @@ END_ERRORS = {
     "no_remedy_left": "NoRemedyLeft",
     "algorithm_error": "TrainingAlgorithmError",
     "out_of_memory": "TrainingOutOfMemory",
+    "data_error": "TrainingDataError",
     "capacity_error": "TrainingCapacityError",
     "stopped": "TrainingJobStopped",
     "failed": "TrainingJobFailed",

@@ -236,7 +236,11 @@ class LocalRuntime:
         return self.execution_arn
 
     def describe(self) -> dict[str, Any]:
-        return self.client("stepfunctions").describe_execution(executionArn=self.execution_arn)
+        description = self.client("stepfunctions").describe_execution(executionArn=self.execution_arn)
+        if description.get("status") == "FAILED" and description.get("error") == ABORTED_WAIT_ERROR:
+            # release_pending_waits ended a stopped execution's wait: AWS would show that execution ABORTED.
+            description = {**description, "status": "ABORTED"}
+        return description
 
     def history(self) -> list[dict[str, Any]]:
         events: list[dict[str, Any]] = []
@@ -347,6 +351,10 @@ class LocalRuntime:
         self._saved_environment = {}
 
 
+#: The error release_pending_waits fails a stopped execution's wait with; describe() shows that execution ABORTED.
+ABORTED_WAIT_ERROR = "LocalStop"
+
+
 def release_pending_waits(s3: Any, stepfunctions: Any, bucket: str, execution_arn: str) -> int:
     """After StopExecution, end the execution's open WaitForJob with SendTaskFailure; returns how many.
 
@@ -362,7 +370,7 @@ def release_pending_waits(s3: Any, stepfunctions: Any, bucket: str, execution_ar
             continue
         try:
             stepfunctions.send_task_failure(
-                taskToken=record["task_token"], error="States.Aborted", cause="the execution was stopped"
+                taskToken=record["task_token"], error=ABORTED_WAIT_ERROR, cause="the execution was stopped"
             )
             released += 1
         except stepfunctions.exceptions.ClientError:

@@ -19,7 +19,7 @@ from botocore.exceptions import ClientError
 
 import contracts
 from contracts import bucket_layout, rule_status
-from contracts.job import OUT_OF_MEMORY_FAILURE, STOP_TRAINING_FAILURE
+from contracts.job import DATA_ERROR_FAILURE, OUT_OF_MEMORY_FAILURE, STOP_TRAINING_FAILURE
 from contracts.remedies import show
 from contracts.run_spec import CAPACITY_RELAUNCHES
 from lambdas.remediation.payload import (
@@ -128,6 +128,22 @@ def decide(
     running = status == "InProgress"
 
     issues = tuple(rule for rule in rule_statuses if rule.RuleEvaluationStatus == rule_status.ISSUES_FOUND)
+    data_issue = next(
+        (rule for rule in issues if rule.issue is not None and rule.issue.kind in rule_status.DATA_ERROR_ISSUE_KINDS),
+        None,
+    )
+    if data_issue is not None:
+        stopping = "; stopping the job" if running else ""
+        return MonitorDecision(
+            next_step="plan",
+            outcome="data_error",
+            reason=(
+                f"Job {job}: the data is wrong: {_describe_issue(data_issue)} "
+                f"({clip(data_issue.issue.message, 300)}){stopping}."
+            ),
+            stop_job=running,
+            issues=(data_issue,),
+        )
     if issues:
         names = ", ".join(_describe_issue(rule) for rule in issues)
         stopping = "; stopping the job" if running else ""
@@ -207,6 +223,12 @@ def decide(
                 f"{state.max_num_retraining})"
             )
             return MonitorDecision(next_step="plan", outcome="capacity_error", reason=f"Job {job} could not run {again}.")
+        if DATA_ERROR_FAILURE.search(failure):
+            return MonitorDecision(
+                next_step="plan",
+                outcome="data_error",
+                reason=f"Job {job} failed on its data: {clip(failure, 500)}",
+            )
         if OUT_OF_MEMORY_FAILURE.search(failure):
             return MonitorDecision(
                 next_step="plan",
@@ -323,6 +345,7 @@ def apply_decision(
             value=first_issue.issue.value,
             phase=first_issue.issue.phase,
             message=first_issue.issue.message,
+            kind=first_issue.issue.kind,
         )
     elif decision.issues:
         changes["issue"] = Issue(rule=decision.issues[0].RuleConfigurationName)

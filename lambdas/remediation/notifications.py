@@ -290,6 +290,7 @@ def _give_up_cause(attempt: Attempt | None) -> str:
         "out_of_memory": "out of memory, no remedy left"
         if attempt.decision is None or attempt.decision.end_cause != "budget_spent"
         else "out of memory, relaunch budget spent",
+        "data_error": "the data is wrong, not remediable",
         "running": "ended while the job was running",
         "completed": "ended",
     }[attempt.outcome]

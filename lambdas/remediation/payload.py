@@ -30,7 +30,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from contracts import objective as objective_contract
 from contracts import remedies as remedies_contract
 from contracts import run_spec as bounds
-from contracts.rule_status import Evidence
+from contracts.rule_status import ISSUE_KIND_PATTERN, Evidence
 from lambdas.remediation import training_images
 from lambdas.remediation.validation_messages import InvalidState, clip, describe_validation_error
 
@@ -64,6 +64,7 @@ Outcome = Literal[
     "missing_evidence",  # the job completed but no rule status was ever read: the rules did not run
     "algorithm_error",  # the training code failed (not because of a rule)
     "out_of_memory",  # the training process ran out of memory (killed by the kernel, or OutOfMemoryError)
+    "data_error",  # the data is wrong (NaN inputs, labels outside the model's classes): not remediable
     "capacity_error",  # SageMaker had no capacity (after the monitor's own retries)
     "stopped",  # stopped by someone or something other than the workflow
     "failed",  # any other failure
@@ -79,6 +80,7 @@ EndCause = Literal[
     "missing_evidence",
     "algorithm_error",
     "out_of_memory",
+    "data_error",
     "capacity_error",
     "stopped",
     "failed",
@@ -268,6 +270,8 @@ class Issue(BaseModel):
     value: float | None = None  # may be NaN or infinite (serialised as "NaN" / "Infinity")
     phase: Phase | None = None
     message: Text(MAX_ISSUE_MESSAGE_BYTES) = ""
+    #: How the rule's condition failed (contracts.rule_status.RuleIssue.kind).
+    kind: Annotated[str, Field(pattern=ISSUE_KIND_PATTERN.pattern)] | None = None
 
 
 class AttemptEvidence(BaseModel):

@@ -31,7 +31,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from contracts.remedies import ANY_RULE, FAILURE_KINDS, OBJECTIVE_MISSED, OUT_OF_MEMORY, Remedy, Situation, show
+from contracts.remedies import (
+    ANY_RULE,
+    DATA_ERROR,
+    FAILURE_KINDS,
+    NOT_REMEDIABLE,
+    OBJECTIVE_MISSED,
+    OUT_OF_MEMORY,
+    Remedy,
+    Situation,
+    show,
+)
 from lambdas.remediation.payload import Attempt, Change, Decision, WorkflowState
 
 #: An initial total gradient norm above this means the network is badly scaled at
@@ -185,6 +195,9 @@ def situation_of(attempt: Attempt) -> Situation:
         initial_gradient_norm=evidence.initial_gradient_norm if evidence else None,
         initial_loss=evidence.initial_loss if evidence else None,
         last_finite_loss=evidence.last_finite_loss if evidence else None,
+        issue_kind=issue.kind if issue else None,
+        issue_value=issue.value if issue else None,
+        issue_tensor=(issue.tensor or None) if issue else None,
     )
 
 
@@ -212,6 +225,11 @@ def headline(attempt: Attempt, state: WorkflowState) -> str:
             f"Job {attempt.job_name} completed with quiet rules but {objective.metric_name} = {show(value)} missed "
             f"{target} by {show(objective.shortfall(value))}"
         )
+    if attempt.outcome == DATA_ERROR:
+        issue = attempt.issue
+        if issue is not None and issue.message:
+            return f"Job {attempt.job_name}: {issue.rule} found bad data at step {issue.step} ({issue.message})"
+        return f"Job {attempt.job_name} failed on its data ({attempt.failure_reason or 'no reason given'})"
     if attempt.outcome == OUT_OF_MEMORY:
         cause = attempt.failure_reason.split(". ", 1)[0] or "no reason given"
         return f"Job {attempt.job_name} ran out of memory ({cause})"
@@ -261,6 +279,12 @@ def plan(state: WorkflowState) -> WorkflowState:
         return _end(state, _outcome_reason(state, attempt), end_cause=attempt.outcome)
 
     failure = failure_of(attempt)
+    if failure in NOT_REMEDIABLE:
+        reason = (
+            f"{headline(attempt, state)}. {FAILURE_KINDS[failure][:1].upper()}{FAILURE_KINDS[failure][1:]}: no "
+            "hyperparameter change can fix it, so no job is relaunched. Ending; correct the data and start a new run."
+        )
+        return _end(state, reason, end_cause=failure)
     ladders = remedy_ladders(state, failure)
     situation = situation_of(attempt)
     hyperparameters = state.run_spec.hyperparameters

@@ -101,7 +101,7 @@ def test_a_script_that_meets_its_objective_succeeds_at_the_first_launch(tmp_path
             "--objective 'acc=0.9': write METRIC>=TARGET",
         ),
         (["--run-spec", str(EXAMPLE / "run_spec.json"), "--channel", "train"], "--channel 'train': write NAME=DIR"),
-        (["--run-spec", str(EXAMPLE / "run_spec.json"), "--channel", "train=/no/such/dir"], "channels.train"),
+        (["--run-spec", str(EXAMPLE / "run_spec.json"), "--channel", "train=/no/such/dir"], "--channel train=/no/such/dir"),
     ],
 )
 def test_a_bad_script_declaration_fails_before_anything_starts(tmp_path, arguments, message):

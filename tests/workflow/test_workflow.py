@@ -107,6 +107,7 @@ def test_rule_stop_in_failure_reason_is_planned_like_an_issue(workflow):
         "tensor": "",
         "value": None,
         "phase": None,  # a failure text says no phase, and none is guessed
+        "kind": None,
         "message": "AlgorithmError: StopTraining: rule ExplodingTensor found an issue at step 3",
     }
 

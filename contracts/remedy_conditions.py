@@ -1,0 +1,202 @@
+"""When a remedy applies: the debugger's evidence about a failure (:class:`Situation`) and the tests a remedy's
+``when`` makes on it (:class:`Condition`). Standard library only.
+
+A condition holds when every test it gives holds::
+
+    "when": {"phase": "warmup", "early": true, "initial_gradient_norm_above": 50}
+    "when": {"issue_kind": "rising"}                        # the rule said how the loss failed to decrease
+    "when": {"issue_value_above": 0.5}                      # e.g. DeadRelu: more than half the units dead
+    "when": {"hyperparameters": {"activation": "relu"}}     # the run's current value
+
+Each test that holds adds a fact, with its numbers, to the reason the planner writes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from contracts import ContractError
+from contracts.hyperparameter_values import Value, is_number, kind_of, same_kind, show
+from contracts.rule_status import ISSUE_KIND_PATTERN, PHASES
+
+LOSS_TRENDS = ("rising", "falling")
+#: Without steps_per_epoch in the evidence, an issue before this step counts as "early".
+EARLY_STEP_FALLBACK = 10
+
+
+@dataclasses.dataclass(frozen=True)
+class Situation:
+    """What the debugger's evidence says about the failure, as conditions read it."""
+
+    issue_step: int | None = None
+    steps_per_epoch: int | None = None
+    phase: str | None = None
+    initial_gradient_norm: float | None = None
+    initial_loss: float | None = None
+    last_finite_loss: float | None = None
+    #: How the rule's condition failed (the rule's own token, e.g. "above_max"), its value and tensor.
+    issue_kind: str | None = None
+    issue_value: float | None = None
+    issue_tensor: str | None = None
+
+    @property
+    def early(self) -> bool | None:
+        if self.issue_step is None:
+            return None
+        return self.issue_step < self.early_limit
+
+    @property
+    def early_limit(self) -> float:
+        return self.steps_per_epoch / 2 if self.steps_per_epoch else EARLY_STEP_FALLBACK
+
+    @property
+    def loss_trend(self) -> str | None:
+        if self.initial_loss is None or self.last_finite_loss is None:
+            return None
+        return "rising" if self.last_finite_loss >= self.initial_loss else "falling"
+
+
+@dataclasses.dataclass(frozen=True)
+class Condition:
+    """All given tests must hold. Empty: always."""
+
+    phase: str | None = None
+    early: bool | None = None
+    initial_gradient_norm_above: float | None = None
+    loss: str | None = None
+    issue_kind: str | None = None
+    issue_value_above: float | None = None
+    issue_value_below: float | None = None
+    hyperparameters: tuple[tuple[str, Value], ...] = ()
+
+    def check(self, situation: Situation, hyperparameters: Mapping[str, Value]) -> tuple[bool, list[str]]:
+        """(holds, the facts behind it with their numbers) for the reason the planner writes."""
+        facts: list[str] = []
+        if self.phase is not None:
+            if situation.phase != self.phase:
+                return False, []
+            facts.append(f"it happened in the {self.phase} phase")
+        if self.early is not None:
+            if situation.early is None or situation.early != self.early:
+                return False, []
+            limit = show(situation.early_limit)
+            where = f"at step {situation.issue_step}"
+            facts.append(f"{where}, before step {limit}" if self.early else f"{where}, after step {limit}")
+        if self.initial_gradient_norm_above is not None:
+            norm = situation.initial_gradient_norm
+            if norm is None or not math.isfinite(norm) or norm <= self.initial_gradient_norm_above:
+                return False, []
+            facts.append(f"the initial gradient norm {show(norm)} is above {show(self.initial_gradient_norm_above)}")
+        if self.loss is not None:
+            if situation.loss_trend != self.loss:
+                return False, []
+            facts.append(
+                f"the loss went from {show(situation.initial_loss)} to {show(situation.last_finite_loss)} ({self.loss})"
+            )
+        if self.issue_kind is not None:
+            if situation.issue_kind != self.issue_kind:
+                return False, []
+            facts.append(f"the rule found {self.issue_kind.replace('_', ' ')}")
+        value = situation.issue_value
+        tensor = f" ({situation.issue_tensor})" if situation.issue_tensor else ""
+        if self.issue_value_above is not None:
+            if value is None or not math.isfinite(value) or value <= self.issue_value_above:
+                return False, []
+            facts.append(f"the rule's value {show(value)}{tensor} is above {show(self.issue_value_above)}")
+        if self.issue_value_below is not None:
+            if value is None or not math.isfinite(value) or value >= self.issue_value_below:
+                return False, []
+            facts.append(f"the rule's value {show(value)}{tensor} is below {show(self.issue_value_below)}")
+        for name, expected in self.hyperparameters:
+            if hyperparameters.get(name) != expected:
+                return False, []
+            facts.append(f"{name} is {show(expected)}")
+        return True, facts
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {}
+        for key in CONDITION_KEYS:
+            if key == "hyperparameters":
+                continue
+            if getattr(self, key) is not None:
+                data[key] = getattr(self, key)
+        if self.hyperparameters:
+            data["hyperparameters"] = dict(self.hyperparameters)
+        return data
+
+    def hyperparameter_names(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.hyperparameters)
+
+
+CONDITION_KEYS = (
+    "phase",
+    "early",
+    "initial_gradient_norm_above",
+    "loss",
+    "issue_kind",
+    "issue_value_above",
+    "issue_value_below",
+    "hyperparameters",
+)
+
+
+def parse_condition(value: Any, hyperparameters: Mapping[str, Value], where: str) -> Condition:
+    """A remedy's ``when``, checked against the run's starting hyperparameters. Raises ContractError."""
+    if not isinstance(value, Mapping):
+        raise ContractError(where, f"must be an object of conditions: {', '.join(CONDITION_KEYS)}")
+    for key in value:
+        if key not in CONDITION_KEYS:
+            raise ContractError(f"{where}.{key}", f"is not a condition; allowed: {', '.join(CONDITION_KEYS)}")
+    phase = value.get("phase")
+    if phase is not None and phase not in PHASES:
+        raise ContractError(f"{where}.phase", f"must be one of {', '.join(PHASES)} (got {phase!r})")
+    early = value.get("early")
+    if early is not None and not isinstance(early, bool):
+        raise ContractError(f"{where}.early", f"must be true or false (got {early!r})")
+    norm = value.get("initial_gradient_norm_above")
+    if norm is not None and (not is_number(norm) or not math.isfinite(norm) or norm < 0):
+        raise ContractError(f"{where}.initial_gradient_norm_above", f"must be a number >= 0 (got {norm!r})")
+    loss = value.get("loss")
+    if loss is not None and loss not in LOSS_TRENDS:
+        raise ContractError(f"{where}.loss", f"must be one of {', '.join(LOSS_TRENDS)} (got {loss!r})")
+    issue_kind = value.get("issue_kind")
+    if issue_kind is not None and (not isinstance(issue_kind, str) or not ISSUE_KIND_PATTERN.match(issue_kind)):
+        raise ContractError(
+            f"{where}.issue_kind", f"must be a rule's issue kind such as \"above_max\" or \"rising\" (got {issue_kind!r})"
+        )
+    bounds: dict[str, float] = {}
+    for key in ("issue_value_above", "issue_value_below"):
+        bound = value.get(key)
+        if bound is not None:
+            if not is_number(bound) or not math.isfinite(bound):
+                raise ContractError(f"{where}.{key}", f"must be a finite number (got {bound!r})")
+            bounds[key] = float(bound)
+    if len(bounds) == 2 and bounds["issue_value_above"] >= bounds["issue_value_below"]:
+        raise ContractError(
+            f"{where}.issue_value_above",
+            f"{show(bounds['issue_value_above'])} is not below issue_value_below {show(bounds['issue_value_below'])}: "
+            "no value could pass both",
+        )
+    equal = value.get("hyperparameters", {})
+    if not isinstance(equal, Mapping):
+        raise ContractError(f"{where}.hyperparameters", "must be an object of hyperparameter: value")
+    for name, expected in equal.items():
+        if name not in hyperparameters:
+            raise ContractError(f"{where}.hyperparameters.{name}", f"{name!r} is not in run_spec.hyperparameters")
+        if not same_kind(expected, hyperparameters[name]):
+            raise ContractError(
+                f"{where}.hyperparameters.{name}", f"must be {kind_of(hyperparameters[name])} like its starting value"
+            )
+    return Condition(
+        phase=phase,
+        early=early,
+        initial_gradient_norm_above=float(norm) if norm is not None else None,
+        loss=loss,
+        issue_kind=issue_kind,
+        issue_value_above=bounds.get("issue_value_above"),
+        issue_value_below=bounds.get("issue_value_below"),
+        hyperparameters=tuple(equal.items()),
+    )
