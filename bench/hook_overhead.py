@@ -37,8 +37,8 @@ sys.path.insert(0, str(REPO))
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
-from contracts.debugger_config import RuleStatusDocument  # noqa: E402
 from contracts.progress_log import parse_progress_line  # noqa: E402
+from contracts.rule_status import RuleStatusDocument  # noqa: E402
 from debugger import Hook  # noqa: E402
 
 STOP = '[{"name":"StopTraining"}]'
