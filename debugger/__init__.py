@@ -20,7 +20,7 @@ from contracts import ContractError
 
 _LAZY_EXPORTS = {
     "Hook": "debugger.hook",
-    "StopTrainingRequested": "debugger.hook",
+    "StopTrainingRequested": "debugger.stop_training",
     "Rule": "debugger.rules",
     "create_trial": "debugger.trial",
 }

@@ -3,19 +3,22 @@
     <out_dir>/rule-status.json          the rule-status document (contracts.rule_status)
     <out_dir>/steps/000000000012.npz    one file per saved step: every saved tensor of that step
     <out_dir>/metrics.jsonl             metrics recorded with Hook.record_metric, one JSON line each
+    <out_dir>/collections.json          the hook's collections (trial.collections())
     <out_dir>/training_job_end.ts       written at close: the run has ended
 
 Each step file is written to a temporary name in the same directory and
 renamed with ``os.replace`` (atomic on POSIX), so a reader listing ``steps/``
 sees either the complete step or nothing, even if the writer is killed
 mid-write. A step file is an uncompressed ``.npz`` whose ``__manifest__``
-entry (JSON) maps each tensor name to its collections; tensors are read with
-numpy alone.
+entry (JSON) holds the step's mode and mode step, each tensor's collections,
+the reductions saved (smdebug's ReductionConfig) and shapes; full tensors are
+npz entries, read with numpy alone.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import tempfile
@@ -28,6 +31,8 @@ import numpy as np
 STEPS_DIR = "steps"
 METRICS_FILE = "metrics.jsonl"
 TRAINING_ENDED_FILE = "training_job_end.ts"
+#: The hook's collections (names, patterns, save and reduction configurations), for ``trial.collections()``.
+COLLECTIONS_FILE = "collections.json"
 MANIFEST_KEY = "__manifest__"
 STEP_FILE_SUFFIX = ".npz"
 
@@ -64,30 +69,75 @@ def atomic_write_text(path: Path, text: str) -> None:
         handle.write(text.encode("utf-8"))
 
 
-def encode_step(
-    handle: BinaryIO, step: int, tensors: Mapping[str, np.ndarray], collections: Mapping[str, list[str]]
-) -> None:
+@dataclasses.dataclass
+class StepManifest:
+    """What one step file holds: the step (global, its mode and mode step) and, per tensor, its collections;
+    ``arrays`` names the tensors saved in full, ``reductions`` the reductions saved per tensor, ``shapes``
+    the shapes saved per tensor."""
+
+    step: int
+    mode: str
+    mode_step: int
+    membership: dict[str, list[str]]
+    arrays: list[str]
+    reductions: dict[str, dict[str, float]]
+    shapes: dict[str, list[int]]
+
+    def to_json(self) -> str:
+        reductions = {
+            name: {key: _json_number(value) for key, value in values.items()} for name, values in self.reductions.items()
+        }
+        return json.dumps(
+            {
+                "step": self.step,
+                "mode": self.mode,
+                "mode_step": self.mode_step,
+                "tensors": {name: self.membership[name] for name in self.arrays},
+                "collections": self.membership,
+                "reductions": reductions,
+                "shapes": self.shapes,
+            }
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> StepManifest:
+        data = json.loads(text)
+        arrays = list(data["tensors"])
+        # Step files written before modes were recorded: every tensor saved in full, mode GLOBAL.
+        membership = data.get("collections") or dict(data["tensors"])
+        return cls(
+            step=int(data["step"]),
+            mode=data.get("mode", "GLOBAL"),
+            mode_step=int(data.get("mode_step", data["step"])),
+            membership=membership,
+            arrays=arrays,
+            reductions={
+                name: {key: float(value) for key, value in values.items()}
+                for name, values in data.get("reductions", {}).items()
+            },
+            shapes={name: list(shape) for name, shape in data.get("shapes", {}).items()},
+        )
+
+
+def encode_step(handle: BinaryIO, manifest: StepManifest, arrays: Mapping[str, np.ndarray]) -> None:
     """Write one step file (an uncompressed npz with a JSON manifest) to ``handle``."""
-    manifest = {"step": step, "tensors": {name: collections[name] for name in tensors}}
-    arrays = {name: np.asarray(value) for name, value in tensors.items()}
-    np.savez(handle, **{MANIFEST_KEY: np.array(json.dumps(manifest))}, **arrays)
+    np.savez(handle, **{MANIFEST_KEY: np.array(manifest.to_json())}, **{name: np.asarray(arrays[name]) for name in manifest.arrays})
 
 
-def write_step(
-    out_dir: Path, step: int, tensors: Mapping[str, np.ndarray], collections: Mapping[str, list[str]]
-) -> Path:
-    path = out_dir / STEPS_DIR / step_file_name(step)
+def write_step(out_dir: Path, manifest: StepManifest, arrays: Mapping[str, np.ndarray]) -> Path:
+    path = out_dir / STEPS_DIR / step_file_name(manifest.step)
     with atomic_file(path) as handle:
-        encode_step(handle, step, tensors, collections)
+        encode_step(handle, manifest, arrays)
     return path
 
 
-def read_step(path: Path, *, arrays: bool = True) -> tuple[dict[str, list[str]], dict[str, np.ndarray]]:
-    """(tensor name -> collections, tensor name -> array) of one complete step file; no arrays when ``arrays`` is False."""
-    with np.load(path, allow_pickle=False) as archive:
-        manifest = json.loads(str(archive[MANIFEST_KEY]))
-        values = {name: archive[name] for name in manifest["tensors"]} if arrays else {}
-    return manifest["tensors"], values
+def read_step(source: Path | BinaryIO, *, arrays: bool = True) -> tuple[StepManifest, dict[str, np.ndarray]]:
+    """(manifest, tensor name -> array) of one complete step file (a path or an open binary file); no arrays
+    when ``arrays`` is False."""
+    with np.load(source, allow_pickle=False) as archive:
+        manifest = StepManifest.from_json(str(archive[MANIFEST_KEY]))
+        values = {name: archive[name] for name in manifest.arrays} if arrays else {}
+    return manifest, values
 
 
 def list_step_files(out_dir: Path) -> dict[int, Path]:
@@ -133,4 +183,10 @@ def _json_number(value: float) -> float | str:
 def mark_training_ended(out_dir: Path) -> Path:
     path = out_dir / TRAINING_ENDED_FILE
     atomic_write_text(path, "")
+    return path
+
+
+def write_collections(out_dir: Path, collections: Mapping[str, dict]) -> Path:
+    path = out_dir / COLLECTIONS_FILE
+    atomic_write_text(path, json.dumps(collections, indent=1, sort_keys=True))
     return path

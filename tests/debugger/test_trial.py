@@ -43,6 +43,7 @@ def test_reader_follows_a_running_job(tmp_path):
     try:
         wait_for_line(writer, "step 1")
         trial = create_trial(tmp_path)
+        trial.wait_for_steps([1])  # step files are written by the hook's background thread
         seen_while_running = trial.steps()
         assert seen_while_running[:2] == [0, 1] and not trial.training_ended()
         assert trial.rule_status() is not None and not trial.rule_status().training_ended
@@ -57,9 +58,10 @@ def test_reader_follows_a_running_job(tmp_path):
     assert trial.steps() == list(range(8)) and trial.training_ended()
     weight = trial.tensor("0.weight")
     assert weight.value(7).shape == (8, 8)
-    reductions = weight.reduction_values(7)
-    assert reductions["l2"] == pytest.approx(float(np.linalg.norm(weight.value(7))))
-    assert reductions["nonfinite_count"] == 0 and reductions["min"] <= reductions["mean"] <= reductions["max"]
+    assert weight.reduction_values(7) == {}  # only the reductions saved are listed (none were configured)
+    assert weight.reduction_value(7, "l2") == pytest.approx(float(np.linalg.norm(weight.value(7))))
+    assert weight.reduction_value(7, "nonfinite_count") == 0
+    assert weight.reduction_value(7, "min") <= weight.reduction_value(7, "mean") <= weight.reduction_value(7, "max")
     assert not np.array_equal(weight.value(0), weight.value(7))  # the optimizer moved the weights
 
 
@@ -81,7 +83,8 @@ def test_run_killed_mid_write_stays_readable_up_to_its_last_complete_step(tmp_pa
     assert leftovers, "the kill did not land mid-write"
     trial = create_trial(tmp_path)
     steps = trial.steps()
-    assert steps == list(range(len(steps))) and len(steps) >= 3
+    # steps are written in order by one background thread: the ones on disk are complete and consecutive
+    assert steps == list(range(len(steps))) and len(steps) >= 2
     assert not trial.training_ended()
     last = steps[-1]
     assert trial.tensor("gradient/0.weight").value(last).shape == (1024, 1024)

@@ -1,0 +1,146 @@
+"""Writes saved steps off the training thread: a bounded queue and one writer thread.
+
+The training thread only copies the tensors a step saves (``tensor.detach().clone()``, a memcpy) into a
+:class:`StepRecord` and submits it; the writer thread turns them into numpy arrays, computes the configured
+reductions and shapes, and writes the step file atomically (temporary file + ``os.replace``), so a reader
+still sees a step complete or not at all. The queue is bounded: when the disk cannot keep up, ``submit``
+waits instead of holding an unbounded number of steps in memory. ``flush`` waits until everything
+submitted is on disk (a rule stop calls it before raising); ``close`` drains and stops the thread. A write
+that fails is re-raised on the training thread at the next ``submit``, ``flush`` or ``close``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from debugger import storage
+from debugger.reductions import reduce, reduction_key
+
+LOGGER = logging.getLogger(__name__)
+#: Steps waiting to be written at most; ``submit`` blocks beyond it.
+DEFAULT_MAX_PENDING = 8
+
+
+def to_numpy(value: Any) -> np.ndarray:
+    """A numpy array of a torch tensor (any device), a numpy array or a Python number."""
+    if hasattr(value, "detach"):
+        value = value.detach()
+        if value.device.type != "cpu":
+            value = value.cpu()
+        return value.numpy()
+    return np.asarray(value)
+
+
+@dataclasses.dataclass
+class StepRecord:
+    """Everything one step saves, as captured on the training thread."""
+
+    step: int
+    mode: str
+    mode_step: int
+    tensors: dict[str, Any] = dataclasses.field(default_factory=dict)
+    membership: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+    #: Tensors saved in full (the others only as reductions and/or shape).
+    raw: set[str] = dataclasses.field(default_factory=set)
+    reductions: dict[str, list[tuple[str, bool]]] = dataclasses.field(default_factory=dict)
+    shapes: set[str] = dataclasses.field(default_factory=set)
+
+    def add(self, name: str, value: Any, collections: list[str], raw: bool = True, reductions=(), shape=False) -> None:
+        self.tensors[name] = value
+        members = self.membership.setdefault(name, [])
+        members.extend(collection for collection in collections if collection not in members)
+        if raw:
+            self.raw.add(name)
+        if reductions:
+            self.reductions.setdefault(name, []).extend(reductions)
+        if shape:
+            self.shapes.add(name)
+
+    def __bool__(self) -> bool:
+        return bool(self.tensors)
+
+    def encode(self) -> tuple[storage.StepManifest, dict[str, np.ndarray]]:
+        """The step file's manifest and arrays (the numpy work: runs on the writer thread)."""
+        arrays: dict[str, np.ndarray] = {}
+        reductions: dict[str, dict[str, float]] = {}
+        shapes: dict[str, list[int]] = {}
+        for name, value in self.tensors.items():
+            array = to_numpy(value)
+            if name in self.raw:
+                arrays[name] = array
+            if name in self.reductions:
+                reductions[name] = {
+                    reduction_key(reduction, absolute): reduce(array, reduction, abs=absolute)
+                    for reduction, absolute in dict.fromkeys(self.reductions[name])
+                }
+            if name in self.shapes:
+                shapes[name] = list(array.shape)
+        manifest = storage.StepManifest(
+            step=self.step,
+            mode=self.mode,
+            mode_step=self.mode_step,
+            membership=dict(self.membership),
+            arrays=list(arrays),
+            reductions=reductions,
+            shapes=shapes,
+        )
+        return manifest, arrays
+
+
+class StepWriter:
+    def __init__(self, out_dir: Path, on_written: Callable[[Path], None] | None = None, max_pending: int = DEFAULT_MAX_PENDING):
+        self.out_dir = out_dir
+        self._on_written = on_written
+        self._queue: queue.Queue[StepRecord | None] = queue.Queue(maxsize=max_pending)
+        self._error: BaseException | None = None
+        self.written: list[int] = []
+        self._thread = threading.Thread(target=self._run, name="debugger-step-writer", daemon=True)
+        self._thread.start()
+
+    def submit(self, record: StepRecord) -> None:
+        self._raise_error()
+        if not self._thread.is_alive():
+            raise RuntimeError("the debugger's step writer is closed; no more steps can be saved")
+        self._queue.put(record)
+
+    def flush(self) -> None:
+        """Return when every submitted step is on disk."""
+        if self._thread.is_alive():
+            self._queue.join()
+        self._raise_error()
+
+    def close(self) -> None:
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join()
+        self._raise_error()
+
+    def _raise_error(self) -> None:
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise RuntimeError(f"the debugger could not write a step file in {self.out_dir}: {error}") from error
+
+    def _run(self) -> None:
+        while True:
+            record = self._queue.get()
+            try:
+                if record is None:
+                    return
+                manifest, arrays = record.encode()
+                path = storage.write_step(self.out_dir, manifest, arrays)
+                self.written.append(record.step)
+                if self._on_written is not None:
+                    self._on_written(path)
+            except Exception as error:  # noqa: BLE001 - reported on the training thread
+                LOGGER.error("could not write step %s: %s", getattr(record, "step", "?"), error)
+                self._error = error
+            finally:
+                self._queue.task_done()
