@@ -110,6 +110,7 @@ class Hook(ScriptApi, StepCapture, RuleRunner):
         status_heartbeat_seconds: float = 60.0,
         profile: str = NATIVE,
         s3_output_path: str | None = None,
+        include_collections: list[str] | None = None,
     ):
         if profile not in (NATIVE, SMDEBUG):
             raise ValueError(f"profile must be {NATIVE!r} or {SMDEBUG!r}; got {profile!r}")
@@ -127,7 +128,7 @@ class Hook(ScriptApi, StepCapture, RuleRunner):
         self.include_workers = settings.include_workers
         self.save_config: SaveConfig = settings.save_config
         self.reduction_config: ReductionConfig | None = settings.reduction_config
-        self._setup_collections(settings)
+        self._setup_collections(settings, include_collections)
         self._extra_save_steps: dict[str, set[int]] = {}
         self.trial = LiveTrial(self.out_dir, expose_signals=profile == NATIVE, flush=self._flush_writer)
         self._rules = [_RuleState(spec, build_rule(spec, self.trial, source_dir)) for spec in rule_specs]
@@ -182,7 +183,7 @@ class Hook(ScriptApi, StepCapture, RuleRunner):
         self.write_status()
         _OPEN_HOOKS.append(self)
 
-    def _setup_collections(self, settings: HookSettings) -> None:
+    def _setup_collections(self, settings: HookSettings, include_collections: list[str] | None) -> None:
         patterns = dict(PYTORCH_COLLECTION_PATTERNS)
         if self.profile == NATIVE:
             patterns.update({METRICS: [], LEARNING_RATE: [], ACTIVATIONS: []})
@@ -192,7 +193,9 @@ class Hook(ScriptApi, StepCapture, RuleRunner):
         if self.profile == NATIVE:
             self.collection_manager.get(GRADIENTS).add_tensor_name(TOTAL_GRADIENT_NORM)
             self.collection_manager.get(LEARNING_RATE).add_tensor_name(LEARNING_RATE_TENSOR)
-        if settings.collection_specs is None:
+        if include_collections is not None:
+            included = list(include_collections)
+        elif settings.collection_specs is None:
             included = list(DEFAULT_COLLECTIONS) if self.profile == NATIVE else []
         else:
             included = [spec.name for spec in settings.collection_specs]
