@@ -212,7 +212,7 @@ class StepCapture:
                     self._offer(name, parameter, extra=self._builtin_of(name))
             if loss is not None:
                 open_step.record.add(self._loss_name, np.float64(loss), [LOSSES])
-        if training and GRADIENTS in open_step.saving:
+        if training and open_step.saving & (self._io_collections | {GRADIENTS}):
             for name, parameter in self._parameters:
                 if parameter.grad is not None:
                     self._offer(GRADIENT_PREFIX + name, parameter.grad, extra=(GRADIENTS,) if forced else ())
