@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
 
 import numpy as np
 import pytest
-from smdebug_job_source import job_environment, run, source_dir, start
+from smdebug_job_source import REPO, command, job_environment, run, source_dir, start
 
 from contracts.rule_status import RULE_STATUS_FILE, RuleStatusDocument
+from local_runtime.offline_aws import OFFLINE_AWS_ENVIRONMENT
 from smdebug import modes
 from smdebug.exceptions import TensorUnavailableForStep
 from smdebug.trials import create_trial
@@ -208,3 +210,20 @@ def test_rules_of_the_job_stop_training_at_the_step_it_explodes(tmp_path):
     trial = create_trial(str(out))
     assert trial.steps() == [0, 5]  # step 0 by the interval, the first non-finite step always
     assert np.isnan(trial.tensor("gradient/Sequential_0.weight").value(5)).any()
+
+
+def test_s3_out_dir_and_s3_trial(tmp_path):
+    src = source_dir(tmp_path, "s3_trial")
+    uri = "s3://smdebug-corpus/jobs/run-1"
+    scripts = json.dumps([["train.py", uri], ["analyse.py", uri]])
+    runner = str(REPO / "tests" / "smdebug" / "run_under_moto.py")
+    env = job_environment(**OFFLINE_AWS_ENVIRONMENT, AWS_DEFAULT_REGION="us-east-1")
+    result = subprocess.run(
+        command(runner, str(src), "smdebug-corpus", scripts), cwd=src, env=env, capture_output=True, text=True, timeout=180
+    )
+    report = json.loads(ok(result).strip().splitlines()[-1])
+    assert report["steps"] == [0, 2, 4]
+    assert report["gradients"] == ["gradient/Sequential_0.bias", "gradient/Sequential_0.weight", "gradient/Sequential_2.bias", "gradient/Sequential_2.weight"]
+    assert {"Sequential_0.weight", "CrossEntropyLoss_output_0"} <= set(report["tensor_names"])
+    assert report["weight_shape"] == [4, 5] and report["weight_l2_at_2"] > 0
+    assert report["loss_steps"] == [0, 2, 4] and {"weights", "gradients", "losses"} <= set(report["collections"])
