@@ -78,8 +78,8 @@ class StepCapture:
 
     def _prepare_collections(self) -> None:
         """Give every collection its effective save and reduction configuration; check custom ones have tensors."""
-        for name, collection in self.collection_manager.collections.items():
-            if name in self.include_collections and name not in self._builtin_names and not collection.is_configured:
+        for name in self.include_collections:
+            if name not in self._builtin_names and not self.collection_manager.get(name).is_configured:
                 self._raise_unconfigured(name)
         version = self.collection_manager.version()
         if version == self._prepared_version:
