@@ -85,25 +85,31 @@ class Runner:
         self.hook_seconds: list[float] = []
         if hook_config is not None:
             self.hook = Hook.from_configs(hook_config, DEFAULT_RULES, out_dir=out_root / name, job_name=name)
+            # Time every entry point the training thread runs through (torch calls the bound methods it was
+            # given at registration, so they are wrapped before registering): the hook's own work per step.
+            for entry in ("_on_forward_start", "_on_module_output", "_on_loss", "end_step"):
+                setattr(self.hook, entry, self._timed(getattr(self.hook, entry)))
             self.hook.register_module(self.model)
             self.hook.register_loss(self.criterion)
             self.hook.register_optimizer(self.optimizer)
             self.hook.set_context(epoch=0, phase="main", steps_per_epoch=20, learning_rate=1e-4)
-            original = self.hook.end_step
-
-            def timed_end_step() -> None:
-                started = time.perf_counter()
-                try:
-                    original()
-                finally:
-                    self.hook_seconds.append(time.perf_counter() - started)
-
-            self.hook.end_step = timed_end_step  # the optimizer pre-hook calls it through the instance
+        self._step_hook_seconds = 0.0
         self.step_seconds: list[float] = []
         self.block_medians: list[float] = []
 
+    def _timed(self, method):
+        def timed(*args, **kwargs):
+            started = time.perf_counter()
+            try:
+                return method(*args, **kwargs)
+            finally:
+                self._step_hook_seconds += time.perf_counter() - started
+
+        return timed
+
     def run(self, batches: list[tuple[torch.Tensor, torch.Tensor]], record: bool) -> None:
         for images, labels in batches:
+            self._step_hook_seconds = 0.0
             started = time.perf_counter()
             self.optimizer.zero_grad(set_to_none=True)
             self.criterion(self.model(images), labels).backward()
@@ -111,10 +117,10 @@ class Runner:
             elapsed = time.perf_counter() - started
             if record:
                 self.step_seconds.append(elapsed)
+                if self.hook is not None:
+                    self.hook_seconds.append(self._step_hook_seconds)
         if record:
             self.block_medians.append(statistics.median(self.step_seconds[-len(batches) :]))
-        if not record:
-            self.hook_seconds.clear()
 
 
 def measure_overhead(repetitions: int, steps_per_repetition: int) -> dict:

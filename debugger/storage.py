@@ -21,7 +21,9 @@ import contextlib
 import dataclasses
 import json
 import os
+import struct
 import tempfile
+import zlib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import BinaryIO
@@ -120,8 +122,55 @@ class StepManifest:
 
 
 def encode_step(handle: BinaryIO, manifest: StepManifest, arrays: Mapping[str, np.ndarray]) -> None:
-    """Write one step file (an uncompressed npz with a JSON manifest) to ``handle``."""
-    np.savez(handle, **{MANIFEST_KEY: np.array(manifest.to_json())}, **{name: np.asarray(arrays[name]) for name in manifest.arrays})
+    """Write one step file to ``handle``: an uncompressed npz (a zip of .npy entries) with a JSON manifest.
+
+    Written here rather than with ``np.savez``: the same format (np.load reads it), with a fraction of the
+    Python work per array. The hook writes steps from a background thread, and every bit of Python it runs
+    there holds the GIL the training thread needs."""
+    entries = [(MANIFEST_KEY, np.array(manifest.to_json()))]
+    entries += [(name, np.asarray(arrays[name])) for name in manifest.arrays]
+    central = []
+    offset = 0
+    for name, array in entries:
+        record, size = _zip_entry(name + ".npy", array, offset, handle)
+        central.append(record)
+        offset += size
+    directory = b"".join(central)
+    handle.write(directory)
+    handle.write(struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, len(central), len(central), len(directory), offset, 0))
+
+
+#: The date and time stamped on every zip entry (1980-01-01 00:00, the format's epoch).
+_ZIP_DATE, _ZIP_TIME = (0 << 9) | (1 << 5) | 1, 0
+
+
+def _npy_header(array: np.ndarray) -> bytes:
+    descr = np.lib.format.dtype_to_descr(array.dtype)
+    header = "{'descr': " + repr(descr) + ", 'fortran_order': False, 'shape': " + repr(array.shape) + ", }"
+    # magic (6) + version (2) + length (2) + header + newline, padded to a multiple of 64 as numpy does
+    padding = 64 - (10 + len(header) + 1) % 64
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header) + padding + 1) + header.encode("latin1") + b" " * padding + b"\n"
+
+
+def _zip_entry(name: str, array: np.ndarray, offset: int, handle: BinaryIO) -> tuple[bytes, int]:
+    """Write one stored (uncompressed) zip entry holding ``array`` as .npy; return (its central directory
+    record, bytes written)."""
+    array = array if array.flags.c_contiguous else array.copy(order="C")  # (ascontiguousarray makes 0-d 1-d)
+    header = _npy_header(array)
+    data = memoryview(array.reshape(-1).view(np.uint8)) if array.size else memoryview(b"")
+    size = len(header) + data.nbytes
+    if size >= 0xFFFFFFFF:
+        raise ValueError(f"{name} is {size} bytes: a step file holds tensors below 4 GiB")
+    crc = zlib.crc32(data, zlib.crc32(header))
+    encoded = name.encode("utf-8")
+    fields = (20, 0, 0, _ZIP_TIME, _ZIP_DATE, crc, size, size, len(encoded))
+    local = struct.pack("<4s2B4HL2L2H", b"PK\x03\x04", 20, 0, 0, 0, _ZIP_TIME, _ZIP_DATE, crc, size, size, len(encoded), 0)
+    handle.write(local)
+    handle.write(encoded)
+    handle.write(header)
+    handle.write(data)
+    record = struct.pack("<4s4B4HL2L5H2L", b"PK\x01\x02", 20, 3, *fields[:2], 0, *fields[2:], 0, 0, 0, 0, 0, offset) + encoded
+    return record, len(local) + len(encoded) + size
 
 
 def write_step(out_dir: Path, manifest: StepManifest, arrays: Mapping[str, np.ndarray]) -> Path:
