@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -49,14 +49,16 @@ class _Selection:
             self._names = sorted(names, key=self.order) if self.order else names
         return self._names
 
-    def values_at(self, step: int) -> Iterator[tuple[str, Any]]:
-        """(name, value) of the selected tensors with a value at ``step`` (read lazily), then the selected signals."""
+    def values_at(self, step: int, skip: Callable[[str], bool] | None = None) -> Iterator[tuple[str, Any]]:
+        """(name, value) of the selected tensors with a value at ``step`` (read lazily; none for which ``skip``
+        says so), then the selected signals."""
         available = self.trial.names_at(step)
         seen = set()
         for name in self.names():
             if name in available:
                 seen.add(name)
-                yield name, self.trial.tensor(name).value(step)
+                if skip is None or not skip(name):
+                    yield name, self.trial.tensor(name).value(step)
         signals = getattr(self.trial, "signals_at", None)
         for name, (member_of, value) in (signals(step) if signals else {}).items():
             if name not in seen and self.selects(name, member_of):
@@ -83,7 +85,11 @@ class ExplodingTensor(Rule):
         return [Requirement(collection) for collection in self.collection_names]
 
     def invoke_at_step(self, step: int) -> bool:
-        for name, value in self._selection.values_at(step):
+        # In the job: a tensor whose L2 norm is finite holds no NaN or infinity, so only the others are read
+        # (a finite tensor can still overflow the norm: then it is read and checked value by value).
+        norms = self.base_trial.norms(step, 2) if hasattr(self.base_trial, "norms") else {}
+        finite = {name for name, norm in norms.items() if math.isfinite(norm)}
+        for name, value in self._selection.values_at(step, skip=finite.__contains__):
             values = np.asarray(value)
             bad = np.isnan(values) if self.only_nan else ~np.isfinite(values)
             if bad.any():
@@ -109,11 +115,19 @@ class VanishingGradient(Rule):
         return [Requirement(GRADIENTS)]
 
     def invoke_at_step(self, step: int) -> bool:
-        for name, value in self._selection.values_at(step):
+        # In the job the mean |g| of a tensor held in memory is its L1 norm over its size (one fused call)
+        l1 = self.base_trial.norms(step, 1) if hasattr(self.base_trial, "norms") else {}
+        for name, value in self._selection.values_at(step, skip=l1.__contains__):
             mean_abs = float(np.mean(np.abs(np.asarray(value, dtype=np.float64))))
             if mean_abs < self.threshold:
                 self.report(name, mean_abs, f"mean |gradient| of {name} is {mean_abs:.3g} < threshold {self.threshold:g}")
                 return True
+        for name in self._selection.names():
+            if name in l1:
+                mean_abs = l1[name] / self.base_trial.numel(step, name)
+                if mean_abs < self.threshold:
+                    self.report(name, mean_abs, f"mean |gradient| of {name} is {mean_abs:.3g} < threshold {self.threshold:g}")
+                    return True
         return False
 
 
