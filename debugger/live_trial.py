@@ -23,7 +23,7 @@ from debugger.trial import BaseTrial, Trial
 
 
 class LiveTrial(BaseTrial):
-    def __init__(self, out_dir: Path, keep_saved_steps: int = 3, expose_signals: bool = True, flush: Callable[[], None] | None = None):
+    def __init__(self, out_dir: Path, keep_saved_steps: int = 1, expose_signals: bool = True, flush: Callable[[], None] | None = None):
         super().__init__()
         self.out_dir = Path(out_dir)
         self.expose_signals = expose_signals

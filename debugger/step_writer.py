@@ -3,8 +3,8 @@
 The training thread only copies the tensors a step saves (``tensor.detach().clone()``, a memcpy) into a
 :class:`StepRecord` and submits it; the writer thread turns them into numpy arrays, computes the configured
 reductions and shapes, and writes the step file atomically (temporary file + ``os.replace``), so a reader
-still sees a step complete or not at all. The queue is bounded: when the disk cannot keep up, ``submit``
-waits instead of holding an unbounded number of steps in memory. ``flush`` waits until everything
+still sees a step complete or not at all. The queue is bounded (in steps and in bytes): when the disk cannot
+keep up, ``submit`` waits instead of holding an unbounded number of steps in memory. ``flush`` waits until everything
 submitted is on disk (a rule stop calls it before raising); ``close`` drains and stops the thread. A write
 that fails is re-raised on the training thread at the next ``submit``, ``flush`` or ``close``.
 """
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import queue
 import threading
 from collections.abc import Callable
@@ -27,6 +28,10 @@ from debugger.reductions import reduce, reduction_key
 LOGGER = logging.getLogger(__name__)
 #: Steps waiting to be written at most; ``submit`` blocks beyond it.
 DEFAULT_MAX_PENDING = 8
+#: Bytes of tensors waiting to be written at most (a step bigger than this still goes, alone).
+DEFAULT_MAX_PENDING_BYTES = 512 * 1024 * 1024
+#: The writer thread's nice value (19: the lowest priority).
+WRITER_NICENESS = 19
 
 
 def to_numpy(value: Any) -> np.ndarray:
@@ -67,6 +72,13 @@ class StepRecord:
     def __bool__(self) -> bool:
         return bool(self.tensors)
 
+    @property
+    def nbytes(self) -> int:
+        return sum(
+            value.numel() * value.element_size() if hasattr(value, "element_size") else np.asarray(value).nbytes
+            for value in self.tensors.values()
+        )
+
     def encode(self) -> tuple[storage.StepManifest, dict[str, np.ndarray]]:
         """The step file's manifest and arrays (the numpy work: runs on the writer thread)."""
         arrays: dict[str, np.ndarray] = {}
@@ -95,10 +107,31 @@ class StepRecord:
         return manifest, arrays
 
 
+def _lower_priority() -> None:
+    """Run the writer thread at the lowest CPU priority (Linux: a thread's nice value is its own).
+
+    Training runs one intra-op thread per core; a writer competing with them at equal priority makes every
+    parallel torch operation wait for its slowest thread. Niced, the writer takes the gaps between them (data
+    loading, Python, the end of a step) and the bounded queue still keeps it from falling behind for good."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), WRITER_NICENESS)
+    except (AttributeError, OSError) as error:  # not Linux, or not permitted: the writer just runs unniced
+        LOGGER.debug("could not lower the step writer's priority: %s", error)
+
+
 class StepWriter:
-    def __init__(self, out_dir: Path, on_written: Callable[[Path], None] | None = None, max_pending: int = DEFAULT_MAX_PENDING):
+    def __init__(
+        self,
+        out_dir: Path,
+        on_written: Callable[[Path], None] | None = None,
+        max_pending: int = DEFAULT_MAX_PENDING,
+        max_pending_bytes: int = DEFAULT_MAX_PENDING_BYTES,
+    ):
         self.out_dir = out_dir
         self._on_written = on_written
+        self._max_bytes = max_pending_bytes
+        self._pending_bytes = 0
+        self._space = threading.Condition()
         self._queue: queue.Queue[StepRecord | None] = queue.Queue(maxsize=max_pending)
         self._error: BaseException | None = None
         self.written: list[int] = []
@@ -109,6 +142,11 @@ class StepWriter:
         self._raise_error()
         if not self._thread.is_alive():
             raise RuntimeError("the debugger's step writer is closed; no more steps can be saved")
+        size = record.nbytes
+        with self._space:
+            while self._pending_bytes and self._pending_bytes + size > self._max_bytes and self._error is None:
+                self._space.wait(timeout=1.0)
+            self._pending_bytes += size
         self._queue.put(record)
 
     def flush(self) -> None:
@@ -129,16 +167,21 @@ class StepWriter:
             raise RuntimeError(f"the debugger could not write a step file in {self.out_dir}: {error}") from error
 
     def _run(self) -> None:
+        _lower_priority()
         while True:
             record = self._queue.get()
             try:
                 if record is None:
                     return
+                size = record.nbytes
                 manifest, arrays = record.encode()
                 path = storage.write_step(self.out_dir, manifest, arrays)
                 self.written.append(record.step)
                 if self._on_written is not None:
                     self._on_written(path)
+                with self._space:
+                    self._pending_bytes -= size
+                    self._space.notify_all()
             except Exception as error:  # noqa: BLE001 - reported on the training thread
                 LOGGER.error("could not write step %s: %s", getattr(record, "step", "?"), error)
                 self._error = error

@@ -26,7 +26,7 @@ from debugger.trial import LiveTrial
 
 def trial_with(tmp_path: Path, steps: dict[int, dict[str, tuple[str, np.ndarray]]]) -> LiveTrial:
     """A LiveTrial whose saved steps hold the given {name: (collection, array)}."""
-    trial = LiveTrial(tmp_path)
+    trial = LiveTrial(tmp_path, keep_saved_steps=len(steps))
     for step, tensors in steps.items():
         trial.add_saved_step(
             step,

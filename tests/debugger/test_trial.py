@@ -72,8 +72,12 @@ def test_run_killed_mid_write_stays_readable_up_to_its_last_complete_step(tmp_pa
     try:
         wait_for_line(writer, "step 2")
         steps_dir = tmp_path / STEPS_DIR
-        deadline = time.monotonic() + 30
-        while not any(name.endswith(".tmp") for name in os.listdir(steps_dir)):
+        deadline = time.monotonic() + 60
+        # steps are written by the hook's background thread: wait for two complete ones and a third in progress
+        while not (
+            len([name for name in os.listdir(steps_dir) if name.endswith(".npz")]) >= 2
+            and any(name.endswith(".tmp") for name in os.listdir(steps_dir))
+        ):
             assert time.monotonic() < deadline, "the writer never wrote another step"
         os.kill(writer.pid, signal.SIGKILL)
         writer.wait(timeout=30)
