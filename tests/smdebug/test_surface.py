@@ -223,3 +223,12 @@ def test_which_smdebug_is_imported_when_both_are_on_the_path(tmp_path, order):
     assert result.returncode == 0, result.stderr
     expected = "True 1.0.34+remediation.debugger" if order == "source_first" else "False 1.0.34"
     assert result.stdout.strip() == expected
+
+
+def test_an_unreadable_step_file_raises_index_reader_exception(tmp_path):
+    from smdebug.exceptions import IndexReaderException
+
+    train(smd.Hook(out_dir=str(tmp_path / "run"), save_config=smd.SaveConfig(save_interval=1)))
+    (tmp_path / "run" / "steps" / "000000000007.npz").write_bytes(b"not a zip file")
+    with pytest.raises(IndexReaderException, match="000000000007.npz .* is unreadable"):
+        create_trial(str(tmp_path / "run"))
