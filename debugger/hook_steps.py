@@ -62,9 +62,10 @@ def _copy(value: Any) -> Any:
     return np.array(value, copy=True)
 
 
-def _copy_all(values: list[Any]) -> list[Any]:
+def _copy_all(values: list[Any]) -> tuple[list[Any], list[tuple[Any, list[tuple[int, int]]]]]:
     """Copies of many tensors from one ``torch.cat`` per dtype and device (one parallel operation instead of
-    one per tensor: on a busy machine each parallel operation waits for its slowest thread), as views into it."""
+    one per tensor: on a busy machine each parallel operation waits for its slowest thread), as views into it;
+    and those flat buffers with (index, offset) of each copy, so the writer can save a buffer whole."""
     copies: list[Any] = [None] * len(values)
     groups: dict[tuple, list[int]] = {}
     for index, value in enumerate(values):
@@ -72,12 +73,17 @@ def _copy_all(values: list[Any]) -> list[Any]:
             groups.setdefault((value.dtype, value.device), []).append(index)
         else:
             copies[index] = _copy(value)
+    buffers = []
     for indices in groups.values():
         tensors = [values[index].detach() for index in indices]
         flat = torch.cat([tensor.reshape(-1) for tensor in tensors])
+        offset, placed = 0, []
         for index, tensor, piece in zip(indices, tensors, flat.split([t.numel() for t in tensors]), strict=True):
             copies[index] = piece.view(tensor.shape)
-    return copies
+            placed.append((index, offset))
+            offset += tensor.numel()
+        buffers.append((flat, placed))
+    return copies, buffers
 
 
 def _flatten(value: Any) -> list[torch.Tensor]:
@@ -124,6 +130,7 @@ class StepCapture:
             or self.collection_manager.get(name).include_regex != self._builtin_patterns.get(name)
         }
         self._membership_cache = {}
+        self._settings_cache: dict[tuple[str, ...], tuple] = {}
         self._prepared_version = self.collection_manager.version()
 
     def _membership(self, tensor_name: str) -> tuple[str, ...]:
@@ -138,6 +145,13 @@ class StepCapture:
 
     def _save_settings(self, collections: list[str]) -> tuple[bool, list[tuple[str, bool]], bool]:
         """(save the raw tensor, reductions, save the shape) for a tensor saved by these collections."""
+        key = tuple(collections)
+        found = self._settings_cache.get(key)
+        if found is None:
+            found = self._settings_cache[key] = self._combine_settings(collections)
+        return found
+
+    def _combine_settings(self, collections: list[str]) -> tuple[bool, list[tuple[str, bool]], bool]:
         raw, reductions, shape = False, [], False
         for name in collections:
             config: ReductionConfig | None = self._effective_reduction.get(name)
@@ -163,9 +177,13 @@ class StepCapture:
             collections = [c for c in dict.fromkeys((*self._membership(name), *extra)) if c in open_step.saving]
             if collections:
                 kept.append((name, value, collections))
-        for (name, _, collections), copy in zip(kept, _copy_all([value for _, value, _ in kept]), strict=True):
+        copies, buffers = _copy_all([value for _, value, _ in kept])
+        for (name, _, collections), copy in zip(kept, copies, strict=True):
             raw, reductions, shape = self._save_settings(collections)
             open_step.record.add(name, copy, collections, raw=raw, reductions=reductions, shape=shape)
+        for flat, placed in buffers:
+            members = [(kept[index][0], offset, tuple(copies[index].shape), copies[index]) for index, offset in placed]
+            open_step.record.buffers.append((flat, members))
 
     # ------------------------------------------------------------------ step lifecycle
 

@@ -57,6 +57,8 @@ class StepRecord:
     raw: set[str] = dataclasses.field(default_factory=set)
     reductions: dict[str, list[tuple[str, bool]]] = dataclasses.field(default_factory=dict)
     shapes: set[str] = dataclasses.field(default_factory=set)
+    #: Flat tensors the step's copies are views into, with (name, offset, shape, view) of each: written whole.
+    buffers: list[tuple[Any, list[tuple[str, int, tuple, Any]]]] = dataclasses.field(default_factory=list)
 
     def add(self, name: str, value: Any, collections: list[str], raw: bool = True, reductions=(), shape=False) -> None:
         self.tensors[name] = value
@@ -80,14 +82,24 @@ class StepRecord:
         )
 
     def encode(self) -> tuple[storage.StepManifest, dict[str, np.ndarray]]:
-        """The step file's manifest and arrays (the numpy work: runs on the writer thread)."""
-        arrays: dict[str, np.ndarray] = {}
+        """The step file's manifest and entries (the numpy work: runs on the writer thread). Tensors copied into
+        one flat buffer are written as that buffer (one entry, one write) and found again by offset."""
+        entries: dict[str, np.ndarray] = {}
+        packed: dict[str, list] = {}
+        for index, (flat, members) in enumerate(self.buffers):
+            kept = [(name, offset, shape) for name, offset, shape, view in members if name in self.raw and self.tensors.get(name) is view]
+            if kept:
+                entry = f"__packed_{index}__"
+                entries[entry] = to_numpy(flat)
+                packed.update({name: [entry, offset, list(shape)] for name, offset, shape in kept})
         reductions: dict[str, dict[str, float]] = {}
         shapes: dict[str, list[int]] = {}
         for name, value in self.tensors.items():
+            if name in self.raw and name not in packed:
+                entries[name] = to_numpy(value)
+            if name not in self.reductions and name not in self.shapes:
+                continue
             array = to_numpy(value)
-            if name in self.raw:
-                arrays[name] = array
             if name in self.reductions:
                 reductions[name] = {
                     reduction_key(reduction, absolute): reduce(array, reduction, abs=absolute)
@@ -100,11 +112,12 @@ class StepRecord:
             mode=self.mode,
             mode_step=self.mode_step,
             membership=dict(self.membership),
-            arrays=list(arrays),
+            arrays=[name for name in self.tensors if name in self.raw],
             reductions=reductions,
             shapes=shapes,
+            packed=packed,
         )
-        return manifest, arrays
+        return manifest, entries
 
 
 def _lower_priority() -> None:

@@ -84,6 +84,14 @@ class StepManifest:
     arrays: list[str]
     reductions: dict[str, dict[str, float]]
     shapes: dict[str, list[int]]
+    #: Tensors stored as a slice of a packed entry (one flat array holding many tensors of one dtype):
+    #: name -> [entry, offset, shape]. The others in ``arrays`` are entries of their own.
+    packed: dict[str, list] = dataclasses.field(default_factory=dict)
+
+    def entries(self) -> list[str]:
+        """The npz entries besides the manifest: unpacked tensors, then the packed arrays."""
+        own = [name for name in self.arrays if name not in self.packed]
+        return own + list(dict.fromkeys(entry for entry, _, _ in self.packed.values()))
 
     def to_json(self) -> str:
         reductions = {
@@ -98,6 +106,7 @@ class StepManifest:
                 "collections": self.membership,
                 "reductions": reductions,
                 "shapes": self.shapes,
+                "packed": self.packed,
             }
         )
 
@@ -118,6 +127,7 @@ class StepManifest:
                 for name, values in data.get("reductions", {}).items()
             },
             shapes={name: list(shape) for name, shape in data.get("shapes", {}).items()},
+            packed={name: list(place) for name, place in data.get("packed", {}).items()},
         )
 
 
@@ -128,7 +138,7 @@ def encode_step(handle: BinaryIO, manifest: StepManifest, arrays: Mapping[str, n
     Python work per array. The hook writes steps from a background thread, and every bit of Python it runs
     there holds the GIL the training thread needs."""
     entries = [(MANIFEST_KEY, np.array(manifest.to_json()))]
-    entries += [(name, np.asarray(arrays[name])) for name in manifest.arrays]
+    entries += [(name, np.asarray(arrays[name])) for name in manifest.entries()]
     central = []
     offset = 0
     for name, array in entries:
@@ -185,7 +195,17 @@ def read_step(source: Path | BinaryIO, *, arrays: bool = True) -> tuple[StepMani
     when ``arrays`` is False."""
     with np.load(source, allow_pickle=False) as archive:
         manifest = StepManifest.from_json(str(archive[MANIFEST_KEY]))
-        values = {name: archive[name] for name in manifest.arrays} if arrays else {}
+        if not arrays:
+            return manifest, {}
+        entries = {entry: archive[entry] for entry in manifest.entries()}
+    values = {}
+    for name in manifest.arrays:
+        if name in manifest.packed:
+            entry, offset, shape = manifest.packed[name]
+            size = int(np.prod(shape, dtype=np.int64))
+            values[name] = entries[entry][offset : offset + size].reshape(shape)
+        else:
+            values[name] = entries[name]
     return manifest, values
 
 
