@@ -34,7 +34,7 @@ from debugger.modes import ModeKeys
 from debugger.reductions import ReductionConfig
 from debugger.rules import GRADIENT_PREFIX, TOTAL_GRADIENT_NORM
 from debugger.save_config import SaveConfig
-from debugger.step_writer import StepRecord
+from debugger.step_writer import PackedSlice, PackedTensors, StepRecord
 
 #: Collections whose tensors are parameters or gradients (no module inputs/outputs needed for them).
 PARAMETER_COLLECTIONS = frozenset({WEIGHTS, BIASES, GRADIENTS, LOSSES, METRICS, LEARNING_RATE, SM_METRICS})
@@ -62,10 +62,9 @@ def _copy(value: Any) -> Any:
     return np.array(value, copy=True)
 
 
-def _copy_all(values: list[Any]) -> tuple[list[Any], list[tuple[Any, list[tuple[int, int]]]]]:
-    """Copies of many tensors from one ``torch.cat`` per dtype and device (one parallel operation instead of
-    one per tensor: on a busy machine each parallel operation waits for its slowest thread), as views into it;
-    and those flat buffers with (index, offset) of each copy, so the writer can save a buffer whole."""
+def _copy_all(values: list[Any]) -> tuple[list[Any], list[tuple[PackedTensors, list[int]]]]:
+    """Copies of many values: tensors packed per dtype and device (``PackedTensors``), the rest one by one; and
+    the packs with the positions of their tensors among ``values``."""
     copies: list[Any] = [None] * len(values)
     groups: dict[tuple, list[int]] = {}
     for index, value in enumerate(values):
@@ -73,17 +72,13 @@ def _copy_all(values: list[Any]) -> tuple[list[Any], list[tuple[Any, list[tuple[
             groups.setdefault((value.dtype, value.device), []).append(index)
         else:
             copies[index] = _copy(value)
-    buffers = []
+    packs = []
     for indices in groups.values():
-        tensors = [values[index].detach() for index in indices]
-        flat = torch.cat([tensor.reshape(-1) for tensor in tensors])
-        offset, placed = 0, []
-        for index, tensor, piece in zip(indices, tensors, flat.split([t.numel() for t in tensors]), strict=True):
-            copies[index] = piece.view(tensor.shape)
-            placed.append((index, offset))
-            offset += tensor.numel()
-        buffers.append((flat, placed))
-    return copies, buffers
+        packed = PackedTensors([values[index] for index in indices])
+        for position, index in enumerate(indices):
+            copies[index] = PackedSlice(packed, position)
+        packs.append((packed, indices))
+    return copies, packs
 
 
 def _flatten(value: Any) -> list[torch.Tensor]:
@@ -177,13 +172,12 @@ class StepCapture:
             collections = [c for c in dict.fromkeys((*self._membership(name), *extra)) if c in open_step.saving]
             if collections:
                 kept.append((name, value, collections))
-        copies, buffers = _copy_all([value for _, value, _ in kept])
+        copies, packs = _copy_all([value for _, value, _ in kept])
         for (name, _, collections), copy in zip(kept, copies, strict=True):
             raw, reductions, shape = self._save_settings(collections)
             open_step.record.add(name, copy, collections, raw=raw, reductions=reductions, shape=shape)
-        for flat, placed in buffers:
-            members = [(kept[index][0], offset, tuple(copies[index].shape), copies[index]) for index, offset in placed]
-            open_step.record.buffers.append((flat, members))
+        for packed, indices in packs:
+            open_step.record.buffers.append((packed, [(kept[index][0], copies[index]) for index in indices]))
 
     # ------------------------------------------------------------------ step lifecycle
 

@@ -18,7 +18,7 @@ import torch
 
 from debugger.exceptions import TensorUnavailableForStep
 from debugger.modes import ModeKeys
-from debugger.step_writer import to_numpy
+from debugger.step_writer import PackedSlice, to_numpy
 from debugger.trial import BaseTrial, Trial
 
 
@@ -81,16 +81,21 @@ class LiveTrial(BaseTrial):
         call per step (cached): the built-in rules' shortcut past reading each tensor with numpy."""
         key = (step, order)
         if key not in self._norms:
-            held = self._saved.get(step, {})
-            names = [name for name, value in held.items() if isinstance(value, torch.Tensor) and value.is_floating_point() and value.numel()]
-            values = torch._foreach_norm([held[name] for name in names], order) if names else []
+            names, tensors = [], []
+            for name, value in self._saved.get(step, {}).items():
+                if isinstance(value, PackedSlice):
+                    value = value.packed.pieces()[value.index]  # flat views: the norm does not need the shape
+                if isinstance(value, torch.Tensor) and value.is_floating_point() and value.numel():
+                    names.append(name)
+                    tensors.append(value)
+            values = torch.stack(torch._foreach_norm(tensors, order)).tolist() if tensors else []
             self._norms = {k: v for k, v in self._norms.items() if k[0] == step}
-            self._norms[key] = dict(zip(names, torch.stack(values).tolist() if names else [], strict=True))
+            self._norms[key] = dict(zip(names, values, strict=True))
         return self._norms[key]
 
     def numel(self, step: int, name: str) -> int | None:
         value = self._saved.get(step, {}).get(name)
-        return value.numel() if isinstance(value, torch.Tensor) else None
+        return value.numel() if isinstance(value, (torch.Tensor, PackedSlice)) else None
 
     # --- read by rules
     def steps(self, mode=ModeKeys.GLOBAL, show_incomplete_steps: bool = False) -> list[int]:

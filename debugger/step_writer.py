@@ -12,7 +12,9 @@ that fails is re-raised on the training thread at the next ``submit``, ``flush``
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import logging
+import math
 import os
 import queue
 import threading
@@ -21,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 from debugger import storage
 from debugger.reductions import reduce, reduction_key
@@ -34,8 +37,66 @@ DEFAULT_MAX_PENDING_BYTES = 512 * 1024 * 1024
 WRITER_NICENESS = 19
 
 
+class PackedTensors:
+    """Copies of many tensors of one dtype and device in one flat buffer, made by one torch operation (one
+    parallel copy instead of one per tensor: on a busy machine each parallel operation waits for its slowest
+    thread). The views of the single tensors are made only when something reads them."""
+
+    __slots__ = ("flat", "shapes", "_sizes", "_offsets", "_pieces")
+
+    def __init__(self, tensors: list[Any]):
+        with torch.no_grad():  # a copy, not a node of the training graph
+            self.flat = torch._C._nn.flatten_dense_tensors(tensors)
+        self.shapes = [tuple(tensor.shape) for tensor in tensors]
+        self._sizes: list[int] | None = None
+        self._offsets: list[int] | None = None
+        self._pieces: list[Any] | None = None
+
+    @property
+    def sizes(self) -> list[int]:
+        if self._sizes is None:
+            self._sizes = [math.prod(shape) for shape in self.shapes]
+        return self._sizes
+
+    @property
+    def offsets(self) -> list[int]:
+        if self._offsets is None:
+            self._offsets = [0, *itertools.accumulate(self.sizes)][:-1]
+        return self._offsets
+
+    def pieces(self) -> list[Any]:
+        """The flat (1-d) views of every tensor, from one split."""
+        if self._pieces is None:
+            self._pieces = list(self.flat.split(self.sizes))
+        return self._pieces
+
+
+class PackedSlice:
+    """One tensor of a PackedTensors."""
+
+    __slots__ = ("packed", "index")
+
+    def __init__(self, packed: PackedTensors, index: int):
+        self.packed, self.index = packed, index
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.packed.shapes[self.index]
+
+    def numel(self) -> int:
+        return self.packed.sizes[self.index]
+
+    def element_size(self) -> int:
+        return self.packed.flat.element_size()
+
+    def tensor(self) -> Any:
+        return self.packed.pieces()[self.index].view(self.shape)
+
+
 def to_numpy(value: Any) -> np.ndarray:
-    """A numpy array of a torch tensor (any device), a numpy array or a Python number."""
+    """A numpy array of a torch tensor (any device), a packed copy, a numpy array or a Python number."""
+    if isinstance(value, PackedSlice):
+        value = value.tensor()
     if hasattr(value, "detach"):
         value = value.detach()
         if value.device.type != "cpu":
@@ -57,8 +118,8 @@ class StepRecord:
     raw: set[str] = dataclasses.field(default_factory=set)
     reductions: dict[str, list[tuple[str, bool]]] = dataclasses.field(default_factory=dict)
     shapes: set[str] = dataclasses.field(default_factory=set)
-    #: Flat tensors the step's copies are views into, with (name, offset, shape, view) of each: written whole.
-    buffers: list[tuple[Any, list[tuple[str, int, tuple, Any]]]] = dataclasses.field(default_factory=list)
+    #: Packed copies, with (name, PackedSlice) of each tensor kept from them: written whole.
+    buffers: list[tuple[PackedTensors, list[tuple[str, PackedSlice]]]] = dataclasses.field(default_factory=list)
 
     def add(self, name: str, value: Any, collections: list[str], raw: bool = True, reductions=(), shape=False) -> None:
         self.tensors[name] = value
@@ -86,12 +147,12 @@ class StepRecord:
         one flat buffer are written as that buffer (one entry, one write) and found again by offset."""
         entries: dict[str, np.ndarray] = {}
         packed: dict[str, list] = {}
-        for index, (flat, members) in enumerate(self.buffers):
-            kept = [(name, offset, shape) for name, offset, shape, view in members if name in self.raw and self.tensors.get(name) is view]
+        for index, (buffer, members) in enumerate(self.buffers):
+            kept = [(name, part) for name, part in members if name in self.raw and self.tensors.get(name) is part]
             if kept:
                 entry = f"__packed_{index}__"
-                entries[entry] = to_numpy(flat)
-                packed.update({name: [entry, offset, list(shape)] for name, offset, shape in kept})
+                entries[entry] = to_numpy(buffer.flat)
+                packed.update({name: [entry, buffer.offsets[part.index], list(part.shape)] for name, part in kept})
         reductions: dict[str, dict[str, float]] = {}
         shapes: dict[str, list[int]] = {}
         for name, value in self.tensors.items():
