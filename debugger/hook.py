@@ -91,6 +91,13 @@ def _read_json_file(path: Path, what: str) -> Any:
         raise ContractError(str(path), f"the {what} must be a JSON file: {error}") from None
 
 
+def read_container_hook_config(json_config_path: str | Path | None = None) -> dict[str, Any]:
+    """The hook configuration file SageMaker writes into the container, in the DebugHookConfig shape: at
+    ``json_config_path``, else env SMDEBUG_CONFIG_FILE_PATH, else /opt/ml/input/config/debughookconfig.json."""
+    path = Path(json_config_path or os.environ.get(HOOK_CONFIG_FILE_ENV) or DEFAULT_HOOK_CONFIG_FILE)
+    return normalize_container_hook_config(_read_json_file(path, f"hook configuration (env {HOOK_CONFIG_FILE_ENV})"))
+
+
 def rule_configs_from_environment() -> list | None:
     """The rules the job launcher wrote next to the hook configuration (env DEBUGGER_RULE_CONFIG_FILE_PATH)."""
     path = os.environ.get(RULE_CONFIGS_FILE_ENV)
@@ -266,8 +273,7 @@ class Hook(ScriptApi, StepCapture, RuleRunner):
         (numbers, booleans, ``S3Path``). The rules (our extension: they run in the job) come from the
         DebugRuleConfigurations JSON file named by env DEBUGGER_RULE_CONFIG_FILE_PATH, if set.
         """
-        path = Path(json_config_path or os.environ.get(HOOK_CONFIG_FILE_ENV) or DEFAULT_HOOK_CONFIG_FILE)
-        config = normalize_container_hook_config(_read_json_file(path, f"hook configuration (env {HOOK_CONFIG_FILE_ENV})"))
+        config = read_container_hook_config(json_config_path)
         return cls.from_configs(hook_config=config, rule_configs=rule_configs_from_environment(), source_dir=source_dir, profile=profile)
 
     def _require(self, collection: str, steps: frozenset[int] | None, include_regex: tuple = ()) -> None:

@@ -6,15 +6,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from contracts.debugger_config import normalize_container_hook_config
-from contracts.job import DEFAULT_HOOK_CONFIG_FILE, HOOK_CONFIG_FILE_ENV
 from debugger import storage
 from debugger.config import HookSettings, parse_hook_config, parse_rule_configs
 from debugger.exceptions import SMDebugRuntimeError
 from debugger.hook import (
     DEFAULT_OUT_DIR,
     OUT_DIR_ENV,
-    _read_json_file,
+    read_container_hook_config,
     rule_configs_from_environment,
     staging_directory_for,
 )
@@ -114,9 +112,7 @@ class Hook(DebuggerHook):
         SMDEBUG_CONFIG_FILE_PATH, else /opt/ml/input/config/debughookconfig.json. Output: env
         DEBUG_OUTPUT_DIR (our local runtime's mapping), else the file's LocalPath, else /opt/ml/output/tensors;
         mirrored to its S3OutputPath/S3Path unless env DEBUG_OUTPUT_S3_SYNC is off."""
-        path = Path(json_file_path or os.environ.get(HOOK_CONFIG_FILE_ENV) or DEFAULT_HOOK_CONFIG_FILE)
-        config = normalize_container_hook_config(_read_json_file(path, f"hook configuration (env {HOOK_CONFIG_FILE_ENV})"))
-        settings = parse_hook_config(config)
+        settings = parse_hook_config(read_container_hook_config(json_file_path))
         directory, _ = _local_out_dir(os.environ.get(OUT_DIR_ENV) or settings.out_dir_from_config or DEFAULT_OUT_DIR)
         hook = cls.__new__(cls)
         hook._init(settings, directory, None, None)
