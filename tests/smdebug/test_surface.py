@@ -232,3 +232,36 @@ def test_an_unreadable_step_file_raises_index_reader_exception(tmp_path):
     (tmp_path / "run" / "steps" / "000000000007.npz").write_bytes(b"not a zip file")
     with pytest.raises(IndexReaderException, match="000000000007.npz .* is unreadable"):
         create_trial(str(tmp_path / "run"))
+
+
+SEEN_NAMES_RULE = """
+from smdebug.rules.rule import Rule
+
+SEEN = {}
+
+
+class SeenNames(Rule):
+    def __init__(self, base_trial):
+        super().__init__(base_trial)
+
+    def invoke_at_step(self, step):
+        SEEN[step] = sorted(self.base_trial.tensor_names(step=step))
+        return False
+"""
+
+
+def test_a_custom_rule_in_the_job_sees_what_smdebug_would_have_saved(tmp_path, monkeypatch):
+    """The hook's every-step signals (loss, total gradient norm) stay out of an smdebug rule's trial."""
+    import sys
+
+    source = tmp_path / "seen_rules.py"
+    source.write_text(SEEN_NAMES_RULE)
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps([{"RuleConfigurationName": "Seen", "RuleParameters": {"rule_to_invoke": "SeenNames", "custom_rule_source": str(source)}}]))
+    monkeypatch.setenv("DEBUGGER_RULE_CONFIG_FILE_PATH", str(rules))
+    hook = smd.Hook(out_dir=str(tmp_path / "run"), save_config=smd.SaveConfig(save_interval=2), include_collections=["gradients"])
+    train(hook, steps=4)
+    seen = next(module.SEEN for name, module in sys.modules.items() if name.startswith("debugger_custom_rule_") and hasattr(module, "SEEN"))
+    gradients = ["gradient/Sequential_0.bias", "gradient/Sequential_0.weight", "gradient/Sequential_2.bias", "gradient/Sequential_2.weight"]
+    assert seen[0] == ["CrossEntropyLoss_output_0", *gradients] and seen[2] == seen[0]
+    assert seen[1] == [] and seen[3] == []  # not saved there: nothing, not even the loss the hook measured
