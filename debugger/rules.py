@@ -17,11 +17,12 @@ A rule is a class in smdebug's style::
                     return True
             return False
 
-The hook calls ``invoke_at_step(step)`` on every training step. Cheap scalars
-(every loss, ``total_gradient_norm``, ``learning_rate``) exist at every step;
-full tensors only at saved steps, so check ``tensor.has_step(step)`` (a
-``TensorNotAvailable`` raised by ``value`` just skips the step). Return True
-when the rule finds an issue; ``report`` adds where and why.
+The hook calls ``check(step)`` (by default ``invoke_at_step(step)``) on every step, with the global step.
+In our own profile the cheap scalars (every loss, ``total_gradient_norm``, ``learning_rate``) exist at
+every step; full tensors only at saved steps, so check ``tensor.has_step(step)`` (a
+``TensorUnavailableForStep`` raised by ``value`` just skips the step). Return True when the rule finds an
+issue; ``report`` adds where and why. The built-in rules live in :mod:`debugger.builtin_rules`;
+``smdebug.rules.rule.Rule`` (smdebug's base class, with ``req_tensors``) builds on this one.
 """
 
 from __future__ import annotations
