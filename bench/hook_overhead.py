@@ -6,7 +6,8 @@
    CPU, 2 threads. Four configurations train side by side in this one process, in interleaved repetitions
    (one block of steps of each per repetition, the first repetition discarded as warm-up):
    no hook (twice: the second is an A/A control whose difference is the noise floor); the hook with default settings (save_interval 500, ExplodingTensor with StopTraining +
-   VanishingGradient + LossNotDecreasing, every-step cheap checks); save_interval 10; save_interval 1.
+   VanishingGradient + LossNotDecreasing, every-step cheap checks); save_interval 10; save_interval 1; and
+   save_interval 1 with dry_run (everything but writing the step files).
    Reports the median step time per configuration, its ratio to no hook (overall, and the median of the
    per-repetition ratios, which cancels slow drifts in machine load), and the hook's own time on the training
    thread per step: every hook entry point (forward pre-hook, module and loss hooks, the step's check) timed
@@ -59,6 +60,8 @@ CONFIGURATIONS = {
     "hook_default_save_interval_500": {},
     "hook_save_interval_10": {"HookParameters": {"save_interval": "10"}},
     "hook_save_interval_1": {"HookParameters": {"save_interval": "1"}},
+    # the same without writing (dry_run): what the step files cost beside the hook's work on the training thread
+    "hook_save_interval_1_dry_run": {"HookParameters": {"save_interval": "1", "dry_run": "true"}},
 }
 
 
