@@ -23,27 +23,30 @@ BUILTIN_ACTIONS = ("StopTraining", "Email", "SMS")
 
 COLLECTION_NAMES = ("gradients", "weights", "biases", "losses", "metrics", "learning_rate", "activations")
 
-#: The built-in rules we implement, with SageMaker's documented parameter defaults.
+#: The built-in rules we implement, with the parameters and defaults the AWS developer guide documents
+#: ("List of Debugger built-in rules"); "" and "None" mean no value. LossNotDecreasing's diff_percent
+#: default is 0.0 ("checks if the loss is decreasing"), WeightUpdateRatio's num_steps None ("the
+#: immediately previous saved step").
 BUILTIN_RULE_DEFAULTS: dict[str, dict[str, str]] = {
     "ExplodingTensor": {"collection_names": "", "tensor_regex": "", "only_nan": "False"},
     "VanishingGradient": {"threshold": "0.0000001"},
     "LossNotDecreasing": {
+        "collection_names": "",
         "tensor_regex": "",
         "use_losses_collection": "True",
         "num_steps": "10",
-        "diff_percent": "0.1",
+        "diff_percent": "0.0",
         "increase_threshold_percent": "5",
         "mode": "",
     },
     "WeightUpdateRatio": {
-        "num_steps": "500",
-        "step": "None",
+        "num_steps": "None",
         "large_threshold": "10.0",
         "small_threshold": "0.00000001",
         "epsilon": "0.000000001",
     },
     "PoorWeightInitialization": {
-        "activation_inputs_regex": "",
+        "activation_inputs_regex": ".*relu_input",
         "threshold": "10.0",
         "distribution_range": "0.001",
         "patience": "5",
@@ -84,6 +87,56 @@ def validate_hook_config(config: Any) -> dict[str, Any]:
             raise ContractError(f"{where}.{sorted(extra)[0]}", "is not allowed; use CollectionName and CollectionParameters")
         _validate_string_map(collection.get("CollectionParameters", {}), f"{where}.CollectionParameters")
     return dict(config)
+
+
+def normalize_container_hook_config(config: Any) -> dict[str, Any]:
+    """The hook configuration file SageMaker writes into the container (smdebug's debughookconfig.json) ->
+    the DebugHookConfig shape ``validate_hook_config`` checks, then checked.
+
+    The file may name the S3 path ``S3Path`` (smdebug's spelling) instead of ``S3OutputPath``, hold
+    parameter values as JSON numbers or booleans instead of strings (``"save_interval": 100``,
+    ``"save_all": false``), and ``null`` for empty parameter maps. Numbers become their decimal text,
+    booleans "true"/"false"; anything else that is not a string stays an error naming the field.
+    """
+    if not isinstance(config, Mapping):
+        raise ContractError("debugger_hook_config", "must be a JSON object like SageMaker's DebugHookConfig")
+    normalized: dict[str, Any] = {}
+    for key, value in config.items():
+        if key == "S3Path":
+            if "S3OutputPath" in config:
+                raise ContractError("debugger_hook_config.S3Path", "give S3Path or S3OutputPath, not both")
+            key = "S3OutputPath"
+        normalized[key] = value
+    if "HookParameters" in normalized:
+        normalized["HookParameters"] = _strings(normalized["HookParameters"], "debugger_hook_config.HookParameters")
+    collections = normalized.get("CollectionConfigurations")
+    if isinstance(collections, list):
+        fixed = []
+        for index, collection in enumerate(collections):
+            if isinstance(collection, Mapping) and "CollectionParameters" in collection:
+                where = f"debugger_hook_config.CollectionConfigurations[{index}].CollectionParameters"
+                collection = {**collection, "CollectionParameters": _strings(collection["CollectionParameters"], where)}
+            fixed.append(collection)
+        normalized["CollectionConfigurations"] = fixed
+    return validate_hook_config(normalized)
+
+
+def _strings(parameters: Any, where: str) -> Any:
+    if parameters is None:
+        return {}
+    if not isinstance(parameters, Mapping):
+        return parameters  # validate_hook_config names the problem
+    return {key: _parameter_text(value) for key, value in parameters.items()}
+
+
+def _parameter_text(value: Any) -> Any:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value)
+    return value
 
 
 def validate_rule_configs(configs: Any) -> list[dict[str, Any]]:

@@ -132,6 +132,26 @@ class Change:
 
     def why_not(self, current: Value) -> str:
         """Why it does not apply to ``current``, with the numbers."""
+        reason = self._why_not(current)
+        if isinstance(current, int) and not isinstance(current, bool) and self.operation in NUMERIC_OPERATIONS:
+            exact = self._unrounded(current)
+            if exact != self.result(current):
+                reason += (
+                    f" ({self.hyperparameter} is a whole number, so its results are rounded: exactly it would be "
+                    f"{show(exact)}; write {current}.0 in run_spec.hyperparameters for a real number)"
+                )
+        return reason
+
+    def _unrounded(self, current: float) -> float:
+        operand = float(self.operand)
+        return {
+            "multiply_by": current * operand,
+            "add": current + operand,
+            "at_most": min(current, operand),
+            "at_least": max(current, operand),
+        }[self.operation]
+
+    def _why_not(self, current: Value) -> str:
         new = self.result(current)
         if new == current:
             return f"{self.hyperparameter} is already {show(current)}"

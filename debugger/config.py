@@ -1,9 +1,10 @@
 """Typed settings parsed from the DebugHookConfig / DebugRuleConfigurations JSON.
 
-``contracts.rule_status`` checks the shapes; this module checks the parameter
-names and values (SageMaker passes every parameter as a string) and turns
-them into typed settings. Every error is a ``ContractError`` naming the field
-and what is allowed.
+``contracts.debugger_config`` checks the shapes; this module checks the parameter
+names and values and turns them into typed settings, with smdebug's semantics
+(save settings per mode, ``include_regex`` feeding the ``default`` collection,
+``reductions``). Every error is a ``ContractError`` naming the field and what is
+allowed.
 """
 
 from __future__ import annotations
@@ -15,48 +16,71 @@ from collections.abc import Mapping
 from typing import Any
 
 from contracts import ContractError
-from contracts.debugger_config import COLLECTION_NAMES, parse_actions, validate_hook_config, validate_rule_configs
+from contracts.debugger_config import parse_actions, validate_hook_config, validate_rule_configs
+from debugger.modes import ModeKeys
+from debugger.reductions import ReductionConfig
+from debugger.save_config import (
+    DEFAULT_SAVE_INTERVAL,
+    SaveConfig,
+    SaveConfigMode,
+    save_config_from_modes,
+    save_parameter_keys,
+    save_parameters_by_mode,
+)
 
-#: SageMaker's default save interval (steps) for every collection.
-DEFAULT_SAVE_INTERVAL = 500
+__all__ = ["DEFAULT_SAVE_INTERVAL", "CollectionSpec", "HookSettings", "RuleSpec", "parse_hook_config", "parse_rule_configs"]
 
-#: Save-configuration parameters accepted in HookParameters and CollectionParameters (SageMaker's names).
-SAVE_PARAMETERS = ("save_interval", "start_step", "end_step", "save_steps", "include_regex")
+#: Hook-level parameters besides the save settings (smdebug's HookParameters).
+HOOK_PARAMETERS = (
+    "include_regex",
+    "reductions",
+    "save_raw_tensor",
+    "save_shape",
+    "save_all",
+    "include_workers",
+    "dry_run",
+    "export_tensorboard",
+    "tensorboard_dir",
+)
+#: Collection-level parameters besides the save settings (smdebug's CollectionParameters).
+COLLECTION_PARAMETERS = ("include_regex", "reductions", "save_raw_tensor", "save_shape", "save_histogram")
 
 
 @dataclasses.dataclass(frozen=True)
-class SaveConfig:
-    """When a collection is saved: ``save_steps`` if given, else every ``save_interval`` steps in [start_step, end_step)."""
+class CollectionSpec:
+    """One CollectionConfigurations entry, parsed; ``where`` names it in errors."""
 
-    save_interval: int = DEFAULT_SAVE_INTERVAL
-    start_step: int = 0
-    end_step: int | None = None
-    save_steps: frozenset[int] = frozenset()
-
-    def should_save(self, step: int) -> bool:
-        if self.save_steps:
-            return step in self.save_steps
-        if step < self.start_step or (self.end_step is not None and step >= self.end_step):
-            return False
-        return step % self.save_interval == 0
-
-
-@dataclasses.dataclass(frozen=True)
-class CollectionSettings:
     name: str
-    save: SaveConfig
-    include_regex: tuple[re.Pattern[str], ...] = ()
-
-    def includes(self, tensor_name: str) -> bool:
-        return not self.include_regex or any(pattern.search(tensor_name) for pattern in self.include_regex)
+    where: str
+    save_by_mode: dict[ModeKeys, dict[str, Any]]
+    reduction_config: ReductionConfig | None
+    include_regex: tuple[str, ...]
+    save_histogram: bool | None
 
 
 @dataclasses.dataclass(frozen=True)
 class HookSettings:
     out_dir_from_config: str | None
     s3_output_path: str | None
-    collections: dict[str, CollectionSettings]
-    default_save: SaveConfig
+    save_by_mode: dict[ModeKeys, dict[str, Any]]
+    reduction_config: ReductionConfig | None
+    include_regex: tuple[str, ...]
+    save_all: bool
+    #: The collections named in CollectionConfigurations, in order; None when the configuration lists none.
+    collection_specs: tuple[CollectionSpec, ...] | None
+    dry_run: bool = False
+    include_workers: str = "one"
+    export_tensorboard: bool = False
+    tensorboard_dir: str | None = None
+
+    @property
+    def save_config(self) -> SaveConfig:
+        return save_config_from_modes(self.save_by_mode)
+
+    @property
+    def default_save(self) -> SaveConfigMode:
+        """The GLOBAL mode's configuration (what a script that never calls set_mode gets)."""
+        return self.save_config.get_save_config(ModeKeys.GLOBAL)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,69 +156,90 @@ def split_list(text: str) -> list[str]:
     return [part.strip() for part in str(text).split(",") if part.strip()]
 
 
-def _parse_save_parameters(
-    parameters: Mapping[str, str], where: str, defaults: SaveConfig, default_regex: tuple[re.Pattern[str], ...]
-) -> tuple[SaveConfig, tuple[re.Pattern[str], ...]]:
+def _check_keys(parameters: Mapping[str, Any], where: str, extra: tuple[str, ...]) -> None:
+    allowed = (*save_parameter_keys(), *extra)
     for key in parameters:
-        if key not in SAVE_PARAMETERS:
-            raise ContractError(f"{where}.{key}", f"is not a save parameter; allowed: {', '.join(SAVE_PARAMETERS)}")
-    save_interval = defaults.save_interval
-    if "save_interval" in parameters:
-        save_interval = parse_int(parameters["save_interval"], f"{where}.save_interval", minimum=1)
-    start_step = defaults.start_step
-    if "start_step" in parameters:
-        start_step = parse_int(parameters["start_step"], f"{where}.start_step")
-    end_step = defaults.end_step
-    if "end_step" in parameters:
-        end_step = parse_int(parameters["end_step"], f"{where}.end_step")
-    if end_step is not None and end_step <= start_step:
-        raise ContractError(f"{where}.end_step", f"must be greater than start_step ({start_step}); got {end_step}")
-    save_steps = defaults.save_steps
-    if "save_steps" in parameters:
-        save_steps = frozenset(parse_int(part, f"{where}.save_steps") for part in split_list(parameters["save_steps"]))
-        if not save_steps:
-            raise ContractError(f"{where}.save_steps", 'must be a comma-separated list of steps such as "0,10,20"')
-    regex = default_regex
-    if "include_regex" in parameters:
-        regex = parse_regex_list(parameters["include_regex"], f"{where}.include_regex")
-    return SaveConfig(save_interval, start_step, end_step, save_steps), regex
+        if key not in allowed:
+            raise ContractError(f"{where}.{key}", f"is not a parameter here; allowed: {', '.join(allowed)}")
 
 
-#: Collections saved when the hook config names none (activations are opt-in).
-DEFAULT_COLLECTIONS = ("gradients", "weights", "biases", "losses", "metrics", "learning_rate")
+def _regexes(parameters: Mapping[str, Any], where: str) -> tuple[str, ...]:
+    if "include_regex" not in parameters:
+        return ()
+    value = parameters["include_regex"]
+    patterns = split_list(value) if isinstance(value, str) else [str(item) for item in value]
+    for pattern in patterns:
+        try:
+            re.compile(pattern)
+        except re.error as error:
+            raise ContractError(f"{where}.include_regex", f"{pattern!r} is not a valid regular expression: {error}") from None
+    return tuple(patterns)
+
+
+def _reduction_config(parameters: Mapping[str, Any], where: str) -> ReductionConfig | None:
+    if not any(key in parameters for key in ("reductions", "save_raw_tensor", "save_shape")):
+        return None
+    return ReductionConfig.from_parameters(dict(parameters), where)
+
+
+def _collection_spec(index: int, collection: Mapping[str, Any], hook_by_mode: dict) -> CollectionSpec:
+    where = f"debugger_hook_config.CollectionConfigurations[{index}]"
+    name = collection["CollectionName"]
+    if not name.strip():
+        raise ContractError(f"{where}.CollectionName", 'must be a collection name such as "weights"')
+    parameters = collection.get("CollectionParameters") or {}
+    parameters_where = f"{where}.CollectionParameters"
+    _check_keys(parameters, parameters_where, COLLECTION_PARAMETERS)
+    histogram = parameters.get("save_histogram")
+    return CollectionSpec(
+        name=name,
+        where=where,
+        save_by_mode=save_parameters_by_mode(parameters, parameters_where, base=hook_by_mode),
+        reduction_config=_reduction_config(parameters, parameters_where),
+        include_regex=_regexes(parameters, parameters_where),
+        save_histogram=None if histogram is None else parse_bool(histogram, f"{parameters_where}.save_histogram"),
+    )
 
 
 def parse_hook_config(config: Any) -> HookSettings:
-    """DebugHookConfig (mapping, JSON text or None) -> HookSettings."""
+    """DebugHookConfig (mapping, JSON text or None; parameter values as strings) -> HookSettings."""
     loaded = load_json(config, "debugger_hook_config")
     if loaded is None:
         loaded = {}
     validate_hook_config(loaded)
     hook_where = "debugger_hook_config.HookParameters"
-    default_save, default_regex = _parse_save_parameters(loaded.get("HookParameters", {}), hook_where, SaveConfig(), ())
-    collections: dict[str, CollectionSettings] = {}
-    configured = loaded.get("CollectionConfigurations", [])
-    for index, collection in enumerate(configured):
-        where = f"debugger_hook_config.CollectionConfigurations[{index}]"
-        name = collection["CollectionName"]
-        if name not in COLLECTION_NAMES:
-            raise ContractError(
-                f"{where}.CollectionName", f"{name!r} is not a collection; allowed: {', '.join(COLLECTION_NAMES)}"
-            )
-        if name in collections:
-            raise ContractError(f"{where}.CollectionName", f"{name!r} is configured twice")
-        save, regex = _parse_save_parameters(
-            collection.get("CollectionParameters", {}), f"{where}.CollectionParameters", default_save, default_regex
+    hook_parameters = loaded.get("HookParameters") or {}
+    _check_keys(hook_parameters, hook_where, HOOK_PARAMETERS)
+    hook_by_mode = save_parameters_by_mode(hook_parameters, hook_where)
+    specs = None
+    if loaded.get("CollectionConfigurations"):
+        specs = tuple(
+            _collection_spec(index, collection, hook_by_mode)
+            for index, collection in enumerate(loaded["CollectionConfigurations"])
         )
-        collections[name] = CollectionSettings(name, save, regex)
-    if not configured:
-        for name in DEFAULT_COLLECTIONS:
-            collections[name] = CollectionSettings(name, default_save, default_regex)
+        names = [spec.name for spec in specs]
+        for spec in specs:
+            if names.count(spec.name) > 1:
+                raise ContractError(f"{spec.where}.CollectionName", f"{spec.name!r} is configured twice")
+    workers = str(hook_parameters.get("include_workers", "one"))
+    if workers not in ("one", "all"):
+        raise ContractError(f"{hook_where}.include_workers", f'must be "one" or "all"; got {workers!r}')
+    flags = {
+        key: parse_bool(hook_parameters[key], f"{hook_where}.{key}") if key in hook_parameters else False
+        for key in ("save_all", "dry_run", "export_tensorboard")
+    }
     return HookSettings(
         out_dir_from_config=loaded.get("LocalPath") or None,
         s3_output_path=loaded.get("S3OutputPath") or None,
-        collections=collections,
-        default_save=default_save,
+        save_by_mode=hook_by_mode,
+        reduction_config=_reduction_config(hook_parameters, hook_where),
+        include_regex=_regexes(hook_parameters, hook_where),
+        save_all=flags["save_all"],
+        collection_specs=specs,
+        dry_run=flags["dry_run"],
+        include_workers=workers,
+        export_tensorboard=flags["export_tensorboard"],
+        tensorboard_dir=hook_parameters.get("tensorboard_dir") or None,
     )
 
 

@@ -1,281 +1,332 @@
-"""Read a run's debug output, finished or still running (smdebug's ``create_trial`` in spirit).
+"""Read a run's debug output, finished or still running: smdebug's documented trial API.
 
     from debugger.trial import create_trial
-    trial = create_trial("/opt/ml/output/tensors")
-    trial.steps()                                  # saved steps, ascending
-    trial.tensor_names(collection="gradients")
-    trial.tensor("gradient/head.weight").value(10)             # numpy array
-    trial.tensor("gradient/head.weight").reduction_value(10, "l2")
-    trial.refresh()                                # pick up steps written since
-    trial.training_ended(); trial.rule_status()
+    trial = create_trial("/opt/ml/output/tensors")      # or "s3://bucket/prefix"
+    trial.steps(); trial.steps(mode=modes.TRAIN)        # global steps; a mode's own steps
+    trial.tensor_names(collection="gradients"); trial.tensor_names(regex="relu")
+    trial.tensor("gradient/Net_fc1.weight").value(10)  # numpy array
+    trial.tensor(name).reduction_value(10, "l2")
+    trial.wait_for_steps([20]); trial.has_passed_step(30)   # while the run goes on
+    trial.training_ended(); trial.rule_status()          # ours
 
-Rules receive a trial as ``base_trial``. In the job they get a :class:`LiveTrial`
-that also holds the cheap scalars of every step (loss, total gradient norm,
-learning rate), so every-step checks and saved-step checks use one interface.
+A trial reloads the step files written since it last looked whenever it is queried (steps, tensor
+names, an unknown tensor), until it has seen the run end. Rules receive a trial as ``base_trial``; in
+the job they get a :class:`debugger.live_trial.LiveTrial`.
 """
 
 from __future__ import annotations
 
 import collections as _collections
+import json
+import re
+import time
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from contracts.rule_status import RULE_STATUS_FILE, RuleStatusDocument
 from debugger import storage
+from debugger.collection import Collection
+from debugger.exceptions import (
+    IndexReaderException,
+    NoMoreData,
+    StepUnavailable,
+    TensorUnavailable,
+    TensorUnavailableForStep,
+)
+from debugger.modes import ModeKeys, parse_mode
+from debugger.tensor import WORKER, StepState, Tensor
+from debugger.trial_sources import LocalSource, S3Source, is_s3_uri
 
-REDUCTIONS = ("min", "max", "mean", "l2", "nonfinite_count")
+#: Kept for the callers of the first version of this module.
+TensorNotAvailable = TensorUnavailableForStep
+#: How often wait_for_steps looks for new steps.
+POLL_SECONDS = 0.2
 
-
-class TensorNotAvailable(KeyError):
-    """The tensor was not saved at that step."""
-
-
-def reduce(array: np.ndarray, reduction: str, *, abs: bool = False) -> float:
-    values = np.abs(array) if abs else np.asarray(array)
-    values = values.astype(np.float64, copy=False)
-    if reduction == "min":
-        return float(values.min())
-    if reduction == "max":
-        return float(values.max())
-    if reduction == "mean":
-        return float(values.mean())
-    if reduction == "l2":
-        return float(np.sqrt(np.sum(np.square(values))))
-    if reduction == "nonfinite_count":
-        return float(values.size - np.count_nonzero(np.isfinite(values)))
-    raise ValueError(f"reduction must be one of {', '.join(REDUCTIONS)}; got {reduction!r}")
+__all__ = ["BaseTrial", "StepState", "Tensor", "TensorNotAvailable", "Trial", "create_trial"]
 
 
-class Tensor:
-    """One named tensor across steps."""
-
-    def __init__(self, trial: BaseTrial, name: str):
-        self.trial = trial
-        self.name = name
-
-    def steps(self) -> list[int]:
-        return self.trial._steps_of(self.name)
-
-    def has_step(self, step: int) -> bool:
-        return self.trial._has(self.name, step)
-
-    def value(self, step: int) -> np.ndarray:
-        return self.trial._value(self.name, step)
-
-    def reduction_value(self, step: int, reduction: str, abs: bool = False) -> float:
-        return reduce(self.value(step), reduction, abs=abs)
-
-    def reduction_values(self, step: int) -> dict[str, float]:
-        array = self.value(step)
-        return {reduction: reduce(array, reduction) for reduction in REDUCTIONS}
-
-    def collections(self) -> list[str]:
-        return self.trial._collections_of(self.name)
-
-    def __repr__(self) -> str:
-        return f"Tensor({self.name!r})"
+def _patterns(regex: Any) -> list[re.Pattern[str]]:
+    items = [regex] if isinstance(regex, (str, re.Pattern)) else list(regex)
+    return [item if isinstance(item, re.Pattern) else re.compile(item) for item in items]
 
 
 class BaseTrial:
-    """What a rule can read: names, steps, values."""
+    """What a rule can read: names, steps (global and per mode), values."""
 
-    def tensor(self, name: str) -> Tensor:
-        if name not in self._names():
-            raise KeyError(f"no tensor named {name!r}; known: {', '.join(list(self._names())[:20])}")
-        return Tensor(self, name)
+    def __init__(self) -> None:
+        self._global_to_mode: dict[int, tuple[ModeKeys, int]] = {}
+        self._mode_to_global: dict[ModeKeys, dict[int, int]] = {}
+        self._step_names: dict[int, set[str]] = {}
+        self.dynamic_refresh = True
 
-    def has_tensor(self, name: str) -> bool:
-        return name in self._names()
+    # --- the step index, filled by subclasses
+    def _index_step(self, step: int, mode: ModeKeys, mode_step: int, names: Iterable[str]) -> None:
+        self._global_to_mode[step] = (mode, mode_step)
+        if mode is not ModeKeys.GLOBAL:
+            self._mode_to_global.setdefault(mode, {})[mode_step] = step
+        self._step_names.setdefault(step, set()).update(names)
+
+    def _to_global(self, step: int, mode: ModeKeys) -> int | None:
+        if mode is ModeKeys.GLOBAL:
+            return step
+        return self._mode_to_global.get(mode, {}).get(step)
+
+    def maybe_refresh(self) -> None:
+        """Look for new steps (a finished or in-memory trial has nothing to do)."""
+
+    # --- smdebug's trial API
+    def tensor(self, tname: str) -> Tensor:
+        if not self.has_tensor(tname):
+            raise TensorUnavailable(tname)
+        return Tensor(self, tname)
+
+    def has_tensor(self, tname: str) -> bool:
+        if tname not in self._names():
+            self.maybe_refresh()
+        return tname in self._names()
+
+    def tensor_names(self, show_prefixed_tensors: bool = False, *, step=None, mode=ModeKeys.GLOBAL, regex=None, collection=None) -> list[str]:
+        """Names of the tensors saved (at ``step`` of ``mode`` if given), matching ``regex`` (a string or a list)
+        or belonging to ``collection`` (a name or a Collection); not both."""
+        if regex is not None and collection is not None:
+            raise ValueError("Only one of `regex` or `collection` can be passed to tensor_names")
+        mode = parse_mode(mode)
+        self.maybe_refresh()
+        membership = self._names()
+        if step is not None:
+            global_step = self._to_global(int(step), mode)
+            names = set(self._step_names.get(global_step, ())) if global_step is not None else set()
+        elif mode is ModeKeys.GLOBAL:
+            names = set(membership)
+        else:
+            names = set().union(*(self._step_names.get(g, ()) for g in self._mode_to_global.get(mode, {}).values()))
+        if collection is not None:
+            wanted = collection.name if isinstance(collection, Collection) else collection
+            if not isinstance(wanted, str):
+                raise TypeError(f"collection must be a collection name or a Collection; got {type(collection).__name__}")
+            names = {name for name in names if wanted in membership.get(name, ())}
+        if regex is not None:
+            patterns = _patterns(regex)
+            names = {name for name in names if any(pattern.search(name) for pattern in patterns)}
+        return sorted(names)
+
+    def steps(self, mode=ModeKeys.GLOBAL, show_incomplete_steps: bool = False) -> list[int]:
+        """Global steps seen, or the steps of ``mode`` (its own step numbers)."""
+        mode = parse_mode(mode)
+        self.maybe_refresh()
+        if mode is ModeKeys.GLOBAL:
+            return sorted(self._global_to_mode)
+        return sorted(self._mode_to_global.get(mode, {}))
+
+    def modes(self) -> list[ModeKeys]:
+        self.maybe_refresh()
+        return [mode for mode in ModeKeys if self._mode_to_global.get(mode)]
+
+    def mode(self, global_step: int) -> ModeKeys | None:
+        found = self._global_to_mode.get(global_step) or (self.maybe_refresh(), self._global_to_mode.get(global_step))[1]
+        return found[0] if found else None
+
+    def mode_step(self, global_step: int) -> int | None:
+        found = self._global_to_mode.get(global_step) or (self.maybe_refresh(), self._global_to_mode.get(global_step))[1]
+        return found[1] if found else None
+
+    def mode_modestep(self, global_step: int) -> tuple[ModeKeys | None, int | None]:
+        return self.mode(global_step), self.mode_step(global_step)
+
+    def global_step(self, mode, mode_step: int) -> int | None:
+        mode = parse_mode(mode)
+        step = self._to_global(mode_step, mode)
+        if step is None:
+            self.maybe_refresh()
+            step = self._to_global(mode_step, mode)
+        return step
+
+    def workers(self) -> list[str]:
+        return [WORKER] if self._global_to_mode else []
 
     def names_at(self, step: int) -> set[str]:
-        """Names of the tensors that have a value at ``step`` (cheap: rules call it every step)."""
-        return {name for name in self._names() if self._has(name, step)}
+        """Names of the tensors with a value at global ``step`` (rules call it every step)."""
+        return set(self._step_names.get(step, ()))
 
-    def tensor_names(self, collection: str | None = None, regex: Iterable | None = None) -> list[str]:
-        names = [name for name, member_of in self._names().items() if collection is None or collection in member_of]
-        patterns = list(regex or [])
-        if patterns:
-            names = [name for name in names if any(pattern.search(name) for pattern in patterns)]
-        return names
-
-    # implemented by subclasses
+    # --- implemented by subclasses
     def _names(self) -> dict[str, set[str]]:
         raise NotImplementedError
 
     def _steps_of(self, name: str) -> list[int]:
-        raise NotImplementedError
+        return sorted(step for step, names in self._step_names.items() if name in names)
 
     def _has(self, name: str, step: int) -> bool:
+        return name in self._step_names.get(step, ())
+
+    def _value(self, name: str, step: int) -> np.ndarray | None:
         raise NotImplementedError
 
-    def _value(self, name: str, step: int) -> np.ndarray:
-        raise NotImplementedError
+    def _reductions(self, name: str, step: int) -> dict[str, float]:
+        return {}
 
-    def _collections_of(self, name: str) -> list[str]:
-        return sorted(self._names().get(name, ()))
+    def _shape(self, name: str, step: int) -> list[int] | None:
+        value = self._value(name, step) if self._has(name, step) else None
+        return None if value is None else list(np.shape(value))
 
 
 class Trial(BaseTrial):
-    """A debug-output directory written by :class:`debugger.Hook`, read while the run goes on or after it."""
+    """A debug output written by the hook (local directory or S3 prefix), read while the run goes on or after."""
 
-    def __init__(self, path: str | Path, cache_steps: int = 4):
-        self.path = Path(path)
-        self._step_files: dict[int, Path] = {}
-        self._index: dict[str, dict[int, Path]] = {}
+    def __init__(self, path: str | Path, name: str | None = None, range_steps: tuple | None = None, cache_steps: int = 4):
+        super().__init__()
+        self.source = S3Source(str(path)) if is_s3_uri(str(path)) else LocalSource(path)
+        self.path = path if is_s3_uri(str(path)) else Path(path)
+        self.name = name or str(path).rstrip("/").rsplit("/", 1)[-1]
+        self.range_steps = range_steps
+        self.loaded_all_steps = False
+        self._locators: dict[int, str] = {}
+        self._manifests: dict[int, storage.StepManifest] = {}
         self._membership: dict[str, set[str]] = {}
         self._metrics: dict[str, dict[int, float]] = {}
         self._cache: _collections.OrderedDict[int, dict[str, np.ndarray]] = _collections.OrderedDict()
         self._cache_steps = cache_steps
         self.refresh()
 
+    def _in_range(self, step: int) -> bool:
+        if self.range_steps is None:
+            return True
+        low, high = self.range_steps
+        return (low is None or step >= low) and (high is None or step < high)
+
     def refresh(self) -> list[int]:
-        """Index step files written since the last call; return the new steps."""
+        """Index the step files written since the last call; return the new global steps."""
+        ended = self.training_ended()
         new_steps = []
-        for step, path in sorted(storage.list_step_files(self.path).items()):
-            if step in self._step_files:
+        for step, locator in sorted(self.source.step_files().items()):
+            if step in self._locators or not self._in_range(step):
                 continue
-            manifest, _ = storage.read_step(path, arrays=False)
-            for name, member_of in manifest.items():
-                self._index.setdefault(name, {})[step] = path
-                self._membership.setdefault(name, set()).update(member_of)
-            self._step_files[step] = path
+            try:
+                with self.source.open_step(locator) as handle:
+                    manifest, _ = storage.read_step(handle, arrays=False)
+            except (OSError, ValueError, KeyError) as error:
+                raise IndexReaderException(f"step file {locator} of {self.source.description} is unreadable: {error}") from error
+            for tensor_name, member_of in manifest.membership.items():
+                self._membership.setdefault(tensor_name, set()).update(member_of)
+            self._locators[step] = locator
+            self._manifests[step] = manifest
+            self._index_step(step, parse_mode(manifest.mode), manifest.mode_step, manifest.membership)
             new_steps.append(step)
         self._metrics = {}
-        for record in storage.read_metrics(self.path):
+        for record in self.source.read_metrics():
             self._metrics.setdefault(record["name"], {})[record["step"]] = record["value"]
             self._membership.setdefault(record["name"], set()).add("metrics")
+            self._step_names.setdefault(record["step"], set()).add(record["name"])
+        if ended:
+            self.loaded_all_steps = True  # the end marker is written after the last step file
         return new_steps
 
-    def steps(self) -> list[int]:
-        return sorted(self._step_files)
+    def maybe_refresh(self) -> None:
+        if self.dynamic_refresh and not self.loaded_all_steps:
+            self.refresh()
 
     def last_step(self) -> int | None:
-        return max(self._step_files) if self._step_files else None
+        return max(self._locators) if self._locators else None
 
     def training_ended(self) -> bool:
-        return (self.path / storage.TRAINING_ENDED_FILE).exists()
+        return self.source.exists(storage.TRAINING_ENDED_FILE)
 
     def rule_status(self) -> RuleStatusDocument | None:
-        path = self.path / RULE_STATUS_FILE
-        if not path.exists():
-            return None
-        return RuleStatusDocument.from_json(path.read_text(encoding="utf-8"))
+        text = self.source.read_text(RULE_STATUS_FILE)
+        return None if text is None else RuleStatusDocument.from_json(text)
 
+    def collections(self) -> dict[str, Collection]:
+        text = self.source.read_text(storage.COLLECTIONS_FILE)
+        return {} if not text else {name: Collection.from_json_dict(data) for name, data in json.loads(text).items()}
+
+    def collection(self, coll_name: str) -> Collection:
+        found = self.collections().get(coll_name)
+        if found is None:
+            raise KeyError(f"no collection named {coll_name!r} was saved; saved: {', '.join(self.collections())}")
+        return found
+
+    # --- real-time reading
+    def has_passed_step(self, step: int, mode=ModeKeys.GLOBAL) -> StepState:
+        """AVAILABLE once the step is saved; UNAVAILABLE when a later step is saved (or the run ended) without it;
+        NOT_YET_AVAILABLE while the run may still save it."""
+        mode = parse_mode(mode)
+        self.maybe_refresh()
+        steps = self.steps(mode)
+        if step in steps:
+            return StepState.AVAILABLE
+        if (steps and steps[-1] > step) or self.loaded_all_steps:
+            return StepState.UNAVAILABLE
+        return StepState.NOT_YET_AVAILABLE
+
+    def wait_for_steps(self, required_steps: Iterable[int], mode=ModeKeys.GLOBAL) -> None:
+        """Block until every step is saved; StepUnavailable if one was skipped, NoMoreData if the run ended first."""
+        mode = parse_mode(mode)
+        for step in required_steps:
+            while True:
+                state = self.has_passed_step(step, mode)
+                if state is StepState.AVAILABLE:
+                    break
+                if state is StepState.UNAVAILABLE:
+                    steps = self.steps(mode)
+                    last = steps[-1] if steps else -1
+                    if step < last or not self.loaded_all_steps:
+                        raise StepUnavailable(step, mode)
+                    raise NoMoreData(step, mode, last)
+                time.sleep(POLL_SECONDS)
+
+    # --- values
     def _names(self) -> dict[str, set[str]]:
         return self._membership
 
-    def _steps_of(self, name: str) -> list[int]:
-        if name in self._metrics:
-            return sorted(self._metrics[name])
-        return sorted(self._index.get(name, {}))
-
-    def _has(self, name: str, step: int) -> bool:
-        return step in self._index.get(name, {}) or step in self._metrics.get(name, {})
-
-    def _value(self, name: str, step: int) -> np.ndarray:
+    def _value(self, name: str, step: int) -> np.ndarray | None:
         if name in self._metrics and step in self._metrics[name]:
             return np.asarray(self._metrics[name][step])
-        path = self._index.get(name, {}).get(step)
-        if path is None:
-            raise TensorNotAvailable(
-                f"tensor {name!r} was not saved at step {step}; saved at {self._steps_of(name)[:20]}"
-            )
+        manifest = self._manifests.get(step)
+        if manifest is None or name not in manifest.membership:
+            raise TensorUnavailableForStep(name, step)
+        if name not in manifest.arrays:
+            return None
         if step not in self._cache:
-            _, arrays = storage.read_step(path)
-            self._cache[step] = arrays
+            with self.source.open_step(self._locators[step]) as handle:
+                self._cache[step] = storage.read_step(handle)[1]
             while len(self._cache) > self._cache_steps:
                 self._cache.popitem(last=False)
         self._cache.move_to_end(step)
         return self._cache[step][name]
 
+    def _reductions(self, name: str, step: int) -> dict[str, float]:
+        manifest = self._manifests.get(step)
+        return dict(manifest.reductions.get(name, {})) if manifest else {}
 
-def create_trial(path: str | Path) -> Trial:
-    """Open a run's debug-output directory (local path)."""
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"no debug output at {path}: pass the hook's out_dir (DEBUG_OUTPUT_DIR)")
-    return Trial(path)
+    def _shape(self, name: str, step: int) -> list[int] | None:
+        manifest = self._manifests.get(step)
+        if manifest is not None and name in manifest.shapes:
+            return manifest.shapes[name]
+        return super()._shape(name, step)
+
+    def __repr__(self) -> str:
+        return f"<Trial {self.name}: {self.source.description}, {len(self._locators)} steps>"
 
 
-class LiveTrial(BaseTrial):
-    """The in-job view rules read: every step's cheap scalars plus the recent saved steps (older ones from disk)."""
+def create_trial(path: str | Path, name: str | None = None, range_steps: tuple | None = None, **kwargs: Any) -> Trial:
+    """Open a run's debug output: a local directory or ``s3://bucket/prefix``."""
+    unknown = set(kwargs) - {"profiler", "output_dir", "parallel", "check", "index_mode", "cache"}
+    if unknown:
+        raise TypeError(f"create_trial got unexpected arguments: {', '.join(sorted(unknown))}")
+    if kwargs.get("profiler"):
+        raise NotImplementedError("profiler trials (create_trial(..., profiler=True)) are not supported by this debugger")
+    path = str(path).strip()
+    if not is_s3_uri(path) and not Path(path).expanduser().exists():
+        raise FileNotFoundError(f"no debug output at {path}: pass the hook's out_dir (DEBUG_OUTPUT_DIR) or an s3:// URI")
+    return Trial(path, name=name, range_steps=range_steps)
 
-    def __init__(self, out_dir: Path, keep_saved_steps: int = 3):
-        self.out_dir = out_dir
-        self._membership: dict[str, set[str]] = {}
-        self._scalars: dict[str, dict[int, float]] = {}
-        self._scalars_at: dict[int, set[str]] = {}
-        self._saved_step_set: set[int] = set()
-        self._saved: _collections.OrderedDict[int, dict[str, np.ndarray]] = _collections.OrderedDict()
-        self._saved_names: dict[str, set[int]] = {}
-        self._keep = keep_saved_steps
-        self._disk: Trial | None = None
 
-    # --- written by the hook
-    def add_scalar(self, name: str, collection: str, step: int, value: float) -> None:
-        self._scalars.setdefault(name, {})[step] = value
-        self._scalars_at.setdefault(step, set()).add(name)
-        members = self._membership.get(name)
-        if members is None:
-            self._membership[name] = {collection}
-        elif collection not in members:
-            members.add(collection)
+def __getattr__(name: str) -> Any:
+    # LiveTrial lives in debugger.live_trial (it builds on this module); importable from here as before.
+    if name == "LiveTrial":
+        from debugger.live_trial import LiveTrial
 
-    def add_saved_step(self, step: int, tensors: dict[str, np.ndarray], membership: dict[str, list[str]]) -> None:
-        self._saved[step] = tensors
-        self._saved_step_set.add(step)
-        for name, member_of in membership.items():
-            self._membership.setdefault(name, set()).update(member_of)
-            self._saved_names.setdefault(name, set()).add(step)
-        while len(self._saved) > self._keep:
-            self._saved.popitem(last=False)
-
-    # --- read by rules
-    def names_at(self, step: int) -> set[str]:
-        names = set(self._scalars_at.get(step, ()))
-        saved = self._saved.get(step)
-        if saved is not None:
-            names.update(saved)
-        elif step in self._saved_step_set:  # saved, but no longer held in memory
-            names.update(name for name, steps in self._saved_names.items() if step in steps)
-        return names
-
-    def steps(self) -> list[int]:
-        steps = set(self._saved_step_set)
-        for series in self._scalars.values():
-            steps.update(series)
-        return sorted(steps)
-
-    def _names(self) -> dict[str, set[str]]:
-        return self._membership
-
-    def _steps_of(self, name: str) -> list[int]:
-        steps = set(self._scalars.get(name, {}))
-        steps.update(self._saved_names.get(name, ()))
-        return sorted(steps)
-
-    def _has(self, name: str, step: int) -> bool:
-        series = self._scalars.get(name)
-        if series is not None and step in series:
-            return True
-        saved = self._saved.get(step)
-        if saved is not None:
-            return name in saved
-        return step in self._saved_names.get(name, ())
-
-    def _value(self, name: str, step: int) -> np.ndarray:
-        series = self._scalars.get(name)
-        if series is not None and step in series:
-            return np.asarray(series[step])
-        saved = self._saved.get(step)
-        if saved is not None and name in saved:
-            return saved[name]
-        if step in self._saved_names.get(name, ()):
-            if self._disk is None:
-                self._disk = Trial(self.out_dir)
-            else:
-                self._disk.refresh()
-            return self._disk._value(name, step)
-        raise TensorNotAvailable(f"tensor {name!r} is not available at step {step}")
+        return LiveTrial
+    raise AttributeError(f"module 'debugger.trial' has no attribute {name!r}")

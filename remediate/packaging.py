@@ -27,7 +27,7 @@ from local_runtime.shipped import BUILTIN_EXAMPLE_DIR
 #: Where the job packages (contracts/, debugger/) are: the checkout, or site-packages once installed.
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 #: What is packed beside every source directory.
-JOB_PACKAGES = ("contracts", "debugger")
+JOB_PACKAGES = ("contracts", "debugger", "smdebug")
 LAUNCHER_SOURCE = (
     '"""SageMaker runs this first (sagemaker_program): see debugger/launcher.py."""\n'
     "from pathlib import Path\n\n"

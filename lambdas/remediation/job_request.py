@@ -47,8 +47,9 @@ SPOT_WAIT_FACTOR = 2
 STOP_TRAINING_ACTION = "StopTraining"
 DEFAULT_JOB_NAME_PREFIX = "remediation"
 _NOT_NAME_CHARACTER = re.compile(r"[^a-zA-Z0-9-]+")
-#: The collections our debugger saves (names as SageMaker Debugger spells them).
-HOOK_COLLECTIONS = ("losses", "gradients", "weights", "learning_rate", "metrics")
+#: smdebug's built-in PyTorch collections the default rules read (a script's smdebug hook refuses a collection it does
+#: not know, as smdebug does); scalars a script saves reach the status document whatever is configured.
+HOOK_COLLECTIONS = ("losses", "gradients", "weights")
 
 
 class JobRequestError(ValueError):

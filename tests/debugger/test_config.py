@@ -10,6 +10,7 @@ from torch import nn
 
 from debugger import ContractError, Hook, StopTrainingRequested
 from debugger.config import DEFAULT_SAVE_INTERVAL, parse_hook_config
+from debugger.modes import ModeKeys
 
 
 def hook_error(tmp_path, hook_config=None, rule_configs=None) -> ContractError:
@@ -48,7 +49,7 @@ def hook_error(tmp_path, hook_config=None, rule_configs=None) -> ContractError:
                 ]
             },
             "debugger_hook_config.CollectionConfigurations[0].CollectionParameters.save_intervall",
-            "allowed: save_interval, start_step, end_step, save_steps, include_regex",
+            "allowed: save_interval, start_step, end_step, save_steps, train.save_interval",
         ),
         (
             {"CollectionConfigurations": [{"CollectionName": "weights", "CollectionParameters": {"save_interval": 5}}]},
@@ -59,7 +60,7 @@ def hook_error(tmp_path, hook_config=None, rule_configs=None) -> ContractError:
         (
             {"HookParameters": {"start_step": "10", "end_step": "5"}},
             "debugger_hook_config.HookParameters.end_step",
-            "greater than start_step",
+            "not be less than start_step",
         ),
         ({"HookParameters": {"save_steps": "1,two"}}, "debugger_hook_config.HookParameters.save_steps", "whole number"),
         (
@@ -70,7 +71,17 @@ def hook_error(tmp_path, hook_config=None, rule_configs=None) -> ContractError:
         (
             {"CollectionConfigurations": [{"CollectionName": "tensors"}]},
             "debugger_hook_config.CollectionConfigurations[0].CollectionName",
-            "allowed: gradients",
+            "needs CollectionParameters.include_regex",
+        ),
+        (
+            {"HookParameters": {"reductions": "max,l3_norm"}},
+            "debugger_hook_config.HookParameters.reductions",
+            "not a reduction",
+        ),
+        (
+            {"HookParameters": {"train.save_interval": "0"}},
+            "debugger_hook_config.HookParameters.train.save_interval",
+            ">= 1",
         ),
         ({"S3OutputPath": "bucket/prefix"}, "debugger_hook_config.S3OutputPath", "s3://"),
         ({"LocalDir": "/tmp"}, "debugger_hook_config.LocalDir", "allowed keys"),
@@ -156,23 +167,30 @@ def test_malformed_rule_configs(tmp_path, rule_configs, field, hint):
     assert hint in error.problem
 
 
-def test_defaults_follow_sagemaker():
+def test_defaults_follow_sagemaker(tmp_path):
     settings = parse_hook_config(None)
-    assert DEFAULT_SAVE_INTERVAL == 500
-    assert set(settings.collections) == {"gradients", "weights", "biases", "losses", "metrics", "learning_rate"}
-    assert all(collection.save.save_interval == 500 for collection in settings.collections.values())
+    assert DEFAULT_SAVE_INTERVAL == 500 and settings.collection_specs is None
+    assert settings.default_save.save_interval == 500 and settings.default_save.start_step == 0
+    hook = Hook.from_configs(out_dir=tmp_path, job_name="defaults")
+    assert hook.include_collections == ["gradients", "weights", "biases", "losses", "metrics", "learning_rate"]
+    hook.close()
+    # smdebug's layering of a configuration file: hook < collection < mode-prefixed keys, mode by mode
     settings = parse_hook_config(
         json.dumps(
             {
-                "HookParameters": {"save_interval": "10"},
+                "HookParameters": {"save_interval": "1", "train.save_interval": "2", "eval.save_interval": "3"},
                 "CollectionConfigurations": [
-                    {"CollectionName": "losses", "CollectionParameters": {"save_interval": "1"}}
+                    {"CollectionName": "weights"},
+                    {"CollectionName": "losses", "CollectionParameters": {"eval.save_interval": "4", "global.save_interval": "5"}},
                 ],
             }
         )
     )
-    assert set(settings.collections) == {"losses"} and settings.collections["losses"].save.save_interval == 1
-    assert settings.default_save.save_interval == 10
+    weights, losses = (spec.save_by_mode for spec in settings.collection_specs)
+    intervals = [ModeKeys.TRAIN, ModeKeys.EVAL, ModeKeys.PREDICT, ModeKeys.GLOBAL]
+    assert [settings.save_by_mode[mode]["save_interval"] for mode in intervals] == [2, 3, 1, 1]
+    assert [weights[mode]["save_interval"] for mode in intervals] == [2, 3, 1, 1]
+    assert [losses[mode]["save_interval"] for mode in intervals] == [2, 4, 1, 5]
 
 
 CUSTOM_RULE = """

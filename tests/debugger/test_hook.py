@@ -180,13 +180,15 @@ def test_collection_save_configuration_overrides_hook_defaults(tmp_path):
     run_steps(*watched_model(hook), 10)
     hook.close()
     trial = create_trial(tmp_path)
-    assert trial.tensor("2.weight").steps() == [1, 2]
-    assert not trial.has_tensor("0.weight")  # include_regex
+    # smdebug's semantics: save_steps are saved besides the interval; include_regex adds tensors to a collection
+    assert trial.tensor("2.weight").steps() == [0, 1, 2, 4, 8]
+    assert trial.tensor("0.weight").steps() == [0, 1, 2, 4, 8]
+    assert trial.tensor("2.bias").collections() == ["weights"]  # matched ^2\. (biases is not configured)
     assert trial.tensor("CrossEntropyLoss_output_0").steps() == [0, 4, 8]  # hook default interval
     assert trial.tensor("gradient/0.weight").steps() == [2, 4, 6]  # [start_step, end_step) every 2
     assert not trial.tensor_names(collection="biases")  # not configured -> not saved
     activation = trial.tensor("1_input_0")
-    assert activation.steps() == [5] and activation.value(5).shape == (32, 16)
+    assert activation.steps() == [0, 4, 5, 8] and activation.value(5).shape == (32, 16)
 
 
 def test_rule_that_raises_gets_error_status_and_training_continues(tmp_path):
@@ -241,14 +243,16 @@ def test_status_document_is_written_only_when_a_status_changes(tmp_path):
 def test_poor_weight_initialization_gets_the_activation_inputs_it_needs(tmp_path):
     hook = Hook.from_configs(
         hook_config={"CollectionConfigurations": [{"CollectionName": "losses"}]},
-        rule_configs=[rule("PoorWeightInitialization", steps="3", threshold="1000000")],
+        rule_configs=[rule("PoorWeightInitialization", steps="3", threshold="1000000", activation_inputs_regex="_input_0$")],
         out_dir=tmp_path,
         job_name="init",
     )
     run_steps(*watched_model(hook), 5)
     document = hook.close()
     trial = create_trial(tmp_path)
-    assert trial.tensor_names(collection="activations") == ["1_input_0"]  # inputs only, not outputs
+    # the activations collection holds the inputs and outputs of activation modules; the rule's window is saved
+    # (the rule's activation_inputs_regex joins the collection too: every module input is saved in its window)
+    assert {"1_input_0", "1_output_0", "0_input_0"} <= set(trial.tensor_names(collection="activations"))
     assert trial.tensor("1_input_0").steps() == [0, 1, 2]
     assert trial.tensor("gradient/0.weight").steps() == [0, 1, 2]
     assert document.rules[0].RuleEvaluationStatus in ("NoIssuesFound", "IssuesFound")

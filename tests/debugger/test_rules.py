@@ -26,7 +26,7 @@ from debugger.trial import LiveTrial
 
 def trial_with(tmp_path: Path, steps: dict[int, dict[str, tuple[str, np.ndarray]]]) -> LiveTrial:
     """A LiveTrial whose saved steps hold the given {name: (collection, array)}."""
-    trial = LiveTrial(tmp_path)
+    trial = LiveTrial(tmp_path, keep_saved_steps=len(steps))
     for step, tensors in steps.items():
         trial.add_saved_step(
             step,
@@ -134,10 +134,9 @@ def loss_trial(tmp_path: Path, losses: dict[int, float]) -> LiveTrial:
 @pytest.mark.parametrize(
     ("final_loss", "fires", "why"),
     [
-        (0.99, False, "fell 1% >= diff_percent 0.1%"),
-        (0.9991, True, "fell 0.09% < 0.1%"),
-        (0.998, False, "fell 0.2%"),
-        (1.0, True, "flat"),
+        (0.99, False, "fell 1% > diff_percent 0"),
+        (0.9991, False, "fell 0.09%: still falling"),
+        (1.0, True, "flat: not decreasing"),
         (1.04, False, "rose 4% <= increase_threshold_percent 5%"),
         (1.06, True, "rose 6% > 5%"),
     ],
@@ -149,16 +148,45 @@ def test_loss_not_decreasing_defaults(tmp_path, final_loss, fires, why):
     assert results == [False, False, fires], why
 
 
+def test_loss_not_decreasing_diff_percent(tmp_path):
+    trial = loss_trial(tmp_path, {0: 1.0, 10: 0.95})
+    rule = make("LossNotDecreasing", trial, diff_percent="10")
+    assert [rule.invoke_at_step(0), rule.invoke_at_step(10)] == [False, True]  # fell 5% < 10%
+
+
 def test_loss_not_decreasing_compares_at_least_num_steps_back(tmp_path):
-    # saved every 3 steps, num_steps 10: step 21 is compared with step 9 (SageMaker's documented example)
-    losses = {step: 1.0 for step in range(0, 40, 3)}
+    # the AWS developer guide's example: saved every 3 steps, num_steps 10: step 21 is compared with step 9
+    # (the newest saved step at least 10 back), and the next check is at step 33
+    losses = {step: 1.0 - 0.01 * step for step in range(0, 40, 3)}
+    losses[21] = 1.0 - 0.01 * 9  # no lower than at step 9
     trial = loss_trial(tmp_path, losses)
     rule = LossNotDecreasing(trial, num_steps=10)
-    fired_at = [step for step in range(0, 40, 3) if rule.invoke_at_step(step)]
-    assert fired_at[0] == 12  # first reference step 0, 12 is the first saved step >= 10 back
+    checked = []
+    for step in range(0, 40, 3):
+        fired = rule.invoke_at_step(step)
+        if rule._last_check.get("CrossEntropyLoss_output_0") == step:
+            checked.append((step, fired))
+    assert checked == [(12, False), (24, False), (36, False)]
     rule = LossNotDecreasing(trial, num_steps=10)
-    rule._checked["CrossEntropyLoss_output_0"] = (9, 1.0)
-    assert rule.invoke_at_step(18) is False and rule.invoke_at_step(21) is True
+    rule._last_check["CrossEntropyLoss_output_0"] = 11  # as if checked at 11: the next check is at 21
+    for step in range(0, 21, 3):
+        rule.invoke_at_step(step)
+    assert rule.invoke_at_step(21) is True and "(step 9)" in rule.finding.message
+
+
+def test_loss_not_decreasing_mode_picks_eval_steps_first(tmp_path):
+    from debugger.modes import ModeKeys
+
+    trial = LiveTrial(tmp_path)
+    for step in range(24):
+        mode = ModeKeys.EVAL if step % 2 else ModeKeys.TRAIN
+        trial.begin_step(step, mode, step // 2)
+        # training loss falls, evaluation loss does not
+        trial.add_scalar("CrossEntropyLoss_output_0", "losses", step, 1.0 if mode is ModeKeys.EVAL else 1.0 - step / 100)
+    default = LossNotDecreasing(trial)
+    assert any(default.invoke_at_step(step) for step in range(24)) and default.finding.message.endswith("0%")
+    train_only = LossNotDecreasing(trial, mode="TRAIN")
+    assert not any(train_only.invoke_at_step(step) for step in range(24))
 
 
 def test_loss_not_decreasing_without_selection_is_quiet(tmp_path):
@@ -187,8 +215,8 @@ def test_weight_update_ratio_needs_a_previous_step_within_num_steps(tmp_path):
     trial = trial_with(tmp_path, {0: {"w": ("weights", weights)}, 20: {"w": ("weights", weights * 100)}})
     rule = WeightUpdateRatio(trial, num_steps=10)
     assert not rule.invoke_at_step(0) and not rule.invoke_at_step(20)
-    rule = WeightUpdateRatio(trial, num_steps=20, step=25)
-    assert not rule.invoke_at_step(0) and not rule.invoke_at_step(20)
+    rule = WeightUpdateRatio(trial)  # default: the previous saved step, however far back
+    assert not rule.invoke_at_step(0) and rule.invoke_at_step(20)
 
 
 def activation_step(variance_ratio: float, gradient_spread: float) -> dict[str, tuple[str, np.ndarray]]:
@@ -197,9 +225,9 @@ def activation_step(variance_ratio: float, gradient_spread: float) -> dict[str, 
     base = (base - base.mean()) / base.std()
     gradient = np.linspace(-gradient_spread / 0.9, gradient_spread / 0.9, 1001) / 2
     return {
-        "block.act1_input_0": ("activations", base),
-        "block.act2_input_0": ("activations", base * math.sqrt(variance_ratio)),
-        "block.act2_output_0": ("activations", base * 1000),  # outputs are not activation inputs
+        "block1.relu_input_0": ("activations", base),
+        "block2.relu_input_0": ("activations", base * math.sqrt(variance_ratio)),
+        "block2.relu_output_0": ("activations", base * 1000),  # outputs are not activation inputs (default .*relu_input)
         "gradient/block.conv.weight": ("gradients", gradient),
     }
 
@@ -208,7 +236,7 @@ def activation_step(variance_ratio: float, gradient_spread: float) -> dict[str, 
     ("variance_ratio", "gradient_spread", "fires", "culprit"),
     [
         (9.5, 0.01, False, None),
-        (10.5, 0.01, True, "block.act2_input_0"),
+        (10.5, 0.01, True, "block2.relu_input_0"),
         (1.0, 0.0011, False, None),
         (1.0, 0.0009, True, "gradient/block.conv.weight"),
     ],
@@ -241,7 +269,10 @@ def test_builtin_defaults_match_the_contract():
         typed = builtin_rule_parameters(name, {}, f"rules[{name}]")
         assert set(typed) == set(defaults)
     assert builtin_rule_parameters("LossNotDecreasing", {}, "x")["num_steps"] == 10
-    assert builtin_rule_parameters("WeightUpdateRatio", {}, "x")["step"] is None
+    assert builtin_rule_parameters("WeightUpdateRatio", {}, "x")["num_steps"] is None
+    assert builtin_rule_parameters("LossNotDecreasing", {}, "x")["diff_percent"] == 0.0
+    assert builtin_rule_parameters("LossNotDecreasing", {}, "x")["collection_names"] == []
+    assert builtin_rule_parameters("PoorWeightInitialization", {}, "x")["activation_inputs_regex"][0].pattern == ".*relu_input"
     assert builtin_rule_parameters("PoorWeightInitialization", {}, "x")["patience"] == 5
 
 
@@ -254,9 +285,10 @@ def test_builtin_defaults_match_the_contract():
         ("LossNotDecreasing", "num_steps", "2.5", "whole number"),
         ("LossNotDecreasing", "mode", "TRAINING", "TRAIN, EVAL, GLOBAL"),
         ("ExplodingTensor", "only_nan", "yes", '"True" or "False"'),
-        ("ExplodingTensor", "collection_names", "gradients,tensors", "not a collection"),
+        ("ExplodingTensor", "collection_names", "gradients,my tensors", "not a collection name"),
         ("ExplodingTensor", "tensor_regex", "gradient/(", "regular expression"),
-        ("WeightUpdateRatio", "step", "soon", "whole number"),
+        ("WeightUpdateRatio", "num_steps", "soon", "whole number"),
+        ("LossNotDecreasing", "num_steps", "None", "whole number"),
     ],
 )
 def test_bad_builtin_parameter_names_the_field(tmp_path, rule, parameter, value, allowed_hint):

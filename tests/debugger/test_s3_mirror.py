@@ -70,6 +70,7 @@ def test_mirror_uploads_status_on_change_and_steps_in_background(s3, tmp_path):
         PREFIX + "rule-status.json",
         PREFIX + "metrics.jsonl",
         PREFIX + "training_job_end.ts",
+        PREFIX + "collections.json",
         PREFIX + "steps/000000000000.npz",
         PREFIX + "steps/000000000002.npz",
         PREFIX + "steps/000000000004.npz",

@@ -36,7 +36,9 @@ def test_an_exploding_script_is_remediated_by_its_declared_remedies_until_it_mee
     assert finished.returncode == 0, finished.stderr[-4000:]
     summary = json.loads(finished.stdout)
     attempts = summary["attempts"]
-    assert [row["outcome"] for row in attempts] == ["issues_found", "objective_missed", "objective_missed", "completed"]
+    # lr 20 explodes; clipped, its huge steps kill the ReLU units (zero gradients: VanishingGradient); lower rates
+    assert [row["outcome"] for row in attempts] == ["issues_found", "issues_found", "issues_found", "completed"]
+    assert [row["rule"] for row in attempts[:3]] == ["ExplodingTensor", "VanishingGradient", "VanishingGradient"]
     assert [(row["hyperparameters"]["lr"], row["hyperparameters"]["grad-clip"]) for row in attempts] == [
         (20, 0),
         (20, 1.0),
@@ -47,7 +49,6 @@ def test_an_exploding_script_is_remediated_by_its_declared_remedies_until_it_mee
     exploded = attempts[0]
     assert exploded["rule"] == "ExplodingTensor" and exploded["issue_step"] < 25  # within the first epoch
     assert exploded["objective_value"] is None
-    assert all(row["objective_value"] < 0.9 for row in attempts[1:3])
     assert summary["objective"] == {"metric_name": "validation:accuracy", "type": "Maximize", "target_value": 0.9}
     assert summary["objective_value"] >= 0.9 and summary["successful_job"] == attempts[-1]["job_name"]
 
@@ -57,7 +58,7 @@ def test_an_exploding_script_is_remediated_by_its_declared_remedies_until_it_mee
     assert "ExplodingTensor fired at step" in first_reason and "initial gradient norm" in first_reason
     assert "Next: setting grad-clip to 1 (was 0)" in first_reason or "raising grad-clip 0 -> 1" in first_reason
     second_reason = payload["state"]["attempts"][1]["decision"]["reason"]
-    assert "missed validation:accuracy >= 0.9 by" in second_reason
+    assert "VanishingGradient fired at step" in second_reason and "lowering lr 20 -> 2" in second_reason
     notifications = json.loads((run_dir / "notifications.json").read_text())
     assert "validation:accuracy" in notifications[-1]["subject"]
 

@@ -91,7 +91,7 @@ def test_the_fallback_poll_costs_three_transitions_each_time_it_fires(workflow):
     history = workflow.history()
     (attempt,) = transitions_per_attempt(history)
     fallbacks = [outcome for outcome in wait_outputs(history) if outcome["woken_by"] == "fallback_timeout"]
-    assert 2 <= len(fallbacks) <= 4  # 3.5 s of training against a 1 s timeout (plus the interpreter's own time)
+    assert 1 <= len(fallbacks) <= 4  # 3.5 s of training against a 1 s timeout, less on a loaded machine
     assert len(attempt) == 5 + 3 * len(fallbacks)
     assert wait_outputs(history)[-1]["woken_by"] == "job_state_change"
 

@@ -1,0 +1,151 @@
+"""The hook's rules and its rule-status document (a mixin of :class:`debugger.hook.Hook`).
+
+Every configured rule runs at every step's check; a rule that raises gets status Error (training goes on);
+a rule that fires records its issue, the evidence and its actions; a StopTraining action makes the hook
+raise :class:`StopTrainingRequested` before the optimizer can apply the step.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import time
+from datetime import UTC, datetime
+
+from contracts.rule_status import (
+    ERROR,
+    IN_PROGRESS,
+    ISSUES_FOUND,
+    RULE_STATUS_FILE,
+    ActionRecord,
+    RuleIssue,
+    RuleStatus,
+    RuleStatusDocument,
+)
+from debugger import storage
+from debugger.config import RuleSpec
+from debugger.exceptions import TensorUnavailableForStep
+from debugger.rules import Rule
+from debugger.stop_training import StopTrainingRequested
+
+LOGGER = logging.getLogger("debugger.hook")
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+@dataclasses.dataclass
+class _RuleState:
+    spec: RuleSpec
+    rule: Rule
+    status: str = IN_PROGRESS
+    details: str = ""
+    modified: str = ""
+    issue: RuleIssue | None = None
+
+
+class RuleRunner:
+    """State set up by Hook.__init__: _rules, evidence, actions, metrics, _stop, out_dir, mirror, job_name."""
+
+    def _update_evidence(self, step: int, loss: float | None, gradient_norm: float | None) -> None:
+        evidence = self.evidence
+        if not self._initial_recorded:  # step 0, or the first step of a resumed job
+            self._initial_recorded = True
+            evidence.initial_loss = loss
+            evidence.initial_gradient_norm = gradient_norm
+        if loss is not None and math.isfinite(loss):
+            evidence.last_finite_loss = loss
+        if (
+            gradient_norm is not None
+            and math.isfinite(gradient_norm)
+            and (evidence.max_gradient_norm is None or gradient_norm > evidence.max_gradient_norm)
+        ):
+            evidence.max_gradient_norm = gradient_norm
+        evidence.last_step = step
+
+    def _evaluate_rules(self, step: int, learning_rate: float | None) -> None:
+        changed = False
+        for state in self._rules:
+            if state.status != IN_PROGRESS:
+                continue
+            spec = state.spec
+            if (spec.start_step is not None and step < spec.start_step) or (
+                spec.end_step is not None and step >= spec.end_step
+            ):
+                continue
+            state.rule.finding = None
+            try:
+                fired = state.rule.check(step)
+            except TensorUnavailableForStep:
+                continue
+            except Exception as error:  # noqa: BLE001 - a broken rule must not stop training
+                state.status, state.details, state.modified = ERROR, f"{type(error).__name__}: {error}", _now()
+                LOGGER.warning("rule %s raised at step %d: %s", spec.name, step, state.details)
+                changed = True
+                continue
+            if fired:
+                changed = True
+                self._record_issue(state, step, learning_rate)
+        if changed or time.monotonic() - self._last_status_write > self._heartbeat:
+            self.write_status()
+
+    def _record_issue(self, state: _RuleState, step: int, learning_rate: float | None) -> None:
+        finding = state.rule.finding
+        phase = self._phase  # None unless the script said (set_context): never guessed
+        message = finding.message if finding else f"{state.spec.name} returned True"
+        state.status, state.details, state.modified = ISSUES_FOUND, message, _now()
+        state.issue = RuleIssue(
+            step=step,
+            tensor=finding.tensor if finding else "",
+            value=finding.value if finding else None,
+            message=message,
+            phase=phase,
+            kind=finding.kind if finding else None,
+        )
+        if self.evidence.first_issue_step is None:
+            self.evidence.first_issue_step = step
+            self.evidence.phase = phase
+            self.evidence.learning_rate_at_issue = learning_rate
+        for action in state.spec.actions:
+            detail = action.get("endpoint", "") if action["name"] != "StopTraining" else message
+            self.actions.append(
+                ActionRecord(action=action["name"], rule=state.spec.name, step=step, at=_now(), detail=detail)
+            )
+            if action["name"] == "StopTraining" and self._stop is None:
+                self._stop = StopTrainingRequested(state.spec.name, step, message)
+
+    # ------------------------------------------------------------------ status document
+
+    def status_document(self, training_ended: bool = False) -> RuleStatusDocument:
+        return RuleStatusDocument(
+            job_name=self.job_name,
+            updated_at=_now(),
+            training_ended=training_ended,
+            last_step=self._last_checked_step,
+            rules=[
+                RuleStatus(
+                    RuleConfigurationName=state.spec.name,
+                    RuleEvaluationStatus=state.status,
+                    StatusDetails=state.details,
+                    LastModifiedTime=state.modified,
+                    issue=state.issue,
+                )
+                for state in self._rules
+            ],
+            evidence=dataclasses.replace(self.evidence),
+            actions=list(self.actions),
+            metrics=dict(self.metrics),
+        )
+
+    def write_status(self, training_ended: bool = False) -> RuleStatusDocument:
+        """Write rule-status.json atomically (and to S3 when mirroring)."""
+        document = self.status_document(training_ended)
+        text = document.to_json()
+        storage.atomic_write_text(self.out_dir / RULE_STATUS_FILE, text)
+        self._last_status_write = time.monotonic()
+        if self.mirror is not None:
+            self.mirror.put_status(text)
+        return document
+

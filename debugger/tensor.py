@@ -1,0 +1,132 @@
+"""One named tensor of a trial across steps: smdebug's documented Tensor API."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from debugger.exceptions import ShapeUnavailableForStep, TensorUnavailableForStep
+from debugger.modes import ModeKeys, parse_mode
+from debugger.reductions import ALLOWED_NORMS, ALLOWED_REDUCTIONS, reduce, reduction_key
+
+if TYPE_CHECKING:
+    from debugger.trial import BaseTrial
+
+#: Our own extra reduction (not smdebug's): how many values are NaN or infinite.
+NONFINITE_COUNT = "nonfinite_count"
+WORKER = "worker_0"
+
+
+class StepState(Enum):
+    """What ``trial.has_passed_step`` answers (smdebug's values)."""
+
+    UNAVAILABLE = 0
+    AVAILABLE = 1
+    NOT_YET_AVAILABLE = 2
+
+
+def _nonfinite_count(array: np.ndarray) -> float:
+    values = np.asarray(array)
+    return float(values.size - np.count_nonzero(np.isfinite(values)))
+
+
+class Tensor:
+    def __init__(self, trial: BaseTrial, name: str):
+        self.trial = trial
+        self.name = name
+
+    def _global(self, step_num: int, mode: Any) -> int:
+        mode = parse_mode(mode)
+        step = self.trial._to_global(int(step_num), mode)
+        if step is None or not self.trial._has(self.name, step):
+            raise TensorUnavailableForStep(self.name, step_num, mode)
+        return step
+
+    def steps(self, mode=ModeKeys.GLOBAL, show_incomplete_steps: bool = False) -> list[int]:
+        """Steps at which this tensor was saved: global steps, or mode steps when a mode is given."""
+        mode = parse_mode(mode)
+        self.trial.maybe_refresh()
+        steps = self.trial._steps_of(self.name)
+        if mode is ModeKeys.GLOBAL:
+            return steps
+        return sorted(mode_step for step in steps for m, mode_step in [self.trial._global_to_mode[step]] if m is mode)
+
+    def has_step(self, step: int, mode=ModeKeys.GLOBAL) -> bool:
+        mode = parse_mode(mode)
+        step = self.trial._to_global(int(step), mode)
+        return step is not None and self.trial._has(self.name, step)
+
+    def value(self, step_num: int, mode=ModeKeys.GLOBAL, worker: str | None = None) -> np.ndarray:
+        step = self._global(step_num, mode)
+        array = self.trial._value(self.name, step)
+        if array is None:
+            raise TensorUnavailableForStep(self.name, step_num, parse_mode(mode), has_reductions=bool(self.trial._reductions(self.name, step)))
+        return array
+
+    def reduction_value(self, step_num: int, reduction_name: str, mode=ModeKeys.GLOBAL, worker: str | None = None, abs: bool = False):  # noqa: A002
+        """The saved reduction, else computed from the saved tensor; TensorUnavailableForStep when neither was saved."""
+        if reduction_name not in (*ALLOWED_REDUCTIONS, *ALLOWED_NORMS, NONFINITE_COUNT):
+            raise ValueError(
+                f"reduction_name must be one of {', '.join(ALLOWED_REDUCTIONS + ALLOWED_NORMS)}; got {reduction_name!r}"
+            )
+        step = self._global(step_num, mode)
+        saved = self.trial._reductions(self.name, step)
+        key = reduction_key(reduction_name, abs)
+        if key in saved:
+            return np.float64(saved[key])
+        array = self.trial._value(self.name, step)
+        if array is None:
+            raise TensorUnavailableForStep(self.name, step_num, parse_mode(mode), has_reductions=bool(saved))
+        if reduction_name == NONFINITE_COUNT:
+            return np.float64(_nonfinite_count(array))
+        return np.float64(reduce(array, reduction_name, abs=abs))
+
+    def reduction_values(self, step_num: int, mode=ModeKeys.GLOBAL, worker: str | None = None) -> dict[tuple[str, bool], Any]:
+        """The reductions saved at that step: {(reduction_name, abs): value} (none are computed here)."""
+        step = self._global(step_num, mode)
+        values = {}
+        for key, value in self.trial._reductions(self.name, step).items():
+            absolute = key.startswith("abs_")
+            values[(key[4:] if absolute else key, absolute)] = np.float64(value)
+        return values
+
+    def shape(self, step_num: int, mode=ModeKeys.GLOBAL, worker: str | None = None) -> tuple[int, ...]:
+        mode = parse_mode(mode)
+        step = self.trial._to_global(int(step_num), mode)
+        shape = None if step is None else self.trial._shape(self.name, step)
+        if shape is None:
+            raise ShapeUnavailableForStep(self.name, step_num, mode)
+        return tuple(shape)
+
+    def values(self, mode=ModeKeys.GLOBAL, worker: str | None = None) -> dict[int, np.ndarray]:
+        values = {}
+        for step in self.steps(mode):
+            try:
+                values[step] = self.value(step, mode)
+            except TensorUnavailableForStep:
+                continue  # only reductions saved there
+        return values
+
+    def shapes(self, mode=ModeKeys.GLOBAL, worker: str | None = None) -> dict[int, tuple[int, ...]]:
+        shapes = {}
+        for step in self.steps(mode):
+            try:
+                shapes[step] = self.shape(step, mode)
+            except ShapeUnavailableForStep:
+                continue
+        return shapes
+
+    def workers(self, step_num: int, mode=ModeKeys.GLOBAL) -> list[str]:
+        return [WORKER] if self.has_step(step_num, mode) else []
+
+    def prev_steps(self, step: int, n: int, mode=ModeKeys.GLOBAL) -> list[int]:
+        earlier = [saved for saved in self.steps(mode) if saved < step]
+        return earlier[-n:] if n > 0 else []
+
+    def collections(self) -> list[str]:
+        return sorted(self.trial._names().get(self.name, ()))
+
+    def __repr__(self) -> str:
+        return f"Tensor({self.name!r})"

@@ -1,0 +1,20 @@
+from debugger import collection as _collection
+from debugger.collection import Collection
+
+
+class CollectionKeys:
+    """smdebug's collection names (a PyTorch hook has all, default, weights, biases, gradients, losses)."""
+
+    DEFAULT = _collection.DEFAULT
+    ALL = _collection.ALL
+    WEIGHTS = _collection.WEIGHTS
+    BIASES = _collection.BIASES
+    GRADIENTS = _collection.GRADIENTS
+    LOSSES = _collection.LOSSES
+    METRICS = _collection.METRICS
+    SM_METRICS = _collection.SM_METRICS
+    INPUTS = "inputs"
+    OUTPUTS = "outputs"
+
+
+__all__ = ["Collection", "CollectionKeys"]

@@ -1,0 +1,3 @@
+from debugger.tensor import StepState, Tensor
+
+__all__ = ["StepState", "Tensor"]

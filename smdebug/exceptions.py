@@ -1,0 +1,43 @@
+"""smdebug's exceptions (``from smdebug.exceptions import *``), raised by this project's debugger."""
+
+from debugger.exceptions import (  # noqa: F401
+    IndexReaderException,
+    InsufficientInformationForRuleInvocation,
+    InvalidCollectionConfiguration,
+    InvalidWorker,
+    MissingCollectionFiles,
+    NoMoreData,
+    RuleEvaluationConditionMet,
+    ShapeUnavailableForStep,
+    SMDebugCustomerError,
+    SMDebugError,
+    SMDebugNotImplementedError,
+    SMDebugRuntimeError,
+    SMDebugTypeError,
+    SMDebugValueError,
+    StepNotYetAvailable,
+    StepUnavailable,
+    TensorUnavailable,
+    TensorUnavailableForStep,
+)
+
+__all__ = [
+    "IndexReaderException",
+    "InsufficientInformationForRuleInvocation",
+    "InvalidCollectionConfiguration",
+    "InvalidWorker",
+    "MissingCollectionFiles",
+    "NoMoreData",
+    "RuleEvaluationConditionMet",
+    "SMDebugCustomerError",
+    "SMDebugError",
+    "SMDebugNotImplementedError",
+    "SMDebugRuntimeError",
+    "SMDebugTypeError",
+    "SMDebugValueError",
+    "ShapeUnavailableForStep",
+    "StepNotYetAvailable",
+    "StepUnavailable",
+    "TensorUnavailable",
+    "TensorUnavailableForStep",
+]
