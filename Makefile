@@ -1,7 +1,7 @@
 # Entry points on a fresh machine:
 #   make local-run   the local remediation loop with defaults (real training, no AWS account)
 #   make test        the whole test suite (what CI runs)
-<<<<<<< HEAD
+#   make test-fast   everything but real training and CDK synth (a couple of minutes)
 #   make synth       the CloudFormation template into cdk.out/ (offline, no AWS account)
 #   make bootstrap   once per account and region: the CDK's bootstrap stack
 #   make deploy      deploy the stack with your AWS credentials, e.g. ARGS="-c notification_email=you@example.com"
@@ -9,10 +9,6 @@
 #   make cli         the remediate command alone (.venv/bin/remediate cloud ... against a deployed stack)
 # Each creates .venv and installs what it needs itself: local-run only requirements.txt, the CDK
 # targets only requirements-cdk.txt and the pinned CDK CLI and Node.js (npm ci), test both.
-=======
-#   make test-fast   everything but real training and CDK synth (under a minute)
-# Each creates .venv and installs the pinned requirements itself.
->>>>>>> cli-solid
 
 PYTHON ?= python3
 VENV := .venv
@@ -28,18 +24,13 @@ export npm_config_update_notifier := false
 export npm_config_fund := false
 export npm_config_audit := false
 
-<<<<<<< HEAD
 CDK := node_modules/.bin/cdk
 #: Oldest Node.js major still supported (Node 22: end of life 2027-04-30).
 NODE_MIN_MAJOR := 22
-
-.PHONY: local-run cli test lint bench clean synth bootstrap deploy destroy node-check
-=======
 TORCH_VERSION := $(shell sed -n 's/^torch==//p' requirements.txt)
 TORCH_CPU_INDEX := https://download.pytorch.org/whl/cpu
 
-.PHONY: local-run test test-fast lint bench clean
->>>>>>> cli-solid
+.PHONY: local-run cli test test-fast lint bench clean synth bootstrap deploy destroy node-check
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -81,7 +72,10 @@ cli: $(VENV)/.runtime-installed
 test: $(VENV)/.dev-installed node_modules/.installed node-check
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-<<<<<<< HEAD
+# Real training (marker "training"), CDK synth ("cdk") and the install test ("install") left out.
+test-fast: $(VENV)/.dev-installed
+	$(BIN)/python -m pytest -q -n auto -m "not training and not cdk and not install" $(PYTEST_ARGS)
+
 # The CDK targets: the CLI runs cdk.json's app (.venv/bin/python app.py) on the pinned Node.js.
 synth: $(VENV)/.cdk-installed node_modules/.installed node-check
 	$(CDK) synth --quiet $(ARGS)
@@ -103,11 +97,6 @@ node-check: node_modules/.installed
 			"x64/arm64 (package.json), elsewhere install Node.js 22 or 24 and run make again" >&2; \
 		exit 1; \
 	fi
-=======
-# Real training (marker "training"), CDK synth ("cdk") and the install test ("install") left out.
-test-fast: $(VENV)/.dev-installed
-	$(BIN)/python -m pytest -q -n auto -m "not training and not cdk and not install" $(PYTEST_ARGS)
->>>>>>> cli-solid
 
 lint: $(VENV)/.dev-installed
 	$(BIN)/ruff check .

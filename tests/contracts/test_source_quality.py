@@ -12,6 +12,20 @@ def test_ruff_finds_nothing():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+def test_no_tracked_file_holds_merge_conflict_markers():
+    """A merge committed with its conflict markers broke the Makefile once; ruff reads only Python."""
+    listed = subprocess.run(["git", "ls-files", "-z"], capture_output=True, cwd=REPO_ROOT, check=True).stdout
+    marked = []
+    for name in filter(None, listed.decode().split("\0")):
+        path = REPO_ROOT / name
+        if not path.is_file() or path.stat().st_size > 2_000_000:
+            continue
+        lines = path.read_bytes().splitlines()
+        if any(line.startswith((b"<<<<<<< ", b">>>>>>> ")) for line in lines):
+            marked.append(name)
+    assert marked == []
+
+
 def test_lambda_side_modules_import_without_torch_or_numpy():
     probe = (
         "import sys\n"
