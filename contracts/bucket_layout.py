@@ -80,8 +80,12 @@ def rule_status_key(job_name: str) -> str:
     return f"{DEBUG_OUTPUT_PREFIX}{job_name}/{RULE_STATUS_FILE}"
 
 
+def checkpoint_prefix(job_name: str) -> str:
+    return f"{CHECKPOINTS_PREFIX}{job_name}/"
+
+
 def checkpoint_uri(bucket: str, job_name: str) -> str:
-    return s3_uri(bucket, f"{CHECKPOINTS_PREFIX}{job_name}/")
+    return s3_uri(bucket, checkpoint_prefix(job_name))
 
 
 def task_token_key(job_name: str) -> str:

@@ -200,3 +200,30 @@ def _validate_string_map(value: Any, where: str) -> None:
     for key, item in value.items():
         if not isinstance(item, str):
             raise ContractError(f"{where}.{key}", f"must be a string (SageMaker passes parameters as strings); got {item!r}")
+
+
+#: Every debugging rule the AWS developer guide documents ("List of Debugger built-in rules"), whether or not our
+#: in-job debugger implements it (BUILTIN_RULE_DEFAULTS): remedies may name any of them, because in legacy mode
+#: SageMaker's own rule evaluator runs them.
+DOCUMENTED_RULE_NAMES = (
+    "DeadRelu",
+    "ExplodingTensor",
+    "PoorWeightInitialization",
+    "SaturatedActivation",
+    "VanishingGradient",
+    "WeightUpdateRatio",
+    "AllZero",
+    "ClassImbalance",
+    "LossNotDecreasing",
+    "Overfit",
+    "Overtraining",
+    "SimilarAcrossRuns",
+    "StalledTrainingRule",
+    "TensorVariance",
+    "UnchangedTensor",
+    "CheckInputImages",
+    "NLPSequenceRatio",
+    "Confusion",
+    "FeatureImportanceOverweight",
+    "TreeDepth",
+)

@@ -36,7 +36,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from contracts import ContractError
-from contracts.debugger_config import BUILTIN_RULE_DEFAULTS
+from contracts.debugger_config import BUILTIN_RULE_DEFAULTS, DOCUMENTED_RULE_NAMES
 from contracts.hyperparameter_values import Value, is_number, kind_of, same_kind, show
 from contracts.remedy_conditions import Condition, Situation, parse_condition
 
@@ -234,21 +234,28 @@ Remedies = dict[str, tuple[Remedy, ...]]
 
 
 def remedy_keys() -> tuple[str, ...]:
-    return (*BUILTIN_RULE_DEFAULTS, *FAILURE_KINDS, ANY_RULE)
+    rules = tuple(dict.fromkeys((*BUILTIN_RULE_DEFAULTS, *DOCUMENTED_RULE_NAMES)))
+    return (*rules, *FAILURE_KINDS, ANY_RULE)
 
 
 def parse_remedies(
-    value: Any, hyperparameters: Mapping[str, Value], where: str = "remedies", *, check_reachable: bool = True
+    value: Any,
+    hyperparameters: Mapping[str, Value],
+    where: str = "remedies",
+    *,
+    check_reachable: bool = True,
+    check_size: bool = True,
 ) -> Remedies:
     """Parse and check a declaration against the run's starting hyperparameters. Raises ContractError.
 
     ``check_reachable`` also rejects a remedy that can never apply from this start (for a declaration
     the user wrote; a built-in policy may hold rungs a start has already passed, as the AWS sample's
-    ladder skips "add batch norm" when it is on)."""
+    ladder skips "add batch norm" when it is on). ``check_size`` caps a declaration that travels in the
+    workflow state (a built-in set is code, not state)."""
     if not isinstance(value, Mapping):
         raise ContractError(where, "must be a JSON object of rule name or failure kind: [remedies in order]")
     size = len(json.dumps(value, default=str))
-    if size > MAX_REMEDIES_JSON_BYTES:
+    if check_size and size > MAX_REMEDIES_JSON_BYTES:
         raise ContractError(where, f"takes {size} bytes of JSON; at most {MAX_REMEDIES_JSON_BYTES}")
     keys = remedy_keys()
     parsed: Remedies = {}

@@ -109,6 +109,21 @@ class RemediationFunctions(Construct):
                 conditions={"StringEquals": {"iam:PassedToService": SAGEMAKER_SERVICE}},
             )
         )
+        # A remedy that resumes carries the last job's checkpoints over to the next one (server-side CopyObject).
+        checkpoints = artifacts_bucket.arn_for_objects(bucket_layout.CHECKPOINTS_PREFIX + "*")
+        self.train.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="CarryCheckpointsOver", actions=["s3:GetObject", "s3:PutObject"], resources=[checkpoints]
+            )
+        )
+        self.train.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="ListCheckpoints",
+                actions=["s3:ListBucket"],
+                resources=[artifacts_bucket.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": [bucket_layout.CHECKPOINTS_PREFIX + "*"]}},
+            )
+        )
         self.monitor.add_to_role_policy(
             iam.PolicyStatement(
                 sid="WatchAndStopOwnTrainingJobs",
@@ -178,6 +193,12 @@ class RemediationFunctions(Construct):
             f"AwsSolutions-IAM5[Resource::{attribute_placeholder(artifacts_bucket.node.default_child)}/"
             f"{bucket_layout.DEBUG_OUTPUT_PREFIX}*]",
             "Rule-status documents are keyed by job name at run time; the debug-output/ prefix is their scope.",
+        )
+        acknowledge(
+            self.train.role,
+            f"AwsSolutions-IAM5[Resource::{attribute_placeholder(artifacts_bucket.node.default_child)}/"
+            f"{bucket_layout.CHECKPOINTS_PREFIX}*]",
+            "Checkpoints are keyed by job name at run time; the checkpoints/ prefix is their scope.",
         )
         acknowledge(
             self.job_events.role,

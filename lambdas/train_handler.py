@@ -14,7 +14,7 @@ from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 from botocore.exceptions import BotoCoreError, ClientError
 
-from lambdas.remediation import handler_support, job_request, notifications
+from lambdas.remediation import checkpoint_resume, handler_support, job_request, notifications
 from lambdas.remediation.payload import parse_state
 
 logger = Logger(service=handler_support.SERVICE_NAME)
@@ -36,14 +36,39 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     request = job_request.build_create_training_job_request(
         state, job_name, execution_id=task.execution_id, execution_start_time=task.execution_start_time
     )
+    resumed = resume_checkpoints(state, job_name)
     sagemaker = handler_support.client("sagemaker", state.run_spec.region)
     launch(sagemaker, request, task.execution_id, task.execution_start_time)
     metrics.add_metric(name="JobsLaunched", unit=MetricUnit.Count, value=1)
 
-    launched = state.with_new_attempt(job_name)
+    launched = state.with_new_attempt(
+        job_name,
+        resumed_from=resumed.from_job if resumed else None,
+        resumed_checkpoint_files=resumed.files if resumed else None,
+    )
     handler_support.publish(notifications.job_launched(launched))
     logger.info("training job launched", extra={"run_spec": launched.run_spec.summary()})
     return launched.to_payload()
+
+
+@tracer.capture_method
+def resume_checkpoints(state: Any, job_name: str) -> checkpoint_resume.CopiedCheckpoints | None:
+    """When the last decision resumes, carry its job's checkpoints over to this one before it launches."""
+    last = state.last_attempt
+    resume_from = last.decision.resume_from if last is not None and last.decision is not None else None
+    if resume_from is None:
+        return None
+    s3 = handler_support.client("s3", state.run_spec.region)
+    try:
+        copied = checkpoint_resume.copy_checkpoints(s3, state.run_spec.bucket, resume_from, job_name)
+    except (ClientError, BotoCoreError) as error:
+        if handler_support.is_transient(error):
+            raise handler_support.AwsTransientError(f"copying {resume_from}'s checkpoints: {error}") from error
+        raise
+    logger.info(
+        "checkpoints carried over", extra={"from_job": resume_from, "files": copied.files, "bytes": copied.bytes}
+    )
+    return copied
 
 
 class JobNameTaken(RuntimeError):

@@ -454,6 +454,11 @@ class LocalTrainingPlatform:
             if source.get("S3DataType", "S3Prefix") != "S3Prefix":
                 raise ValueError(f"channel {channel['ChannelName']!r}: only S3DataType S3Prefix is supported locally")
             self._download_prefix(source["S3Uri"], job.job_dir / "input" / "data" / channel["ChannelName"])
+        # As SageMaker does: what the checkpoint S3Uri already holds (a resumed job's carried-over checkpoints)
+        # is in the checkpoint directory before the script starts.
+        checkpoint_uri = request.get("CheckpointConfig", {}).get("S3Uri")
+        if checkpoint_uri:
+            self._download_prefix(checkpoint_uri, self.local_path_for(checkpoint_uri), required=False)
 
         with job.lock:
             job.outputs = self._output_locations(job)
@@ -479,7 +484,7 @@ class LocalTrainingPlatform:
         with tarfile.open(fileobj=io.BytesIO(body), mode="r:*") as archive:
             archive.extractall(destination, filter="data")
 
-    def _download_prefix(self, uri: str, destination: Path) -> None:
+    def _download_prefix(self, uri: str, destination: Path, required: bool = True) -> None:
         bucket, prefix = split_s3_uri(uri)
         destination.mkdir(parents=True, exist_ok=True)
         paginator = self._client().get_paginator("list_objects_v2")
@@ -493,7 +498,7 @@ class LocalTrainingPlatform:
                 target = destination / relative
                 target.parent.mkdir(parents=True, exist_ok=True)
                 self._client().download_file(bucket, item["Key"], str(target))
-        if not found:
+        if not found and required:
             raise ValueError(f"no data found at {uri} (the channel's S3Uri prefix is empty)")
 
     def _environment(self, job: TrainingJobRecord, debug_dir: Path) -> dict[str, str]:

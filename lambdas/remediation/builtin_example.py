@@ -18,9 +18,9 @@ from contracts.progress_log import METRIC_DEFINITIONS
 
 ENTRY_POINT = "train.py"
 BASE_JOB_NAME = "remediation-resnet"
-#: The example's hyperparameters the workflow passes: those the built-in remedies change (batch_size for
-#: out_of_memory) and the reference scenario's (the script's other ones keep its defaults: depth 20, warmup 1
-#: epoch, momentum 0.9, weight decay 1e-4).
+#: The example's hyperparameters the workflow passes: every one the built-in remedies change
+#: (lambdas.remediation.remedy_sets), at the script's defaults, and the reference scenario's (the script's other
+#: ones keep its defaults: depth 20, warmup 1 epoch, momentum 0.9).
 HYPERPARAMETERS: dict[str, Any] = {
     "warmup_learning_rate": 0.1,
     "learning_rate": 0.1,
@@ -28,6 +28,14 @@ HYPERPARAMETERS: dict[str, Any] = {
     "num_epochs": 2,
     "activation": "elu",
     "batch_size": 128,
+    "grad_clip": 0.0,
+    "weight_decay": 1e-4,
+    "dropout": 0.0,
+    "init_scale": 1.0,
+    "class_weighting": "none",
+    "early_stopping_patience": 0,
+    "normalize_inputs": True,
+    "num_workers": 0,
 }
 #: The AWS sample's execution-input keys, and the example's hyperparameter each one sets.
 SAMPLE_KEYS = {

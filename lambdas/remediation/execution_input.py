@@ -27,7 +27,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from contracts import ContractError
 from contracts import run_spec as bounds
 from contracts.objective import Objective
-from contracts.remedies import parse_remedies, remedies_to_json, same_kind
+from contracts.remedies import adapt_to_script, parse_remedies, remedies_to_json, same_kind
 from lambdas.remediation import builtin_example, training_images
 from lambdas.remediation.payload import (
     DEFAULT_FRAMEWORK_VERSION,
@@ -53,7 +53,7 @@ from lambdas.remediation.payload import (
     WorkflowState,
     _no_bool,
 )
-from lambdas.remediation.policies import POLICY_REMEDIES
+from lambdas.remediation.remedy_sets import CONVENTIONAL_HYPERPARAMETERS, POLICY_REMEDIES
 from lambdas.remediation.validation_messages import InvalidExecutionInput, describe_validation_error
 
 
@@ -103,6 +103,8 @@ class ExecutionInput(BaseModel):
     objective: dict[str, Any] | None = None
     remedies: dict[str, Any] | None = None
     policy: PolicyName | None = None
+    #: For the built-in remedy sets on your script: conventional name -> your script's (e.g. learning_rate -> lr).
+    hyperparameter_names: dict[str, str] | None = None
     use_spot_instances: Flag = False
     legacy_sagemaker_debugger: Flag = False
     #: The wait's fallback poll: the job's state change ends the wait at once; this is only its timeout.
@@ -176,7 +178,7 @@ def _resolve(given: ExecutionInput, keys: set[str]) -> WorkflowState:
         metric_definitions = given.metric_definitions or []
         objective = given.objective
         base_job_name = given.base_job_name or "remediation-job"
-        default_policy = "declared"
+        default_policy = "evidence"
         channels = given.channels or {}  # a script may make its own data
 
     if objective is not None:
@@ -189,6 +191,7 @@ def _resolve(given: ExecutionInput, keys: set[str]) -> WorkflowState:
         )
     bounds.check_execution_budget(given.max_num_retraining, max_monitor_transitions, given.monitor_interval_seconds)
     policy, remedies = _resolve_remedies(given, hyperparameters, default_policy)
+    names = _hyperparameter_names(given.hyperparameter_names, hyperparameters)
     run_spec = RunSpec(
         entry_point=entry_point,
         source_dir=source_dir,
@@ -210,6 +213,7 @@ def _resolve(given: ExecutionInput, keys: set[str]) -> WorkflowState:
         run_spec=run_spec,
         policy=policy,
         remedies=remedies,
+        hyperparameter_names=names,
         objective=objective,
         max_num_retraining=given.max_num_retraining,
         max_monitor_transitions=max_monitor_transitions,
@@ -252,25 +256,55 @@ def _example_hyperparameters(given: ExecutionInput) -> dict[str, Any]:
 def _resolve_remedies(
     given: ExecutionInput, hyperparameters: Mapping[str, Any], default_policy: str
 ) -> tuple[str, dict[str, Any]]:
-    """(policy, remedies JSON): the run's own declaration, or a named built-in set."""
+    """(policy, remedies JSON): the run's own declaration, or a named built-in set on the run's hyperparameters."""
+    names = _hyperparameter_names(given.hyperparameter_names, hyperparameters)
     if given.remedies is not None:
         if given.policy not in (None, "declared"):
             raise ContractError(
                 "policy", f"{given.policy!r} brings its own remedies; leave out remedies or set policy to declared"
             )
+        if given.hyperparameter_names:
+            raise ContractError(
+                "hyperparameter_names",
+                "maps the built-in remedy sets onto your hyperparameters; your own remedies name them already: "
+                "leave it out",
+            )
         return "declared", remedies_to_json(parse_remedies(given.remedies, hyperparameters))
     policy = given.policy or default_policy
     if policy == "declared":
         return policy, {}
+    adapted = adapt_to_script(POLICY_REMEDIES[policy], names, hyperparameters)
     try:
-        preset = parse_remedies(POLICY_REMEDIES[policy], hyperparameters, check_reachable=False)
+        parse_remedies(adapted, hyperparameters, check_reachable=False, check_size=False)
     except ContractError as error:
         raise ContractError(
             "policy",
-            f"{policy!r} is written for the built-in example's hyperparameters ({error.problem}); declare remedies "
-            "for your script's hyperparameters instead",
+            f"the {policy!r} remedies do not fit your hyperparameters ({error.field}: {error.problem}); name them in "
+            "hyperparameter_names or declare remedies",
         ) from None
-    return policy, remedies_to_json(preset)
+    return policy, {}  # a built-in set is code: the state names it (policy, hyperparameter_names), not copies it
+
+
+def _hyperparameter_names(names: Mapping[str, str] | None, hyperparameters: Mapping[str, Any]) -> dict[str, str]:
+    """Check the conventional -> script name map: known conventional names, names the run's hyperparameters hold."""
+    checked: dict[str, str] = {}
+    for conventional, own in (names or {}).items():
+        where = f"hyperparameter_names.{conventional}"
+        if conventional not in CONVENTIONAL_HYPERPARAMETERS:
+            raise ContractError(
+                where, f"is not a name the built-in remedies use; they use {', '.join(CONVENTIONAL_HYPERPARAMETERS)}"
+            )
+        if not isinstance(own, str) or own not in hyperparameters:
+            known = ", ".join(sorted(hyperparameters)) or "none"
+            raise ContractError(
+                where,
+                f"must name one of the run's hyperparameters (known: {known}; got {own!r}); add it to hyperparameters "
+                "with its starting value",
+            )
+        if own in checked.values():
+            raise ContractError(where, f"{own!r} is named for two conventional names; give each its own")
+        checked[conventional] = own
+    return checked
 
 
 __all__ = ["ExecutionInput", "InvalidExecutionInput", "default_execution_input", "initial_state"]

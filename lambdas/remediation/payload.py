@@ -31,7 +31,7 @@ from contracts import objective as objective_contract
 from contracts import remedies as remedies_contract
 from contracts import run_spec as bounds
 from contracts.rule_status import ISSUE_KIND_PATTERN, Evidence
-from lambdas.remediation import training_images
+from lambdas.remediation import remedy_sets, training_images
 from lambdas.remediation.validation_messages import InvalidState, clip, describe_validation_error
 
 # --------------------------------------------------------------------------- limits
@@ -331,6 +331,8 @@ class Decision(BaseModel):
     changes: Annotated[dict[str, Change], Field(max_length=MAX_CHANGES), AfterValidator(_change_names)] = Field(
         default_factory=dict
     )
+    #: The next job starts from this job's checkpoints (the remedy allows it) instead of from step 0.
+    resume_from: JobName | None = None
 
 
 class Attempt(BaseModel):
@@ -355,6 +357,10 @@ class Attempt(BaseModel):
     metrics: Annotated[dict[str, float], Field(max_length=MAX_METRICS)] = Field(default_factory=dict)
     #: The objective's metric as this job reported it (None: no objective, or never reported).
     objective_value: float | None = None
+    #: The job whose checkpoints this one started from, and how many checkpoint files were carried over
+    #: (0: that job left none, so this one started from step 0).
+    resumed_from: JobName | None = None
+    resumed_checkpoint_files: Count | None = None
     decision: Decision | None = None
 
     @model_validator(mode="after")
@@ -389,6 +395,10 @@ class WorkflowState(BaseModel):
     #: The remedies the planner may apply (``contracts.remedies`` JSON), checked against the starting
     #: hyperparameters when the execution starts.
     remedies: Annotated[dict[str, list[dict[str, Any]]], BeforeValidator(_remedies_json)] = Field(default_factory=dict)
+    #: For a built-in remedy set (policy evidence or anchor): conventional hyperparameter name -> the script's.
+    hyperparameter_names: Annotated[dict[str, Text(MAX_NAME_BYTES)], Field(max_length=32)] = Field(
+        default_factory=dict
+    )
     objective: ObjectiveJson = None
     max_num_retraining: RetrainingBudget
     max_monitor_transitions: MonitorTransitions
@@ -435,15 +445,32 @@ class WorkflowState(BaseModel):
         return objective_contract.Objective.from_json(self.objective) if self.objective is not None else None
 
     def declared_remedies(self) -> remedies_contract.Remedies:
-        """The remedies, parsed (they were checked against the starting hyperparameters at the start)."""
-        return remedies_contract.parse_remedies(self.remedies, self.run_spec.hyperparameters, check_reachable=False)
+        """The remedies the planner applies, parsed: the run's own (policy declared, kept in the state), or the
+        built-in set the policy names on the run's hyperparameters (lambdas.remediation.remedy_sets: code, not
+        state, so the state stays small). Both were checked against the starting hyperparameters at the start."""
+        if self.policy == "declared":
+            declaration = self.remedies
+        else:
+            declaration = remedies_contract.adapt_to_script(
+                remedy_sets.POLICY_REMEDIES[self.policy], self.hyperparameter_names, self.run_spec.hyperparameters
+            )
+        return remedies_contract.parse_remedies(
+            declaration, self.run_spec.hyperparameters, check_reachable=False, check_size=self.policy == "declared"
+        )
 
     # ----- writing (each returns a new, validated state)
 
-    def with_new_attempt(self, job_name: str) -> WorkflowState:
-        """Record that ``job_name`` was launched with the current run_spec; the job is now monitored."""
+    def with_new_attempt(
+        self, job_name: str, resumed_from: str | None = None, resumed_checkpoint_files: int | None = None
+    ) -> WorkflowState:
+        """Record that ``job_name`` was launched with the current run_spec (from ``resumed_from``'s checkpoints,
+        when the last decision said so); the job is now monitored."""
         attempt = Attempt(
-            number=self.attempt_count + 1, job_name=job_name, hyperparameters=dict(self.run_spec.hyperparameters)
+            number=self.attempt_count + 1,
+            job_name=job_name,
+            hyperparameters=dict(self.run_spec.hyperparameters),
+            resumed_from=resumed_from,
+            resumed_checkpoint_files=resumed_checkpoint_files,
         )
         attempts, dropped = bound_attempts([*self.attempts, attempt], self.attempts_dropped)
         # The AWS sample's train step counts every launch in num_retraining (its reference run ends at 7 after 7).

@@ -5,19 +5,8 @@ that fired (or the failure kind, e.g. ``objective_missed``), the first remedy
 in order whose condition holds on the debugger's evidence and whose change
 applies within its bounds. Every decision states its reason with the numbers.
 
-Two built-in remedy sets are written in that same form for the built-in
-example's hyperparameters (``lambdas.remediation.builtin_example``):
-
-* ``anchor`` reproduces the AWS sample's fixed ladder exactly (``plan_launch_spec`` of
-  the monitor Lambda of the AWS blog post "Automating complex deep learning model
-  training using Amazon SageMaker Debugger and AWS Step Functions"): halve
-  ``warmup_learning_rate`` while ``warmup_learning_rate / 5 >= 1e-3``; else add batch
-  norm if absent; else ``learning_rate * 0.9`` while that stays ``> 1e-3``; else end.
-* ``evidence`` (default) reads the evidence. On the reference scenario (DESIGN §1)
-  a ResNet without batch norm explodes in its first steps with an initial gradient
-  norm in the hundreds for every warmup rate from 0.8 down to 0.0125, so lowering
-  the warmup rate only delays the explosion; batch norm with warmup <= 0.1 fixes it.
-  That evidence adds batch norm at once.
+The built-in remedy sets (``evidence``, ``anchor``) are written in that same form
+(``lambdas.remediation.remedy_sets``) and copied into the state when the execution starts.
 
 :func:`plan` records the decision on the last attempt and either sets
 ``next_action="launch_new"`` with the new run_spec (the sample's history
@@ -29,34 +18,18 @@ increments it) and no launch is planned once it reaches ``max_num_retraining``. 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from contracts.remedies import (
     ANY_RULE,
     DATA_ERROR,
     FAILURE_KINDS,
     NOT_REMEDIABLE,
-    OBJECTIVE_MISSED,
     OUT_OF_MEMORY,
     Remedy,
     Situation,
     show,
 )
 from lambdas.remediation.payload import Attempt, Change, Decision, WorkflowState
-
-#: An initial total gradient norm above this means the network is badly scaled at
-#: initialisation (measured: 200-950 without batch norm, 7-8 with it).
-INIT_SCALE_GRADIENT_NORM = 50.0
-#: With batch norm, warmup rates above this exploded in the reference runs; at or below it, stable.
-STABLE_WARMUP_LEARNING_RATE = 0.1
-#: The evidence policy never lowers a learning rate below this ...
-LEARNING_RATE_FLOOR = 1e-4
-#: ... nor raises one above this.
-LEARNING_RATE_CEILING = 0.4
-#: ... nor trains the example for more epochs than this when the objective is missed.
-MAX_EPOCHS = 16
-#: ... nor halves the batch below this when a job runs out of memory.
-MIN_BATCH_SIZE = 8
 
 NO_REMEDY = "none"
 
@@ -70,113 +43,6 @@ HISTORY_COUNTERS = {
 
 class PlanningError(ValueError):
     """plan() was called on a state it cannot plan from; the message says what is missing."""
-
-
-# --------------------------------------------------------------------------- built-in remedy sets
-
-
-_CAP_WARMUP = {"hyperparameter": "warmup_learning_rate", "at_most": STABLE_WARMUP_LEARNING_RATE}
-_ADD_BATCH_NORM = {"hyperparameter": "add_batch_norm", "set_to": True, "also": [_CAP_WARMUP], "name": "AddBatchNorm"}
-_LOWER_LEARNING_RATE = {
-    "name": "LowerLearningRate",
-    "hyperparameter": "learning_rate",
-    "multiply_by": 0.5,
-    "min": LEARNING_RATE_FLOOR,
-}
-_LOWER_WARMUP = {
-    "name": "LowerWarmupLearningRate",
-    "hyperparameter": "warmup_learning_rate",
-    "multiply_by": 0.5,
-    "min": LEARNING_RATE_FLOOR,
-}
-_RAISE_WARMUP = {
-    "name": "RaiseWarmupLearningRate",
-    "hyperparameter": "warmup_learning_rate",
-    "multiply_by": 2,
-    "max": STABLE_WARMUP_LEARNING_RATE,
-}
-
-EVIDENCE_REMEDIES: dict[str, list[dict[str, Any]]] = {
-    "ExplodingTensor": [
-        {
-            **_ADD_BATCH_NORM,
-            "when": {"phase": "warmup", "early": True, "initial_gradient_norm_above": INIT_SCALE_GRADIENT_NORM},
-            "note": "An initialisation-scale gradient norm with no batch norm means the network is badly scaled at "
-            "initialisation, and blowing up in the first steps of warmup means a lower warmup rate would only delay "
-            "the explosion.",
-        },
-        {**_ADD_BATCH_NORM, "note": "Without batch norm, lowering the learning rates only delays the blow-up."},
-        {
-            **_CAP_WARMUP,
-            "name": "CapWarmupLearningRate",
-            "when": {"phase": "warmup"},
-            "note": f"With batch norm the reference network was stable at warmup <= {STABLE_WARMUP_LEARNING_RATE:g}.",
-        },
-        {**_LOWER_WARMUP, "when": {"phase": "warmup"}, "note": "The warmup rate is too high for this network."},
-        {**_LOWER_LEARNING_RATE, "when": {"phase": "main"}, "note": "The main learning rate is too high."},
-        {**_LOWER_LEARNING_RATE, "note": "A lower learning rate is the remaining remedy for an explosion."},
-    ],
-    "VanishingGradient": [
-        {**_ADD_BATCH_NORM, "also": [], "note": "Batch norm keeps the gradients scaled."},
-        {
-            "name": "SwitchActivation",
-            "hyperparameter": "activation",
-            "set_to": "leaky_relu",
-            "when": {"hyperparameters": {"activation": "relu"}},
-            "note": "ReLU units can die and stop passing gradient; leaky ReLU keeps one.",
-        },
-        {**_RAISE_WARMUP, "when": {"phase": "warmup"}, "note": "The warmup rate is too small to move the weights."},
-        {
-            "name": "RaiseLearningRate",
-            "hyperparameter": "learning_rate",
-            "multiply_by": 2,
-            "max": LEARNING_RATE_CEILING,
-            "note": "The updates are too small.",
-        },
-    ],
-    "LossNotDecreasing": [
-        {**_LOWER_WARMUP, "when": {"phase": "warmup", "loss": "rising"}, "note": "The loss oscillates or rises."},
-        {**_RAISE_WARMUP, "when": {"phase": "warmup", "loss": "falling"}, "note": "The loss falls too slowly."},
-        {**_LOWER_LEARNING_RATE, "note": "The loss stopped decreasing: the main rate overshoots."},
-    ],
-    OUT_OF_MEMORY: [
-        {
-            "name": "HalveBatchSize",
-            "hyperparameter": "batch_size",
-            "multiply_by": 0.5,
-            "min": MIN_BATCH_SIZE,
-            # The linear scaling rule (Goyal et al. 2017): the learning rates follow the batch size.
-            "also": [
-                {"hyperparameter": "learning_rate", "multiply_by": 0.5, "min": LEARNING_RATE_FLOOR},
-                {"hyperparameter": "warmup_learning_rate", "multiply_by": 0.5, "min": LEARNING_RATE_FLOOR},
-            ],
-            "note": "Activations grow with the batch: half the batch needs about half their memory, and the "
-            "learning rates are halved with it (linear scaling rule).",
-        }
-    ],
-    OBJECTIVE_MISSED: [
-        {
-            "name": "TrainLonger",
-            "hyperparameter": "num_epochs",
-            "multiply_by": 2,
-            "max": MAX_EPOCHS,
-            "note": "Training was stable but too short to reach the objective.",
-        }
-    ],
-    ANY_RULE: [_ADD_BATCH_NORM, _LOWER_LEARNING_RATE],
-}
-
-ANCHOR_REMEDIES: dict[str, list[dict[str, Any]]] = {
-    ANY_RULE: [
-        # warmup / 5 >= 1e-3 before halving  <=>  warmup * 0.5 >= 0.0025 after it
-        {"name": "HalveWarmupLearningRate", "hyperparameter": "warmup_learning_rate", "multiply_by": 0.5, "min": 0.0025},
-        {"name": "AddBatchNorm", "hyperparameter": "add_batch_norm", "set_to": True},
-        {"name": "ScaleLearningRate", "hyperparameter": "learning_rate", "multiply_by": 0.9, "above": 0.001},
-    ]
-}
-
-#: Named remedy sets (``policy`` in the execution input); "declared" means the run's own ``remedies``.
-POLICY_REMEDIES: dict[str, dict[str, list[dict[str, Any]]]] = {"evidence": EVIDENCE_REMEDIES, "anchor": ANCHOR_REMEDIES}
 
 
 # --------------------------------------------------------------------------- what the planner knows
@@ -317,8 +183,20 @@ def plan(state: WorkflowState) -> WorkflowState:
         )
         return _end(state, reason, end_cause="budget_spent")
 
-    reason = f"{headline(attempt, state)}. {_why(state, key, failure, ladder, index, remedy, facts, attempt)} Next: {what}."
-    decision = Decision(remedy=remedy.label, reason=reason, next_action="launch_new", changes=changes)
+    resume = (
+        f" The next job continues from {attempt.job_name}'s checkpoints, not from step 0." if remedy.resume else ""
+    )
+    reason = (
+        f"{headline(attempt, state)}. {_why(state, key, failure, ladder, index, remedy, facts, attempt)} "
+        f"Next: {what}.{resume}"
+    )
+    decision = Decision(
+        remedy=remedy.label,
+        reason=reason,
+        next_action="launch_new",
+        changes=changes,
+        resume_from=attempt.job_name if remedy.resume else None,
+    )
     history = state.history.model_copy(deep=True)
     for name in changes:
         counter = HISTORY_COUNTERS.get(name)

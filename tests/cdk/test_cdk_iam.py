@@ -121,7 +121,12 @@ def test_train_lambda_creates_only_prefixed_jobs_tags_only_on_create_and_passes_
     assert pass_role["Resource"] == {"Fn::GetAtt": [role_id, "Arn"]}
     assert pass_role["Condition"] == {"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}}
     assert not granted(statements, "sagemaker:StopTrainingJob")
-    assert not [s for s in statements if any(a.startswith("s3:") for a in _as_list(s["Action"]))]
+    # S3: only the checkpoints a resuming remedy carries over (CopyObject: read the source, write the target)
+    (copying,) = [s for s in statements if any(a.startswith("s3:") and a != "s3:ListBucket" for a in _as_list(s["Action"]))]
+    assert set(_as_list(copying["Action"])) == {"s3:GetObject", "s3:PutObject"}
+    assert copying["Resource"] == bucket_object_arn(synthesized, bucket_layout.CHECKPOINTS_PREFIX)
+    (listing,) = granted(statements, "s3:ListBucket")
+    assert listing["Condition"] == {"StringLike": {"s3:prefix": ["checkpoints/*"]}}
 
 
 def test_monitor_lambda_watches_and_stops_prefixed_jobs_and_reads_only_debug_output(synthesized):
@@ -312,6 +317,9 @@ def _aws_operations() -> dict[str, set[str]]:
     # S3 API operations whose IAM action has another name.
     operations["list_objects_v2"] = {"s3:ListBucket"}
     operations["list_objects"] = {"s3:ListBucket"}
+    # CopyObject is authorised as GetObject on the source and PutObject on the target (the tests of each Lambda
+    # that copies check both grants on their prefix).
+    operations["copy_object"] = {"s3:PutObject"}
     return operations
 
 

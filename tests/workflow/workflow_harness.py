@@ -109,6 +109,8 @@ def stopped() -> Tick:
 def rule_status_document(job_name: str, script: RuleScript) -> rule_status.RuleStatusDocument:
     now = datetime.datetime.now(datetime.UTC).isoformat()
     names = ("ExplodingTensor", "VanishingGradient", "LossNotDecreasing")
+    if script.fired is not None and script.fired not in names:
+        names = (*names, script.fired)  # a rule the run selected besides the default three
     if script.fired is None:
         rules = [rule_status.RuleStatus(name, rule_status.NO_ISSUES_FOUND) for name in names]
         return rule_status.RuleStatusDocument(

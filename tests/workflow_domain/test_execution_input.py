@@ -37,11 +37,21 @@ def test_with_no_script_the_run_is_the_built_in_example_with_the_samples_keys(ac
         "num_epochs": 2,
         "activation": "elu",
         "batch_size": 128,
+        # every hyperparameter the evidence remedies change, at the script's defaults
+        "grad_clip": 0.0,
+        "weight_decay": 1e-4,
+        "dropout": 0.0,
+        "init_scale": 1.0,
+        "class_weighting": "none",
+        "early_stopping_patience": 0,
+        "normalize_inputs": True,
+        "num_workers": 0,
     }
     assert set(spec.channels) == {"train", "test"}
     assert [definition["Name"] for definition in spec.metric_definitions][-1] == "test:accuracy"
     assert state.objective == {"metric_name": "test:accuracy", "type": "Maximize", "target_value": 0.9}
-    assert state.policy == "evidence" and "ExplodingTensor" in state.remedies
+    assert state.policy == "evidence" and state.remedies == {}  # the built-in set is code: the state names it
+    assert "ExplodingTensor" in state.declared_remedies() and "DeadRelu" in state.declared_remedies()
     assert state.next_action == "launch_new" and state.attempts == []
 
 
@@ -61,7 +71,7 @@ def test_the_samples_keys_set_the_examples_hyperparameters(account_input):
     assert state.run_spec.hyperparameters["add_batch_norm"] is True
     assert state.run_spec.hyperparameters["num_epochs"] == 3
     assert state.run_spec.base_job_name == "resnet-exp"
-    assert [remedy["name"] for remedy in state.remedies["*"]] == [
+    assert [remedy.name for remedy in state.declared_remedies()["*"]] == [
         "HalveWarmupLearningRate",
         "AddBatchNorm",
         "ScaleLearningRate",
@@ -97,11 +107,42 @@ def test_a_users_script_with_its_declarations(account_input):
     assert json.loads(json.dumps(state.to_payload())) == state.to_payload()
 
 
-def test_a_users_script_without_declarations_has_no_remedies_and_no_objective(account_input):
+def test_a_users_script_without_declarations_gets_the_evidence_remedies_its_hyperparameters_allow(account_input):
     minimal = {key: SCRIPT[key] for key in ("source_dir", "entry_point")}
     state = initial_state({**account_input, **minimal})
-    assert state.remedies == {} and state.objective is None and state.policy == "declared"
+    assert state.objective is None and state.policy == "evidence"
     assert state.run_spec.hyperparameters == {} and state.run_spec.channels == {}
+    assert state.declared_remedies() == {}  # no hyperparameters: nothing to change
+
+    named = initial_state(
+        {
+            **account_input,
+            **minimal,
+            "hyperparameters": {"lr": 0.1, "epochs": 5, "activation": "relu"},
+            "hyperparameter_names": {"learning_rate": "lr", "num_epochs": "epochs"},
+        }
+    )
+    remedies = named.declared_remedies()
+    assert [remedy.change.hyperparameter for remedy in remedies["UnchangedTensor"]] == ["lr"]
+    assert [remedy.name for remedy in remedies["DeadRelu"]] == ["SwitchToLeakyReLU", "LowerLearningRate", "SwitchToLeakyReLU"]
+    assert remedies["objective_missed"][0].change.hyperparameter == "epochs"
+    assert "CheckInputImages" not in remedies  # the script has no normalize_inputs
+
+
+@pytest.mark.parametrize(
+    ("names", "fragment"),
+    [
+        ({"lr": "lr"}, "is not a name the built-in remedies use"),
+        ({"learning_rate": "eta"}, "must name one of the run's hyperparameters (known: epochs, lr"),
+        ({"learning_rate": "lr", "warmup_learning_rate": "lr"}, "'lr' is named for two conventional names"),
+    ],
+)
+def test_bad_hyperparameter_names_are_refused_naming_the_entry(account_input, names, fragment):
+    script = {**{key: SCRIPT[key] for key in ("source_dir", "entry_point")}, "hyperparameters": {"lr": 0.1, "epochs": 5}}
+    with pytest.raises(InvalidExecutionInput) as caught:
+        initial_state({**account_input, **script, "hyperparameter_names": names})
+    (field,) = caught.value.problems
+    assert field.startswith("hyperparameter_names.") and fragment in caught.value.problems[field]
 
 
 BAD_SCRIPT_INPUTS = [
@@ -170,11 +211,6 @@ BAD_SCRIPT_INPUTS = [
         "warmup, main",
     ),
     ({**SCRIPT, "policy": "anchor"}, "policy", "brings its own remedies"),
-    (
-        {key: value for key, value in SCRIPT.items() if key != "remedies"} | {"policy": "evidence"},
-        "policy",
-        "written for the built-in example's hyperparameters",
-    ),
 ]
 
 

@@ -187,7 +187,15 @@ def test_every_notification_is_delivered_through_sns_with_its_attribute(journey)
 
 
 def test_gave_up_says_no_remedy_left_even_when_the_budget_is_also_spent(account_input, record, reference_evidence):
-    state = initial_state({**account_input, "add_batch_norm": True, "learning_rate": 0.00015, "max_num_retraining": 0})
+    state = initial_state(
+        {
+            **account_input,
+            "add_batch_norm": True,
+            "learning_rate": 0.00015,
+            "max_num_retraining": 0,
+            "hyperparameters": {"grad_clip": 1.0},
+        }
+    )
     evidence = {**reference_evidence, "phase": "main", "initial_gradient_norm": 7.5}
     ended = plan(record(state, phase="main", step=30, evidence=evidence))
     assert gave_up(ended).subject == "[remediation] Gave up after 1 attempt: ExplodingTensor at step 30, no remedy left"

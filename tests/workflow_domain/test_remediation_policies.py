@@ -2,7 +2,8 @@ import pytest
 
 from contracts.run_spec import max_monitor_transitions_allowed
 from lambdas.remediation.execution_input import initial_state
-from lambdas.remediation.policies import ANCHOR_REMEDIES, EVIDENCE_REMEDIES, LEARNING_RATE_FLOOR, PlanningError, plan
+from lambdas.remediation.policies import PlanningError, plan
+from lambdas.remediation.remedy_sets import ANCHOR_REMEDIES, EVIDENCE_REMEDIES, LEARNING_RATE_FLOOR
 
 
 def run_until_end(state, record, **issue):
@@ -215,13 +216,29 @@ def test_loss_not_decreasing_remedies(account_input, record, reference_evidence)
     assert raised.run_spec.hyperparameters["warmup_learning_rate"] == 0.00625
     assert raised.last_attempt.decision.remedy == "RaiseWarmupLearningRate"
 
+    # in the main phase a slowly falling loss gets larger steps, continuing from the checkpoints ...
     main = {**stuck, "phase": "main"}
-    halved = plan(record(initial_state(bn), rule="LossNotDecreasing", phase="main", step=30, evidence=main))
+    raised = plan(record(initial_state(bn), rule="LossNotDecreasing", phase="main", step=30, evidence=main))
+    assert raised.run_spec.hyperparameters["learning_rate"] == 0.2
+    assert raised.last_attempt.decision.resume_from == raised.last_attempt.job_name
+    assert "continues from" in raised.last_attempt.decision.reason
+    # ... and a rising one smaller steps, from scratch
+    rising_main = {**rising, "phase": "main"}
+    halved = plan(record(initial_state(bn), rule="LossNotDecreasing", phase="main", step=30, evidence=rising_main))
     assert halved.run_spec.hyperparameters["learning_rate"] == 0.05
+    assert halved.last_attempt.decision.resume_from is None
 
 
 def test_learning_rate_is_never_lowered_below_the_floor(account_input, record, reference_evidence):
-    state = initial_state({**account_input, "add_batch_norm": True, "learning_rate": 0.00015, "max_num_retraining": 50})
+    state = initial_state(
+        {
+            **account_input,
+            "add_batch_norm": True,
+            "learning_rate": 0.00015,
+            "max_num_retraining": 50,
+            "hyperparameters": {"grad_clip": 1.0},  # clipping already on: lowering the rate is all that is left
+        }
+    )
     evidence = {**reference_evidence, "phase": "main", "initial_gradient_norm": 7.5}
     planned = plan(record(state, phase="main", step=30, evidence=evidence))
     assert planned.next_action == "end"

@@ -19,7 +19,8 @@ from contracts.job import (
     HyperparameterError,
 )
 
-SUPPORTED_ACTIVATIONS = ("elu", "relu", "leaky_relu", "selu", "gelu")
+SUPPORTED_ACTIVATIONS = ("elu", "relu", "leaky_relu", "selu", "gelu", "tanh", "sigmoid")
+CLASS_WEIGHTINGS = ("none", "balanced")
 
 
 
@@ -40,6 +41,12 @@ class TrainingHyperparameters:
     lr_decay_epochs: str = ""  # comma-separated epochs at which learning_rate is divided by 10
     seed: int = 0
     num_workers: int = 0
+    grad_clip: float = 0.0  # clip the total gradient norm to this; 0: off
+    dropout: float = 0.0  # dropout probability before the head; 0: none
+    init_scale: float = 1.0  # factor on the He-normal standard deviation of the initial weights
+    class_weighting: str = "none"  # "balanced": the loss weights each class by its inverse frequency
+    early_stopping_patience: int = 0  # epochs without a better held-out loss before stopping; 0: off
+    normalize_inputs: bool = True  # scale pixels to [0, 1] and subtract the channel mean; false: raw 0-255
 
     def __post_init__(self) -> None:
         _check_range("warmup_learning_rate", self.warmup_learning_rate, 0.0, 10.0, exclusive_low=True)
@@ -51,6 +58,14 @@ class TrainingHyperparameters:
         _check_range("weight_decay", self.weight_decay, 0.0, 1.0)
         _check_range("seed", self.seed, 0, 2**32 - 1)
         _check_range("num_workers", self.num_workers, 0, 64)
+        _check_range("grad_clip", self.grad_clip, 0.0, 1e6)
+        _check_range("dropout", self.dropout, 0.0, 1.0, exclusive_high=True)
+        _check_range("init_scale", self.init_scale, 0.0, 100.0)
+        _check_range("early_stopping_patience", self.early_stopping_patience, 0, 10_000)
+        if self.class_weighting not in CLASS_WEIGHTINGS:
+            raise HyperparameterError(
+                "class_weighting", f"must be one of {', '.join(CLASS_WEIGHTINGS)}; got {self.class_weighting!r}"
+            )
         if self.depth < 8 or (self.depth - 2) % 6 != 0:
             raise HyperparameterError("depth", f"must be 6n+2 with n >= 1 (8, 14, 20, 32, 44, 56, 110); got {self.depth}")
         if self.activation not in SUPPORTED_ACTIVATIONS:

@@ -41,14 +41,21 @@ def make_activation(name: str) -> nn.Module:
         return nn.SELU()
     if name == "gelu":
         return nn.GELU()
+    if name == "tanh":
+        return nn.Tanh()
+    if name == "sigmoid":
+        return nn.Sigmoid()
     raise ValueError(f"activation must be one of {', '.join(SUPPORTED_ACTIVATIONS)}; got {name!r}")
 
 
-def he_normal_(weight: torch.Tensor) -> torch.Tensor:
-    """Keras' ``he_normal``: truncated normal, variance 2 / fan_in."""
+def he_normal_(weight: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
+    """Keras' ``he_normal``: truncated normal, variance 2 / fan_in; ``scale`` multiplies its standard deviation
+    (0: all zeros)."""
     fan_in = weight[0].numel()
-    stddev = math.sqrt(2.0 / fan_in) / _TRUNCATED_NORMAL_STDDEV_CORRECTION
+    stddev = scale * math.sqrt(2.0 / fan_in) / _TRUNCATED_NORMAL_STDDEV_CORRECTION
     with torch.no_grad():
+        if stddev == 0:
+            return weight.zero_()
         return nn.init.trunc_normal_(weight, mean=0.0, std=stddev, a=-2.0 * stddev, b=2.0 * stddev)
 
 
@@ -79,7 +86,15 @@ class ResidualBlock(nn.Module):
 
 
 class ResNet(nn.Module):
-    def __init__(self, depth: int = 20, activation: str = "elu", add_batch_norm: bool = False, num_classes: int = 10):
+    def __init__(
+        self,
+        depth: int = 20,
+        activation: str = "elu",
+        add_batch_norm: bool = False,
+        num_classes: int = 10,
+        dropout: float = 0.0,
+        init_scale: float = 1.0,
+    ):
         super().__init__()
         if depth < 8 or (depth - 2) % 6 != 0:
             raise ValueError(f"depth must be 6n+2 with n >= 1 (8, 14, 20, 32, 44, 56, 110); got {depth}")
@@ -102,13 +117,15 @@ class ResNet(nn.Module):
         self.blocks = nn.Sequential(*blocks)
         self.final_activation = make_activation(activation)
         self.pool = nn.AdaptiveAvgPool2d(1)
+        # No parameters: a checkpoint saved without dropout loads into a model with it, and back.
+        self.dropout = nn.Dropout(dropout) if dropout > 0 else nn.Identity()
         self.head = nn.Linear(in_channels, num_classes)
-        self._initialise()
+        self._initialise(init_scale)
 
-    def _initialise(self) -> None:
+    def _initialise(self, init_scale: float) -> None:
         for module in self.modules():
             if isinstance(module, (nn.Conv2d, nn.Linear)):
-                he_normal_(module.weight)
+                he_normal_(module.weight, init_scale)
                 if module.bias is not None:
                     nn.init.zeros_(module.bias)
             elif isinstance(module, nn.BatchNorm2d):
@@ -118,11 +135,23 @@ class ResNet(nn.Module):
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         features = self.blocks(self.stem(images))
         features = self.pool(self.final_activation(features))
-        return self.head(torch.flatten(features, 1))
+        return self.head(self.dropout(torch.flatten(features, 1)))
 
 
 def build_resnet(
-    depth: int = 20, activation: str = "elu", add_batch_norm: bool = False, num_classes: int = 10
+    depth: int = 20,
+    activation: str = "elu",
+    add_batch_norm: bool = False,
+    num_classes: int = 10,
+    dropout: float = 0.0,
+    init_scale: float = 1.0,
 ) -> nn.Module:
     """ResNet-``depth`` for 32x32x3 inputs (NCHW float tensors), logits of ``num_classes``."""
-    return ResNet(depth=depth, activation=activation, add_batch_norm=add_batch_norm, num_classes=num_classes)
+    return ResNet(
+        depth=depth,
+        activation=activation,
+        add_batch_norm=add_batch_norm,
+        num_classes=num_classes,
+        dropout=dropout,
+        init_scale=init_scale,
+    )

@@ -245,7 +245,12 @@ def restore_rng_states(states: Mapping[str, Any]) -> None:
 
 
 def save_checkpoint(
-    directory: Path, epoch: int, model: nn.Module, optimizer: torch.optim.Optimizer, architecture: dict[str, Any]
+    directory: Path,
+    epoch: int,
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    architecture: dict[str, Any],
+    best: BestEpoch | None = None,
 ) -> Path:
     path = directory / f"checkpoint-epoch-{epoch:04d}.pt"
     state = {
@@ -254,6 +259,7 @@ def save_checkpoint(
         "model": model.state_dict(),
         "optimizer": optimizer.state_dict(),
         "rng": rng_states(),
+        "best": best.to_state() if best is not None else None,
     }
     write_atomically(path, lambda handle: torch.save(state, handle))
     for _, old in checkpoint_files(directory)[:-CHECKPOINTS_KEPT]:
@@ -274,15 +280,57 @@ def load_newest_checkpoint(directory: Path) -> tuple[Path, dict[str, Any]] | Non
 # --------------------------------------------------------------------------- training
 
 
-def to_model_input(images: np.ndarray | torch.Tensor, channel_mean: torch.Tensor) -> torch.Tensor:
+def to_model_input(images: np.ndarray | torch.Tensor, channel_mean: torch.Tensor | None) -> torch.Tensor:
     """uint8 NHWC -> float NCHW in [0, 1] minus the training set's per-channel mean, on the mean's device (the
-    uint8 batch moves, a quarter of the float bytes)."""
-    tensor = torch.as_tensor(images).to(channel_mean.device).permute(0, 3, 1, 2).to(torch.float32).div_(255.0)
+    uint8 batch moves, a quarter of the float bytes). ``channel_mean`` None (``normalize_inputs`` false): the raw
+    0-255 pixel values as floats, on the CPU."""
+    tensor = torch.as_tensor(images)
+    if channel_mean is None:
+        return tensor.permute(0, 3, 1, 2).to(torch.float32)
+    tensor = tensor.to(channel_mean.device).permute(0, 3, 1, 2).to(torch.float32).div_(255.0)
     return tensor.sub_(channel_mean.view(1, 3, 1, 1))
 
 
+@dataclass
+class BestEpoch:
+    """The epoch with the lowest held-out loss so far, and its weights (early stopping keeps this model)."""
+
+    epoch: int
+    test_loss: float
+    test_accuracy: float
+    model_state: dict[str, torch.Tensor]
+
+    def to_state(self) -> dict[str, Any]:
+        return {
+            "epoch": self.epoch,
+            "test_loss": self.test_loss,
+            "test_accuracy": self.test_accuracy,
+            "model": self.model_state,
+        }
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any] | None) -> BestEpoch | None:
+        if not state:
+            return None
+        return cls(int(state["epoch"]), float(state["test_loss"]), float(state["test_accuracy"]), state["model"])
+
+
+def class_weights(labels: np.ndarray, num_classes: int) -> torch.Tensor:
+    """Inverse class frequency, scikit-learn's "balanced": n_samples / (n_classes * count); absent classes 0."""
+    counts = np.bincount(labels, minlength=num_classes).astype(np.float64)
+    present = counts > 0
+    weights = np.zeros(num_classes)
+    weights[present] = len(labels) / (present.sum() * counts[present])
+    return torch.as_tensor(weights, dtype=torch.float32)
+
+
 def recalibrate_batch_norm(
-    model: nn.Module, images: torch.Tensor, sample: torch.Tensor, channel_mean: torch.Tensor, batch_size: int
+    model: nn.Module,
+    images: torch.Tensor,
+    sample: torch.Tensor,
+    channel_mean: torch.Tensor | None,
+    batch_size: int,
+    device: torch.device | None = None,
 ) -> None:
     """Re-estimate the BatchNorm running statistics with the epoch's final weights ("precise BN").
 
@@ -301,13 +349,14 @@ def recalibrate_batch_norm(
     model.train()
     with torch.no_grad():
         for start in range(0, len(sample), batch_size):
-            model(to_model_input(images[sample[start : start + batch_size]], channel_mean))
+            batch = to_model_input(images[sample[start : start + batch_size]], channel_mean)
+            model(batch.to(device) if device is not None else batch)
     for layer, momentum in zip(layers, momenta, strict=True):
         layer.momentum = momentum
 
 
 def evaluate(
-    model: nn.Module, images: np.ndarray, labels: np.ndarray, channel_mean: torch.Tensor
+    model: nn.Module, images: np.ndarray, labels: np.ndarray, channel_mean: torch.Tensor | None, device: torch.device
 ) -> tuple[float, float]:
     """Held-out (mean loss, accuracy). Uses its own loss function so the debugger does not record it."""
     model.eval()
@@ -315,8 +364,8 @@ def evaluate(
     correct = 0
     with torch.no_grad():
         for start in range(0, len(labels), EVALUATION_BATCH_SIZE):
-            batch = to_model_input(images[start : start + EVALUATION_BATCH_SIZE], channel_mean)
-            targets = torch.as_tensor(labels[start : start + EVALUATION_BATCH_SIZE]).to(channel_mean.device)
+            batch = to_model_input(images[start : start + EVALUATION_BATCH_SIZE], channel_mean).to(device)
+            targets = torch.as_tensor(labels[start : start + EVALUATION_BATCH_SIZE]).to(device)
             logits = model(batch)
             total_loss += float(F.cross_entropy(logits, targets, reduction="sum"))
             correct += int((logits.argmax(dim=1) == targets).sum())
@@ -346,7 +395,11 @@ def train(
     x_test, y_test = channels["test"]
     num_classes = NUM_CLASSES  # load_channel refused any label outside 0 .. NUM_CLASSES - 1
     architecture = architecture_of(hyperparameters, num_classes)
-    channel_mean = torch.as_tensor((x_train.reshape(-1, 3).mean(axis=0) / 255.0).astype(np.float32)).to(device)
+    channel_mean = (
+        torch.as_tensor((x_train.reshape(-1, 3).mean(axis=0) / 255.0).astype(np.float32)).to(device)
+        if hyperparameters.normalize_inputs
+        else None
+    )
 
     torch.manual_seed(hyperparameters.seed)
     np.random.seed(hyperparameters.seed)
@@ -356,8 +409,11 @@ def train(
         activation=hyperparameters.activation,
         add_batch_norm=hyperparameters.add_batch_norm,
         num_classes=num_classes,
+        dropout=hyperparameters.dropout,
+        init_scale=hyperparameters.init_scale,
     ).to(device)  # before the optimizer exists and a checkpoint loads into it: both follow the parameters' device
-    criterion = nn.CrossEntropyLoss()
+    weights = class_weights(y_train, num_classes).to(device) if hyperparameters.class_weighting == "balanced" else None
+    criterion = nn.CrossEntropyLoss(weight=weights)
     optimizer = torch.optim.SGD(
         model.parameters(),
         lr=hyperparameters.learning_rate_at_epoch(0),
@@ -367,6 +423,7 @@ def train(
 
     start_epoch = 0
     resumed_from = None
+    best: BestEpoch | None = None
     newest = load_newest_checkpoint(checkpoint_dir)
     if newest is not None:
         path, state = newest
@@ -378,7 +435,11 @@ def train(
             )
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
+        for group in optimizer.param_groups:  # the saved state holds the old job's; this job's hyperparameters win
+            group["weight_decay"] = hyperparameters.weight_decay
+            group["momentum"] = hyperparameters.momentum
         restore_rng_states(state["rng"])
+        best = BestEpoch.from_state(state.get("best"))
         resumed_from = int(state["epoch"])
         start_epoch = resumed_from + 1
         log(f"resuming from checkpoint {path}: epoch {resumed_from} done, continuing at epoch {start_epoch}")
@@ -399,8 +460,14 @@ def train(
     targets = torch.as_tensor(y_train).to(device)
     train_loss = None
     held_out: tuple[float, float] | None = None
+    stopped_early = False
     model.train()
     for epoch in range(start_epoch, hyperparameters.num_epochs):
+        if best is not None and hyperparameters.early_stopping_patience and (
+            epoch - 1 - best.epoch >= hyperparameters.early_stopping_patience
+        ):
+            stopped_early = True  # a resumed job whose checkpoint already ran out of patience
+            break
         epoch_started = time.monotonic()
         learning_rate = hyperparameters.learning_rate_at_epoch(epoch)
         phase = hyperparameters.phase_at_epoch(epoch)
@@ -416,9 +483,12 @@ def train(
             step = epoch * steps_per_epoch + batch_index
             indices = order[batch_index * hyperparameters.batch_size : (batch_index + 1) * hyperparameters.batch_size]
             optimizer.zero_grad(set_to_none=True)
-            loss = criterion(model(to_model_input(images[indices], channel_mean)), targets[indices.to(device)])
+            batch = to_model_input(images[indices], channel_mean).to(device)
+            loss = criterion(model(batch), targets[indices.to(device)])
             loss.backward()
             loss_value = float(loss.detach())
+            if hyperparameters.grad_clip > 0:
+                nn.utils.clip_grad_norm_(model.parameters(), hyperparameters.grad_clip)
             try:
                 optimizer.step()  # the hook checks the step first (pre-hook); a rule stop raises before the update
             finally:
@@ -436,10 +506,13 @@ def train(
             loss_sum += loss_value
         train_loss = loss_sum / steps_per_epoch
         recalibrate_batch_norm(
-            model, images, order[:BATCH_NORM_CALIBRATION_SAMPLES], channel_mean, hyperparameters.batch_size
+            model, images, order[:BATCH_NORM_CALIBRATION_SAMPLES], channel_mean, hyperparameters.batch_size, device
         )
-        test_loss, test_accuracy = held_out = evaluate(model, x_test, y_test, channel_mean)
-        save_checkpoint(checkpoint_dir, epoch, model, optimizer, architecture)
+        test_loss, test_accuracy = held_out = evaluate(model, x_test, y_test, channel_mean, device)
+        if best is None or test_loss < best.test_loss:
+            state_copy = {name: tensor.detach().clone() for name, tensor in model.state_dict().items()}
+            best = BestEpoch(epoch, test_loss, test_accuracy, state_copy)
+        save_checkpoint(checkpoint_dir, epoch, model, optimizer, architecture, best)
         log(
             format_epoch_line(
                 epoch=epoch,
@@ -449,12 +522,31 @@ def train(
                 seconds=time.monotonic() - epoch_started,
             )
         )
+        patience = hyperparameters.early_stopping_patience
+        if patience and epoch - best.epoch >= patience:
+            stopped_early = True
+            break
 
-    test_loss, test_accuracy = held_out or evaluate(model, x_test, y_test, channel_mean)
+    if stopped_early and best is not None:
+        # Early stopping keeps the best epoch's model: it is the result, and its held-out figures are the last
+        # ones the log reports (the objective reads the last value).
+        model.load_state_dict(best.model_state)
+        held_out = (best.test_loss, best.test_accuracy)
+        log(
+            f"early stopping: no better held-out loss for {hyperparameters.early_stopping_patience} epochs; keeping "
+            f"epoch {best.epoch}"
+        )
+        log(
+            format_epoch_line(
+                epoch=best.epoch, train_loss=math.nan, test_loss=best.test_loss, test_accuracy=best.test_accuracy,
+                seconds=0.0,
+            )
+        )
+    test_loss, test_accuracy = held_out or evaluate(model, x_test, y_test, channel_mean, device)
     hook.close(training_ended=True)
     saved_model = {
         "architecture": architecture,
-        "channel_mean": channel_mean.cpu(),
+        "channel_mean": channel_mean.cpu() if channel_mean is not None else None,
         "hyperparameters": asdict(hyperparameters),
         "state_dict": model.state_dict(),
     }

@@ -1,0 +1,83 @@
+"""Conditions on the rule's own account of the failure (its issue kind and value), and remedy declarations that
+resume, adapt to a script's names, or may not exist (data errors)."""
+
+import pytest
+
+from contracts import ContractError
+from contracts.remedies import DATA_ERROR, Change, adapt_to_script, parse_remedies, remedies_to_json
+from contracts.remedy_conditions import Condition, Situation, parse_condition
+
+START = {"lr": 0.1, "epochs": 5, "activation": "relu"}
+
+
+def test_issue_kind_and_value_conditions_hold_on_what_the_rule_reported_and_say_so():
+    dead = Situation(issue_kind="layer_dead", issue_value=0.8, issue_tensor="relu1_output_0")
+    holds, facts = Condition(issue_value_above=0.5).check(dead, START)
+    assert holds and facts == ["the rule's value 0.8 (relu1_output_0) is above 0.5"]
+    assert not Condition(issue_value_below=0.5).check(dead, START)[0]
+    assert not Condition(issue_value_above=0.5).check(Situation(), START)[0]  # no value: the remedy waits
+    holds, facts = Condition(issue_kind="above_max").check(Situation(issue_kind="above_max"), START)
+    assert holds and facts == ["the rule found above max"]
+    assert not Condition(issue_kind="above_max").check(Situation(issue_kind="below_min"), START)[0]
+
+
+@pytest.mark.parametrize(
+    ("when", "field", "fragment"),
+    [
+        ({"issue_kind": "Above Max"}, "when.issue_kind", "a rule's issue kind"),
+        ({"issue_value_above": "0.5"}, "when.issue_value_above", "finite number"),
+        ({"issue_value_above": 0.9, "issue_value_below": 0.1}, "when.issue_value_above", "no value could pass both"),
+        ({"hyperparameters": {"optimizer": "adam"}}, "when.hyperparameters.optimizer", "not in run_spec.hyperparameters"),
+        ({"steps": 3}, "when.steps", "is not a condition"),
+    ],
+)
+def test_a_bad_condition_names_its_field(when, field, fragment):
+    with pytest.raises(ContractError) as caught:
+        parse_condition(when, START, "when")
+    assert caught.value.field == field and fragment in caught.value.problem
+
+
+def test_a_resuming_remedy_round_trips_and_resume_must_be_a_flag():
+    declared = {"Overfit": [{"hyperparameter": "epochs", "multiply_by": 2, "resume": True}]}
+    parsed = parse_remedies(declared, START)
+    assert parsed["Overfit"][0].resume is True
+    assert remedies_to_json(parsed) == declared
+    with pytest.raises(ContractError) as caught:
+        parse_remedies({"Overfit": [{"hyperparameter": "epochs", "multiply_by": 2, "resume": "yes"}]}, START)
+    assert caught.value.field == "remedies.Overfit[0].resume"
+
+
+def test_data_errors_take_no_remedies():
+    with pytest.raises(ContractError) as caught:
+        parse_remedies({DATA_ERROR: [{"hyperparameter": "lr", "multiply_by": 0.5}]}, START)
+    assert caught.value.field == "remedies.data_error" and "takes no remedies" in caught.value.problem
+
+
+def test_any_documented_rule_may_have_remedies_even_one_only_sagemakers_evaluator_runs():
+    parse_remedies({"NLPSequenceRatio": [{"hyperparameter": "lr", "multiply_by": 0.5}]}, START)
+    with pytest.raises(ContractError) as caught:
+        parse_remedies({"ExplodingTensors": [{"hyperparameter": "lr", "multiply_by": 0.5}]}, START)
+    assert "is not a built-in rule or failure kind" in caught.value.problem
+
+
+def test_a_whole_number_hyperparameter_rounds_and_the_reason_says_how_to_write_a_real_one():
+    change = Change("lr", "multiply_by", 0.1, minimum=1e-4)
+    assert change.apply(2) is None  # 0.2 rounds to 0, below the bound
+    assert "lr is a whole number, so its results are rounded: exactly it would be 0.2; write 2.0" in change.why_not(2)
+
+
+def test_a_built_in_set_adapts_to_a_scripts_names_and_leaves_out_what_the_script_lacks():
+    preset = {
+        "ExplodingTensor": [
+            {"hyperparameter": "add_batch_norm", "set_to": True, "also": [{"hyperparameter": "warmup", "at_most": 0.1}]},
+            {"hyperparameter": "learning_rate", "multiply_by": 0.5, "also": [{"hyperparameter": "warmup", "at_most": 0.1}]},
+        ],
+        "DeadRelu": [{"hyperparameter": "activation", "set_to": "leaky_relu", "when": {"hyperparameters": {"activation": "relu"}}}],
+        "CheckInputImages": [{"hyperparameter": "normalize_inputs", "set_to": True}],
+    }
+    adapted = adapt_to_script(preset, {"learning_rate": "lr"}, START)
+    assert adapted == {
+        "ExplodingTensor": [{"hyperparameter": "lr", "multiply_by": 0.5}],
+        "DeadRelu": [{"hyperparameter": "activation", "set_to": "leaky_relu", "when": {"hyperparameters": {"activation": "relu"}}}],
+    }
+    parse_remedies(adapted, START)
