@@ -1,6 +1,11 @@
-"""Generated data for the MLP example: Gaussian class clusters, hard enough that a careless run misses 90%.
+"""Data for the MLP example: generated class clusters or scikit-learn's bundled 8x8 digits (no download), clean
+or with the faults real data sets have (a rare class, NaN features, labels outside the classes, unscaled values).
 
-    python examples/mlp/make_data.py --out data/mlp        # data/mlp/train/{x,y}.npy
+    python examples/mlp/make_data.py --out data/mlp                       # data/mlp/train/{x,y}.npy
+    python examples/mlp/make_data.py --out data/digits --dataset digits   # 1,797 real 8x8 images, 10 classes
+    python examples/mlp/make_data.py --out data/rare --imbalance 0.02     # class 0 kept at 2% of its samples
+
+Each channel directory holds ``x.npy`` (N, ...) float32 features and ``y.npy`` (N,) int64 labels.
 """
 
 import argparse
@@ -8,8 +13,11 @@ import os
 
 import numpy as np
 
+DATASETS = ("blobs", "digits")
+
 
 def make_blobs(samples=2000, features=20, classes=5, separation=1.6, seed=0):
+    """Gaussian class clusters, hard enough that a careless run misses 90% held-out accuracy."""
     rng = np.random.default_rng(seed)
     centers = rng.normal(size=(classes, features)) * separation
     labels = rng.integers(0, classes, samples)
@@ -17,18 +25,60 @@ def make_blobs(samples=2000, features=20, classes=5, separation=1.6, seed=0):
     return points.astype(np.float32), labels.astype(np.int64)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", default="data/mlp")
-    parser.add_argument("--samples", type=int, default=2000)
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
-    x, y = make_blobs(args.samples, seed=args.seed)
-    directory = os.path.join(args.out, "train")
+def load_digits(seed=0):
+    """scikit-learn's bundled handwritten digits: (1797, 8, 8) pixel values 0..16, shuffled."""
+    from sklearn.datasets import load_digits as bundled
+
+    digits = bundled()
+    order = np.random.default_rng(seed).permutation(len(digits.target))
+    return digits.images[order].astype(np.float32), digits.target[order].astype(np.int64)
+
+
+def make_dataset(dataset="blobs", samples=2000, seed=0, imbalance=None, nan_fraction=0.0, bad_labels=0, scale=1.0):
+    """The data set with the requested faults applied; returns (x, y)."""
+    if dataset not in DATASETS:
+        raise ValueError(f"dataset must be one of {', '.join(DATASETS)}; got {dataset!r}")
+    x, y = make_blobs(samples, seed=seed) if dataset == "blobs" else load_digits(seed)
+    rng = np.random.default_rng(seed + 1)
+    if imbalance is not None:
+        # Keep only this fraction of class 0's samples: a rare class the loss can ignore.
+        rare = np.flatnonzero(y == 0)
+        drop = rare[int(len(rare) * imbalance):]
+        keep = np.setdiff1d(np.arange(len(y)), drop)
+        x, y = x[keep], y[keep]
+    if nan_fraction:
+        rows = rng.choice(len(y), max(1, int(len(y) * nan_fraction)), replace=False)
+        x = x.copy()
+        x[rows, ...] = np.nan
+    if bad_labels:
+        rows = rng.choice(len(y), bad_labels, replace=False)
+        y = y.copy()
+        y[rows] = int(y.max()) + 10  # a class the rest of the data never names
+    return (x * scale).astype(np.float32), y.astype(np.int64)
+
+
+def write_channel(directory, x, y):
     os.makedirs(directory, exist_ok=True)
     np.save(os.path.join(directory, "x.npy"), x)
     np.save(os.path.join(directory, "y.npy"), y)
-    print(f"{len(y)} samples of {x.shape[1]} features in {directory}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", default="data/mlp")
+    parser.add_argument("--dataset", choices=DATASETS, default="blobs")
+    parser.add_argument("--samples", type=int, default=2000, help="blobs only")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--imbalance", type=float, help="keep this fraction of class 0")
+    parser.add_argument("--nan-fraction", type=float, default=0.0, help="rows whose features are all NaN")
+    parser.add_argument("--bad-labels", type=int, default=0, help="labels set outside the classes")
+    parser.add_argument("--scale", type=float, default=1.0, help="multiply the features (unscaled inputs)")
+    args = parser.parse_args()
+    x, y = make_dataset(args.dataset, args.samples, args.seed, args.imbalance, args.nan_fraction, args.bad_labels,
+                        args.scale)
+    directory = os.path.join(args.out, "train")
+    write_channel(directory, x, y)
+    print(f"{len(y)} samples of shape {x.shape[1:]} in {directory}")
 
 
 if __name__ == "__main__":
