@@ -46,6 +46,7 @@ from lambdas.remediation.payload import (
     Region,
     RetrainingBudget,
     RoleArn,
+    RuleSelection,
     RunSpec,
     S3Uri,
     SaveInterval,
@@ -89,6 +90,8 @@ class ExecutionInput(BaseModel):
     region: Region
     sm_role: RoleArn
     debugger_save_interval: SaveInterval = 10
+    #: The built-in rules that watch each job, with their parameters; left out: contracts.rule_selection.DEFAULT_RULES.
+    rules: RuleSelection | None = None
     max_num_retraining: RetrainingBudget = 7  # launches, the first included (the sample's meaning)
     #: The guardrail on monitor passes; left out: the largest that fits the execution's history and timeout.
     max_monitor_transitions: Annotated[Whole, Field(ge=1)] | None = None  # its upper bound: check_execution_budget
@@ -205,6 +208,7 @@ def _resolve(given: ExecutionInput, keys: set[str]) -> WorkflowState:
         region=given.region,
         sm_role=given.sm_role,
         debugger_save_interval=given.debugger_save_interval,
+        rules=given.rules,
         use_spot_instances=given.use_spot_instances,
         legacy_sagemaker_debugger=given.legacy_sagemaker_debugger,
         max_run_seconds=given.max_run_seconds,

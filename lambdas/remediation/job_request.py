@@ -23,7 +23,7 @@ import re
 import time
 from typing import Any
 
-from contracts import bucket_layout, debugger_config
+from contracts import bucket_layout, debugger_config, rule_selection
 from contracts import run_spec as bounds
 from contracts.job import (
     ENTRY_POINT_HYPERPARAMETER,
@@ -131,24 +131,29 @@ def hook_config(run_spec: RunSpec, job_name: str) -> dict[str, Any]:
 LOSS_NOT_DECREASING_SAVED_STEPS_APART = 5
 
 
-def rule_configs(job_name: str, save_interval: int = 10) -> list[dict[str, Any]]:
-    """Our debugger's rules (DebugRuleConfigurations shape). Each stops the job when it finds an issue (the
-    monitor would stop it anyway): the job's state change is what ends the workflow's wait."""
-    loss_window = max(10, LOSS_NOT_DECREASING_SAVED_STEPS_APART * save_interval)
+def product_rule_parameters(rule_name: str, save_interval: int) -> dict[str, str]:
+    """The workflow's own defaults for a rule, under the run_spec's parameters (which win)."""
+    if rule_name == "LossNotDecreasing":
+        return {"num_steps": str(max(10, LOSS_NOT_DECREASING_SAVED_STEPS_APART * save_interval))}
+    return {}
+
+
+def rule_configs(job_name: str, save_interval: int = 10, rules: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """Our debugger's rules (DebugRuleConfigurations shape): the run_spec's ``rules`` (default
+    contracts.rule_selection.DEFAULT_RULES). Each stops the job when it finds an issue (the monitor would stop it
+    anyway): the job's state change is what ends the workflow's wait."""
     stop = stop_training_action_json(job_name)
     configs = [
         {
-            "RuleConfigurationName": "ExplodingTensor",
-            "RuleParameters": {"rule_to_invoke": "ExplodingTensor", "only_nan": "False", "action_json": stop},
-        },
-        {
-            "RuleConfigurationName": "VanishingGradient",
-            "RuleParameters": {"rule_to_invoke": "VanishingGradient", "action_json": stop},
-        },
-        {
-            "RuleConfigurationName": "LossNotDecreasing",
-            "RuleParameters": {"rule_to_invoke": "LossNotDecreasing", "num_steps": str(loss_window), "action_json": stop},
-        },
+            "RuleConfigurationName": rule["name"],
+            "RuleParameters": {
+                "rule_to_invoke": rule["name"],
+                **product_rule_parameters(rule["name"], save_interval),
+                **rule["parameters"],
+                "action_json": stop,
+            },
+        }
+        for rule in (rule_selection.default_rules() if rules is None else rules)
     ]
     return debugger_config.validate_rule_configs(configs)
 
@@ -166,19 +171,14 @@ def legacy_debug_hook_config(run_spec: RunSpec) -> dict[str, Any]:
 def legacy_debug_rule_configurations(run_spec: RunSpec, job_name: str) -> list[dict[str, Any]]:
     """SageMaker's built-in rules on its own evaluator image; named Sagemaker* so they never clash with ours."""
     image = rule_evaluator_image_uri(run_spec.region)
-    stop = {"action_json": stop_training_action_json(job_name)}  # as our rules: the job's end is the signal
-    rules = [
-        ("ExplodingTensor", {"only_nan": "False", **stop}),
-        ("VanishingGradient", stop),
-        ("LossNotDecreasing", stop),
-    ]
+    stop = stop_training_action_json(job_name)  # as our rules: the job's end is the signal
     configurations = []
-    for rule, parameters in rules:
+    for rule in rule_selection.default_rules() if run_spec.rules is None else run_spec.rules:
         configurations.append(
             {
-                "RuleConfigurationName": f"Sagemaker{rule}",
+                "RuleConfigurationName": f"Sagemaker{rule['name']}",
                 "RuleEvaluatorImage": image,
-                "RuleParameters": {"rule_to_invoke": rule, **parameters},
+                "RuleParameters": {"rule_to_invoke": rule["name"], **rule["parameters"], "action_json": stop},
             }
         )
     debugger_config.validate_rule_configs(configurations)
@@ -196,7 +196,7 @@ def script_mode_hyperparameters(run_spec: RunSpec, job_name: str) -> dict[str, s
         ENTRY_POINT_HYPERPARAMETER: run_spec.entry_point,
         HOOK_CONFIG_HYPERPARAMETER: json.dumps(hook_config(run_spec, job_name), separators=(",", ":")),
         RULE_CONFIGS_HYPERPARAMETER: json.dumps(
-            rule_configs(job_name, run_spec.debugger_save_interval), separators=(",", ":")
+            rule_configs(job_name, run_spec.debugger_save_interval, run_spec.rules), separators=(",", ":")
         ),
         "sagemaker_program": LAUNCHER_PROGRAM,
         "sagemaker_submit_directory": run_spec.source_dir,

@@ -29,6 +29,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 
 from contracts import objective as objective_contract
 from contracts import remedies as remedies_contract
+from contracts import rule_selection
 from contracts import run_spec as bounds
 from contracts.rule_status import ISSUE_KIND_PATTERN, Evidence
 from lambdas.remediation import remedy_sets, training_images
@@ -161,6 +162,8 @@ HyperparameterValue = bool | int | float | str
 Hyperparameters = Annotated[dict[str, HyperparameterValue], BeforeValidator(bounds.check_hyperparameters)]
 Channels = Annotated[dict[str, str], BeforeValidator(bounds.check_channels)]
 MetricDefinitions = Annotated[list[dict[str, str]], BeforeValidator(bounds.check_metric_definitions)]
+#: The built-in rules that watch the job (contracts.rule_selection); None: its DEFAULT_RULES.
+RuleSelection = Annotated[list[dict[str, Any]], BeforeValidator(rule_selection.parse_rules)]
 Count = Annotated[Whole, Field(ge=0)]
 SaveInterval = Annotated[Whole, _within(bounds.SAVE_INTERVAL)]
 MaxRunSeconds = Annotated[Whole, _within(bounds.MAX_RUN_SECONDS)]
@@ -198,6 +201,7 @@ class RunSpec(BaseModel):
     region: Region
     sm_role: RoleArn
     debugger_save_interval: SaveInterval
+    rules: RuleSelection | None = None
     use_spot_instances: Flag
     legacy_sagemaker_debugger: Flag
     max_run_seconds: MaxRunSeconds

@@ -189,3 +189,30 @@ def test_every_rule_stops_the_job_itself_so_its_state_change_wakes_the_workflow(
     for rule in rules:
         actions = debugger_config.parse_actions(rule["RuleParameters"]["action_json"])
         assert actions == [{"name": "StopTraining", "training_job_prefix": "remediation-x-001"}], rule
+
+
+@pytest.mark.parametrize("legacy", [False, True])
+def test_the_run_specs_rules_are_the_jobs_rules_each_stopping_it(legacy):
+    from contracts import debugger_config
+    from contracts.job import RULE_CONFIGS_HYPERPARAMETER
+
+    selected = ["ExplodingTensor", {"name": "LossNotDecreasing", "parameters": {"num_steps": "40", "diff_percent": "5"}}]
+    state = initial_state({**INPUT, "rules": selected, "legacy_sagemaker_debugger": legacy})
+    request = job_request.build_create_training_job_request(state, "remediation-x-001")
+    rules = (
+        request["DebugRuleConfigurations"]
+        if legacy
+        else json.loads(json.loads(request["HyperParameters"][RULE_CONFIGS_HYPERPARAMETER]))
+    )
+    assert [rule["RuleParameters"]["rule_to_invoke"] for rule in rules] == ["ExplodingTensor", "LossNotDecreasing"]
+    # The run_spec's parameters win over the workflow's own default window.
+    assert rules[1]["RuleParameters"]["num_steps"] == "40" and rules[1]["RuleParameters"]["diff_percent"] == "5"
+    for rule in rules:
+        assert debugger_config.parse_actions(rule["RuleParameters"]["action_json"])[0]["name"] == "StopTraining"
+
+
+def test_a_bad_rule_selection_is_refused_before_any_launch():
+    from lambdas.remediation.execution_input import InvalidExecutionInput
+
+    with pytest.raises(InvalidExecutionInput, match=r"rules\[0\]\.parameters\.threshold: must be a string"):
+        initial_state({**INPUT, "rules": [{"name": "VanishingGradient", "parameters": {"threshold": 1e-6}}]})

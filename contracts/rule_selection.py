@@ -1,0 +1,83 @@
+"""Which built-in rules watch a job: the run_spec's ``rules``, as the SageMaker Python SDK's
+``Rule.sagemaker(rule_configs.dead_relu(), rule_parameters={...})`` list says it. Standard library only.
+
+    "rules": ["ExplodingTensor", {"name": "DeadRelu", "parameters": {"threshold_layer": "60.0"}}]
+
+A name alone takes the rule's documented defaults; parameters are strings, as SageMaker passes RuleParameters.
+Every selected rule stops the job when it finds an issue (the StopTraining action the workflow adds), so the
+job's end is the workflow's signal. Left out, the run is watched by :data:`DEFAULT_RULES`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from contracts import ContractError
+from contracts.debugger_config import BUILTIN_RULE_DEFAULTS, COMMON_RULE_PARAMETERS
+
+#: The rules that watch a job whose run_spec selects none: the failures the AWS sample's loop remediates.
+DEFAULT_RULES = ("ExplodingTensor", "VanishingGradient", "LossNotDecreasing")
+#: CreateTrainingJob's DebugRuleConfigurations holds at most 20 entries.
+MAX_RULES = 20
+#: Parameters the workflow sets itself on every rule (the action that stops the job, the rule to run).
+WORKFLOW_RULE_PARAMETERS = ("rule_to_invoke", "action_json", "custom_rule_source", "custom_rule_class")
+#: Rule parameters a run_spec may set besides the rule's own (SageMaker's common ones the workflow leaves alone).
+COMMON_SETTABLE_PARAMETERS = tuple(name for name in COMMON_RULE_PARAMETERS if name not in WORKFLOW_RULE_PARAMETERS)
+
+
+def parse_rules(value: Any, where: str = "rules") -> list[dict[str, Any]]:
+    """The run_spec's ``rules`` -> ``[{"name": ..., "parameters": {...}}]`` (names unique, parameters strings).
+
+    Raises ContractError naming the entry and the fix."""
+    if not isinstance(value, list):
+        raise ContractError(where, f'must be a JSON list of rule names or {{"name", "parameters"}} objects; got {value!r}')
+    if len(value) > MAX_RULES:
+        raise ContractError(where, f"selects {len(value)} rules; a training job takes at most {MAX_RULES}")
+    selection, seen = [], set()
+    for index, entry in enumerate(value):
+        rule = _parse_entry(entry, f"{where}[{index}]")
+        if rule["name"] in seen:
+            raise ContractError(f"{where}[{index}]", f"selects {rule['name']} twice; give it once with its parameters")
+        seen.add(rule["name"])
+        selection.append(rule)
+    return selection
+
+
+def default_rules() -> list[dict[str, Any]]:
+    return [{"name": name, "parameters": {}} for name in DEFAULT_RULES]
+
+
+def _parse_entry(entry: Any, where: str) -> dict[str, Any]:
+    if isinstance(entry, str):
+        name, parameters = entry, {}
+    elif isinstance(entry, Mapping):
+        unknown = sorted(set(entry) - {"name", "parameters"})
+        if unknown:
+            raise ContractError(f"{where}.{unknown[0]}", 'is not a rule entry key; allowed: "name", "parameters"')
+        if "name" not in entry:
+            raise ContractError(f"{where}.name", "is required: the built-in rule's name, e.g. DeadRelu")
+        name, parameters = entry["name"], entry.get("parameters", {})
+    else:
+        raise ContractError(where, f'must be a rule name or a {{"name", "parameters"}} object; got {entry!r}')
+    if not isinstance(name, str) or name not in BUILTIN_RULE_DEFAULTS:
+        raise ContractError(
+            f"{where}.name" if isinstance(entry, Mapping) else where,
+            f"{name!r} is not a built-in rule of the debugger; choose from {', '.join(sorted(BUILTIN_RULE_DEFAULTS))}",
+        )
+    if not isinstance(parameters, Mapping):
+        raise ContractError(f"{where}.parameters", f"must be a JSON object of string parameters; got {parameters!r}")
+    allowed = set(BUILTIN_RULE_DEFAULTS[name]) | set(COMMON_SETTABLE_PARAMETERS)
+    for key, text in parameters.items():
+        if key in WORKFLOW_RULE_PARAMETERS:
+            raise ContractError(f"{where}.parameters.{key}", "is set by the workflow (every rule stops the job); leave it out")
+        if key not in allowed:
+            raise ContractError(
+                f"{where}.parameters.{key}", f"is not a parameter of {name}; allowed: {', '.join(sorted(allowed))}"
+            )
+        if not isinstance(text, str):
+            raise ContractError(
+                f"{where}.parameters.{key}",
+                f'must be a string, as SageMaker passes rule parameters (write "{text}" in quotes); got {text!r}',
+            )
+    return {"name": name, "parameters": dict(parameters)}
