@@ -38,7 +38,7 @@ from typing import Any
 from contracts import ContractError
 from contracts.debugger_config import BUILTIN_RULE_DEFAULTS, DOCUMENTED_RULE_NAMES
 from contracts.hyperparameter_values import Value, is_number, kind_of, same_kind, show
-from contracts.remedy_conditions import Condition, Situation, parse_condition
+from contracts.remedy_conditions import HYPERPARAMETER_TESTS, Condition, Situation, parse_condition
 
 ANY_RULE = "*"
 #: The job completed, no rule fired, but the objective's metric missed its target.
@@ -301,11 +301,14 @@ def adapt_to_script(
             if main["hyperparameter"] not in hyperparameters:
                 continue
             when = dict(entry.get("when", {}))
-            if "hyperparameters" in when:
-                renamed = {rename(name): value for name, value in when["hyperparameters"].items()}
-                if any(name not in hyperparameters for name in renamed):
-                    continue
-                when["hyperparameters"] = renamed
+            applies = True
+            for test in HYPERPARAMETER_TESTS:
+                if test in when:
+                    renamed = {rename(name): value for name, value in when[test].items()}
+                    applies = applies and all(name in hyperparameters for name in renamed)
+                    when[test] = renamed
+            if not applies:  # a condition on a knob the script lacks never holds
+                continue
             also = [change(item) for item in entry.get("also", [])]
             main["also"] = [item for item in also if item["hyperparameter"] in hyperparameters]
             if not main["also"]:

@@ -7,6 +7,7 @@ A condition holds when every test it gives holds::
     "when": {"issue_kind": "rising"}                        # the rule said how the loss failed to decrease
     "when": {"issue_value_above": 0.5}                      # e.g. DeadRelu: more than half the units dead
     "when": {"hyperparameters": {"activation": "relu"}}     # the run's current value
+    "when": {"hyperparameters_above": {"learning_rate": 0.4}}  # a number above (or _below) a bound
 
 Each test that holds adds a fact, with its numbers, to the reason the planner writes.
 """
@@ -71,6 +72,8 @@ class Condition:
     issue_value_above: float | None = None
     issue_value_below: float | None = None
     hyperparameters: tuple[tuple[str, Value], ...] = ()
+    hyperparameters_above: tuple[tuple[str, float], ...] = ()
+    hyperparameters_below: tuple[tuple[str, float], ...] = ()
 
     def check(self, situation: Situation, hyperparameters: Mapping[str, Value]) -> tuple[bool, list[str]]:
         """(holds, the facts behind it with their numbers) for the reason the planner writes."""
@@ -114,21 +117,28 @@ class Condition:
             if hyperparameters.get(name) != expected:
                 return False, []
             facts.append(f"{name} is {show(expected)}")
+        for side, tests in (("above", self.hyperparameters_above), ("below", self.hyperparameters_below)):
+            for name, bound in tests:
+                current = hyperparameters.get(name)
+                if not is_number(current) or not (current > bound if side == "above" else current < bound):
+                    return False, []
+                facts.append(f"{name} {show(current)} is {side} {show(bound)}")
         return True, facts
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {}
         for key in CONDITION_KEYS:
-            if key == "hyperparameters":
+            if key in HYPERPARAMETER_TESTS:
                 continue
             if getattr(self, key) is not None:
                 data[key] = getattr(self, key)
-        if self.hyperparameters:
-            data["hyperparameters"] = dict(self.hyperparameters)
+        for key in HYPERPARAMETER_TESTS:
+            if getattr(self, key):
+                data[key] = dict(getattr(self, key))
         return data
 
     def hyperparameter_names(self) -> tuple[str, ...]:
-        return tuple(name for name, _ in self.hyperparameters)
+        return tuple(name for key in HYPERPARAMETER_TESTS for name, _ in getattr(self, key))
 
 
 CONDITION_KEYS = (
@@ -140,7 +150,11 @@ CONDITION_KEYS = (
     "issue_value_above",
     "issue_value_below",
     "hyperparameters",
+    "hyperparameters_above",
+    "hyperparameters_below",
 )
+#: The conditions on the run's hyperparameters (their names follow the script's, see contracts.remedies.adapt_to_script).
+HYPERPARAMETER_TESTS = ("hyperparameters", "hyperparameters_above", "hyperparameters_below")
 
 
 def parse_condition(value: Any, hyperparameters: Mapping[str, Value], where: str) -> Condition:
@@ -190,6 +204,19 @@ def parse_condition(value: Any, hyperparameters: Mapping[str, Value], where: str
             raise ContractError(
                 f"{where}.hyperparameters.{name}", f"must be {kind_of(hyperparameters[name])} like its starting value"
             )
+    compared: dict[str, tuple[tuple[str, float], ...]] = {}
+    for key in ("hyperparameters_above", "hyperparameters_below"):
+        tests = value.get(key, {})
+        if not isinstance(tests, Mapping):
+            raise ContractError(f"{where}.{key}", "must be an object of hyperparameter: number")
+        for name, bound in tests.items():
+            if name not in hyperparameters:
+                raise ContractError(f"{where}.{key}.{name}", f"{name!r} is not in run_spec.hyperparameters")
+            if not is_number(hyperparameters[name]):
+                raise ContractError(f"{where}.{key}.{name}", f"{name} is not a number: nothing to compare")
+            if not is_number(bound) or not math.isfinite(bound):
+                raise ContractError(f"{where}.{key}.{name}", f"must be a finite number (got {bound!r})")
+        compared[key] = tuple((name, float(bound)) for name, bound in tests.items())
     return Condition(
         phase=phase,
         early=early,
@@ -199,4 +226,6 @@ def parse_condition(value: Any, hyperparameters: Mapping[str, Value], where: str
         issue_value_above=bounds.get("issue_value_above"),
         issue_value_below=bounds.get("issue_value_below"),
         hyperparameters=tuple(equal.items()),
+        hyperparameters_above=compared["hyperparameters_above"],
+        hyperparameters_below=compared["hyperparameters_below"],
     )

@@ -79,7 +79,8 @@ class Block(nn.Module):
 
     def __init__(self, inputs, outputs, activation, batch_norm):
         super().__init__()
-        self.linear = nn.Linear(inputs, outputs)
+        # A bias before batch norm is cancelled by its mean subtraction (its gradient is zero): leave it out.
+        self.linear = nn.Linear(inputs, outputs, bias=not batch_norm)
         self.norm = nn.BatchNorm1d(outputs) if batch_norm else nn.Identity()
         self.activation_name = activation
         setattr(self, activation, ACTIVATIONS[activation]())
@@ -102,7 +103,8 @@ class MLP(nn.Module):
             if isinstance(module, nn.Linear):
                 gain = nn.init.calculate_gain("relu" if args.activation in ("relu", "leaky_relu") else "tanh")
                 nn.init.xavier_normal_(module.weight, gain=gain * args.init_scale) if args.init_scale else nn.init.zeros_(module.weight)
-                nn.init.zeros_(module.bias)
+                if module.bias is not None:
+                    nn.init.zeros_(module.bias)
 
     def forward(self, x):
         x = self.flatten(x)

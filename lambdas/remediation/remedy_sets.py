@@ -63,8 +63,11 @@ MAX_WEIGHT_DECAY = 1e-2
 OVERFIT_DROPOUT = 0.3
 #: Epochs without a better validation loss before early stopping keeps the best model.
 EARLY_STOPPING_PATIENCE = 2
-#: A DeadRelu fraction above this means most units are gone: changing the activation, not the rate, brings them back.
-MOSTLY_DEAD = 0.5
+#: A DeadRelu percentage (of a layer's units) above this means most units are gone: changing the activation, not the
+#: rate, brings them back.
+MOSTLY_DEAD = 50.0
+#: Where a learning rate far above the ceiling is brought back to: SGD's usual starting rate.
+USUAL_LEARNING_RATE = 0.1
 
 # --------------------------------------------------------------------------- the evidence set
 
@@ -81,6 +84,25 @@ _RAISE_LEARNING_RATE = {
     "hyperparameter": "learning_rate",
     "multiply_by": 2,
     "max": LEARNING_RATE_CEILING,
+}
+#: A rate above the ceiling is no tuning question: every failure it causes is answered by bringing it into range.
+_RATE_INTO_RANGE = {
+    "name": "LearningRateIntoRange",
+    "hyperparameter": "learning_rate",
+    "set_to": USUAL_LEARNING_RATE,
+    "when": {"hyperparameters_above": {"learning_rate": LEARNING_RATE_CEILING}},
+    "note": f"A learning rate above {LEARNING_RATE_CEILING:g} is outside the range SGD trains these networks at; "
+    f"{USUAL_LEARNING_RATE:g} is the usual start.",
+}
+#: ... and a rate far below the floor's tenfold moves the weights too little to tell anything: up to the usual start.
+_RATE_UP_INTO_RANGE = {
+    "name": "LearningRateUpIntoRange",
+    "hyperparameter": "learning_rate",
+    "set_to": USUAL_LEARNING_RATE / 10,
+    "resume": True,
+    "when": {"hyperparameters_below": {"learning_rate": LEARNING_RATE_FLOOR * 10}},
+    "note": f"A learning rate below {LEARNING_RATE_FLOOR * 10:g} barely moves the weights; "
+    f"{USUAL_LEARNING_RATE / 10:g} is within SGD's usual range, continuing from where training got to.",
 }
 _LOWER_WARMUP = {
     "name": "LowerWarmupLearningRate",
@@ -120,6 +142,7 @@ _EARLY_STOPPING = {
 
 EVIDENCE_REMEDIES: dict[str, list[dict[str, Any]]] = {
     "ExplodingTensor": [
+        _RATE_INTO_RANGE,
         {
             **_ADD_BATCH_NORM,
             "when": {"phase": "warmup", "early": True, "initial_gradient_norm_above": INIT_SCALE_GRADIENT_NORM},
@@ -143,6 +166,8 @@ EVIDENCE_REMEDIES: dict[str, list[dict[str, Any]]] = {
         {**_LOWER_LEARNING_RATE, "note": "A lower learning rate is the remaining remedy for an explosion."},
     ],
     "VanishingGradient": [
+        _RATE_INTO_RANGE,
+        _RATE_UP_INTO_RANGE,
         {**_ADD_BATCH_NORM, "also": [], "note": "Batch norm keeps the gradients scaled."},
         {**_LEAKY_RELU, "note": "ReLU units can die and stop passing gradient; leaky ReLU keeps one."},
         {
@@ -157,12 +182,14 @@ EVIDENCE_REMEDIES: dict[str, list[dict[str, Any]]] = {
         {**_RAISE_LEARNING_RATE, "note": "The updates are too small."},
     ],
     "DeadRelu": [
+        _RATE_INTO_RANGE,
         {**_LEAKY_RELU, "when": {"hyperparameters": {"activation": "relu"}, "issue_value_above": MOSTLY_DEAD}},
         {**_LOWER_LEARNING_RATE, "note": "Large steps push ReLU units into the region where they stay off."},
         _LEAKY_RELU,
         {**_ADD_BATCH_NORM, "also": [], "note": "Batch norm keeps pre-activations centred, so units stay alive."},
     ],
     "SaturatedActivation": [
+        _RATE_INTO_RANGE,
         {**_RESCALE_INIT, "note": "Large initial weights drive tanh/sigmoid inputs far from zero, where their "
          "derivative vanishes."},
         {**_ADD_BATCH_NORM, "also": [], "note": "Batch norm keeps the activations' inputs near zero."},
@@ -174,10 +201,12 @@ EVIDENCE_REMEDIES: dict[str, list[dict[str, Any]]] = {
         {**_RAISE_LEARNING_RATE, "note": "The tensors stay zero: nothing moves them."},
     ],
     "UnchangedTensor": [
+        _RATE_UP_INTO_RANGE,
         {**_RAISE_LEARNING_RATE, "multiply_by": 10, "resume": True,
          "note": "The tensors do not change between steps: the updates are too small to move them."},
     ],
     "TensorVariance": [
+        _RATE_INTO_RANGE,
         {**_LOWER_LEARNING_RATE, "when": {"issue_kind": "above_max"},
          "note": "Tensors spreading beyond the bound mean the updates are too large."},
         {"name": "RaiseWeightDecay", "hyperparameter": "weight_decay", "multiply_by": 10, "max": MAX_WEIGHT_DECAY,
@@ -205,6 +234,8 @@ EVIDENCE_REMEDIES: dict[str, list[dict[str, Any]]] = {
          "resume": True, "note": "Stronger L2 regularisation delays overtraining."},
     ],
     "LossNotDecreasing": [
+        _RATE_INTO_RANGE,
+        _RATE_UP_INTO_RANGE,
         {**_LOWER_WARMUP, "when": {"phase": "warmup", "loss": "rising"}, "note": "The loss oscillates or rises."},
         {**_RAISE_WARMUP, "when": {"phase": "warmup", "loss": "falling"}, "note": "The loss falls too slowly."},
         {**_LOWER_LEARNING_RATE, "when": {"loss": "rising"}, "note": "The loss rises: the learning rate overshoots."},
@@ -213,6 +244,8 @@ EVIDENCE_REMEDIES: dict[str, list[dict[str, Any]]] = {
         {**_LOWER_LEARNING_RATE, "note": "The loss stopped decreasing: the main rate overshoots."},
     ],
     "WeightUpdateRatio": [
+        _RATE_INTO_RANGE,
+        _RATE_UP_INTO_RANGE,
         {**_LOWER_LEARNING_RATE, "when": {"issue_kind": "too_large"},
          "note": "Updates large against the weights they change mean the learning rate is too high."},
         {**_RAISE_LEARNING_RATE, "when": {"issue_kind": "too_small"}, "resume": True,
@@ -220,6 +253,7 @@ EVIDENCE_REMEDIES: dict[str, list[dict[str, Any]]] = {
         _LOWER_LEARNING_RATE,
     ],
     "PoorWeightInitialization": [
+        _RATE_INTO_RANGE,
         {**_RESCALE_INIT, "note": "Activations of very different scale across layers mean the initial weights are "
          "badly scaled."},
         {**_ADD_BATCH_NORM, "also": [], "note": "Batch norm rescales every layer's activations."},
@@ -249,6 +283,7 @@ EVIDENCE_REMEDIES: dict[str, list[dict[str, Any]]] = {
         }
     ],
     OBJECTIVE_MISSED: [
+        _RATE_UP_INTO_RANGE,
         {
             "name": "TrainLonger",
             "hyperparameter": "num_epochs",
@@ -259,7 +294,7 @@ EVIDENCE_REMEDIES: dict[str, list[dict[str, Any]]] = {
             "last checkpoint.",
         }
     ],
-    ANY_RULE: [_ADD_BATCH_NORM, _LOWER_LEARNING_RATE],
+    ANY_RULE: [_RATE_INTO_RANGE, _ADD_BATCH_NORM, _LOWER_LEARNING_RATE],
 }
 
 ANCHOR_REMEDIES: dict[str, list[dict[str, Any]]] = {

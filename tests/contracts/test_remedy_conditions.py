@@ -21,6 +21,18 @@ def test_issue_kind_and_value_conditions_hold_on_what_the_rule_reported_and_say_
     assert not Condition(issue_kind="above_max").check(Situation(issue_kind="below_min"), START)[0]
 
 
+def test_a_hyperparameter_above_a_bound_holds_only_above_it_and_adapts_to_the_scripts_name():
+    condition = parse_condition({"hyperparameters_above": {"lr": 0.4}}, START, "when")
+    holds, facts = condition.check(Situation(), {**START, "lr": 20.0})
+    assert holds and facts == ["lr 20 is above 0.4"]
+    assert not condition.check(Situation(), {**START, "lr": 0.4})[0]
+    preset = {"ExplodingTensor": [{"hyperparameter": "learning_rate", "set_to": 0.1,
+                                   "when": {"hyperparameters_above": {"learning_rate": 0.4}}}]}
+    adapted = adapt_to_script(preset, {"learning_rate": "lr"}, START)
+    assert adapted["ExplodingTensor"][0]["when"] == {"hyperparameters_above": {"lr": 0.4}}
+    assert adapt_to_script(preset, {}, {"epochs": 5}) == {}  # the script has no such knob: the remedy is left out
+
+
 @pytest.mark.parametrize(
     ("when", "field", "fragment"),
     [
@@ -29,6 +41,9 @@ def test_issue_kind_and_value_conditions_hold_on_what_the_rule_reported_and_say_
         ({"issue_value_above": 0.9, "issue_value_below": 0.1}, "when.issue_value_above", "no value could pass both"),
         ({"hyperparameters": {"optimizer": "adam"}}, "when.hyperparameters.optimizer", "not in run_spec.hyperparameters"),
         ({"steps": 3}, "when.steps", "is not a condition"),
+        ({"hyperparameters_above": {"activation": 1}}, "when.hyperparameters_above.activation", "not a number"),
+        ({"hyperparameters_above": {"lr": "0.4"}}, "when.hyperparameters_above.lr", "finite number"),
+        ({"hyperparameters_above": {"momentum": 0.4}}, "when.hyperparameters_above.momentum", "not in run_spec"),
     ],
 )
 def test_a_bad_condition_names_its_field(when, field, fragment):

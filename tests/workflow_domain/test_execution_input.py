@@ -123,9 +123,11 @@ def test_a_users_script_without_declarations_gets_the_evidence_remedies_its_hype
         }
     )
     remedies = named.declared_remedies()
-    assert [remedy.change.hyperparameter for remedy in remedies["UnchangedTensor"]] == ["lr"]
-    assert [remedy.name for remedy in remedies["DeadRelu"]] == ["SwitchToLeakyReLU", "LowerLearningRate", "SwitchToLeakyReLU"]
-    assert remedies["objective_missed"][0].change.hyperparameter == "epochs"
+    assert [remedy.name for remedy in remedies["UnchangedTensor"]] == ["LearningRateUpIntoRange", "RaiseLearningRate"]
+    assert [remedy.name for remedy in remedies["DeadRelu"]] == [
+        "LearningRateIntoRange", "SwitchToLeakyReLU", "LowerLearningRate", "SwitchToLeakyReLU"
+    ]
+    assert [remedy.change.hyperparameter for remedy in remedies["objective_missed"]] == ["lr", "epochs"]
     assert "CheckInputImages" not in remedies  # the script has no normalize_inputs
 
 

@@ -1,0 +1,224 @@
+"""The repair zoo: failing and healthy training configurations, each run with no remediation, the anchor policy
+and the evidence policy, side by side in one run; prints JSON (stdout) and a markdown table (stderr).
+
+For every scenario and policy: the rule that fired on the first job and at which step, launches, training steps
+spent, the final objective value and whether the run met its objective. The summary gives the repair rate
+(failing scenarios whose evidence run met the objective), the detection rate (the expected rule fired first),
+false alarms on the healthy scenarios, and data errors ended without a relaunch.
+
+    python bench/repair_zoo.py                       # every scenario, every policy (about 15 minutes on 2 cores)
+    python bench/repair_zoo.py --list
+    python bench/repair_zoo.py --scenario mlp-explode --policies evidence
+    python bench/repair_zoo.py --markdown zoo.md     # the table into a file as well
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "examples" / "mlp"))
+
+import make_data  # noqa: E402  (examples/mlp/make_data.py)
+from zoo_scenarios import DATA_ERROR, FAILING, HEALTHY, SCENARIOS, Scenario, by_name  # noqa: E402
+
+#: "none" is one launch and no relaunch: what the user gets without the workflow.
+POLICIES = ("none", "anchor", "evidence")
+#: Launches per run (the first included): room for a few remedies, and a bound on the zoo's time.
+MAX_LAUNCHES = 5
+RESNET_TRAIN_SAMPLES = 1024
+RESNET_TEST_SAMPLES = 256
+
+
+def write_data(scenario: Scenario, data_root: Path) -> Path:
+    """The scenario's train channel (examples/mlp/make_data.py), written once per data set and faults."""
+    key = scenario.dataset + "".join(f"-{name}{value}" for name, value in sorted(scenario.faults.items()))
+    directory = data_root / key / "train"
+    if not (directory / "y.npy").exists():
+        x, y = make_data.make_dataset(scenario.dataset, **scenario.faults)
+        make_data.write_channel(str(directory), x, y)
+    return directory
+
+
+def run_one(scenario: Scenario, policy: str, work: Path, data_root: Path, timeout: float) -> dict[str, Any]:
+    """One `remediate local run --json` of the scenario under ``policy``; its figures."""
+    spec = scenario.execution_input()
+    spec["max_num_retraining"] = 1 if policy == "none" else MAX_LAUNCHES
+    if scenario.family == "mlp":
+        spec["source_dir"] = str(ROOT / spec["source_dir"])
+    run_spec = work / f"{scenario.name}-{policy}.json"
+    run_spec.write_text(json.dumps(spec, indent=1))
+    command = [sys.executable, "-m", "remediate.main", "local", "run", "--json", "--run-spec", str(run_spec),
+               "--run-dir", str(work / f"{scenario.name}-{policy}")]
+    command += ["--policy", "evidence" if policy == "none" else policy]
+    if scenario.family == "mlp":
+        command += ["--channel", f"train={write_data(scenario, data_root)}"]
+    else:
+        command += ["--train-samples", str(RESNET_TRAIN_SAMPLES), "--test-samples", str(RESNET_TEST_SAMPLES)]
+    started = time.monotonic()
+    finished = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=ROOT,
+                              env={**os.environ, "OMP_NUM_THREADS": "1"})
+    wall = round(time.monotonic() - started, 1)
+    if finished.returncode not in (0, 1):
+        return {"policy": policy, "error": f"exit {finished.returncode}: {finished.stderr.strip()[-600:]}",
+                "wall_seconds": wall}
+    return summarize(json.loads(finished.stdout), policy, wall)
+
+
+def summarize(summary: dict[str, Any], policy: str, wall: float) -> dict[str, Any]:
+    attempts = summary.get("attempts") or []
+    first = attempts[0] if attempts else {}
+    values = [attempt.get("objective_value") for attempt in attempts if attempt.get("objective_value") is not None]
+    return {
+        "policy": policy,
+        "execution_status": summary.get("execution_status"),
+        "met_objective": summary.get("execution_status") == "SUCCEEDED",
+        "first_rule": first.get("rule"),
+        "first_issue_step": first.get("issue_step"),
+        "first_outcome": first.get("outcome"),
+        "rules_fired": [attempt.get("rule") for attempt in attempts if attempt.get("rule")],
+        "remedies": [attempt.get("decision") for attempt in attempts if attempt.get("decision")],
+        "launches": summary.get("launches"),
+        "training_steps": summary.get("total_training_steps"),
+        "objective_value": values[-1] if values else None,
+        "end_reason": summary.get("end_reason"),
+        "wall_seconds": wall,
+    }
+
+
+def verdict(scenario: Scenario, runs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """What the scenario shows: detected, repaired, a false alarm, a data error ended at once."""
+    evidence = runs.get("evidence") or next(iter(runs.values()))
+    first_rules = {run.get("first_rule") for run in runs.values() if "error" not in run}
+    result = {"detected": scenario.expect in first_rules if scenario.expect else None}
+    if scenario.kind == FAILING:
+        result["repaired"] = bool(evidence.get("met_objective"))
+    elif scenario.kind == HEALTHY:
+        result["false_alarm"] = any(run.get("rules_fired") for run in runs.values() if "error" not in run)
+        result["met_objective"] = bool(evidence.get("met_objective"))
+    else:
+        result["ended_without_relaunch"] = evidence.get("launches") == 1 and evidence.get("first_outcome") == "data_error"
+    return result
+
+
+def totals(results: list[dict[str, Any]]) -> dict[str, Any]:
+    failing = [r for r in results if r["kind"] == FAILING]
+    healthy = [r for r in results if r["kind"] == HEALTHY]
+    data_errors = [r for r in results if r["kind"] == DATA_ERROR]
+
+    def rate(rows, key):
+        return round(sum(bool(r["verdict"].get(key)) for r in rows) / len(rows), 3) if rows else None
+
+    return {
+        "failing_scenarios": len(failing),
+        "healthy_scenarios": len(healthy),
+        "data_error_scenarios": len(data_errors),
+        "repair_rate": rate(failing, "repaired"),
+        "detection_rate": rate(failing + data_errors, "detected"),
+        "false_alarms": sum(bool(r["verdict"].get("false_alarm")) for r in healthy),
+        "data_errors_ended_at_once": sum(bool(r["verdict"].get("ended_without_relaunch")) for r in data_errors),
+        "rules_covered": sorted({r["expect"] for r in results if r["expect"]}),
+    }
+
+
+def markdown(results: list[dict[str, Any]], policies: tuple[str, ...], summary: dict[str, Any]) -> str:
+    def cell(run: dict[str, Any] | None) -> str:
+        if not run:
+            return ""
+        if "error" in run:
+            return "error"
+        value = run["objective_value"]
+        shown = "n/a" if value is None else f"{value:.2f}"
+        mark = "met" if run["met_objective"] else "missed"
+        return f"{run['launches']} / {run['training_steps']} / {shown} {mark}"
+
+    header = "| scenario | model, data | expected rule | fired (step) | " + " | ".join(
+        f"{policy}: launches / steps / objective" for policy in policies) + " |"
+    lines = [header, "|" + "---|" * (4 + len(policies))]
+    for result in results:
+        runs = result["runs"]
+        anyrun = runs.get("evidence") or next(iter(runs.values()))
+        fired = anyrun.get("first_rule") or "none"
+        if anyrun.get("first_issue_step") is not None:
+            fired += f" ({anyrun['first_issue_step']})"
+        data = result["dataset"] if result["family"] == "mlp" else "generated images"
+        lines.append(f"| {result['scenario']} | {result['family']}, {data} | {result['expect'] or 'none'} | {fired} | "
+                     + " | ".join(cell(runs.get(policy)) for policy in policies) + " |")
+    lines.append("")
+    lines.append(f"Repair rate (evidence) {summary['repair_rate']} over {summary['failing_scenarios']} failing "
+                 f"scenarios; detection rate {summary['detection_rate']}; false alarms {summary['false_alarms']} of "
+                 f"{summary['healthy_scenarios']} healthy; data errors ended at once "
+                 f"{summary['data_errors_ended_at_once']} of {summary['data_error_scenarios']}.")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--list", action="store_true", help="list the scenarios and exit")
+    parser.add_argument("--scenario", action="append", help="run only this scenario (repeatable)")
+    parser.add_argument("--policies", default=",".join(POLICIES), help=f"comma list of {', '.join(POLICIES)}")
+    parser.add_argument("--work-dir", type=Path, help="where run directories go (default: a temp dir)")
+    parser.add_argument("--jobs", type=int, default=2, help="runs at once (default 2: one per core)")
+    parser.add_argument("--timeout", type=float, default=600, help="seconds per run")
+    parser.add_argument("--markdown", type=Path, help="also write the markdown table to this file")
+    arguments = parser.parse_args(argv)
+    scenarios = by_name()
+    if arguments.list:
+        for scenario in SCENARIOS:
+            print(f"{scenario.name:28} {scenario.kind:10} {scenario.expect or '-':24} {scenario.description}")
+        return 0
+    policies = tuple(policy.strip() for policy in arguments.policies.split(",") if policy.strip())
+    unknown = [policy for policy in policies if policy not in POLICIES]
+    if unknown or not policies:
+        parser.error(f"--policies: {', '.join(unknown) or 'none given'}; choose from {', '.join(POLICIES)}")
+    names = arguments.scenario or [scenario.name for scenario in SCENARIOS]
+    missing = [name for name in names if name not in scenarios]
+    if missing:
+        parser.error(f"--scenario {missing[0]}: no such scenario; `--list` lists them")
+    work = arguments.work_dir or Path(tempfile.mkdtemp(prefix="repair-zoo-"))
+    work.mkdir(parents=True, exist_ok=True)
+    data_root = work / "data"
+    for name in names:  # data first, once, before the runs race for it
+        if scenarios[name].family == "mlp":
+            write_data(scenarios[name], data_root)
+    started = time.monotonic()
+    runs: dict[tuple[str, str], dict[str, Any]] = {}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, arguments.jobs)) as pool:
+        futures = {pool.submit(run_one, scenarios[name], policy, work, data_root, arguments.timeout): (name, policy)
+                   for name in names for policy in policies}
+        for future in concurrent.futures.as_completed(futures):
+            name, policy = futures[future]
+            try:
+                runs[(name, policy)] = future.result()
+            except subprocess.TimeoutExpired:
+                runs[(name, policy)] = {"policy": policy, "error": f"timed out after {arguments.timeout:g} s"}
+            print(f"  {name} / {policy}: {runs[(name, policy)].get('execution_status', 'error')}", file=sys.stderr)
+    results = []
+    for name in names:
+        scenario = scenarios[name]
+        scenario_runs = {policy: runs[(name, policy)] for policy in policies}
+        results.append({"scenario": name, "family": scenario.family, "dataset": scenario.dataset,
+                        "kind": scenario.kind, "expect": scenario.expect, "description": scenario.description,
+                        "runs": scenario_runs, "verdict": verdict(scenario, scenario_runs)})
+    summary = {**totals(results), "policies": list(policies), "wall_seconds": round(time.monotonic() - started, 1),
+               "work_dir": str(work)}
+    table = markdown(results, policies, summary)
+    print(json.dumps({"summary": summary, "scenarios": results}, indent=1))
+    print(table, file=sys.stderr)
+    if arguments.markdown:
+        arguments.markdown.write_text(table + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

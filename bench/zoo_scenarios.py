@@ -1,0 +1,108 @@
+"""The repair zoo's scenarios: failing and healthy training configurations on two model families (the built-in ELU
+ResNet of the AWS blog post, on generated CIFAR-shaped images, and examples/mlp, a user's smdebug script, on
+generated clusters and on scikit-learn's bundled 8x8 digits).
+
+Each failing scenario is built to trip one rule (``expect``); each healthy one must trip none (the false-alarm
+check); a data-error scenario must end at once, without a relaunch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+FAILING, HEALTHY, DATA_ERROR = "failing", "healthy", "data_error"
+
+#: examples/mlp/train.py's hyperparameters, every knob a remedy may turn given with its starting value.
+MLP_HYPERPARAMETERS: dict[str, Any] = {
+    "epochs": 4,
+    "lr": 0.05,
+    "batch-size": 64,
+    "depth": 2,
+    "activation": "relu",
+    "init-scale": 1.0,
+    "grad-clip": 0,
+    "batch-norm": False,
+    "dropout": 0,
+    "weight-decay": 0,
+    "class-weighting": "none",
+    "early-stopping-patience": 0,
+    "normalize": True,
+    "num-workers": 0,
+}
+#: The built-in remedy sets' conventional names -> the MLP script's own (run_spec hyperparameter_names).
+MLP_HYPERPARAMETER_NAMES = {
+    "learning_rate": "lr",
+    "num_epochs": "epochs",
+    "batch_size": "batch-size",
+    "grad_clip": "grad-clip",
+    "add_batch_norm": "batch-norm",
+    "weight_decay": "weight-decay",
+    "init_scale": "init-scale",
+    "class_weighting": "class-weighting",
+    "early_stopping_patience": "early-stopping-patience",
+    "normalize_inputs": "normalize",
+    "num_workers": "num-workers",
+}
+MLP_OBJECTIVE = {"metric_name": "validation:accuracy", "type": "Maximize", "target_value": 0.9}
+MLP_METRICS = [{"Name": "validation:accuracy", "Regex": "val_accuracy=([0-9.]+)"}]
+
+
+@dataclasses.dataclass(frozen=True)
+class Scenario:
+    name: str
+    family: str  # "mlp" or "resnet"
+    kind: str  # FAILING, HEALTHY or DATA_ERROR
+    expect: str | None  # the rule that should fire on the first job (None: none)
+    description: str
+    dataset: str = "blobs"  # mlp: "blobs" or "digits" (examples/mlp/make_data.py); resnet: generated images
+    faults: dict[str, Any] = dataclasses.field(default_factory=dict)  # make_data.make_dataset's fault arguments
+    hyperparameters: dict[str, Any] = dataclasses.field(default_factory=dict)  # over the family's defaults
+    rules: tuple[Any, ...] | None = None  # the run_spec's rules (None: the workflow's defaults)
+
+    def execution_input(self) -> dict[str, Any]:
+        """The run_spec (execution input) of this scenario, before the policy's settings."""
+        spec: dict[str, Any] = {}
+        if self.family == "mlp":
+            spec.update(
+                source_dir="examples/mlp",
+                entry_point="train.py",
+                hyperparameters={**MLP_HYPERPARAMETERS, **self.hyperparameters},
+                hyperparameter_names=dict(MLP_HYPERPARAMETER_NAMES),
+                metric_definitions=MLP_METRICS,
+                objective=MLP_OBJECTIVE,
+            )
+        elif self.hyperparameters:
+            spec["hyperparameters"] = dict(self.hyperparameters)
+        if self.rules is not None:
+            spec["rules"] = list(self.rules)
+        return spec
+
+
+def _mlp(name, kind, expect, description, **fields) -> Scenario:
+    return Scenario(name=name, family="mlp", kind=kind, expect=expect, description=description, **fields)
+
+
+def _resnet(name, kind, expect, description, **fields) -> Scenario:
+    return Scenario(name=name, family="resnet", kind=kind, expect=expect, description=description, **fields)
+
+
+SCENARIOS: tuple[Scenario, ...] = (
+    # ---------------------------------------------------------------- failing
+    _resnet("resnet-explode", FAILING, "ExplodingTensor",
+            "The blog's reference: ELU ResNet-20 without batch norm, warmup learning rate 0.1."),
+    _mlp("mlp-explode", FAILING, "ExplodingTensor", "Learning rate 20 on the clusters: the loss overflows.",
+         hyperparameters={"lr": 20.0}),
+    _mlp("mlp-vanishing-sigmoid", FAILING, "VanishingGradient",
+         "Eight sigmoid layers at a tenth of the usual initial scale on digits: the gradient dies on the way down.",
+         dataset="digits", hyperparameters={"activation": "sigmoid", "depth": 8, "init-scale": 0.1}),
+    _mlp("mlp-loss-flat", FAILING, "LossNotDecreasing",
+         "Learning rate 1e-5 on digits: the loss does not move.", dataset="digits",
+         hyperparameters={"lr": 0.00001, "momentum": 0.0},
+         rules=("ExplodingTensor", {"name": "LossNotDecreasing",
+                                     "parameters": {"num_steps": "40", "diff_percent": "2", "mode": "TRAIN"}})),
+)
+
+
+def by_name() -> dict[str, Scenario]:
+    return {scenario.name: scenario for scenario in SCENARIOS}
