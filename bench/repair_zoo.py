@@ -124,7 +124,7 @@ def totals(results: list[dict[str, Any]]) -> dict[str, Any]:
         "healthy_scenarios": len(healthy),
         "data_error_scenarios": len(data_errors),
         "repair_rate": rate(failing, "repaired"),
-        "detection_rate": rate(failing + data_errors, "detected"),
+        "detection_rate": rate([r for r in results if r["expect"]], "detected"),
         "false_alarms": sum(bool(r["verdict"].get("false_alarm")) for r in healthy),
         "data_errors_ended_at_once": sum(bool(r["verdict"].get("ended_without_relaunch")) for r in data_errors),
         "rules_covered": sorted({r["expect"] for r in results if r["expect"]}),

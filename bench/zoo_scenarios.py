@@ -101,6 +101,24 @@ SCENARIOS: tuple[Scenario, ...] = (
          hyperparameters={"lr": 0.00001, "momentum": 0.0},
          rules=("ExplodingTensor", {"name": "LossNotDecreasing",
                                      "parameters": {"num_steps": "40", "diff_percent": "2", "mode": "TRAIN"}})),
+    _mlp("mlp-frozen-updates", FAILING, "WeightUpdateRatio",
+         "Learning rate 1e-9: each update is a billionth of its weight, training stands still.",
+         hyperparameters={"lr": 1e-9}, rules=("ExplodingTensor", "WeightUpdateRatio")),
+    _mlp("mlp-poor-init", FAILING, "PoorWeightInitialization",
+         "Four ReLU layers initialised at 8x Xavier's scale on digits: activations grow layer by layer.",
+         dataset="digits", hyperparameters={"depth": 4, "init-scale": 8.0},
+         rules=("ExplodingTensor", "PoorWeightInitialization")),
+    # ---------------------------------------------------------------- data errors: no remedy, no relaunch
+    _mlp("mlp-bad-labels", DATA_ERROR, None,
+         "Five digits labelled 19, a class the model does not have: the loss cannot be computed.",
+         dataset="digits", faults={"bad_labels": 5}, hyperparameters={"num-classes": 10}),
+    # ---------------------------------------------------------------- healthy: no rule may fire
+    _mlp("mlp-healthy-blobs", HEALTHY, None, "The clusters at learning rate 0.05."),
+    _mlp("mlp-healthy-digits", HEALTHY, None, "Digits at learning rate 0.05.", dataset="digits"),
+    _mlp("mlp-healthy-digits-tanh", HEALTHY, None, "Digits with tanh units and batch norm.", dataset="digits",
+         hyperparameters={"activation": "tanh", "batch-norm": True}),
+    _resnet("resnet-healthy", HEALTHY, None, "The ELU ResNet with batch norm and warmup 0.05.",
+            hyperparameters={"add_batch_norm": True, "warmup_learning_rate": 0.05, "num_epochs": 4}),
 )
 
 

@@ -39,6 +39,7 @@ def parse_args():
     parser.add_argument("--grad-clip", type=float, default=0.0, help="clip the gradient norm to this (0: off)")
     parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--num-classes", type=int, default=0, help="output classes (0: the largest label + 1)")
     parser.add_argument("--hidden", type=int, default=128)
     parser.add_argument("--depth", type=int, default=2, help="hidden layers")
     parser.add_argument("--activation", choices=sorted(ACTIVATIONS), default="relu")
@@ -160,7 +161,7 @@ def main():
     if args.normalize:
         mean, std = x.mean(dim=0), x.std(dim=0) + 1e-6
         x, x_val = (x - mean) / std, (x_val - mean) / std
-    classes = int(max(y.max(), y_val.max())) + 1
+    classes = args.num_classes or int(max(y.max(), y_val.max())) + 1
     device = pick_device()
     print(f"device: {device} (SM_NUM_GPUS={os.environ.get('SM_NUM_GPUS', 'unset')})", flush=True)
     x_val, y_val = x_val.to(device), y_val.to(device)

@@ -1,0 +1,48 @@
+"""bench/repair_zoo.py as a user runs it: a failing scenario repaired, a healthy one left alone, the listing."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+ZOO = ROOT / "bench" / "repair_zoo.py"
+
+
+def _zoo(*arguments: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ZOO), *arguments], capture_output=True, text=True, cwd=cwd, timeout=900)
+
+
+def test_the_zoo_lists_every_rule_it_covers_with_failing_healthy_and_data_error_scenarios():
+    listing = _zoo("--list")
+    assert listing.returncode == 0, listing.stderr
+    lines = listing.stdout.splitlines()
+    kinds = [line.split()[1] for line in lines]
+    assert kinds.count("failing") >= 14 and kinds.count("healthy") >= 4 and "data_error" in kinds
+    assert "resnet-explode" in listing.stdout and "mlp-healthy-digits" in listing.stdout
+
+
+def test_an_unknown_scenario_is_refused_with_the_way_to_list_them():
+    finished = _zoo("--scenario", "no-such-thing")
+    assert finished.returncode == 2 and "--list" in finished.stderr
+
+
+@pytest.mark.training
+def test_a_failing_scenario_is_repaired_and_a_healthy_one_raises_no_alarm(tmp_path):
+    finished = _zoo("--scenario", "mlp-explode", "--scenario", "mlp-healthy-digits", "--policies", "none,evidence",
+                    "--work-dir", str(tmp_path), "--markdown", str(tmp_path / "zoo.md"))
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    report = json.loads(finished.stdout)
+    explode, healthy = report["scenarios"]
+    assert explode["runs"]["none"]["first_rule"] == "ExplodingTensor"
+    assert explode["runs"]["none"]["met_objective"] is False and explode["runs"]["none"]["launches"] == 1
+    assert explode["runs"]["evidence"]["met_objective"] is True and explode["runs"]["evidence"]["launches"] >= 2
+    assert explode["verdict"] == {"detected": True, "repaired": True}
+    assert healthy["verdict"]["false_alarm"] is False and healthy["runs"]["evidence"]["launches"] == 1
+    assert report["summary"]["repair_rate"] == 1.0 and report["summary"]["false_alarms"] == 0
+    table = (tmp_path / "zoo.md").read_text()
+    assert "| mlp-explode | mlp, blobs | ExplodingTensor | ExplodingTensor (" in table
