@@ -126,15 +126,16 @@ def hook_config(run_spec: RunSpec, job_name: str) -> dict[str, Any]:
     return debugger_config.validate_hook_config(config)
 
 
-#: LossNotDecreasing compares single-batch losses; ten steps apart (its default) that is mostly
-#: noise once a job converges, so the product compares losses this many saved steps apart.
-LOSS_NOT_DECREASING_SAVED_STEPS_APART = 5
+#: LossNotDecreasing's num_steps in the product: losses this many steps apart. The hook records the loss at every
+#: step whatever the save interval, so the window is in steps, not saved steps (five saved steps apart made it 50
+#: steps at the default interval of 10: longer than the reference job's 40 steps, so the rule could never fire).
+#: Twice the documented 10: single-batch losses ten steps apart are mostly noise once a job converges.
+LOSS_NOT_DECREASING_NUM_STEPS = 20
 
 
-def rule_configs(job_name: str, save_interval: int = 10) -> list[dict[str, Any]]:
+def rule_configs(job_name: str) -> list[dict[str, Any]]:
     """Our debugger's rules (DebugRuleConfigurations shape). Each stops the job when it finds an issue (the
     monitor would stop it anyway): the job's state change is what ends the workflow's wait."""
-    loss_window = max(10, LOSS_NOT_DECREASING_SAVED_STEPS_APART * save_interval)
     stop = stop_training_action_json(job_name)
     configs = [
         {
@@ -147,7 +148,7 @@ def rule_configs(job_name: str, save_interval: int = 10) -> list[dict[str, Any]]
         },
         {
             "RuleConfigurationName": "LossNotDecreasing",
-            "RuleParameters": {"rule_to_invoke": "LossNotDecreasing", "num_steps": str(loss_window), "action_json": stop},
+            "RuleParameters": {"rule_to_invoke": "LossNotDecreasing", "num_steps": str(LOSS_NOT_DECREASING_NUM_STEPS), "action_json": stop},
         },
     ]
     return debugger_config.validate_rule_configs(configs)
@@ -196,7 +197,7 @@ def script_mode_hyperparameters(run_spec: RunSpec, job_name: str) -> dict[str, s
         ENTRY_POINT_HYPERPARAMETER: run_spec.entry_point,
         HOOK_CONFIG_HYPERPARAMETER: json.dumps(hook_config(run_spec, job_name), separators=(",", ":")),
         RULE_CONFIGS_HYPERPARAMETER: json.dumps(
-            rule_configs(job_name, run_spec.debugger_save_interval), separators=(",", ":")
+            rule_configs(job_name), separators=(",", ":")
         ),
         "sagemaker_program": LAUNCHER_PROGRAM,
         "sagemaker_submit_directory": run_spec.source_dir,
