@@ -39,9 +39,17 @@ def _pattern(regex: str | re.Pattern[str]) -> re.Pattern[str]:
     return regex if isinstance(regex, re.Pattern) else re.compile(regex)
 
 
+def _array(value) -> np.ndarray:
+    """A numpy array of the script's own tensor, on whatever device (torch is not imported: an XGBoost job has
+    none)."""
+    if hasattr(value, "detach"):
+        return value.detach().cpu().numpy()
+    return np.asarray(value)
+
+
 def _class_indices(values: np.ndarray, name: str) -> np.ndarray:
     """Labels as integer class indices: one-hot or probability rows become their argmax."""
-    array = np.asarray(values)
+    array = _array(values)
     if array.ndim > 1:
         array = array.argmax(axis=-1)
     array = array.reshape(-1)
@@ -102,7 +110,7 @@ class ClassImbalance(Rule):
         """(predicted class per sample or None, the number of classes the predictions cover or None)."""
         if value is None:
             return None, None
-        array = np.asarray(value)
+        array = _array(value)
         columns = int(array.shape[-1]) if array.ndim > 1 else None
         if array.ndim > 1:
             if not self.argmax:
