@@ -52,6 +52,17 @@ BUILTIN_RULE_DEFAULTS: dict[str, dict[str, str]] = {
         "patience": "5",
         "steps": "10",
     },
+    # Training-curve rules (debugger/training_rules.py): ClassImbalance reads the labels and predictions the script
+    # saves (hook.save_tensor); StalledTrainingRule's threshold is in seconds without a new step.
+    "ClassImbalance": {
+        "threshold_imbalance": "10",
+        "threshold_misprediction": "0.7",
+        "samples": "500",
+        "argmax": "False",
+        "labels_regex": ".*labels",
+        "predictions_regex": ".*predictions",
+    },
+    "StalledTrainingRule": {"threshold": "1800", "stop_training_on_fire": "False", "training_job_name_prefix": ""},
 }
 
 #: Parameters SageMaker puts in every rule's RuleParameters besides the rule's own.

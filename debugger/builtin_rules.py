@@ -200,11 +200,13 @@ class LossNotDecreasing(Rule):
             increase = (loss - reference_loss) / scale * 100.0
             if increase > self.increase_threshold_percent:
                 self.report(name, loss, f"loss rose {increase:.3g}% {where}; allowed increase {self.increase_threshold_percent:g}%")
+                self.finding.kind = "rising"  # RuleIssue.kind, as contracts.rule_status documents it
                 return True
             return False
         decrease = (reference_loss - loss) / scale * 100.0
         if decrease < self.diff_percent or decrease == 0.0:
             self.report(name, loss, f"loss fell only {decrease:.3g}% {where}; required more than {self.diff_percent:g}%")
+            self.finding.kind = "flat"
             return True
         return False
 
@@ -224,7 +226,9 @@ class WeightUpdateRatio(Rule):
         self._previous: dict[str, tuple[int, np.ndarray]] = {}
 
     def requirements(self) -> list[Requirement]:
-        return [Requirement(WEIGHTS)]
+        # with num_steps the rule compares weights at most num_steps apart: the AWS guide has the user set
+        # train.save_interval to num_steps; we save them that often, so a sparser save interval cannot disable it
+        return [Requirement(WEIGHTS, every=self.num_steps)]
 
     def invoke_at_step(self, step: int) -> bool:
         mode, mode_step = self.base_trial._global_to_mode.get(step, (ModeKeys.GLOBAL, step))
@@ -243,6 +247,7 @@ class WeightUpdateRatio(Rule):
             if ratio > self.large_threshold or ratio < self.small_threshold:
                 bound = "above large_threshold" if ratio > self.large_threshold else "below small_threshold"
                 self.report(name, ratio, f"update/weight ratio of {name} from step {previous[0]} to {mode_step} is {ratio:.3g}, {bound}")
+                self.finding.kind = "too_large" if ratio > self.large_threshold else "too_small"  # the remedies key on it
                 return True
         return False
 
@@ -345,3 +350,7 @@ BUILTIN_RULES: dict[str, type[Rule]] = {
     "WeightUpdateRatio": WeightUpdateRatio,
     "PoorWeightInitialization": PoorWeightInitialization,
 }
+
+# The training-curve rules (ClassImbalance, StalledTrainingRule) use _Selection and add themselves to BUILTIN_RULES
+# when their module has run: here, or later when the import began with that module (then it is still running).
+import debugger.training_rules  # noqa: E402, F401

@@ -65,6 +65,7 @@ from debugger.reductions import ReductionConfig
 from debugger.rules import TOTAL_GRADIENT_NORM, build_rule
 from debugger.s3_mirror import S3Mirror, mirroring_enabled, split_s3_uri
 from debugger.save_config import SaveConfig, SaveConfigMode
+from debugger.stall_watchdog import StallWatchdog
 from debugger.step_writer import StepWriter
 from debugger.stop_training import StopTrainingRequested
 
@@ -137,11 +138,13 @@ class Hook(ScriptApi, StepCapture, RuleRunner):
         self.reduction_config: ReductionConfig | None = settings.reduction_config
         self._setup_collections(settings, include_collections)
         self._extra_save_steps: dict[str, set[int]] = {}
+        self._extra_save_every: dict[str, set[int]] = {}
         self.trial = LiveTrial(self.out_dir, expose_signals=profile == NATIVE, flush=self._flush_writer)
         self._rules = [_RuleState(spec, build_rule(spec, self.trial, source_dir)) for spec in rule_specs]
+        self._stall_watchdog: StallWatchdog | None = None
         for state in self._rules:
             for requirement in state.rule.requirements():
-                self._require(requirement.collection, requirement.steps, requirement.include_regex)
+                self._require(requirement.collection, requirement.steps, requirement.include_regex, requirement.every)
 
         self.mode = ModeKeys.GLOBAL
         self._next_step = 0
@@ -189,6 +192,7 @@ class Hook(ScriptApi, StepCapture, RuleRunner):
         self._writer = StepWriter(self.out_dir, on_written=self.mirror.enqueue if self.mirror else None)
         self.write_status()
         _OPEN_HOOKS.append(self)
+        self._stall_watchdog = StallWatchdog.for_hook(self)  # StalledTrainingRule's clock starts now
 
     def _setup_collections(self, settings: HookSettings, include_collections: list[str] | None) -> None:
         patterns = dict(PYTORCH_COLLECTION_PATTERNS)
@@ -276,8 +280,10 @@ class Hook(ScriptApi, StepCapture, RuleRunner):
         config = read_container_hook_config(json_config_path)
         return cls.from_configs(hook_config=config, rule_configs=rule_configs_from_environment(), source_dir=source_dir, profile=profile)
 
-    def _require(self, collection: str, steps: frozenset[int] | None, include_regex: tuple = ()) -> None:
+    def _require(self, collection: str, steps: frozenset[int] | None, include_regex: tuple = (), every: int | None = None) -> None:
         """Save what a configured rule reads, as SageMaker adds a built-in rule's collections to the hook config."""
+        if every:
+            self._extra_save_every.setdefault(collection, set()).add(every)
         target = self.collection_manager.get(collection)
         if include_regex:
             target.include([pattern.pattern if hasattr(pattern, "pattern") else pattern for pattern in include_regex])
@@ -362,6 +368,8 @@ class Hook(ScriptApi, StepCapture, RuleRunner):
         if self._closed:
             return self.status_document(training_ended)
         self._closed = True
+        if self._stall_watchdog is not None:
+            self._stall_watchdog.stop()
         if self in _OPEN_HOOKS:
             _OPEN_HOOKS.remove(self)
         try:

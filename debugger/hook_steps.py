@@ -91,7 +91,7 @@ def _flatten(value: Any) -> list[torch.Tensor]:
 
 class StepCapture:
     """State set up by Hook.__init__: profile, collection_manager, include_collections, save_config,
-    reduction_config, trial (LiveTrial), writer, evidence, _extra_save_steps."""
+    reduction_config, trial (LiveTrial), writer, evidence, _extra_save_steps, _extra_save_every."""
 
     # ------------------------------------------------------------------ collections
 
@@ -193,6 +193,7 @@ class StepCapture:
             for name in self.include_collections
             if self._effective_save[name].should_save_step(mode, mode_step)
             or mode_step in self._extra_save_steps.get(name, ())
+            or (mode in (ModeKeys.TRAIN, ModeKeys.GLOBAL) and any(mode_step % every == 0 for every in self._extra_save_every.get(name, ())))
         }
         if mode in (ModeKeys.EVAL, ModeKeys.PREDICT):
             saving.discard(GRADIENTS)  # no backward pass there: the gradients are a training step's
@@ -202,6 +203,9 @@ class StepCapture:
         for name, value in self._pending_scalars:
             self._open.record.add(name, value, [])
         self._pending_scalars = []
+        # save_tensor between steps (before the model's forward pass) belongs to the step that begins now
+        self._open.custom.update(self._pending_custom)
+        self._pending_custom = {}
         self._snapshot_parameters()
 
     def _snapshot_parameters(self) -> None:
@@ -262,8 +266,13 @@ class StepCapture:
             ):
                 if value is not None and collection in open_step.saving:
                     open_step.record.add(name, np.float64(value), [collection])
+        for name, (value, collections) in open_step.custom.items():
+            # labels, predictions, inputs the script saved (ClassImbalance): seen by the rules at every step
+            self.trial.add_step_tensor(name, tuple(collections), step, value)
         open_step.checked = True
         self._last_checked_step = step
+        if self._stall_watchdog is not None:
+            self._stall_watchdog.note_progress(step)
         if open_step.record:
             self.trial.add_saved_step(step, dict(open_step.record.tensors), open_step.record.membership, open_step.mode, open_step.mode_step)
         self._pending_loss = None
@@ -303,6 +312,8 @@ class StepCapture:
     # ------------------------------------------------------------------ torch hooks
 
     def _on_forward_start(self, module: torch.nn.Module, inputs: Any) -> None:
+        if self._stall_watchdog is not None:
+            self._stall_watchdog.note_progress()  # an evaluation loop makes no steps, yet it is progress
         if self._stop is not None and module.training:
             raise self._stop
         if self.profile == SMDEBUG:

@@ -61,6 +61,11 @@ class LiveTrial(BaseTrial):
                 self.add_scalar(name, collection, step, value)
         self._signals.setdefault(step, {})[name] = (collections, value)
 
+    def add_step_tensor(self, name: str, collections: tuple[str, ...], step: int, value: Any) -> None:
+        """A tensor the script handed the hook (``save_tensor``) for the built-in rules at ``step``: kept like a
+        signal (dropped a step later) and never a tensor of the trial, which shows only what is saved."""
+        self._signals.setdefault(step, {})[name] = (collections, value)
+
     def signals_at(self, step: int) -> dict[str, tuple[tuple[str, ...], float]]:
         return dict(self._signals.get(step, {}))
 

@@ -58,11 +58,14 @@ class Finding:
 
 @dataclasses.dataclass(frozen=True)
 class Requirement:
-    """A collection a rule needs saved; ``steps`` None means at the configured save steps."""
+    """A collection a rule needs saved; ``steps`` None means at the configured save steps. ``every``: also every
+    this many training (TRAIN or GLOBAL) steps, whatever the save interval (a rule that compares steps so far
+    apart, such as WeightUpdateRatio with num_steps)."""
 
     collection: str
     steps: frozenset[int] | None = None
     include_regex: tuple[re.Pattern[str], ...] = ()
+    every: int | None = None
 
 
 class Rule:
@@ -104,6 +107,21 @@ def _optional_int(text: str, where: str) -> int | None:
     return None if str(text).strip() in ("", "None") else parse_int(text, where, minimum=1)
 
 
+def parse_regex(text: str, where: str) -> re.Pattern[str]:
+    """One regular expression (alternatives with ``|``: a comma may be part of the pattern)."""
+    try:
+        return re.compile(str(text).strip())
+    except re.error as error:
+        raise ContractError(where, f"{text!r} is not a valid regular expression: {error}") from None
+
+
+def parse_fraction(text: str, where: str) -> float:
+    value = parse_float(text, where, minimum=0.0)
+    if value > 1.0:
+        raise ContractError(where, f'is a fraction of a class\'s samples: must be between 0 and 1, such as "0.7"; got {value}')
+    return value
+
+
 def _mode(text: str, where: str) -> str:
     if str(text).strip() not in ("", "TRAIN", "EVAL", "GLOBAL"):
         raise ContractError(where, f"must be TRAIN, EVAL, GLOBAL or empty; got {text!r}")
@@ -128,6 +146,15 @@ _PARSERS = {
     "distribution_range": lambda text, where: parse_float(text, where, minimum=0.0),
     "patience": lambda text, where: parse_int(text, where, minimum=1),
     "steps": lambda text, where: parse_int(text, where, minimum=1),
+    # Training-curve rules (debugger/training_rules.py).
+    "threshold_imbalance": lambda text, where: parse_float(text, where, minimum=1.0),
+    "threshold_misprediction": lambda text, where: parse_fraction(text, where),
+    "samples": lambda text, where: parse_int(text, where, minimum=1),
+    "argmax": parse_bool,
+    "labels_regex": lambda text, where: parse_regex(text, where),
+    "predictions_regex": lambda text, where: parse_regex(text, where),
+    "stop_training_on_fire": parse_bool,
+    "training_job_name_prefix": lambda text, where: str(text).strip(),
 }
 
 
@@ -143,6 +170,8 @@ def builtin_rule_parameters(rule_name: str, parameters: dict[str, str], where: s
         typed[key] = _PARSERS[key](text, f"{where}.{key}")
     if rule_name == "LossNotDecreasing" and typed["num_steps"] is None:
         raise ContractError(f"{where}.num_steps", 'must be a whole number >= 1 such as "10"')
+    if rule_name == "StalledTrainingRule" and typed["threshold"] <= 0:
+        raise ContractError(f"{where}.threshold", 'must be a number of seconds > 0, such as "1800"')
     return typed
 
 

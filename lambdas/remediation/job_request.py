@@ -126,19 +126,21 @@ def hook_config(run_spec: RunSpec, job_name: str) -> dict[str, Any]:
     return debugger_config.validate_hook_config(config)
 
 
-#: LossNotDecreasing compares single-batch losses; ten steps apart (its default) that is mostly
-#: noise once a job converges, so the product compares losses this many saved steps apart.
-LOSS_NOT_DECREASING_SAVED_STEPS_APART = 5
+#: LossNotDecreasing's num_steps in the product: losses this many steps apart. The hook records the loss at every
+#: step whatever the save interval, so the window is in steps, not saved steps (five saved steps apart made it 50
+#: steps at the default interval of 10: longer than the reference job's 40 steps, so the rule could never fire).
+#: Twice the documented 10: single-batch losses ten steps apart are mostly noise once a job converges.
+LOSS_NOT_DECREASING_NUM_STEPS = 20
 
 
-def product_rule_parameters(rule_name: str, save_interval: int) -> dict[str, str]:
+def product_rule_parameters(rule_name: str) -> dict[str, str]:
     """The workflow's own defaults for a rule, under the run_spec's parameters (which win)."""
     if rule_name == "LossNotDecreasing":
-        return {"num_steps": str(max(10, LOSS_NOT_DECREASING_SAVED_STEPS_APART * save_interval))}
+        return {"num_steps": str(LOSS_NOT_DECREASING_NUM_STEPS)}
     return {}
 
 
-def rule_configs(job_name: str, save_interval: int = 10, rules: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+def rule_configs(job_name: str, rules: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """Our debugger's rules (DebugRuleConfigurations shape): the run_spec's ``rules`` (default
     contracts.rule_selection.DEFAULT_RULES). Each stops the job when it finds an issue (the monitor would stop it
     anyway): the job's state change is what ends the workflow's wait."""
@@ -148,7 +150,7 @@ def rule_configs(job_name: str, save_interval: int = 10, rules: list[dict[str, A
             "RuleConfigurationName": rule["name"],
             "RuleParameters": {
                 "rule_to_invoke": rule["name"],
-                **product_rule_parameters(rule["name"], save_interval),
+                **product_rule_parameters(rule["name"]),
                 **rule["parameters"],
                 "action_json": stop,
             },
@@ -196,7 +198,7 @@ def script_mode_hyperparameters(run_spec: RunSpec, job_name: str) -> dict[str, s
         ENTRY_POINT_HYPERPARAMETER: run_spec.entry_point,
         HOOK_CONFIG_HYPERPARAMETER: json.dumps(hook_config(run_spec, job_name), separators=(",", ":")),
         RULE_CONFIGS_HYPERPARAMETER: json.dumps(
-            rule_configs(job_name, run_spec.debugger_save_interval, run_spec.rules), separators=(",", ":")
+            rule_configs(job_name, run_spec.rules), separators=(",", ":")
         ),
         "sagemaker_program": LAUNCHER_PROGRAM,
         "sagemaker_submit_directory": run_spec.source_dir,

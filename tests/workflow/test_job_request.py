@@ -98,8 +98,10 @@ def test_request_parts_follow_the_bucket_layout():
     ] == "train:loss"
 
 
-@pytest.mark.parametrize(("save_interval", "expected_window"), [(1, 10), (10, 50), (100, 500)])
-def test_loss_not_decreasing_compares_losses_several_saved_steps_apart(save_interval, expected_window):
+@pytest.mark.parametrize(("save_interval", "expected_window"), [(1, 20), (10, 20), (100, 20)])
+def test_loss_not_decreasing_window_is_in_steps_whatever_the_save_interval(save_interval, expected_window):
+    # the hook records the loss at every step: a window scaled by the save interval (50 steps at the default
+    # 10) outlasted the reference job's 40 steps, and the rule could never fire
     import json
 
     from contracts.job import RULE_CONFIGS_HYPERPARAMETER as DEBUGGER_RULE_CONFIGS
