@@ -121,6 +121,9 @@ SCENARIOS: tuple[Scenario, ...] = (
     _mlp("mlp-bad-labels", DATA_ERROR, None,
          "Five digits labelled 19, a class the model does not have: the loss cannot be computed.",
          dataset="digits", faults={"bad_labels": 5}, hyperparameters={"num-classes": 10}),
+    _mlp("mlp-nan-inputs", DATA_ERROR, "ExplodingTensor",
+         "1% of the rows' features are NaN: the standardised inputs are all NaN from the first step.",
+         faults={"nan_fraction": 0.01}),
     # ---------------------------------------------------------------- healthy: no rule may fire
     _mlp("mlp-healthy-blobs", HEALTHY, None, "The clusters at learning rate 0.05."),
     _mlp("mlp-healthy-digits", HEALTHY, None, "Digits at learning rate 0.05.", dataset="digits"),

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from contracts.rule_status import NAN_INPUT
 from debugger.collection import ACTIVATIONS, GRADIENTS, LOSSES, WEIGHTS
 from debugger.modes import ModeKeys
 from debugger.rules import GRADIENT_PREFIX, TOTAL_GRADIENT_NORM, Requirement, Rule
@@ -95,7 +96,14 @@ class ExplodingTensor(Rule):
             if bad.any():
                 offending = float(values[bad].reshape(-1)[0])
                 kind = "NaN" if self.only_nan else "NaN or infinite"
-                self.report(name, offending, f"{int(bad.sum())} {kind} value(s) in {name} at step {step}")
+                message = f"{int(bad.sum())} {kind} value(s) in {name} at step {step}"
+                inputs = self.base_trial.nonfinite_inputs(step) if hasattr(self.base_trial, "nonfinite_inputs") else 0
+                if inputs:
+                    # The model was fed NaN or infinity: no hyperparameter can fix that, the data must be.
+                    message += f"; the model's input at that step held {inputs} NaN or infinite value(s): the data is wrong"
+                self.report(name, offending, message)
+                if inputs:
+                    self.finding.kind = NAN_INPUT
                 return True
         return False
 

@@ -31,6 +31,7 @@ class LiveTrial(BaseTrial):
         self._membership: dict[str, set[str]] = {}
         self._scalars: dict[str, dict[int, float]] = {}
         self._signals: dict[int, dict[str, tuple[tuple[str, ...], float]]] = {}
+        self._nonfinite_inputs: dict[int, int] = {}
         self._saved: _collections.OrderedDict[int, dict[str, Any]] = _collections.OrderedDict()
         self._keep = keep_saved_steps
         self._disk: Trial | None = None
@@ -65,6 +66,14 @@ class LiveTrial(BaseTrial):
         """A tensor the script handed the hook (``save_tensor``) for the built-in rules at ``step``: kept like a
         signal (dropped a step later) and never a tensor of the trial, which shows only what is saved."""
         self._signals.setdefault(step, {})[name] = (collections, value)
+
+    def note_nonfinite_inputs(self, step: int, count: int) -> None:
+        """The model's own input held ``count`` NaN or infinite values at ``step``: evidence that the data, not the
+        training, is wrong (ExplodingTensor reports it as such)."""
+        self._nonfinite_inputs[step] = count
+
+    def nonfinite_inputs(self, step: int) -> int:
+        return self._nonfinite_inputs.get(step, 0)
 
     def signals_at(self, step: int) -> dict[str, tuple[tuple[str, ...], float]]:
         return dict(self._signals.get(step, {}))

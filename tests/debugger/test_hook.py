@@ -64,6 +64,34 @@ def read_status(directory) -> RuleStatusDocument:
     return RuleStatusDocument.from_json((directory / RULE_STATUS_FILE).read_text())
 
 
+def test_nan_in_the_models_input_is_reported_as_a_data_error_not_an_explosion(tmp_path):
+    """A gradient that is NaN because the batch held NaN is the data's fault: the issue's kind says so, and the
+    planner ends the run instead of lowering a learning rate that cannot help."""
+    from contracts.rule_status import NAN_INPUT
+
+    hook = Hook.from_configs(rule_configs=[rule("ExplodingTensor", action_json=STOP)], out_dir=tmp_path, job_name="nan")
+    model, criterion, optimizer = watched_model(hook)
+    with pytest.raises(StopTrainingRequested) as raised:
+        for step, (inputs, labels) in enumerate(batches(10)):
+            if step == 3:
+                inputs[0, 2] = math.nan
+            optimizer.zero_grad()
+            criterion(model(inputs), labels).backward()
+            optimizer.step()
+    assert raised.value.step == 3
+    issue = next(status for status in read_status(tmp_path).rules if status.RuleConfigurationName == "ExplodingTensor").issue
+    assert issue.kind == NAN_INPUT and "the model's input at that step held 1 NaN or infinite value(s)" in issue.message
+
+
+def test_an_explosion_with_finite_inputs_is_not_called_a_data_error(tmp_path):
+    hook = Hook.from_configs(rule_configs=[rule("ExplodingTensor", action_json=STOP)], out_dir=tmp_path, job_name="lr")
+    model, criterion, optimizer = watched_model(hook, lr=1e6)
+    with pytest.raises(StopTrainingRequested):
+        run_steps(model, criterion, optimizer, 50)
+    issue = next(status for status in read_status(tmp_path).rules if status.RuleConfigurationName == "ExplodingTensor").issue
+    assert issue.kind is None and "input" not in issue.message
+
+
 @pytest.mark.parametrize("save_interval", ["1", "500"])
 @pytest.mark.parametrize("register_optimizer", [True, False])
 def test_nonfinite_gradient_stops_before_the_optimizer_step(tmp_path, save_interval, register_optimizer):
