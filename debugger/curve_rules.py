@@ -192,6 +192,8 @@ class Overtraining(_CurveRule):
             return False
         finite = [value for value in series if math.isfinite(value)]
         best = min(finite) if finite else math.nan
+        if best == 0.0:
+            return False  # a loss at zero (a training error of 0) has nothing left to improve: it is not stalled
         curve = "validation" if validation else "training"
         self._report(
             tensor,

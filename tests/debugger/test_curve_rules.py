@@ -173,3 +173,10 @@ def test_curve_rules_ignore_non_finite_values(tmp_path):
     rule = make("Overfit", trial)
     curves = {"train-logloss": [0.5, math.nan, 0.4], "validation-logloss": [0.5, 0.5, math.inf]}
     assert run_boosting(rule, trial, curves) is None
+
+
+def test_overtraining_does_not_call_a_training_loss_at_zero_stalled(tmp_path):
+    trial = LiveTrial(tmp_path)
+    rule = make("Overtraining", trial)
+    curves = {"train-error": [0.1, 0.02, 0.0] + [0.0] * 10, "validation-logloss": [0.5 * 0.9**s for s in range(13)]}
+    assert run_boosting(rule, trial, curves) is None
