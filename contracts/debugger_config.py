@@ -22,6 +22,11 @@ from contracts import ContractError
 BUILTIN_ACTIONS = ("StopTraining", "Email", "SMS")
 
 COLLECTION_NAMES = ("gradients", "weights", "biases", "losses", "metrics", "learning_rate", "activations")
+#: The collections smdebug's XGBoost hook defines (smdebug.core.collection.DEFAULT_XGBOOST_COLLECTIONS).
+XGBOOST_COLLECTION_NAMES = (
+    "metrics", "losses", "hyperparameters", "predictions", "labels", "feature_importance", "average_shap", "full_shap",
+    "trees",
+)  # fmt: skip
 
 #: The built-in rules we implement, with the parameters and defaults the AWS developer guide documents
 #: ("List of Debugger built-in rules"); "" and "None" mean no value. LossNotDecreasing's diff_percent
@@ -63,6 +68,21 @@ BUILTIN_RULE_DEFAULTS: dict[str, dict[str, str]] = {
         "predictions_regex": ".*predictions",
     },
     "StalledTrainingRule": {"threshold": "1800", "stop_training_on_fire": "False", "training_job_name_prefix": ""},
+    # --- curve and XGBoost rules (debugger/curve_rules.py, debugger/xgboost_rules.py)
+    "Overfit": {"tensor_regex": "", "start_step": "0", "patience": "1", "ratio_threshold": "0.1"},
+    "Overtraining": {"patience_train": "5", "patience_validation": "10", "delta": "0.01"},
+    "Confusion": {
+        "category_no": "None",
+        "labels": "labels",
+        "predictions": "predictions",
+        "labels_collection": "labels",
+        "predictions_collection": "predictions",
+        "min_diag": "0.9",
+        "max_off_diag": "0.1",
+    },
+    "FeatureImportanceOverweight": {"threshold": "0.8", "nfeatures": "3", "tensor_regex": ".*feature_importance/weight"},
+    "TreeDepth": {"depth": "4"},
+    # --- end of curve and XGBoost rules
 }
 
 #: Parameters SageMaker puts in every rule's RuleParameters besides the rule's own.

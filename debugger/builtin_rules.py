@@ -361,4 +361,10 @@ BUILTIN_RULES: dict[str, type[Rule]] = {
 
 # The training-curve rules (ClassImbalance, StalledTrainingRule) use _Selection and add themselves to BUILTIN_RULES
 # when their module has run: here, or later when the import began with that module (then it is still running).
+# --- curve and XGBoost rules: modules of their own that build on the classes above and add themselves to
+# BUILTIN_RULES as they load (a plain module import, so that importing either of them first works too)
+import debugger.curve_rules  # noqa: E402, F401
 import debugger.training_rules  # noqa: E402, F401
+import debugger.xgboost_rules  # noqa: E402, F401
+
+# --- end of curve and XGBoost rules

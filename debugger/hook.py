@@ -21,7 +21,6 @@ before the optimizer can use its gradients, and a rule with a StopTraining actio
 from __future__ import annotations
 
 import atexit
-import json
 import logging
 import os
 import tempfile
@@ -32,8 +31,6 @@ import torch
 from torch import nn
 
 from contracts import ContractError
-from contracts.debugger_config import normalize_container_hook_config
-from contracts.job import DEFAULT_HOOK_CONFIG_FILE, HOOK_CONFIG_FILE_ENV, RULE_CONFIGS_FILE_ENV
 from contracts.rule_status import (
     IN_PROGRESS,
     NO_ISSUES_FOUND,
@@ -56,6 +53,12 @@ from debugger.collection import (
     CollectionManager,
 )
 from debugger.config import HookSettings, RuleSpec, parse_hook_config, parse_rule_configs
+from debugger.container_config import (  # noqa: F401 - importable from here as before
+    DEFAULT_OUT_DIR,
+    OUT_DIR_ENV,
+    read_container_hook_config,
+    rule_configs_from_environment,
+)
 from debugger.hook_api import ScriptApi
 from debugger.hook_rules import RuleRunner, _now, _RuleState
 from debugger.hook_steps import NATIVE, SMDEBUG, StepCapture
@@ -69,8 +72,6 @@ from debugger.stall_watchdog import StallWatchdog
 from debugger.step_writer import StepWriter
 from debugger.stop_training import StopTrainingRequested
 
-DEFAULT_OUT_DIR = "/opt/ml/output/tensors"
-OUT_DIR_ENV = "DEBUG_OUTPUT_DIR"
 LEARNING_RATE_TENSOR = LEARNING_RATE
 #: Collections our own profile saves when the configuration names none (activations are opt-in).
 DEFAULT_COLLECTIONS = (GRADIENTS, "weights", "biases", LOSSES, METRICS, LEARNING_RATE)
@@ -81,28 +82,6 @@ ACTIVATION_TYPES = (
     nn.ReLU6, nn.CELU, nn.Mish,
 )  # fmt: skip
 LOGGER = logging.getLogger(__name__)
-
-
-def _read_json_file(path: Path, what: str) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise FileNotFoundError(f"no {what} at {path}") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ContractError(str(path), f"the {what} must be a JSON file: {error}") from None
-
-
-def read_container_hook_config(json_config_path: str | Path | None = None) -> dict[str, Any]:
-    """The hook configuration file SageMaker writes into the container, in the DebugHookConfig shape: at
-    ``json_config_path``, else env SMDEBUG_CONFIG_FILE_PATH, else /opt/ml/input/config/debughookconfig.json."""
-    path = Path(json_config_path or os.environ.get(HOOK_CONFIG_FILE_ENV) or DEFAULT_HOOK_CONFIG_FILE)
-    return normalize_container_hook_config(_read_json_file(path, f"hook configuration (env {HOOK_CONFIG_FILE_ENV})"))
-
-
-def rule_configs_from_environment() -> list | None:
-    """The rules the job launcher wrote next to the hook configuration (env DEBUGGER_RULE_CONFIG_FILE_PATH)."""
-    path = os.environ.get(RULE_CONFIGS_FILE_ENV)
-    return _read_json_file(Path(path), f"rule configurations (env {RULE_CONFIGS_FILE_ENV})") if path else None
 
 
 class Hook(ScriptApi, StepCapture, RuleRunner):

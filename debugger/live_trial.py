@@ -9,17 +9,23 @@ tensors smdebug would have saved, while the built-in rules still check the signa
 from __future__ import annotations
 
 import collections as _collections
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
 from debugger.exceptions import TensorUnavailableForStep
 from debugger.modes import ModeKeys
 from debugger.step_writer import PackedSlice, to_numpy
 from debugger.trial import BaseTrial, Trial
+
+
+def _torch():
+    """torch, if the process has imported it: a job's tensors are torch tensors only then (an XGBoost job has no
+    torch, and must not pay for importing it)."""
+    return sys.modules.get("torch")
 
 
 class LiveTrial(BaseTrial):
@@ -95,11 +101,12 @@ class LiveTrial(BaseTrial):
         call per step (cached): the built-in rules' shortcut past reading each tensor with numpy."""
         key = (step, order)
         if key not in self._norms:
+            torch = _torch()
             names, tensors = [], []
             for name, value in self._saved.get(step, {}).items():
                 if isinstance(value, PackedSlice):
                     value = value.packed.pieces()[value.index]  # flat views: the norm does not need the shape
-                if isinstance(value, torch.Tensor) and value.is_floating_point() and value.numel():
+                if torch is not None and isinstance(value, torch.Tensor) and value.is_floating_point() and value.numel():
                     names.append(name)
                     tensors.append(value)
             values = torch.stack(torch._foreach_norm(tensors, order)).tolist() if tensors else []
@@ -109,7 +116,8 @@ class LiveTrial(BaseTrial):
 
     def numel(self, step: int, name: str) -> int | None:
         value = self._saved.get(step, {}).get(name)
-        return value.numel() if isinstance(value, (torch.Tensor, PackedSlice)) else None
+        torch = _torch()
+        return value.numel() if isinstance(value, (PackedSlice, *((torch.Tensor,) if torch else ()))) else None
 
     # --- read by rules
     def steps(self, mode=ModeKeys.GLOBAL, show_incomplete_steps: bool = False) -> list[int]:

@@ -118,7 +118,7 @@ def parse_regex(text: str, where: str) -> re.Pattern[str]:
 def parse_fraction(text: str, where: str) -> float:
     value = parse_float(text, where, minimum=0.0)
     if value > 1.0:
-        raise ContractError(where, f'is a fraction of a class\'s samples: must be between 0 and 1, such as "0.7"; got {value}')
+        raise ContractError(where, f'is a fraction: must be between 0 and 1, such as "0.7"; got {value:g}')
     return value
 
 
@@ -155,7 +155,36 @@ _PARSERS = {
     "predictions_regex": lambda text, where: parse_regex(text, where),
     "stop_training_on_fire": parse_bool,
     "training_job_name_prefix": lambda text, where: str(text).strip(),
+    # --- curve and XGBoost rules (debugger/curve_rules.py, debugger/xgboost_rules.py)
+    "start_step": lambda text, where: parse_int(text, where, minimum=0),
+    "ratio_threshold": lambda text, where: parse_float(text, where, minimum=0.0),
+    "patience_train": lambda text, where: parse_int(text, where, minimum=1),
+    "patience_validation": lambda text, where: parse_int(text, where, minimum=1),
+    "delta": lambda text, where: parse_float(text, where, minimum=0.0),
+    "category_no": lambda text, where: _optional_category_count(text, where),
+    "labels": lambda text, where: _tensor_name(text, where),
+    "predictions": lambda text, where: _tensor_name(text, where),
+    "labels_collection": lambda text, where: _tensor_name(text, where),
+    "predictions_collection": lambda text, where: _tensor_name(text, where),
+    "min_diag": lambda text, where: parse_fraction(text, where),
+    "max_off_diag": lambda text, where: parse_fraction(text, where),
+    "nfeatures": lambda text, where: parse_int(text, where, minimum=1),
+    "depth": lambda text, where: parse_float(text, where, minimum=0.0),
+    # --- end of curve and XGBoost rules
 }
+
+
+def _optional_category_count(text: str, where: str) -> int | None:
+    if str(text).strip() in ("", "None"):
+        return None  # Confusion infers it from the labels and predictions it sees
+    return parse_int(text, where, minimum=2)
+
+
+def _tensor_name(text: str, where: str) -> str:
+    name = str(text).strip()
+    if not name or not COLLECTION_NAME.match(name):
+        raise ContractError(where, f"must be a tensor or collection name such as 'labels'; got {text!r}")
+    return name
 
 
 def builtin_rule_parameters(rule_name: str, parameters: dict[str, str], where: str) -> dict[str, Any]:

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
 from debugger import storage
 from debugger.reductions import reduce, reduction_key
@@ -45,6 +44,8 @@ class PackedTensors:
     __slots__ = ("flat", "shapes", "_sizes", "_offsets", "_pieces")
 
     def __init__(self, tensors: list[Any]):
+        import torch  # only PyTorch jobs pack tensors: an XGBoost job never imports torch
+
         with torch.no_grad():  # a copy, not a node of the training graph
             self.flat = torch._C._nn.flatten_dense_tensors(tensors)
         self.shapes = [tuple(tensor.shape) for tensor in tensors]

@@ -15,6 +15,14 @@ class CollectionKeys:
     SM_METRICS = _collection.SM_METRICS
     INPUTS = "inputs"
     OUTPUTS = "outputs"
+    # XGBoost's (smdebug.xgboost)
+    HYPERPARAMETERS = "hyperparameters"
+    PREDICTIONS = "predictions"
+    LABELS = "labels"
+    FEATURE_IMPORTANCE = "feature_importance"
+    AVERAGE_SHAP = "average_shap"
+    FULL_SHAP = "full_shap"
+    TREES = "trees"
 
 
 __all__ = ["Collection", "CollectionKeys"]

@@ -1,0 +1,396 @@
+"""The debugger for XGBoost: a training callback that saves, at the save interval, what smdebug's XGBoost hook
+saves, into the same storage the PyTorch hook writes (so the same trial reader and S3 mirror serve it), and runs
+the rules in the job after every boosting round.
+
+    booster = xgboost.train(params, dtrain, num_round, evals=[(dtrain, "train"), (dval, "validation")],
+                            callbacks=[XGBoostHook.create_from_json_file(hyperparameters=params,
+                                                                         train_data=dtrain, validation_data=dval)])
+
+Tensors (smdebug's names and collections; a step is a boosting round, numbered from 0 over the model's rounds,
+so a job resumed from a saved model goes on counting):
+
+    metrics             <data set>-<metric> per evaluation (train-logloss, validation-logloss, validation-auc)
+    losses              the metrics that fall as the model improves (not auc, map, ndcg, pre)
+    hyperparameters     hyperparameters/<name>
+    predictions, labels the validation set's predictions and labels
+    feature_importance  feature_importance/<type>/<feature> for weight, gain, cover, total_gain, total_cover,
+                        each type normalised to sum to 1
+    average_shap        average_shap/<feature> (and .../bias): mean SHAP value (XGBoost's pred_contribs) over a
+                        sample of the training set
+    full_shap           full_shap/<feature>: that sample's SHAP values of the feature
+    trees               trees/Tree, trees/Node, trees/Depth, trees/Yes, trees/No, trees/Gain, trees/Cover:
+                        one row per node of the trees the round added
+
+The evaluation metrics are measured every round whatever the save interval: the rules (Overtraining, Overfit,
+LossNotDecreasing) see every round, as the PyTorch hook's rules see every step's loss. A rule whose action is
+StopTraining raises :class:`StopTrainingRequested` from the callback, after everything recorded is on disk.
+torch is never imported: an XGBoost job does not need it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import logging
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import xgboost as xgb
+
+from contracts import ContractError
+from contracts.rule_status import IN_PROGRESS, NO_ISSUES_FOUND, RULE_STATUS_FILE, Evidence, MetricValue
+from debugger import storage
+from debugger.collection import ALL, DEFAULT, LOSSES, METRICS, CollectionManager
+from debugger.config import HookSettings, RuleSpec, parse_hook_config, parse_rule_configs
+from debugger.container_config import (
+    DEFAULT_OUT_DIR,
+    OUT_DIR_ENV,
+    read_container_hook_config,
+    rule_configs_from_environment,
+)
+from debugger.hook_rules import RuleRunner, _now, _RuleState
+from debugger.live_trial import LiveTrial
+from debugger.modes import ModeKeys
+from debugger.rules import build_rule
+from debugger.s3_mirror import S3Mirror, mirroring_enabled
+from debugger.save_config import SaveConfig, SaveConfigMode
+from debugger.step_writer import StepRecord, StepWriter
+from debugger.stop_training import StopTrainingRequested
+from debugger.xgboost_tensors import feature_importance_tensors, shap_tensors, tree_tensors
+
+LOGGER = logging.getLogger(__name__)
+
+HYPERPARAMETERS, PREDICTIONS, LABELS = "hyperparameters", "predictions", "labels"
+FEATURE_IMPORTANCE, AVERAGE_SHAP, FULL_SHAP, TREES = "feature_importance", "average_shap", "full_shap", "trees"
+#: smdebug's XGBoost collections and their patterns (smdebug/xgboost/collection.py), metrics widened to every
+#: name xgboost gives an evaluation ("validation-error@0.7", "eval-ndcg@5").
+XGBOOST_COLLECTION_PATTERNS = {
+    ALL: [],
+    DEFAULT: [],
+    METRICS: [r"^[A-Za-z0-9_]+-[^/]+$"],
+    LOSSES: [r"^[A-Za-z0-9_]+-(?!(auc|aucpr|map|ndcg|pre)(@.*)?$)[^/]+$"],
+    HYPERPARAMETERS: ["^hyperparameters/"],
+    PREDICTIONS: ["^predictions$"],
+    LABELS: ["^labels$"],
+    FEATURE_IMPORTANCE: ["^feature_importance/"],
+    AVERAGE_SHAP: ["^average_shap/"],
+    FULL_SHAP: ["^full_shap/"],
+    TREES: ["^trees/"],
+}
+#: smdebug's XGBoost hook saves every 10 rounds unless configured, and the metrics collection by default.
+DEFAULT_SAVE_INTERVAL = 10
+SMDEBUG_DEFAULT_COLLECTIONS = (METRICS,)
+#: What our workflow's jobs save when the configuration names no collection.
+NATIVE_DEFAULT_COLLECTIONS = (METRICS, LOSSES, HYPERPARAMETERS, PREDICTIONS, LABELS, FEATURE_IMPORTANCE, AVERAGE_SHAP, TREES)
+#: Hyperparameters whose value is the learning rate (reported with a rule's evidence).
+LEARNING_RATE_NAMES = ("eta", "learning_rate")
+
+
+def _check_data(value: Any, name: str) -> xgb.DMatrix | None:
+    if value is None or isinstance(value, xgb.DMatrix):
+        return value
+    raise ContractError(
+        name,
+        f"must be an xgboost.DMatrix (got {type(value).__name__}); load files with xgboost.DMatrix('train.csv?format=csv"
+        "&label_column=0') first",
+    )
+
+
+class XGBoostHook(RuleRunner, xgb.callback.TrainingCallback):
+    """The XGBoost training callback (``callbacks=[hook]``); build it with :meth:`from_configs` or
+    :meth:`create_from_json_file`. ``hyperparameters``, ``train_data`` and ``validation_data`` may be set after."""
+
+    def __init__(
+        self,
+        settings: HookSettings,
+        rule_specs: list[RuleSpec],
+        out_dir: str | Path,
+        job_name: str,
+        *,
+        hyperparameters: Mapping[str, Any] | None = None,
+        train_data: xgb.DMatrix | None = None,
+        validation_data: xgb.DMatrix | None = None,
+        include_collections: list[str] | None = None,
+        source_dir: str | Path | None = None,
+        s3_output_path: str | None = None,
+        default_collections: tuple[str, ...] = NATIVE_DEFAULT_COLLECTIONS,
+        status_heartbeat_seconds: float = 60.0,
+    ):
+        xgb.callback.TrainingCallback.__init__(self)
+        self.settings = settings
+        self.out_dir = Path(out_dir)
+        self.job_name = job_name
+        self.dry_run = settings.dry_run
+        self.save_config: SaveConfig = settings.save_config
+        self.hyperparameters = dict(hyperparameters or {})
+        self.train_data, self.validation_data = train_data, validation_data
+        self.collection_manager = CollectionManager(XGBOOST_COLLECTION_PATTERNS)
+        self.include_collections = self._included(settings, include_collections, default_collections)
+        self._writer: StepWriter | None = None
+        self.trial = LiveTrial(self.out_dir, keep_saved_steps=2, expose_signals=False, flush=self._flush_writer)
+        self._rules = [_RuleState(spec, build_rule(spec, self.trial, source_dir)) for spec in rule_specs]
+        for state in self._rules:
+            for requirement in state.rule.requirements():
+                if requirement.collection not in self.include_collections:
+                    self.include_collections.append(requirement.collection)
+        self.evidence = Evidence()
+        self.actions = []
+        self.metrics: dict[str, MetricValue] = {}
+        self._phase: str | None = None
+        self._initial_recorded = False
+        self._last_checked_step = -1
+        self._stop: StopTrainingRequested | None = None
+        self._closed = False
+        self._collections_written = False
+        self._heartbeat = status_heartbeat_seconds
+        self._last_status_write = 0.0
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        destination = s3_output_path or settings.s3_output_path
+        self.mirror = None
+        if destination and (s3_output_path or mirroring_enabled(destination)):
+            self.mirror = S3Mirror(self.out_dir, destination)
+        self._writer = StepWriter(self.out_dir, on_written=self.mirror.enqueue if self.mirror else None)
+        self.write_status()
+        _OPEN_HOOKS.append(self)
+
+    # ------------------------------------------------------------------ configuration
+
+    def _included(self, settings: HookSettings, include: list[str] | None, defaults: tuple[str, ...]) -> list[str]:
+        for spec in settings.collection_specs or ():
+            collection = self.collection_manager.get(spec.name)
+            collection.save_config = SaveConfig(
+                mode_save_configs={mode: SaveConfigMode(**values) for mode, values in spec.save_by_mode.items()}
+            )
+            if spec.include_regex:
+                collection.include(list(spec.include_regex))
+            elif spec.name not in XGBOOST_COLLECTION_PATTERNS:
+                raise ContractError(
+                    f"{spec.where}.CollectionName",
+                    f"{spec.name!r} is not an XGBoost collection ({', '.join(sorted(XGBOOST_COLLECTION_PATTERNS))}); "
+                    "a collection of your own needs CollectionParameters.include_regex",
+                )
+        if include is not None:
+            included = list(include)
+        elif settings.collection_specs is None:
+            included = list(defaults)
+        else:
+            included = [spec.name for spec in settings.collection_specs]
+        if settings.include_regex:
+            self.collection_manager.get(DEFAULT).include(list(settings.include_regex))
+            included.append(DEFAULT)
+        if settings.save_all:
+            self.collection_manager.get(ALL).include(".*")
+            included.append(ALL)
+        return list(dict.fromkeys(included))
+
+    @classmethod
+    def from_configs(
+        cls,
+        hook_config: dict | str | None = None,
+        rule_configs: list | str | None = None,
+        out_dir: str | Path | None = None,
+        job_name: str | None = None,
+        **options: Any,
+    ) -> XGBoostHook:
+        """From DebugHookConfig / DebugRuleConfigurations (dicts or JSON text); without a save_interval, smdebug's
+        XGBoost default (every 10 rounds). Output: ``out_dir``, else env DEBUG_OUTPUT_DIR, else the config's
+        LocalPath, else /opt/ml/output/tensors."""
+        config = json.loads(hook_config) if isinstance(hook_config, str) else dict(hook_config or {})
+        parameters = dict(config.get("HookParameters") or {})
+        parameters.setdefault("save_interval", str(DEFAULT_SAVE_INTERVAL))
+        settings = parse_hook_config({**config, "HookParameters": parameters})
+        directory = out_dir or os.environ.get(OUT_DIR_ENV) or settings.out_dir_from_config or DEFAULT_OUT_DIR
+        name = job_name or os.environ.get("TRAINING_JOB_NAME") or "local-job"
+        return cls(settings, parse_rule_configs(rule_configs), directory, name, **options)
+
+    @classmethod
+    def create_from_json_file(cls, json_config_path: str | Path | None = None, **options: Any) -> XGBoostHook:
+        """The hook from the configuration file SageMaker (or our job launcher) writes into the container: at
+        ``json_config_path``, else env SMDEBUG_CONFIG_FILE_PATH, else /opt/ml/input/config/debughookconfig.json;
+        the rules from env DEBUGGER_RULE_CONFIG_FILE_PATH, if set."""
+        return cls.from_configs(read_container_hook_config(json_config_path), rule_configs_from_environment(), **options)
+
+    @property
+    def train_data(self) -> xgb.DMatrix | None:
+        return self._train_data
+
+    @train_data.setter
+    def train_data(self, value: Any) -> None:
+        self._train_data = _check_data(value, "train_data")
+
+    @property
+    def validation_data(self) -> xgb.DMatrix | None:
+        return self._validation_data
+
+    @validation_data.setter
+    def validation_data(self, value: Any) -> None:
+        self._validation_data = _check_data(value, "validation_data")
+
+    # ------------------------------------------------------------------ the callback
+
+    def after_iteration(self, model: xgb.Booster, epoch: int, evals_log: Mapping[str, Mapping[str, list]]) -> bool:
+        """Record the round, run the rules; raise StopTrainingRequested when a rule's action stops training."""
+        if self._stop is not None:
+            raise self._stop
+        step = model.num_boosted_rounds() - 1  # the model's own round count: a resumed job goes on counting
+        self.trial.begin_step(step, ModeKeys.GLOBAL, step)
+        metrics = {f"{data}-{metric}": float(values[-1]) for data, results in evals_log.items() for metric, values in results.items()}
+        for name, value in metrics.items():
+            member_of = tuple(c for c in (METRICS, LOSSES) if self.collection_manager.get(c).matches(name))
+            self.trial.add_signal(name, member_of, step, value)
+            self._report_metric(name, value, step)
+        record = self._record(model, step, metrics)
+        if record:
+            self.trial.add_saved_step(step, dict(record.tensors), record.membership, ModeKeys.GLOBAL, step)
+            if not self.dry_run:
+                self._writer.submit(record)
+                if not self._collections_written:
+                    self._write_collections()
+        self._update_evidence(step, self._evidence_loss(metrics), None)
+        self._last_checked_step = step
+        self._evaluate_rules(step, self._learning_rate())
+        if self._stop is not None:
+            self._flush_writer()
+            raise self._stop
+        return False
+
+    def _saving(self, step: int) -> set[str]:
+        saving = set()
+        for name in self.include_collections:
+            own = self.collection_manager.get(name).save_config
+            config = self.save_config if own is None else own.merged_with(self.save_config)
+            if config.should_save_step(ModeKeys.GLOBAL, step):
+                saving.add(name)
+        return saving
+
+    def _record(self, model: xgb.Booster, step: int, metrics: dict[str, float]) -> StepRecord:
+        saving = self._saving(step)
+        record = StepRecord(step, ModeKeys.GLOBAL.name, step)
+        if not saving:
+            return record
+        tensors: dict[str, Any] = {name: np.float64(value) for name, value in metrics.items()}
+        if HYPERPARAMETERS in saving or ALL in saving:
+            tensors.update(self._hyperparameter_tensors())
+        if self.validation_data is not None and saving & {PREDICTIONS, LABELS, ALL}:
+            tensors[PREDICTIONS] = np.asarray(model.predict(self.validation_data))
+            tensors[LABELS] = np.asarray(self.validation_data.get_label())
+        if saving & {FEATURE_IMPORTANCE, ALL}:
+            tensors.update(feature_importance_tensors(model))
+        if self.train_data is not None and saving & {AVERAGE_SHAP, FULL_SHAP, ALL}:
+            tensors.update(shap_tensors(model, self.train_data))
+        if saving & {TREES, ALL}:
+            tensors.update(tree_tensors(model, step))
+        for name, value in tensors.items():
+            collections = [c for c in self.include_collections if c in saving and self.collection_manager.get(c).matches(name)]
+            if collections:
+                record.add(name, value, collections)
+        return record
+
+    def _hyperparameter_tensors(self) -> dict[str, np.ndarray]:
+        tensors = {}
+        for name, value in self.hyperparameters.items():
+            if isinstance(value, (bool, int, float, np.number)):
+                tensors[f"hyperparameters/{name}"] = np.float64(value)
+            elif isinstance(value, str):
+                tensors[f"hyperparameters/{name}"] = np.array(value)
+        return tensors
+
+    def _evidence_loss(self, metrics: dict[str, float]) -> float | None:
+        """The loss the planner's evidence follows: the first validation loss metric, else the training one."""
+        losses = [name for name in metrics if self.collection_manager.get(LOSSES).matches(name)]
+        chosen = next((name for name in losses if not name.startswith("train-")), None) or next(iter(losses), None)
+        return metrics[chosen] if chosen else None
+
+    def _learning_rate(self) -> float | None:
+        for name in LEARNING_RATE_NAMES:
+            value = self.hyperparameters.get(name)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                return float(value)
+        return None
+
+    def _report_metric(self, name: str, value: float, step: int) -> None:
+        from contracts.rule_status import MAX_REPORTED_METRICS
+
+        if name in self.metrics or len(self.metrics) < MAX_REPORTED_METRICS:
+            self.metrics[name] = MetricValue(value=value, step=step, mode=ModeKeys.GLOBAL.name)
+
+    def record_metric(self, name: str, value: float, step: int | None = None) -> None:
+        """A metric of the script's own (e.g. the final validation accuracy) for the status document."""
+        step = max(self._last_checked_step, 0) if step is None else int(step)
+        self.trial.add_scalar(name, METRICS, step, float(value))
+        self._report_metric(name, float(value), step)
+        if not self.dry_run:
+            storage.append_metric(self.out_dir, name, step, float(value))
+
+    save_scalar = record_metric  # smdebug's name (sm_metric and timestamp are not needed here)
+
+    # ------------------------------------------------------------------ ending
+
+    def _flush_writer(self) -> None:
+        if self._writer is not None:
+            self._writer.flush()
+
+    def _write_collections(self) -> None:
+        self._collections_written = True
+        if not self.dry_run:
+            storage.write_collections(
+                self.out_dir, {name: c.to_json_dict() for name, c in self.collection_manager.collections.items()}
+            )
+
+    def close(self, training_ended: bool = True):
+        """Last steps written, final status (rules still InProgress -> NoIssuesFound when training ended), end
+        marker, S3 flush. Called by the job launcher or at exit when the script does not."""
+        if self._closed:
+            return self.status_document(training_ended)
+        self._closed = True
+        if self in _OPEN_HOOKS:
+            _OPEN_HOOKS.remove(self)
+        self._writer.close()
+        self._write_collections()
+        if training_ended:
+            for state in self._rules:
+                if state.status == IN_PROGRESS:
+                    state.status, state.details, state.modified = NO_ISSUES_FOUND, "", _now()
+        document = self.write_status(training_ended=training_ended)
+        extra = [self.out_dir / RULE_STATUS_FILE, self.out_dir / storage.METRICS_FILE, self.out_dir / storage.COLLECTIONS_FILE]
+        if training_ended and not self.dry_run:
+            extra.append(storage.mark_training_ended(self.out_dir))
+        if self.mirror is not None:
+            self.mirror.close(extra)
+        return document
+
+    def after_training(self, model: xgb.Booster) -> xgb.Booster:
+        self._flush_writer()
+        self.write_status()
+        return model
+
+    @property
+    def rule_names(self) -> list[str]:
+        return [state.spec.name for state in self._rules]
+
+    @property
+    def stop_requested(self) -> StopTrainingRequested | None:
+        return self._stop
+
+
+# --------------------------------------------------------------------------- closing at exit
+
+#: Hooks created and not closed yet: the job launcher closes them (it knows how the script ended), else exit does.
+_OPEN_HOOKS: list[XGBoostHook] = []
+
+
+def close_open_hooks(training_ended: bool = True) -> None:
+    for hook in list(_OPEN_HOOKS):
+        try:
+            hook.close(training_ended=training_ended)
+        except Exception as error:  # noqa: BLE001 - closing the others matters more
+            LOGGER.warning("XGBoost debugger hook for %s did not close cleanly: %s", hook.job_name, error)
+            if hook in _OPEN_HOOKS:
+                _OPEN_HOOKS.remove(hook)
+
+
+atexit.register(close_open_hooks)
+
