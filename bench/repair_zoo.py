@@ -42,10 +42,10 @@ RESNET_TEST_SAMPLES = 256
 
 def write_data(scenario: Scenario, data_root: Path) -> Path:
     """The scenario's train channel (examples/mlp/make_data.py), written once per data set and faults."""
-    key = scenario.dataset + "".join(f"-{name}{value}" for name, value in sorted(scenario.faults.items()))
+    key = f"{scenario.dataset}{scenario.samples}" + "".join(f"-{name}{value}" for name, value in sorted(scenario.faults.items()))
     directory = data_root / key / "train"
     if not (directory / "y.npy").exists():
-        x, y = make_data.make_dataset(scenario.dataset, **scenario.faults)
+        x, y = make_data.make_dataset(scenario.dataset, samples=scenario.samples, **scenario.faults)
         make_data.write_channel(str(directory), x, y)
     return directory
 

@@ -57,8 +57,10 @@ class Scenario:
     description: str
     dataset: str = "blobs"  # mlp: "blobs" or "digits" (examples/mlp/make_data.py); resnet: generated images
     faults: dict[str, Any] = dataclasses.field(default_factory=dict)  # make_data.make_dataset's fault arguments
+    samples: int = 2000  # blobs: how many
     hyperparameters: dict[str, Any] = dataclasses.field(default_factory=dict)  # over the family's defaults
     rules: tuple[Any, ...] | None = None  # the run_spec's rules (None: the workflow's defaults)
+    target: float | None = None  # mlp: the validation accuracy to reach (None: MLP_OBJECTIVE's)
 
     def execution_input(self) -> dict[str, Any]:
         """The run_spec (execution input) of this scenario, before the policy's settings."""
@@ -70,7 +72,7 @@ class Scenario:
                 hyperparameters={**MLP_HYPERPARAMETERS, **self.hyperparameters},
                 hyperparameter_names=dict(MLP_HYPERPARAMETER_NAMES),
                 metric_definitions=MLP_METRICS,
-                objective=MLP_OBJECTIVE,
+                objective=MLP_OBJECTIVE if self.target is None else {**MLP_OBJECTIVE, "target_value": self.target},
             )
         elif self.hyperparameters:
             spec["hyperparameters"] = dict(self.hyperparameters)
@@ -117,6 +119,17 @@ SCENARIOS: tuple[Scenario, ...] = (
          "Two data-loading workers forked while the cached data set is locked: they wait forever.",
          hyperparameters={"num-workers": 2},
          rules=("ExplodingTensor", {"name": "StalledTrainingRule", "parameters": {"threshold": "10"}})),
+    _mlp("mlp-overfit-noisy-labels", FAILING, "Overfit",
+         "600 clusters with 30% of the labels drawn at random, 256 hidden units, 30 epochs: the model memorises "
+         "the noise; the held-out loss rises from the first epoch (best accuracy 0.72).",
+         faults={"label_noise": 0.3}, samples=600, target=0.7,
+         hyperparameters={"epochs": 30, "hidden": 256},
+         rules=("ExplodingTensor", {"name": "Overfit", "parameters": {"ratio_threshold": "0.5", "patience": "2"}})),
+    _mlp("mlp-overtraining", FAILING, "Overtraining",
+         "The same noisy clusters: the held-out loss stops improving after the first epoch while training goes on.",
+         faults={"label_noise": 0.3}, samples=600, target=0.7,
+         hyperparameters={"epochs": 30, "hidden": 256},
+         rules=("ExplodingTensor", {"name": "Overtraining", "parameters": {"patience_validation": "3"}})),
     # ---------------------------------------------------------------- data errors: no remedy, no relaunch
     _mlp("mlp-bad-labels", DATA_ERROR, None,
          "Five digits labelled 19, a class the model does not have: the loss cannot be computed.",

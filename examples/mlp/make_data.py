@@ -34,7 +34,8 @@ def load_digits(seed=0):
     return digits.images[order].astype(np.float32), digits.target[order].astype(np.int64)
 
 
-def make_dataset(dataset="blobs", samples=2000, seed=0, imbalance=None, nan_fraction=0.0, bad_labels=0, scale=1.0):
+def make_dataset(dataset="blobs", samples=2000, seed=0, imbalance=None, nan_fraction=0.0, bad_labels=0, scale=1.0,
+                 label_noise=0.0):
     """The data set with the requested faults applied; returns (x, y)."""
     if dataset not in DATASETS:
         raise ValueError(f"dataset must be one of {', '.join(DATASETS)}; got {dataset!r}")
@@ -50,6 +51,11 @@ def make_dataset(dataset="blobs", samples=2000, seed=0, imbalance=None, nan_frac
         rows = rng.choice(len(y), max(1, int(len(y) * nan_fraction)), replace=False)
         x = x.copy()
         x[rows, ...] = np.nan
+    if label_noise:
+        # Wrong labels a model can only memorise: what it learns of them does not carry to held-out data.
+        rows = rng.choice(len(y), int(len(y) * label_noise), replace=False)
+        y = y.copy()
+        y[rows] = rng.integers(0, int(y.max()) + 1, len(rows))
     if bad_labels:
         rows = rng.choice(len(y), bad_labels, replace=False)
         y = y.copy()
@@ -73,9 +79,10 @@ def main():
     parser.add_argument("--nan-fraction", type=float, default=0.0, help="rows whose features are all NaN")
     parser.add_argument("--bad-labels", type=int, default=0, help="labels set outside the classes")
     parser.add_argument("--scale", type=float, default=1.0, help="multiply the features (unscaled inputs)")
+    parser.add_argument("--label-noise", type=float, default=0.0, help="fraction of labels drawn at random")
     args = parser.parse_args()
     x, y = make_dataset(args.dataset, args.samples, args.seed, args.imbalance, args.nan_fraction, args.bad_labels,
-                        args.scale)
+                        args.scale, args.label_noise)
     directory = os.path.join(args.out, "train")
     write_channel(directory, x, y)
     print(f"{len(y)} samples of shape {x.shape[1:]} in {directory}")

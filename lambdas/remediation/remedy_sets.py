@@ -59,6 +59,8 @@ MAX_EPOCHS = 16
 MIN_BATCH_SIZE = 8
 #: ... nor raises weight decay above this when a model overfits.
 MAX_WEIGHT_DECAY = 1e-2
+#: ... and starts it here when a model without it overfits (the usual SGD value).
+MIN_WEIGHT_DECAY = 1e-4
 #: Dropout the evidence policy adds against overfitting.
 OVERFIT_DROPOUT = 0.3
 #: Epochs without a better validation loss before early stopping keeps the best model.
@@ -131,6 +133,11 @@ _LEAKY_RELU = {
     "note": "A ReLU unit whose input stays negative passes no gradient and never recovers; leaky ReLU keeps a small "
     "slope there.",
 }
+#: Weight decay from none (multiplying zero changes nothing) ...
+_START_WEIGHT_DECAY = {"name": "StartWeightDecay", "hyperparameter": "weight_decay", "at_least": MIN_WEIGHT_DECAY}
+#: ... and up from there.
+_RAISE_WEIGHT_DECAY = {"name": "RaiseWeightDecay", "hyperparameter": "weight_decay", "multiply_by": 10,
+                       "max": MAX_WEIGHT_DECAY}
 _EARLY_STOPPING = {
     "name": "StopEarlyKeepBest",
     "hyperparameter": "early_stopping_patience",
@@ -209,8 +216,10 @@ EVIDENCE_REMEDIES: dict[str, list[dict[str, Any]]] = {
         _RATE_INTO_RANGE,
         {**_LOWER_LEARNING_RATE, "when": {"issue_kind": "above_max"},
          "note": "Tensors spreading beyond the bound mean the updates are too large."},
-        {"name": "RaiseWeightDecay", "hyperparameter": "weight_decay", "multiply_by": 10, "max": MAX_WEIGHT_DECAY,
-         "when": {"issue_kind": "above_max"}, "resume": True, "note": "Weight decay pulls growing weights back."},
+        {**_START_WEIGHT_DECAY, "when": {"issue_kind": "above_max"}, "resume": True,
+         "note": "Weight decay pulls growing weights back."},
+        {**_RAISE_WEIGHT_DECAY, "when": {"issue_kind": "above_max"}, "resume": True,
+         "note": "Stronger weight decay pulls growing weights back."},
         {**_RAISE_LEARNING_RATE, "when": {"issue_kind": "below_min"}, "resume": True,
          "note": "Tensors that barely vary mean the updates are too small."},
     ],
@@ -220,18 +229,19 @@ EVIDENCE_REMEDIES: dict[str, list[dict[str, Any]]] = {
          "ones."},
     ],
     "Overfit": [
-        {"name": "RaiseWeightDecay", "hyperparameter": "weight_decay", "multiply_by": 10, "max": MAX_WEIGHT_DECAY,
-         "resume": True, "note": "The validation loss rises while the training loss falls: stronger L2 "
-         "regularisation narrows the gap."},
-        {"name": "AddDropout", "hyperparameter": "dropout", "set_to": OVERFIT_DROPOUT, "resume": True,
-         "note": "Dropout regularises a model that memorises its training set."},
-        _EARLY_STOPPING,
+        {**_EARLY_STOPPING, "note": "The validation loss rises while the training loss falls: the best model is "
+         "behind, so stop at the best epoch and keep it, continuing from the checkpoints."},
+        {**_START_WEIGHT_DECAY, "note": "Early stopping is on and the model still memorises its training set: L2 "
+         "regularisation, trained again from the start."},
+        {**_RAISE_WEIGHT_DECAY, "note": "Stronger L2 regularisation narrows the gap, trained again from the start."},
+        {"name": "AddDropout", "hyperparameter": "dropout", "set_to": OVERFIT_DROPOUT,
+         "note": "Dropout regularises a model that memorises its training set, trained again from the start."},
     ],
     "Overtraining": [
         {**_EARLY_STOPPING, "note": "The validation loss stopped improving while training went on: stop at the best "
          "epoch and keep that model, continuing from the checkpoints."},
-        {"name": "RaiseWeightDecay", "hyperparameter": "weight_decay", "multiply_by": 10, "max": MAX_WEIGHT_DECAY,
-         "resume": True, "note": "Stronger L2 regularisation delays overtraining."},
+        {**_START_WEIGHT_DECAY, "note": "L2 regularisation delays overtraining."},
+        {**_RAISE_WEIGHT_DECAY, "note": "Stronger L2 regularisation delays overtraining."},
     ],
     "LossNotDecreasing": [
         _RATE_INTO_RANGE,
