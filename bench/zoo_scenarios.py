@@ -93,6 +93,10 @@ SCENARIOS: tuple[Scenario, ...] = (
     # ---------------------------------------------------------------- failing
     _resnet("resnet-explode", FAILING, "ExplodingTensor",
             "The blog's reference: ELU ResNet-20 without batch norm, warmup learning rate 0.1."),
+    _resnet("resnet-loss-flat", FAILING, "LossNotDecreasing",
+             "The ELU ResNet with batch norm at learning rates 1e-5: the loss does not move in 4 epochs.",
+             hyperparameters={"add_batch_norm": True, "warmup_learning_rate": 0.00001, "learning_rate": 0.00001,
+                              "num_epochs": 4}),
     _mlp("mlp-explode", FAILING, "ExplodingTensor", "Learning rate 20 on the clusters: the loss overflows.",
          hyperparameters={"lr": 20.0}),
     _mlp("mlp-vanishing-sigmoid", FAILING, "VanishingGradient",
