@@ -305,11 +305,21 @@ class StepCapture:
     def _on_forward_start(self, module: torch.nn.Module, inputs: Any) -> None:
         if self._stop is not None and module.training:
             raise self._stop
+        began = False
         if self.profile == SMDEBUG:
             self._close_open_step()
             self._begin_step()
+            began = True
         elif self._open is None and module.training and torch.is_grad_enabled():
             self._begin_step()
+            began = True
+        if began:
+            # references, not copies: rules that read the model's input at every step (CheckInputImages) get it
+            # without a save; the trial drops them when the next step begins
+            prefix = f"{self._module_names[module]}_input_"
+            self.trial.set_model_inputs(
+                self._open.step, {f"{prefix}{index}": tensor.detach() for index, tensor in enumerate(_flatten(inputs))}
+            )
         if self._capture_io:
             self._offer_module_tensors(self._module_names[module], inputs, "_input_")
 

@@ -35,6 +35,7 @@ class LiveTrial(BaseTrial):
         self._keep = keep_saved_steps
         self._disk: Trial | None = None
         self._norms: dict[tuple[int, int], dict[str, float]] = {}
+        self._model_inputs: tuple[int, dict[str, Any]] = (-1, {})
 
     # --- written by the hook
     def begin_step(self, step: int, mode: ModeKeys = ModeKeys.GLOBAL, mode_step: int | None = None) -> None:
@@ -42,6 +43,16 @@ class LiveTrial(BaseTrial):
         # signals older than what any rule looks back at are dropped; LossNotDecreasing keeps its own history
         for old in [old for old in self._signals if old < step - 1]:
             del self._signals[old]
+
+    def set_model_inputs(self, step: int, inputs: dict[str, Any]) -> None:
+        """The registered model's inputs at ``step`` (``<Model>_input_<i>``: torch tensors or arrays), kept until
+        the next step's inputs replace them."""
+        self._model_inputs = (step, dict(inputs))
+
+    def model_inputs(self, step: int) -> dict[str, Any]:
+        """The model's inputs at ``step`` (every step, saved or not); {} when the step's inputs are not held."""
+        held_step, inputs = self._model_inputs
+        return dict(inputs) if held_step == step else {}
 
     def _ensure_indexed(self, step: int) -> None:
         if step not in self._global_to_mode:
