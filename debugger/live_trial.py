@@ -36,6 +36,8 @@ class LiveTrial(BaseTrial):
         self._disk: Trial | None = None
         self._norms: dict[tuple[int, int], dict[str, float]] = {}
         self._model_inputs: tuple[int, dict[str, Any]] = (-1, {})
+        #: module path -> class name ("ReLU", "Tanh", ...) of the activation modules the hook records
+        self.activation_kinds: dict[str, str] = {}
 
     # --- written by the hook
     def begin_step(self, step: int, mode: ModeKeys = ModeKeys.GLOBAL, mode_step: int | None = None) -> None:

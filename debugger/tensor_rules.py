@@ -51,16 +51,23 @@ def _values_at(selection: Selection, step: int, skip_scalars: bool):
 class _InactiveUnits(Rule):
     """DeadRelu and SaturatedActivation: a layer fires when more than ``threshold_layer`` percent of its units
     were active in less than ``threshold_inactivity`` percent of their values at a saved step. The layer with
-    the most inactive units is reported."""
+    the most inactive units is reported.
+
+    With the documented default regex, the tensors of activation modules of the rule's kinds (``nn.ReLU``;
+    ``nn.Tanh``, ``nn.Sigmoid``) count too, whatever their names: the hook tells the trial each module's type,
+    so an anonymous ``nn.Sequential(nn.Linear(8, 4), nn.ReLU())`` is watched as well as a module named relu."""
 
     what = "inactive"
+    #: (module class names, tensor suffix) found by type when the regex is the default
+    kinds: tuple[tuple[str, ...], str] = ((), "")
 
-    def __init__(self, base_trial, collection_names, tensor_regex, threshold_inactivity: float, threshold_layer: float):
+    def __init__(self, base_trial, collection_names, tensor_regex, threshold_inactivity: float, threshold_layer: float, by_type: bool):
         super().__init__(base_trial)
         self.collection_names = list(collection_names)
         self.regex = tuple(tensor_regex)
         self.threshold_inactivity = threshold_inactivity
         self.threshold_layer = threshold_layer
+        self._by_type = by_type
         # nothing named: the activation modules' inputs and outputs the hook records
         self._selection = Selection(base_trial, self.collection_names or ([] if self.regex else [ACTIVATIONS]), self.regex)
 
@@ -70,10 +77,30 @@ class _InactiveUnits(Rule):
     def _inactive(self, name: str, values: np.ndarray) -> tuple[float, int]:
         raise NotImplementedError
 
+    def _kind_of(self, name: str) -> str | None:
+        """The class name of the activation module whose tensor ``name`` is, when the hook said."""
+        classes, suffix = self.kinds
+        module = name[: -len(suffix)] if suffix and name.endswith(suffix) else None
+        return getattr(self.base_trial, "activation_kinds", {}).get(module) if module is not None else None
+
+    def _tensors_at(self, step: int):
+        seen = set()
+        for name, values in _values_at(self._selection, step, skip_scalars=False):
+            seen.add(name)
+            yield name, values
+        if not self._by_type:
+            return
+        classes, suffix = self.kinds
+        available = self.base_trial.names_at(step)
+        for module, kind in getattr(self.base_trial, "activation_kinds", {}).items():
+            name = module + suffix
+            if kind in classes and name in available and name not in seen:
+                yield name, np.asarray(self.base_trial.tensor(name).value(step))
+
     def invoke_at_step(self, step: int) -> bool:
         worst = None
         over = 0
-        for name, values in _values_at(self._selection, step, skip_scalars=False):
+        for name, values in self._tensors_at(step):
             percent, units = self._inactive(name, values)
             if units and percent > self.threshold_layer:
                 over += 1
@@ -98,9 +125,11 @@ class DeadRelu(_InactiveUnits):
     Fires when more than ``threshold_layer`` percent of a layer's units are dead; value: that percent."""
 
     what = "dead"
+    kinds = (("ReLU", "ReLU6"), "_output_0")
 
-    def __init__(self, base_trial, tensor_regex=(), threshold_inactivity: float = 1.0, threshold_layer: float = 50.0):
-        super().__init__(base_trial, [], tensor_regex, threshold_inactivity, threshold_layer)
+    def __init__(self, base_trial, tensor_regex=(re.compile(".*relu_output"),), threshold_inactivity: float = 1.0, threshold_layer: float = 50.0):
+        by_type = [pattern.pattern for pattern in tensor_regex] == [".*relu_output"]
+        super().__init__(base_trial, [], tensor_regex, threshold_inactivity, threshold_layer, by_type)
 
     def _inactive(self, name: str, values: np.ndarray) -> tuple[float, int]:
         return rule_checks.inactive_unit_percent(values, self.threshold_inactivity)
@@ -113,6 +142,7 @@ class SaturatedActivation(_InactiveUnits):
     ``threshold_layer`` percent of a layer's units are saturated; value: that percent."""
 
     what = "saturated"
+    kinds = (("Tanh", "Sigmoid"), "_input_0")
 
     def __init__(
         self,
@@ -124,12 +154,15 @@ class SaturatedActivation(_InactiveUnits):
         threshold_inactivity: float = 1.0,
         threshold_layer: float = 50.0,
     ):
-        super().__init__(base_trial, collection_names or [], tensor_regex, threshold_inactivity, threshold_layer)
+        by_type = [pattern.pattern for pattern in tensor_regex] == [".*tanh_input", ".*sigmoid_input"]
+        super().__init__(base_trial, collection_names or [], tensor_regex, threshold_inactivity, threshold_layer, by_type)
         self.threshold_tanh = tuple(threshold_tanh)
         self.threshold_sigmoid = tuple(threshold_sigmoid)
 
     def _inactive(self, name: str, values: np.ndarray) -> tuple[float, int]:
-        low, high = self.threshold_sigmoid if "sigmoid" in name.lower() else self.threshold_tanh
+        kind = self._kind_of(name)
+        sigmoid = kind == "Sigmoid" if kind is not None else "sigmoid" in name.lower()
+        low, high = self.threshold_sigmoid if sigmoid else self.threshold_tanh
         return rule_checks.saturated_unit_percent(values, low, high, self.threshold_inactivity)
 
 

@@ -107,6 +107,28 @@ def test_dead_relu_reads_relu_outputs_only_and_reports_the_worst_layer(tmp_path)
     assert "1 other layer(s) too" in rule.finding.message
 
 
+def test_default_regexes_also_find_activation_modules_by_type(tmp_path):
+    # an anonymous nn.Sequential names its modules by index: "1" is a ReLU, "3" a Sigmoid, "4" an ELU
+    trial = trial_with(
+        tmp_path,
+        {
+            0: {
+                "1_output_0": ("activations", relu_outputs(7)),
+                "3_input_0": ("activations", tanh_inputs(10)),  # 12: inside a sigmoid's bounds
+                "4_output_0": ("activations", relu_outputs(10)),
+            }
+        },
+    )
+    trial.activation_kinds.update({"1": "ReLU", "3": "Sigmoid", "4": "ELU"})
+    dead = make("DeadRelu", trial)
+    assert dead.invoke_at_step(0) is True and dead.finding.tensor == "1_output_0"  # not the ELU
+    assert make("DeadRelu", trial, tensor_regex="^0_").invoke_at_step(0) is False  # a regex of one's own: names only
+    assert make("SaturatedActivation", trial).invoke_at_step(0) is False
+    trial.activation_kinds["3"] = "Tanh"
+    saturated = make("SaturatedActivation", trial)
+    assert saturated.invoke_at_step(0) is True and saturated.finding.tensor == "3_input_0"
+
+
 def test_dead_relu_counts_convolution_channels_as_units(tmp_path):
     outputs = np.ones((4, 8, 5, 5), dtype=np.float32)
     outputs[:, :5] = 0.0  # 5 of 8 channels never active over the batch and positions
@@ -368,6 +390,18 @@ def test_job_with_mostly_dead_relus_stops_on_dead_relu(tmp_path):
     assert issue.tensor == "layers.0.relu_output_0" and issue.value == pytest.approx(75.0) and issue.step == 0
     hook.close()
     assert "layers.0.relu_output_0" in create_trial(tmp_path).tensor_names(collection="activations")
+
+
+@pytest.mark.training
+def test_dead_relu_watches_an_anonymous_sequential_relu(tmp_path):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 3))
+    with torch.no_grad():
+        model[0].bias[:20] = -100.0
+    hook = Hook.from_configs(rule_configs=[rule_config("DeadRelu")], out_dir=tmp_path, job_name="anonymous")
+    train(hook, model, 2)
+    issue = hook.close().rules[0].issue
+    assert issue.tensor == "1_output_0" and issue.value == pytest.approx(62.5) and issue.step == 0
 
 
 @pytest.mark.training
