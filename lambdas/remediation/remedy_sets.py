@@ -63,8 +63,9 @@ MAX_WEIGHT_DECAY = 1e-2
 OVERFIT_DROPOUT = 0.3
 #: Epochs without a better validation loss before early stopping keeps the best model.
 EARLY_STOPPING_PATIENCE = 2
-#: A DeadRelu fraction above this means most units are gone: changing the activation, not the rate, brings them back.
-MOSTLY_DEAD = 0.5
+#: A DeadRelu value (percent of the layer's units dead, the unit of its threshold_layer) above this means most units
+#: are gone: changing the activation, not the rate, brings them back.
+MOSTLY_DEAD = 50.0
 
 # --------------------------------------------------------------------------- the evidence set
 
