@@ -83,7 +83,73 @@ BUILTIN_RULE_DEFAULTS: dict[str, dict[str, str]] = {
     "FeatureImportanceOverweight": {"threshold": "0.8", "nfeatures": "3", "tensor_regex": ".*feature_importance/weight"},
     "TreeDepth": {"depth": "4"},
     # --- end of curve and XGBoost rules
+    # Tensor and activation rules (debugger/tensor_rules.py). SaturatedActivation's bounds are "(min, max)"
+    # pairs as the guide writes them; TensorVariance's thresholds default to None (no bound); CheckInputImages'
+    # regex default names MXNet's model input, which our hook reads as "the registered model's first input".
+    "DeadRelu": {"tensor_regex": ".*relu_output", "threshold_inactivity": "1.0", "threshold_layer": "50.0"},
+    "SaturatedActivation": {
+        "collection_names": "",
+        "tensor_regex": ".*tanh_input, .*sigmoid_input",
+        "threshold_tanh": "(-9.4999, 9.4999)",
+        "threshold_sigmoid": "(-23, 16.99999)",
+        "threshold_inactivity": "1.0",
+        "threshold_layer": "50.0",
+    },
+    "AllZero": {"collection_names": "", "tensor_regex": "", "threshold": "100"},
+    "UnchangedTensor": {
+        "collection_names": "",
+        "tensor_regex": "",
+        "num_steps": "3",
+        "rtol": "1e-05",
+        "atol": "1e-08",
+        "equal_nan": "False",
+    },
+    "TensorVariance": {"collection_names": "", "tensor_regex": "", "max_threshold": "None", "min_threshold": "None"},
+    "CheckInputImages": {
+        "threshold_mean": "0.2",
+        "threshold_samples": "500",
+        "regex": ".*hybridsequential0_input_0",
+        "channel": "1",
+    },
 }
+
+#: The hook collections each built-in rule reads, so the workflow can build a hook configuration that saves
+#: them (as SageMaker adds a built-in rule's collections to DebugHookConfig). AllZero, UnchangedTensor and
+#: TensorVariance read what their collection_names / tensor_regex say: see ``rule_collections``.
+#: CheckInputImages reads the model's input at every step in the job, without saving it.
+RULE_COLLECTIONS: dict[str, tuple[str, ...]] = {
+    "ExplodingTensor": ("gradients", "losses"),
+    "VanishingGradient": ("gradients",),
+    "LossNotDecreasing": ("losses",),
+    "WeightUpdateRatio": ("weights",),
+    "PoorWeightInitialization": ("activations", "gradients", "losses"),
+    "DeadRelu": ("activations",),
+    "SaturatedActivation": ("activations",),
+    "AllZero": (),
+    "UnchangedTensor": (),
+    "TensorVariance": (),
+    "CheckInputImages": (),
+    # ClassImbalance reads the tensors its labels_regex / predictions_regex name (".*labels", ".*predictions"),
+    # saved by collections of the script's own (smdebug's examples call them "labels" and "predictions").
+    "ClassImbalance": ("labels", "predictions"),
+    "Overfit": ("losses",),
+    "Overtraining": ("losses",),
+    "StalledTrainingRule": (),
+    # XGBoost's rules read the collections smdebug's XGBoost hook saves (XGBOOST_COLLECTION_NAMES).
+    "Confusion": ("labels", "predictions"),
+    "FeatureImportanceOverweight": ("feature_importance",),
+    "TreeDepth": ("trees",),
+}
+
+
+
+def rule_collections(rule_name: str, parameters: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """The hook collections a built-in rule reads with these (string) parameters: RULE_COLLECTIONS' entry plus
+    the collections its ``collection_names`` parameter names. () for a rule we do not know (a custom rule)."""
+    named = str((parameters or {}).get("collection_names", "") or "")
+    extra = tuple(part.strip() for part in named.split(",") if part.strip())
+    return tuple(dict.fromkeys((*RULE_COLLECTIONS.get(rule_name, ()), *extra)))
+
 
 #: Parameters SageMaker puts in every rule's RuleParameters besides the rule's own.
 COMMON_RULE_PARAMETERS = ("rule_to_invoke", "action_json", "start_step", "end_step", "custom_rule_source", "custom_rule_class")

@@ -5,7 +5,7 @@ A condition holds when every test it gives holds::
 
     "when": {"phase": "warmup", "early": true, "initial_gradient_norm_above": 50}
     "when": {"issue_kind": "rising"}                        # the rule said how the loss failed to decrease
-    "when": {"issue_value_above": 0.5}                      # e.g. DeadRelu: more than half the units dead
+    "when": {"issue_value_above": 50}                       # e.g. DeadRelu: more than half the units dead (%)
     "when": {"hyperparameters": {"activation": "relu"}}     # the run's current value
     "when": {"hyperparameters_above": {"learning_rate": 0.4}}  # a number above (or _below) a bound
 

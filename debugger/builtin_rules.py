@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterator
-from typing import Any
 
 import numpy as np
 
@@ -18,52 +16,21 @@ from contracts.rule_status import NAN_INPUT
 from debugger.collection import ACTIVATIONS, GRADIENTS, LOSSES, WEIGHTS
 from debugger.modes import ModeKeys
 from debugger.rules import GRADIENT_PREFIX, TOTAL_GRADIENT_NORM, Requirement, Rule
+from debugger.tensor_selection import Selection as _Selection
+from debugger.tensor_selection import first_value as _first_value
 from debugger.trial import BaseTrial
 
 
-def _first_value(array: Any) -> float:
-    flat = np.asarray(array).reshape(-1)
-    return float(flat[0]) if flat.size else float("nan")
-
-
-class _Selection:
-    """A rule's tensors: the union of some collections and regex matches (everything when both are empty),
-    recomputed only when new tensor names appear; plus the trial's every-step signals that match."""
-
-    def __init__(self, trial: BaseTrial, collections: list[str], regex: tuple[re.Pattern[str], ...], order=None):
-        self.trial, self.collections, self.regex, self.order = trial, collections, regex, order
-        self._known = -1
-        self._names: list[str] = []
-
-    def selects(self, name: str, member_of) -> bool:
-        if not self.collections and not self.regex:
-            return True
-        return any(collection in member_of for collection in self.collections) or any(
-            pattern.search(name) for pattern in self.regex
-        )
-
-    def names(self) -> list[str]:
-        membership = self.trial._names()
-        if len(membership) != self._known:
-            self._known = len(membership)
-            names = [name for name, member_of in membership.items() if self.selects(name, member_of)]
-            self._names = sorted(names, key=self.order) if self.order else names
-        return self._names
-
-    def values_at(self, step: int, skip: Callable[[str], bool] | None = None) -> Iterator[tuple[str, Any]]:
-        """(name, value) of the selected tensors with a value at ``step`` (read lazily; none for which ``skip``
-        says so), then the selected signals."""
-        available = self.trial.names_at(step)
-        seen = set()
-        for name in self.names():
-            if name in available:
-                seen.add(name)
-                if skip is None or not skip(name):
-                    yield name, self.trial.tensor(name).value(step)
-        signals = getattr(self.trial, "signals_at", None)
-        for name, (member_of, value) in (signals(step) if signals else {}).items():
-            if name not in seen and self.selects(name, member_of):
-                yield name, value
+def _nonfinite_model_inputs(trial: BaseTrial, step: int) -> int:
+    """NaN or infinite values in the model's own input at ``step`` (held by the in-job trial, read only when a rule has
+    already fired): evidence that the data, not the training, is wrong."""
+    inputs = trial.model_inputs(step) if hasattr(trial, "model_inputs") else {}
+    count = 0
+    for value in inputs.values():
+        array = value.float().cpu().numpy() if hasattr(value, "detach") and value.is_floating_point() else np.asarray(value)
+        if array.dtype.kind == "f":
+            count += int((~np.isfinite(array)).sum())
+    return count
 
 
 def _exploding_order(name: str) -> int:
@@ -97,7 +64,7 @@ class ExplodingTensor(Rule):
                 offending = float(values[bad].reshape(-1)[0])
                 kind = "NaN" if self.only_nan else "NaN or infinite"
                 message = f"{int(bad.sum())} {kind} value(s) in {name} at step {step}"
-                inputs = self.base_trial.nonfinite_inputs(step) if hasattr(self.base_trial, "nonfinite_inputs") else 0
+                inputs = _nonfinite_model_inputs(self.base_trial, step)
                 if inputs:
                     # The model was fed NaN or infinity: no hyperparameter can fix that, the data must be.
                     message += f"; the model's input at that step held {inputs} NaN or infinite value(s): the data is wrong"
@@ -359,6 +326,10 @@ BUILTIN_RULES: dict[str, type[Rule]] = {
     "PoorWeightInitialization": PoorWeightInitialization,
 }
 
+# The tensor and activation rules live in their own module; registered here so BUILTIN_RULES names every rule.
+from debugger.tensor_rules import TENSOR_RULES  # noqa: E402
+
+BUILTIN_RULES.update(TENSOR_RULES)
 # The training-curve rules (ClassImbalance, StalledTrainingRule) use _Selection and add themselves to BUILTIN_RULES
 # when their module has run: here, or later when the import began with that module (then it is still running).
 # --- curve and XGBoost rules: modules of their own that build on the classes above and add themselves to

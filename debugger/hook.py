@@ -290,6 +290,8 @@ class Hook(ScriptApi, StepCapture, RuleRunner):
                 self._handles.append(child.register_forward_hook(self._on_module_output))
             if self.profile == NATIVE and isinstance(child, ACTIVATION_TYPES) and child is not module:
                 self.collection_manager.get(ACTIVATIONS).include([f"^{name}_input_0$", f"^{name}_output_0$"])
+                # DeadRelu / SaturatedActivation find nn.ReLU / nn.Tanh modules by type, whatever their names
+                self.trial.activation_kinds[name] = type(child).__name__
         self._handles.append(module.register_forward_pre_hook(self._on_forward_start))
         self._handles.append(module.register_forward_hook(self._on_module_output))
         if self._optimizer is None:

@@ -53,14 +53,6 @@ class _OpenStep:
     checked: bool = False
     io_counts: dict[str, int] = dataclasses.field(default_factory=dict)
     custom: dict[str, tuple[Any, list[str]]] = dataclasses.field(default_factory=dict)
-    #: NaN or infinite values in the registered model's floating-point inputs at this step (the data's fault).
-    nonfinite_inputs: int = 0
-
-
-def _nonfinite_count(inputs: Any) -> int:
-    """Non-finite values in the floating-point tensors of a forward call's inputs: one fused reduction each."""
-    tensors = [tensor for tensor in _flatten(inputs) if isinstance(tensor, torch.Tensor) and tensor.is_floating_point()]
-    return sum(int((~torch.isfinite(tensor.detach())).sum()) for tensor in tensors)
 
 
 def _copy(value: Any) -> Any:
@@ -242,8 +234,6 @@ class StepCapture:
         learning_rate = self._learning_rate()
         self.last_loss, self.last_gradient_norm = loss, gradient_norm
         self._update_evidence(step, loss, gradient_norm)
-        if open_step.nonfinite_inputs:
-            self.trial.note_nonfinite_inputs(step, open_step.nonfinite_inputs)
         if gradient_norm is not None:
             self.trial.add_signal(TOTAL_GRADIENT_NORM, (GRADIENTS,), step, gradient_norm)
         if loss is not None:
@@ -326,13 +316,21 @@ class StepCapture:
             self._stall_watchdog.note_progress()  # an evaluation loop makes no steps, yet it is progress
         if self._stop is not None and module.training:
             raise self._stop
+        began = False
         if self.profile == SMDEBUG:
             self._close_open_step()
             self._begin_step()
+            began = True
         elif self._open is None and module.training and torch.is_grad_enabled():
             self._begin_step()
-        if module is self._top_module and self._open is not None:
-            self._open.nonfinite_inputs += _nonfinite_count(inputs)
+            began = True
+        if began:
+            # references, not copies: rules that read the model's input at every step (CheckInputImages) get it
+            # without a save; the trial drops them when the next step begins
+            prefix = f"{self._module_names[module]}_input_"
+            self.trial.set_model_inputs(
+                self._open.step, {f"{prefix}{index}": tensor.detach() for index, tensor in enumerate(_flatten(inputs))}
+            )
         if self._capture_io:
             self._offer_module_tensors(self._module_names[module], inputs, "_input_")
 

@@ -37,11 +37,13 @@ class LiveTrial(BaseTrial):
         self._membership: dict[str, set[str]] = {}
         self._scalars: dict[str, dict[int, float]] = {}
         self._signals: dict[int, dict[str, tuple[tuple[str, ...], float]]] = {}
-        self._nonfinite_inputs: dict[int, int] = {}
         self._saved: _collections.OrderedDict[int, dict[str, Any]] = _collections.OrderedDict()
         self._keep = keep_saved_steps
         self._disk: Trial | None = None
         self._norms: dict[tuple[int, int], dict[str, float]] = {}
+        self._model_inputs: tuple[int, dict[str, Any]] = (-1, {})
+        #: module path -> class name ("ReLU", "Tanh", ...) of the activation modules the hook records
+        self.activation_kinds: dict[str, str] = {}
 
     # --- written by the hook
     def begin_step(self, step: int, mode: ModeKeys = ModeKeys.GLOBAL, mode_step: int | None = None) -> None:
@@ -49,6 +51,16 @@ class LiveTrial(BaseTrial):
         # signals older than what any rule looks back at are dropped; LossNotDecreasing keeps its own history
         for old in [old for old in self._signals if old < step - 1]:
             del self._signals[old]
+
+    def set_model_inputs(self, step: int, inputs: dict[str, Any]) -> None:
+        """The registered model's inputs at ``step`` (``<Model>_input_<i>``: torch tensors or arrays), kept until
+        the next step's inputs replace them."""
+        self._model_inputs = (step, dict(inputs))
+
+    def model_inputs(self, step: int) -> dict[str, Any]:
+        """The model's inputs at ``step`` (every step, saved or not); {} when the step's inputs are not held."""
+        held_step, inputs = self._model_inputs
+        return dict(inputs) if held_step == step else {}
 
     def _ensure_indexed(self, step: int) -> None:
         if step not in self._global_to_mode:
@@ -72,14 +84,6 @@ class LiveTrial(BaseTrial):
         """A tensor the script handed the hook (``save_tensor``) for the built-in rules at ``step``: kept like a
         signal (dropped a step later) and never a tensor of the trial, which shows only what is saved."""
         self._signals.setdefault(step, {})[name] = (collections, value)
-
-    def note_nonfinite_inputs(self, step: int, count: int) -> None:
-        """The model's own input held ``count`` NaN or infinite values at ``step``: evidence that the data, not the
-        training, is wrong (ExplodingTensor reports it as such)."""
-        self._nonfinite_inputs[step] = count
-
-    def nonfinite_inputs(self, step: int) -> int:
-        return self._nonfinite_inputs.get(step, 0)
 
     def signals_at(self, step: int) -> dict[str, tuple[tuple[str, ...], float]]:
         return dict(self._signals.get(step, {}))

@@ -84,8 +84,8 @@ class Rule:
         """What the hook calls at every step: True when the rule's condition is met at ``step``."""
         return bool(self.invoke_at_step(step))
 
-    def report(self, tensor: str, value: float | None, message: str) -> None:
-        self.finding = Finding(tensor=tensor, value=None if value is None else float(value), message=message)
+    def report(self, tensor: str, value: float | None, message: str, kind: str | None = None) -> None:
+        self.finding = Finding(tensor=tensor, value=None if value is None else float(value), message=message, kind=kind)
 
     def requirements(self) -> list[Requirement]:
         return []
@@ -126,6 +126,42 @@ def _mode(text: str, where: str) -> str:
     if str(text).strip() not in ("", "TRAIN", "EVAL", "GLOBAL"):
         raise ContractError(where, f"must be TRAIN, EVAL, GLOBAL or empty; got {text!r}")
     return str(text).strip()
+
+
+def _percent(text: str, where: str) -> float:
+    value = parse_float(text, where, minimum=0.0)
+    if value > 100.0:
+        raise ContractError(where, f"is a percentage: must be between 0 and 100; got {value:g}")
+    return value
+
+
+def _optional_float(text: str, where: str) -> float | None:
+    return None if str(text).strip() in ("", "None") else parse_float(text, where)
+
+
+def _bounds(text: str, where: str) -> tuple[float, float]:
+    """"(min, max)" (the guide's spelling) or "min,max" -> (min, max) with min < max."""
+    parts = split_list(str(text).strip().strip("()[]"))
+    if len(parts) != 2:
+        raise ContractError(where, f'must be a pair "(min, max)" such as "(-9.4999, 9.4999)"; got {text!r}')
+    low, high = (parse_float(part, where) for part in parts)
+    if not low < high:
+        raise ContractError(where, f"the minimum must be below the maximum; got ({low:g}, {high:g})")
+    return low, high
+
+
+def _one_regex(text: str, where: str) -> re.Pattern[str]:
+    try:
+        return re.compile(str(text).strip())
+    except re.error as error:
+        raise ContractError(where, f"{text!r} is not a valid regular expression: {error}") from None
+
+
+def _signed_int(text: str, where: str) -> int:
+    try:
+        return int(str(text).strip())
+    except ValueError:
+        raise ContractError(where, f'must be a whole number such as "1" (or "-1" for channels last); got {text!r}') from None
 
 
 #: How each built-in parameter's string is parsed (and checked).
@@ -171,6 +207,20 @@ _PARSERS = {
     "nfeatures": lambda text, where: parse_int(text, where, minimum=1),
     "depth": lambda text, where: parse_float(text, where, minimum=0.0),
     # --- end of curve and XGBoost rules
+    # Tensor and activation rules (debugger/tensor_rules.py)
+    "threshold_inactivity": lambda text, where: _percent(text, where),
+    "threshold_layer": lambda text, where: _percent(text, where),
+    "threshold_tanh": lambda text, where: _bounds(text, where),
+    "threshold_sigmoid": lambda text, where: _bounds(text, where),
+    "rtol": lambda text, where: parse_float(text, where, minimum=0.0),
+    "atol": lambda text, where: parse_float(text, where, minimum=0.0),
+    "equal_nan": parse_bool,
+    "max_threshold": lambda text, where: _optional_float(text, where),
+    "min_threshold": lambda text, where: _optional_float(text, where),
+    "threshold_mean": lambda text, where: parse_float(text, where, minimum=0.0),
+    "threshold_samples": lambda text, where: parse_int(text, where, minimum=1),
+    "regex": lambda text, where: _one_regex(text, where),
+    "channel": lambda text, where: _signed_int(text, where),
 }
 
 
@@ -201,6 +251,8 @@ def builtin_rule_parameters(rule_name: str, parameters: dict[str, str], where: s
         raise ContractError(f"{where}.num_steps", 'must be a whole number >= 1 such as "10"')
     if rule_name == "StalledTrainingRule" and typed["threshold"] <= 0:
         raise ContractError(f"{where}.threshold", 'must be a number of seconds > 0, such as "1800"')
+    if rule_name == "UnchangedTensor" and (typed["num_steps"] is None or typed["num_steps"] < 2):
+        raise ContractError(f"{where}.num_steps", 'must be a whole number >= 2 (the steps compared) such as "3"')
     return typed
 
 
@@ -279,15 +331,29 @@ from debugger.builtin_rules import (  # noqa: E402
     VanishingGradient,
     WeightUpdateRatio,
 )
+from debugger.tensor_rules import (  # noqa: E402
+    AllZero,
+    CheckInputImages,
+    DeadRelu,
+    SaturatedActivation,
+    TensorVariance,
+    UnchangedTensor,
+)
 
 __all__ = [
     "BUILTIN_RULES",
+    "AllZero",
+    "CheckInputImages",
+    "DeadRelu",
     "ExplodingTensor",
     "Finding",
     "LossNotDecreasing",
     "PoorWeightInitialization",
     "Requirement",
     "Rule",
+    "SaturatedActivation",
+    "TensorVariance",
+    "UnchangedTensor",
     "VanishingGradient",
     "WeightUpdateRatio",
     "build_rule",

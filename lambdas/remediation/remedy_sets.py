@@ -65,8 +65,8 @@ MIN_WEIGHT_DECAY = 1e-4
 OVERFIT_DROPOUT = 0.3
 #: Epochs without a better validation loss before early stopping keeps the best model.
 EARLY_STOPPING_PATIENCE = 2
-#: A DeadRelu percentage (of a layer's units) above this means most units are gone: changing the activation, not the
-#: rate, brings them back.
+#: A DeadRelu value (percent of the layer's units dead, the unit of its threshold_layer) above this means most units
+#: are gone: changing the activation, not the rate, brings them back.
 MOSTLY_DEAD = 50.0
 #: Where a learning rate far above the ceiling is brought back to: SGD's usual starting rate.
 USUAL_LEARNING_RATE = 0.1

@@ -1,0 +1,383 @@
+"""SageMaker Debugger's tensor and activation rules: DeadRelu, SaturatedActivation, AllZero, UnchangedTensor,
+TensorVariance, CheckInputImages, with the parameters and defaults of the AWS developer guide
+(``contracts.debugger_config.BUILTIN_RULE_DEFAULTS``). The arithmetic is :mod:`debugger.rule_checks`'.
+
+The activation rules read module outputs/inputs, saved at the hook's save steps (the ``activations``
+collection); CheckInputImages reads the model's input at every step in the job (the hook hands the trial
+a reference, nothing is copied or saved), so a NaN in the data is caught at the step it arrives.
+Which configurations can never fire is checked before launch: ``contracts.rule_feasibility``.
+"""
+
+from __future__ import annotations
+
+import collections
+import re
+from typing import Any
+
+import numpy as np
+
+from contracts.rule_status import NAN_INPUT
+from debugger import rule_checks
+from debugger.collection import ACTIVATIONS, DEFAULT, SCALAR_COLLECTIONS
+from debugger.rules import TOTAL_GRADIENT_NORM, Requirement, Rule
+from debugger.step_writer import to_numpy
+from debugger.tensor_selection import Selection
+
+#: CheckInputImages' documented default regex: MXNet's name for a HybridSequential model's input. Our hook reads
+#: it as "the registered model's first input" (``<ModelClass>_input_0``), whatever the model is called.
+MXNET_MODEL_INPUT = ".*hybridsequential0_input_0"
+
+
+def _requirements(collection_names: list[str], regex: tuple[re.Pattern[str], ...]) -> list[Requirement]:
+    """Save the named collections, and the tensors the regex names (through the hook's default collection)."""
+    required = [Requirement(collection) for collection in collection_names]
+    return required + ([Requirement(DEFAULT, None, regex)] if regex else [])
+
+
+def _values_at(selection: Selection, step: int, skip_scalars: bool):
+    """(name, array) of the selected tensors saved at ``step``. With ``skip_scalars`` (nothing selected: every
+    tensor), the hook's scalars (losses, metrics, learning rate, total gradient norm) are left out: a constant
+    learning rate is not an unchanged tensor, nor a warmup starting at 0 an all-zero one."""
+    available = selection.trial.names_at(step)
+    membership = selection.trial._names() if skip_scalars else {}
+    for name in selection.names():
+        if name not in available:
+            continue
+        if skip_scalars and (name == TOTAL_GRADIENT_NORM or membership.get(name, set()) & SCALAR_COLLECTIONS):
+            continue
+        yield name, np.asarray(selection.trial.tensor(name).value(step))
+
+
+class _InactiveUnits(Rule):
+    """DeadRelu and SaturatedActivation: a layer fires when more than ``threshold_layer`` percent of its units
+    were active in less than ``threshold_inactivity`` percent of their values at a saved step. The layer with
+    the most inactive units is reported.
+
+    With the documented default regex, the tensors of activation modules of the rule's kinds (``nn.ReLU``;
+    ``nn.Tanh``, ``nn.Sigmoid``) count too, whatever their names: the hook tells the trial each module's type,
+    so an anonymous ``nn.Sequential(nn.Linear(8, 4), nn.ReLU())`` is watched as well as a module named relu."""
+
+    what = "inactive"
+    #: (module class names, tensor suffix) found by type when the regex is the default
+    kinds: tuple[tuple[str, ...], str] = ((), "")
+
+    def __init__(self, base_trial, collection_names, tensor_regex, threshold_inactivity: float, threshold_layer: float, by_type: bool):
+        super().__init__(base_trial)
+        self.collection_names = list(collection_names)
+        self.regex = tuple(tensor_regex)
+        self.threshold_inactivity = threshold_inactivity
+        self.threshold_layer = threshold_layer
+        self._by_type = by_type
+        # nothing named: the activation modules' inputs and outputs the hook records
+        self._selection = Selection(base_trial, self.collection_names or ([] if self.regex else [ACTIVATIONS]), self.regex)
+
+    def requirements(self) -> list[Requirement]:
+        return [Requirement(ACTIVATIONS, None, self.regex)] + [Requirement(c) for c in self.collection_names]
+
+    def _inactive(self, name: str, values: np.ndarray) -> tuple[float, int]:
+        raise NotImplementedError
+
+    def _kind_of(self, name: str) -> str | None:
+        """The class name of the activation module whose tensor ``name`` is, when the hook said."""
+        classes, suffix = self.kinds
+        module = name[: -len(suffix)] if suffix and name.endswith(suffix) else None
+        return getattr(self.base_trial, "activation_kinds", {}).get(module) if module is not None else None
+
+    def _tensors_at(self, step: int):
+        seen = set()
+        for name, values in _values_at(self._selection, step, skip_scalars=False):
+            seen.add(name)
+            yield name, values
+        if not self._by_type:
+            return
+        classes, suffix = self.kinds
+        available = self.base_trial.names_at(step)
+        for module, kind in getattr(self.base_trial, "activation_kinds", {}).items():
+            name = module + suffix
+            if kind in classes and name in available and name not in seen:
+                yield name, np.asarray(self.base_trial.tensor(name).value(step))
+
+    def invoke_at_step(self, step: int) -> bool:
+        worst = None
+        over = 0
+        for name, values in self._tensors_at(step):
+            percent, units = self._inactive(name, values)
+            if units and percent > self.threshold_layer:
+                over += 1
+                if worst is None or percent > worst[1]:
+                    worst = (name, percent, units)
+        if worst is None:
+            return False
+        name, percent, units = worst
+        others = f" ({over - 1} other layer(s) too)" if over > 1 else ""
+        self.report(
+            name,
+            percent,
+            f"{percent:.3g}% of the {units} units of {name} were {self.what} (active in < {self.threshold_inactivity:g}% "
+            f"of their values) at step {step}, above threshold_layer {self.threshold_layer:g}%{others}",
+        )
+        return True
+
+
+class DeadRelu(_InactiveUnits):
+    """A ReLU unit (a feature of a linear layer's output, a channel of a convolution's) is dead when it is > 0
+    in less than ``threshold_inactivity`` percent of its outputs (over the batch and positions) at a saved step.
+    Fires when more than ``threshold_layer`` percent of a layer's units are dead; value: that percent."""
+
+    what = "dead"
+    kinds = (("ReLU", "ReLU6"), "_output_0")
+
+    def __init__(self, base_trial, tensor_regex=(re.compile(".*relu_output"),), threshold_inactivity: float = 1.0, threshold_layer: float = 50.0):
+        by_type = [pattern.pattern for pattern in tensor_regex] == [".*relu_output"]
+        super().__init__(base_trial, [], tensor_regex, threshold_inactivity, threshold_layer, by_type)
+
+    def _inactive(self, name: str, values: np.ndarray) -> tuple[float, int]:
+        return rule_checks.inactive_unit_percent(values, self.threshold_inactivity)
+
+
+class SaturatedActivation(_InactiveUnits):
+    """A tanh or sigmoid unit is saturated when its input lies inside ``threshold_tanh`` (tensors whose name
+    holds "sigmoid": ``threshold_sigmoid``) in less than ``threshold_inactivity`` percent of its values at a
+    saved step; there the function is flat and passes (almost) no gradient. Fires when more than
+    ``threshold_layer`` percent of a layer's units are saturated; value: that percent."""
+
+    what = "saturated"
+    kinds = (("Tanh", "Sigmoid"), "_input_0")
+
+    def __init__(
+        self,
+        base_trial,
+        collection_names: list[str] | None = None,
+        tensor_regex=(re.compile(".*tanh_input"), re.compile(".*sigmoid_input")),
+        threshold_tanh: tuple[float, float] = (-9.4999, 9.4999),
+        threshold_sigmoid: tuple[float, float] = (-23.0, 16.99999),
+        threshold_inactivity: float = 1.0,
+        threshold_layer: float = 50.0,
+    ):
+        by_type = [pattern.pattern for pattern in tensor_regex] == [".*tanh_input", ".*sigmoid_input"]
+        super().__init__(base_trial, collection_names or [], tensor_regex, threshold_inactivity, threshold_layer, by_type)
+        self.threshold_tanh = tuple(threshold_tanh)
+        self.threshold_sigmoid = tuple(threshold_sigmoid)
+
+    def _inactive(self, name: str, values: np.ndarray) -> tuple[float, int]:
+        kind = self._kind_of(name)
+        sigmoid = kind == "Sigmoid" if kind is not None else "sigmoid" in name.lower()
+        low, high = self.threshold_sigmoid if sigmoid else self.threshold_tanh
+        return rule_checks.saturated_unit_percent(values, low, high, self.threshold_inactivity)
+
+
+class _SelectedTensors(Rule):
+    """AllZero, UnchangedTensor, TensorVariance: the union of ``collection_names`` and ``tensor_regex`` matches;
+    with neither, every saved tensor but the hook's scalars."""
+
+    def __init__(self, base_trial, collection_names, tensor_regex):
+        super().__init__(base_trial)
+        self.collection_names = list(collection_names or [])
+        self.regex = tuple(tensor_regex)
+        self._everything = not self.collection_names and not self.regex
+        self._selection = Selection(base_trial, self.collection_names, self.regex)
+
+    def requirements(self) -> list[Requirement]:
+        return _requirements(self.collection_names, self.regex)
+
+    def _values_at(self, step: int):
+        return _values_at(self._selection, step, skip_scalars=self._everything)
+
+
+class AllZero(_SelectedTensors):
+    """Fires when at least ``threshold`` percent (default 100: all) of a selected tensor's values are zero;
+    value: the percent of zeros."""
+
+    def __init__(self, base_trial, collection_names: list[str] | None = None, tensor_regex=(), threshold: float = 100.0):
+        super().__init__(base_trial, collection_names, tensor_regex)
+        self.threshold = threshold
+
+    def invoke_at_step(self, step: int) -> bool:
+        for name, values in self._values_at(step):
+            if values.size == 0:
+                continue
+            percent = rule_checks.zero_percent(values)
+            if percent >= self.threshold:
+                self.report(
+                    name,
+                    percent,
+                    f"{percent:.3g}% of the {values.size} values of {name} are zero at step {step} "
+                    f"(threshold {self.threshold:g}%)",
+                )
+                return True
+        return False
+
+
+class UnchangedTensor(_SelectedTensors):
+    """Fires when a selected tensor is ``numpy.allclose`` (``rtol``, ``atol``, ``equal_nan``) to itself over its
+    last ``num_steps`` saved steps (not necessarily consecutive); value: the largest absolute change seen.
+
+    The rule keeps a copy of each selected tensor for its last ``num_steps - 1`` saved steps."""
+
+    def __init__(
+        self,
+        base_trial,
+        collection_names: list[str] | None = None,
+        tensor_regex=(),
+        num_steps: int = 3,
+        rtol: float = 1e-05,
+        atol: float = 1e-08,
+        equal_nan: bool = False,
+    ):
+        super().__init__(base_trial, collection_names, tensor_regex)
+        self.num_steps, self.rtol, self.atol, self.equal_nan = num_steps, rtol, atol, equal_nan
+        self._history: dict[str, collections.deque[tuple[int, np.ndarray]]] = {}
+
+    def invoke_at_step(self, step: int) -> bool:
+        for name, values in self._values_at(step):
+            history = self._history.setdefault(name, collections.deque(maxlen=self.num_steps))
+            if history and history[-1][0] == step:
+                continue
+            history.append((step, np.array(values, copy=True)))
+            arrays = [array for _, array in history]
+            if len(history) < self.num_steps or not rule_checks.unchanged(arrays, self.rtol, self.atol, self.equal_nan):
+                continue
+            first = arrays[0].astype(np.float64)
+            change = max((float(np.nanmax(np.abs(a.astype(np.float64) - first), initial=0.0)) for a in arrays[1:]), default=0.0)
+            steps = ", ".join(str(s) for s, _ in history)
+            self.report(
+                name,
+                change,
+                f"{name} did not change over its last {self.num_steps} saved steps ({steps}): largest change "
+                f"{change:.3g} within numpy.allclose(rtol={self.rtol:g}, atol={self.atol:g}, equal_nan={self.equal_nan})",
+            )
+            return True
+        return False
+
+
+#: TensorVariance's issue kinds (contracts.rule_status.RuleIssue.kind): the planner's remedies key on them.
+ABOVE_MAX = "above_max"
+BELOW_MIN = "below_min"
+
+
+class TensorVariance(_SelectedTensors):
+    """Fires when a selected tensor's variance exceeds ``max_threshold`` (kind "above_max") or falls below
+    ``min_threshold`` (kind "below_min"); None means no bound on that side. Value: the variance."""
+
+    def __init__(
+        self,
+        base_trial,
+        collection_names: list[str] | None = None,
+        tensor_regex=(),
+        max_threshold: float | None = None,
+        min_threshold: float | None = None,
+    ):
+        super().__init__(base_trial, collection_names, tensor_regex)
+        self.max_threshold, self.min_threshold = max_threshold, min_threshold
+
+    def invoke_at_step(self, step: int) -> bool:
+        if self.max_threshold is None and self.min_threshold is None:
+            return False
+        for name, values in self._values_at(step):
+            found = rule_checks.variance(values)
+            if self.max_threshold is not None and found > self.max_threshold:
+                kind, bound = ABOVE_MAX, f"above max_threshold {self.max_threshold:g}"
+            elif self.min_threshold is not None and found < self.min_threshold:
+                kind, bound = BELOW_MIN, f"below min_threshold {self.min_threshold:g}"
+            else:
+                continue  # within bounds, or NaN (a non-finite tensor is ExplodingTensor's)
+            self.report(name, found, f"variance of {name} is {found:.3g} at step {step}, {bound}", kind=kind)
+            return True
+        return False
+
+
+def _as_array(value: Any) -> np.ndarray:
+    try:
+        return to_numpy(value)
+    except TypeError:  # a torch dtype numpy lacks (bfloat16): its float32 values
+        return to_numpy(value.float())
+
+
+class CheckInputImages(Rule):
+    """Fires when, over at least ``threshold_samples`` samples (the input's first axis), the mean of a colour
+    channel (axis ``channel``) of the model's input differs from 0 by more than ``threshold_mean``; value: that
+    mean. Fires at once, with kind "nan_input" and the count of bad values, when an input holds NaN or inf.
+
+    ``regex`` names the input tensor; its default (MXNet's model input) means the registered model's first
+    input, read at every step in the job. Other names are read where saved (the hook saves what they match)."""
+
+    def __init__(
+        self,
+        base_trial,
+        threshold_mean: float = 0.2,
+        threshold_samples: int = 500,
+        regex: re.Pattern[str] = re.compile(MXNET_MODEL_INPUT),
+        channel: int = 1,
+    ):
+        super().__init__(base_trial)
+        self.threshold_mean, self.threshold_samples, self.channel = threshold_mean, threshold_samples, channel
+        self.regex = regex
+        self._model_input = regex.pattern == MXNET_MODEL_INPUT
+        self._selection = Selection(base_trial, [], (regex,))
+        # per input tensor: samples seen, sum over steps of (channel means x samples)
+        self._samples: dict[str, int] = {}
+        self._sums: dict[str, np.ndarray] = {}
+
+    def requirements(self) -> list[Requirement]:
+        return [] if self._model_input else [Requirement(DEFAULT, None, (self.regex,))]
+
+    def _inputs_at(self, step: int):
+        live = getattr(self.base_trial, "model_inputs", None)
+        seen = set()
+        for name, value in (live(step) if live else {}).items():
+            if (name.endswith("_input_0") if self._model_input else self.regex.search(name)):
+                seen.add(name)
+                yield name, _as_array(value)
+        for name, values in _values_at(self._selection, step, skip_scalars=False):
+            if name not in seen:
+                yield name, values
+
+    def invoke_at_step(self, step: int) -> bool:
+        for name, images in self._inputs_at(step):
+            if np.issubdtype(images.dtype, np.inexact):
+                bad = int(np.count_nonzero(~np.isfinite(images)))
+                if bad:
+                    self.report(name, bad, f"{bad} NaN or infinite value(s) in the model input {name} at step {step}", kind=NAN_INPUT)
+                    return True
+            if self._accumulate(name, images) and self._judge(name, step):
+                return True
+        return False
+
+    def _accumulate(self, name: str, images: np.ndarray) -> bool:
+        axis = self.channel if self.channel >= 0 else images.ndim + self.channel
+        if images.ndim < 2 or not 0 < axis < images.ndim or images.shape[0] == 0:
+            return False  # no batch and channel axes to average over
+        weighted = rule_checks.channel_means(images, axis) * images.shape[0]
+        if name in self._sums and self._sums[name].shape != weighted.shape:
+            self._samples.pop(name)  # the channels changed: start again
+            self._sums.pop(name)
+        self._sums[name] = self._sums.get(name, 0.0) + weighted
+        self._samples[name] = self._samples.get(name, 0) + images.shape[0]
+        return True
+
+    def _judge(self, name: str, step: int) -> bool:
+        samples = self._samples[name]
+        if samples < self.threshold_samples:
+            return False
+        means = self._sums[name] / samples
+        worst = int(np.argmax(np.abs(means)))
+        mean = float(means[worst])
+        if abs(mean) <= self.threshold_mean:
+            return False
+        self.report(
+            name,
+            mean,
+            f"the mean of channel {worst} of the model input {name} over {samples} samples is {mean:.3g} at step "
+            f"{step}; it differs from 0 by more than threshold_mean {self.threshold_mean:g} (inputs not normalized?)",
+        )
+        return True
+
+
+TENSOR_RULES: dict[str, type[Rule]] = {
+    "DeadRelu": DeadRelu,
+    "SaturatedActivation": SaturatedActivation,
+    "AllZero": AllZero,
+    "UnchangedTensor": UnchangedTensor,
+    "TensorVariance": TensorVariance,
+    "CheckInputImages": CheckInputImages,
+}

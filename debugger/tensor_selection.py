@@ -1,0 +1,58 @@
+"""What a built-in rule reads: the union of some collections and regex matches among a trial's tensors, plus
+the trial's every-step signals. Shared by :mod:`debugger.builtin_rules` and :mod:`debugger.tensor_rules`."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+from debugger.trial import BaseTrial
+
+
+def first_value(array: Any) -> float:
+    """The first element of a (scalar or array) value as a float; NaN for an empty one."""
+    flat = np.asarray(array).reshape(-1)
+    return float(flat[0]) if flat.size else float("nan")
+
+
+class Selection:
+    """A rule's tensors: the union of some collections and regex matches (everything when both are empty),
+    recomputed only when new tensor names appear; plus the trial's every-step signals that match."""
+
+    def __init__(self, trial: BaseTrial, collections: list[str], regex: tuple[re.Pattern[str], ...], order=None):
+        self.trial, self.collections, self.regex, self.order = trial, collections, regex, order
+        self._known = -1
+        self._names: list[str] = []
+
+    def selects(self, name: str, member_of) -> bool:
+        if not self.collections and not self.regex:
+            return True
+        return any(collection in member_of for collection in self.collections) or any(
+            pattern.search(name) for pattern in self.regex
+        )
+
+    def names(self) -> list[str]:
+        membership = self.trial._names()
+        if len(membership) != self._known:
+            self._known = len(membership)
+            names = [name for name, member_of in membership.items() if self.selects(name, member_of)]
+            self._names = sorted(names, key=self.order) if self.order else names
+        return self._names
+
+    def values_at(self, step: int, skip: Callable[[str], bool] | None = None) -> Iterator[tuple[str, Any]]:
+        """(name, value) of the selected tensors with a value at ``step`` (read lazily; none for which ``skip``
+        says so), then the selected signals."""
+        available = self.trial.names_at(step)
+        seen = set()
+        for name in self.names():
+            if name in available:
+                seen.add(name)
+                if skip is None or not skip(name):
+                    yield name, self.trial.tensor(name).value(step)
+        signals = getattr(self.trial, "signals_at", None)
+        for name, (member_of, value) in (signals(step) if signals else {}).items():
+            if name not in seen and self.selects(name, member_of):
+                yield name, value
