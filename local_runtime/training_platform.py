@@ -30,15 +30,17 @@ import tarfile
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
-from contracts import ContractError
+from contracts import ContractError, bucket_layout
 from contracts.atomic_files import write_atomically
 from contracts.bucket_layout import split_s3_uri
 from contracts.job import (
+    DEFAULT_TENSORBOARD_LOCAL_PATH,
     HOOK_CONFIG_HYPERPARAMETER,
     SAGEMAKER_RESERVED_PREFIX,
+    TENSORBOARD_CONFIG_FILE,
     decode_hyperparameter,
     killed_process_failure_text,
     script_mode_arguments,
@@ -442,6 +444,12 @@ class LocalTrainingPlatform:
                 "RecordWrapperType": channel.get("RecordWrapperType", "None"),
             }
         _write_json(config_dir / "inputdataconfig.json", channels)
+        tensorboard = request.get("TensorBoardOutputConfig")
+        if tensorboard:  # as SageMaker: the file the job's hook reads, its LocalPath mapped into the job's directory
+            _write_json(
+                config_dir / TENSORBOARD_CONFIG_FILE,
+                {**tensorboard, "LocalPath": str(self.container_path(job, tensorboard.get("LocalPath")))},
+            )
         _write_json(
             config_dir / "resourceconfig.json",
             {"current_host": "algo-1", "hosts": ["algo-1"], "network_interface_name": "lo"},
@@ -472,7 +480,18 @@ class LocalTrainingPlatform:
             job.debug_output_uri,
             self._model_artifact_uri(job).rsplit("/", 1)[0] + "/",
         )
-        return [_Output(self.local_path_for(uri), *split_s3_uri(uri)) for uri in uris if uri]
+        outputs = [_Output(self.local_path_for(uri), *split_s3_uri(uri)) for uri in uris if uri]
+        tensorboard = job.request.get("TensorBoardOutputConfig")
+        if tensorboard:  # SageMaker uploads LocalPath to {S3OutputPath}/{job}/tensorboard-output/ as the job writes
+            uri = bucket_layout.tensorboard_job_uri(tensorboard["S3OutputPath"], job.name)
+            outputs.append(_Output(self.container_path(job, tensorboard.get("LocalPath")), *split_s3_uri(uri)))
+        return outputs
+
+    def container_path(self, job: TrainingJobRecord, path: str | None) -> Path:
+        """A container path of the job (/opt/ml/...) in its local directory, which stands for /opt/ml."""
+        container = PurePosixPath(path or DEFAULT_TENSORBOARD_LOCAL_PATH)
+        relative = container.relative_to("/opt/ml") if container.is_relative_to("/opt/ml") else container.relative_to("/")
+        return job.job_dir.joinpath(*relative.parts)
 
     def _model_artifact_uri(self, job: TrainingJobRecord) -> str:
         output_path = job.request["OutputDataConfig"]["S3OutputPath"].rstrip("/")
