@@ -7,7 +7,8 @@ its objective value (or held-out accuracy). The title says what happened: how ma
 changed.
 
 The figure is built from the summary's attempts (:func:`remediate.run_report.attempts_summary`) and each job's steps
-(the progress lines of its log, :mod:`contracts.progress_log`), so the same figure comes from a live platform or
+(the progress lines of its log, :mod:`contracts.progress_log`; for a script that prints none, its debugger's saved
+steps), so the same figure comes from a live platform or
 from a finished run directory (:func:`figure_for_run_dir`, what the walkthrough notebook shows).
 """
 
@@ -26,6 +27,8 @@ PANELS = (("loss", "loss", True), ("gradient_norm", "total gradient norm", True)
 JOBS_DIR = "jobs"
 LOG_FILE = "training.log"
 SUMMARY_FILE = "summary.json"
+BUCKETS_DIR = "buckets"
+DEBUG_OUTPUT_DIR = "debug-output"
 
 
 def steps_from_log(path: Path) -> list[dict[str, Any]]:
@@ -38,6 +41,28 @@ def steps_from_log(path: Path) -> list[dict[str, Any]]:
         if parsed is not None and parsed["kind"] == "training_step":
             steps.append(parsed)
     return steps
+
+
+def steps_from_debug_output(debug_dir: Path) -> list[dict[str, Any]]:
+    """The job's saved steps as its debugger recorded them (for a script that prints no progress lines): the loss,
+    total gradient norm and learning rate at each saved training step."""
+    from debugger.collection import LEARNING_RATE, LOSSES
+    from debugger.rules import TOTAL_GRADIENT_NORM
+    from debugger.trial import create_trial
+
+    if not Path(debug_dir).is_dir():
+        return []
+    trial = create_trial(debug_dir)
+    losses = trial.tensor_names(collection=LOSSES)
+    names = {"gradient_norm": TOTAL_GRADIENT_NORM, "loss": losses[0] if losses else None, "learning_rate": LEARNING_RATE}
+    rows: dict[int, dict[str, Any]] = {}
+    for field, name in names.items():
+        if name is None or not trial.has_tensor(name):
+            continue
+        tensor = trial.tensor(name)
+        for step in tensor.steps():
+            rows.setdefault(step, {"kind": "training_step", "step": step})[field] = float(tensor.value(step))
+    return [rows[step] for step in sorted(rows)]
 
 
 def _finite(value: Any) -> bool:
@@ -158,5 +183,10 @@ def figure_for_run_dir(run_dir: Path):
     run_dir = Path(run_dir)
     summary = json.loads((run_dir / SUMMARY_FILE).read_text(encoding="utf-8"))
     attempts = summary.get("attempts", [])
-    steps = {attempt["job_name"]: steps_from_log(run_dir / JOBS_DIR / attempt["job_name"] / LOG_FILE) for attempt in attempts}
+    steps = {}
+    for attempt in attempts:
+        name = attempt["job_name"]
+        steps[name] = steps_from_log(run_dir / JOBS_DIR / name / LOG_FILE) or steps_from_debug_output(
+            next(iter(run_dir.glob(f"{BUCKETS_DIR}/*/{DEBUG_OUTPUT_DIR}/{name}")), run_dir / "missing")
+        )
     return training_curves_figure(attempts, steps, summary.get("objective"))

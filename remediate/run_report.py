@@ -215,6 +215,8 @@ def plot_training_curves(platform: LocalTrainingPlatform, path: Path, summary: d
         platform.read_progress(job)
         with job.lock:
             steps[name] = list(job.steps)
+        if not steps[name]:  # a script that prints no progress lines: what its debugger saved
+            steps[name] = run_figure.steps_from_debug_output(platform.debug_output_dir(job))
     figure = run_figure.training_curves_figure(attempts, steps, (summary or {}).get("objective"))
     write_atomically(path, lambda handle: figure.savefig(handle, format="png", dpi=100))
     return path
