@@ -7,6 +7,7 @@
 #   make deploy      deploy the stack with your AWS credentials, e.g. ARGS="-c notification_email=you@example.com"
 #   make destroy     delete the stack (the artifacts bucket, its log bucket and the KMS key are retained)
 #   make cli         the remediate command alone (.venv/bin/remediate cloud ... against a deployed stack)
+#   make test-sdk    the Step Functions Data Science SDK against the state machine (its own .venv-sdk: sagemaker<3)
 # Each creates .venv and installs what it needs itself: local-run only requirements.txt, the CDK
 # targets only requirements-cdk.txt and the pinned CDK CLI and Node.js (npm ci), test both.
 
@@ -30,7 +31,7 @@ NODE_MIN_MAJOR := 22
 TORCH_VERSION := $(shell sed -n 's/^torch==//p' requirements.txt)
 TORCH_CPU_INDEX := https://download.pytorch.org/whl/cpu
 
-.PHONY: local-run cli test test-fast lint bench clean synth bootstrap deploy destroy node-check
+.PHONY: local-run cli test test-fast test-sdk lint bench clean synth bootstrap deploy destroy node-check
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -76,6 +77,21 @@ test: $(VENV)/.dev-installed node_modules/.installed node-check
 test-fast: $(VENV)/.dev-installed
 	$(BIN)/python -m pytest -q -n auto -m "not training and not cdk and not install" $(PYTEST_ARGS)
 
+# The Step Functions Data Science SDK (stepfunctions 2.3.0, sagemaker<3) is an optional extra with its own pins
+# (requirements-sdk.txt) in its own environment, layered over .venv's packages (a .pth entry) so torch and the rest
+# are not installed twice; its test is skipped in every other environment.
+SDK_VENV := .venv-sdk
+$(SDK_VENV)/.sdk-installed: requirements-sdk.txt $(VENV)/.dev-installed
+	$(BIN)/python -m venv $(SDK_VENV)
+	$(BIN)/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])" \
+	  > "$$($(SDK_VENV)/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/remediation-dev-venv.pth"
+	$(SDK_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -r requirements-sdk.txt
+	touch $@
+
+test-sdk: $(SDK_VENV)/.sdk-installed
+	SAGEMAKER_SUPPRESS_V2_WARNING=1 $(SDK_VENV)/bin/python -c "import stepfunctions"
+	SAGEMAKER_SUPPRESS_V2_WARNING=1 $(SDK_VENV)/bin/python -m pytest -q -p no:cacheprovider -rs tests/workflow/test_stepfunctions_sdk.py $(PYTEST_ARGS)
+
 # The CDK targets: the CLI runs cdk.json's app (.venv/bin/python app.py) on the pinned Node.js.
 synth: $(VENV)/.cdk-installed node_modules/.installed node-check
 	$(CDK) synth --quiet $(ARGS)
@@ -106,4 +122,4 @@ bench: $(VENV)/.runtime-installed
 	$(BIN)/python bench/remediation_policies.py
 
 clean:
-	rm -rf $(VENV) node_modules cdk.out .pytest_cache build *.egg-info
+	rm -rf $(VENV) $(SDK_VENV) node_modules cdk.out .pytest_cache build *.egg-info

@@ -7,6 +7,8 @@ the local runtime, the CDK stack (IAM scopes, lifecycle rules) and the CLI.
     s3://{bucket}/data/{channel}-{digest}/        a user's channel directory, by content
     s3://{bucket}/jobs/{job}/output/model.tar.gz  SageMaker's OutputDataConfig (it appends the job name)
     s3://{bucket}/debug-output/{job}/             the in-job debugger's output; rule-status.json at its root
+    s3://{bucket}/debug-output/{job}/tensorboard-output/   the job's TensorBoard event files (TensorBoardOutputConfig's
+                                                  default S3OutputPath is debug-output/; SageMaker appends the rest)
     s3://{bucket}/checkpoints/{job}/              CheckpointConfig
     s3://{bucket}/task-tokens/{job}.json          the task token of the execution's wait for that job (the
                                                   job-events Lambda keeps it; the job's state change uses it)
@@ -90,3 +92,17 @@ def checkpoint_uri(bucket: str, job_name: str) -> str:
 
 def task_token_key(job_name: str) -> str:
     return f"{TASK_TOKENS_PREFIX}{job_name}.json"
+
+
+#: SageMaker uploads a job's TensorBoard LocalPath to {TensorBoardOutputConfig.S3OutputPath}/{job}/ + this.
+TENSORBOARD_JOB_SUFFIX = "tensorboard-output/"
+
+
+def default_tensorboard_output_uri(bucket: str) -> str:
+    """The run_spec's default TensorBoard S3OutputPath: each job's event files then sit beside its debug output."""
+    return s3_uri(bucket, DEBUG_OUTPUT_PREFIX)
+
+
+def tensorboard_job_uri(tensorboard_output_uri: str, job_name: str) -> str:
+    """Where SageMaker puts one job's TensorBoard event files for an S3OutputPath."""
+    return f"{tensorboard_output_uri.rstrip('/')}/{job_name}/{TENSORBOARD_JOB_SUFFIX}"

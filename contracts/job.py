@@ -56,6 +56,13 @@ DEBUG_OUTPUT_DIR_ENV = "DEBUG_OUTPUT_DIR"
 DEFAULT_DEBUG_OUTPUT_DIR = "/opt/ml/output/tensors"
 #: Whether the debugger mirrors its output to the hook configuration's S3 path itself.
 DEBUG_OUTPUT_S3_SYNC_ENV = "DEBUG_OUTPUT_S3_SYNC"
+#: SageMaker's TensorBoardOutputConfig in the container: it writes {"LocalPath": ..., "S3OutputPath": ...} to this
+#: file and uploads what the job writes under LocalPath to {S3OutputPath}/{job}/tensorboard-output/ (smdebug's
+#: variable and default path; the training toolkit also names the directory in SM_INPUT_CONFIG_DIR).
+TENSORBOARD_CONFIG_FILE_ENV = "TENSORBOARD_CONFIG_FILE_PATH"
+TENSORBOARD_CONFIG_FILE = "tensorboardoutputconfig.json"
+INPUT_CONFIG_DIR_ENV = "SM_INPUT_CONFIG_DIR"
+DEFAULT_TENSORBOARD_LOCAL_PATH = "/opt/ml/output/tensorboard"
 #: SageMaker turns the text of this file into DescribeTrainingJob's FailureReason.
 FAILURE_FILE_ENV = "TRAINING_FAILURE_FILE"
 DEFAULT_FAILURE_FILE = "/opt/ml/output/failure"

@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from contracts import ContractError
+from contracts import ContractError, bucket_layout
 from contracts.job import (
     HYPERPARAMETER_NAME,
     MAX_HYPERPARAMETER_VALUE_LENGTH,
@@ -233,6 +233,29 @@ def check_job_name(name: str, limit: int = MAX_JOB_NAME_LENGTH) -> str:
 def check_s3_uri(uri: str) -> str:
     if not isinstance(uri, str) or not _S3_URI.match(uri):
         raise ValueError(f"must be an s3://bucket/key URI (got {uri!r})")
+    return uri
+
+
+#: The artifacts bucket's prefixes a training job may write to (infra/sagemaker_role.py) that suit TensorBoard files.
+TENSORBOARD_WRITABLE_PREFIXES = (bucket_layout.DEBUG_OUTPUT_PREFIX, bucket_layout.JOBS_PREFIX)
+
+
+def check_tensorboard_output_path(uri: str, bucket: str) -> str:
+    """The run_spec's TensorBoard S3OutputPath (with a trailing slash): an s3:// prefix the stack's SageMaker role may
+    write to. Raises ContractError naming tensorboard_output_path."""
+    try:
+        check_s3_uri(uri)
+    except ValueError as error:
+        raise ContractError("tensorboard_output_path", str(error)) from None
+    uri = uri if uri.endswith("/") else uri + "/"
+    given_bucket, _, key = uri.removeprefix("s3://").partition("/")
+    if given_bucket != bucket or not key.startswith(TENSORBOARD_WRITABLE_PREFIXES):
+        raise ContractError(
+            "tensorboard_output_path",
+            f"must be under s3://{bucket}/{TENSORBOARD_WRITABLE_PREFIXES[0]} or s3://{bucket}/"
+            f"{TENSORBOARD_WRITABLE_PREFIXES[1]}, where the stack's SageMaker role lets a job write (got {uri!r}); "
+            f"leave it out for s3://{bucket}/{TENSORBOARD_WRITABLE_PREFIXES[0]}",
+        )
     return uri
 
 

@@ -71,6 +71,7 @@ from debugger.save_config import SaveConfig, SaveConfigMode
 from debugger.stall_watchdog import StallWatchdog
 from debugger.step_writer import StepWriter
 from debugger.stop_training import StopTrainingRequested
+from debugger.tensorboard_events import TensorBoardEvents
 
 LEARNING_RATE_TENSOR = LEARNING_RATE
 #: Collections our own profile saves when the configuration names none (activations are opt-in).
@@ -101,12 +102,6 @@ class Hook(ScriptApi, StepCapture, RuleRunner):
     ):
         if profile not in (NATIVE, SMDEBUG):
             raise ValueError(f"profile must be {NATIVE!r} or {SMDEBUG!r}; got {profile!r}")
-        if settings.export_tensorboard or settings.tensorboard_dir:
-            raise ContractError(
-                "export_tensorboard",
-                "TensorBoard summaries are not written by this debugger; remove export_tensorboard/tensorboard_dir "
-                "(the saved tensors are read with smdebug.trials.create_trial)",
-            )
         self.profile = profile
         self.settings = settings
         self.out_dir = Path(out_dir)
@@ -169,6 +164,9 @@ class Hook(ScriptApi, StepCapture, RuleRunner):
         if destination and (s3_output_path or mirroring_enabled(destination)):
             self.mirror = S3Mirror(self.out_dir, destination)
         self._writer = StepWriter(self.out_dir, on_written=self.mirror.enqueue if self.mirror else None)
+        self.tensorboard = None if self.dry_run else TensorBoardEvents.for_hook(
+            settings.export_tensorboard, settings.tensorboard_dir, self.out_dir
+        )
         self.write_status()
         _OPEN_HOOKS.append(self)
         self._stall_watchdog = StallWatchdog.for_hook(self)  # StalledTrainingRule's clock starts now
@@ -360,6 +358,8 @@ class Hook(ScriptApi, StepCapture, RuleRunner):
         for handle in [*self._handles, *self._grad_handles]:
             handle.remove()
         self._writer.close()
+        if self.tensorboard is not None:
+            self.tensorboard.close()
         self._write_collections()
         if training_ended:
             for state in self._rules:

@@ -277,10 +277,31 @@ class StepCapture:
             self.trial.add_saved_step(step, dict(open_step.record.tensors), open_step.record.membership, open_step.mode, open_step.mode_step)
         self._pending_loss = None
         self._evaluate_rules(step, learning_rate)
+        if self.tensorboard is not None:
+            self._write_tensorboard(open_step, training, loss, gradient_norm, learning_rate)
         if self._stop is not None:
             self._finalize_open_step()
             self._flush_writer()
             raise self._stop
+
+    def _write_tensorboard(
+        self, open_step: _OpenStep, training: bool, loss: float | None, gradient_norm: float | None, learning_rate: float | None
+    ) -> None:
+        """The step's TensorBoard scalars (and histograms at a saved step): :mod:`debugger.tensorboard_events`."""
+        if not training:
+            self.tensorboard.evaluation_step(open_step.step, loss)
+            return
+        self.tensorboard.training_step(
+            open_step.step,
+            loss=loss,
+            gradient_norm=gradient_norm,
+            learning_rate=learning_rate,
+            parameters=self._parameters,
+            rule_statuses=[(state.spec.name, state.status) for state in self._rules],
+            saved=bool(open_step.saving),
+        )
+        if self._stop is not None:
+            self.tensorboard.flush()  # the step that stopped training is on disk before the job ends
 
     def _close_open_step(self) -> None:
         """End the open step: its check if it had none (an evaluation step), then hand its record to the writer."""

@@ -33,12 +33,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from contracts import ContractError
+from contracts import ContractError, bucket_layout
 from contracts.atomic_files import write_atomically
 from contracts.bucket_layout import split_s3_uri
 from contracts.job import (
     HOOK_CONFIG_HYPERPARAMETER,
     SAGEMAKER_RESERVED_PREFIX,
+    TENSORBOARD_CONFIG_FILE,
     decode_hyperparameter,
     killed_process_failure_text,
     script_mode_arguments,
@@ -442,6 +443,9 @@ class LocalTrainingPlatform:
                 "RecordWrapperType": channel.get("RecordWrapperType", "None"),
             }
         _write_json(config_dir / "inputdataconfig.json", channels)
+        tensorboard = request.get("TensorBoardOutputConfig")
+        if tensorboard:  # as SageMaker: the file the job's hook reads (LocalPath: see tensorboard_dir)
+            _write_json(config_dir / TENSORBOARD_CONFIG_FILE, {**tensorboard, "LocalPath": str(self.tensorboard_dir(job))})
         _write_json(
             config_dir / "resourceconfig.json",
             {"current_host": "algo-1", "hosts": ["algo-1"], "network_interface_name": "lo"},
@@ -466,13 +470,26 @@ class LocalTrainingPlatform:
                 output.local_dir.mkdir(parents=True, exist_ok=True)
 
     def _output_locations(self, job: TrainingJobRecord) -> list[_Output]:
-        """Checkpoints, debug output and the model artifact's folder: local directories mirrored to S3."""
+        """Checkpoints, debug output, the model artifact's folder and TensorBoard's: local directories mirrored to S3
+        (a file two of them hold, TensorBoard's inside the debug output, is put once: the sync keys by S3 key)."""
         uris = (
             job.request.get("CheckpointConfig", {}).get("S3Uri"),
             job.debug_output_uri,
             self._model_artifact_uri(job).rsplit("/", 1)[0] + "/",
+            self._tensorboard_uri(job),
         )
         return [_Output(self.local_path_for(uri), *split_s3_uri(uri)) for uri in uris if uri]
+
+    def _tensorboard_uri(self, job: TrainingJobRecord) -> str | None:
+        """Where SageMaker uploads the job's TensorBoardOutputConfig LocalPath: {S3OutputPath}/{job}/tensorboard-output/."""
+        tensorboard = job.request.get("TensorBoardOutputConfig")
+        return bucket_layout.tensorboard_job_uri(tensorboard["S3OutputPath"], job.name) if tensorboard else None
+
+    def tensorboard_dir(self, job: TrainingJobRecord) -> Path | None:
+        """The job's TensorBoard LocalPath here: its S3 destination's local mirror, as for the other outputs (so a run
+        directory's buckets/ hold every job's event files where S3 would, for one ``tensorboard --logdir``)."""
+        uri = self._tensorboard_uri(job)
+        return self.local_path_for(uri) if uri else None
 
     def _model_artifact_uri(self, job: TrainingJobRecord) -> str:
         output_path = job.request["OutputDataConfig"]["S3OutputPath"].rstrip("/")

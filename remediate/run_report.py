@@ -7,7 +7,8 @@
 <run dir>/execution-history.json    every Step Functions history event
 <run dir>/final-payload.json        the state payload at the end ({"state": ...})
 <run dir>/notifications.json        every SNS notification, in arrival order
-<run dir>/training-curves.png       loss and gradient norm per attempt
+<run dir>/training-curves.png       loss, gradient norm and learning rate per attempt, the rules that fired
+                                    (remediate.run_figure)
 <run dir>/jobs/<job>/training.log   each job's log (and its /opt/ml-like folders)
 <run dir>/buckets/<bucket>/...      the local S3 mirror: debug-output/<job>/, checkpoints/<job>/, jobs/<job>/output/
 <run dir>/lambda.log                the handlers' log lines (and Python warnings)
@@ -24,6 +25,7 @@ from typing import Any
 from contracts.atomic_files import write_atomically
 from local_runtime.job_process import format_bytes
 from local_runtime.training_platform import LOG_FILE, LocalTrainingPlatform
+from remediate import run_figure
 
 SUMMARY_FILE = "summary.json"
 EXECUTION_FILE = "execution.json"
@@ -200,55 +202,21 @@ def write_run_files(
     write_json(run_dir / FINAL_PAYLOAD_FILE, payload or {})
     write_json(run_dir / NOTIFICATIONS_FILE, notifications)
     if platform is not None:
-        plot_training_curves(platform, run_dir / PLOT_FILE)
+        plot_training_curves(platform, run_dir / PLOT_FILE, summary)
     write_json(run_dir / SUMMARY_FILE, summary)
 
 
-def plot_training_curves(platform: LocalTrainingPlatform, path: Path) -> Path:
-    """Loss and gradient norm per step, one line per attempt; a cross where a value stopped being finite."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, (loss_axis, norm_axis) = plt.subplots(2, 1, figsize=(9, 7), sharex=False)
-    for number, name in enumerate(platform.job_names(), start=1):
+def plot_training_curves(platform: LocalTrainingPlatform, path: Path, summary: dict[str, Any] | None = None) -> Path:
+    """The run's figure (:mod:`remediate.run_figure`) from the platform's jobs and the summary's attempts."""
+    attempts = (summary or {}).get("attempts") or attempts_summary(None, platform)
+    steps = {}
+    for name in platform.job_names():
         job = platform.job(name)
         platform.read_progress(job)
         with job.lock:
-            steps = list(job.steps)
-        label = f"attempt {number}: {name}"
-        for axis, field in ((loss_axis, "loss"), (norm_axis, "gradient_norm")):
-            points = [
-                (s["step"], s.get(field)) for s in steps if isinstance(s.get(field), float) and math.isfinite(s[field])
-            ]
-            bad = [s["step"] for s in steps if not (isinstance(s.get(field), float) and math.isfinite(s[field]))]
-            if points:
-                marker = "o" if len(points) < 40 else None  # a job stopped after a step or two is still visible
-                line = axis.plot(
-                    [p[0] for p in points],
-                    [p[1] for p in points],
-                    label=label,
-                    linewidth=1.2,
-                    marker=marker,
-                    markersize=3,
-                )[0]
-                if bad:
-                    axis.scatter([bad[0]], [points[-1][1]], marker="x", s=60, color=line.get_color())
-    loss_axis.set_title("Training loss per step (x: first non-finite value)")
-    loss_axis.set_ylabel("loss")
-    loss_axis.set_yscale("log")
-    norm_axis.set_title("Total gradient norm per step")
-    norm_axis.set_ylabel("gradient norm")
-    norm_axis.set_yscale("log")
-    norm_axis.set_xlabel("step")
-    for axis in (loss_axis, norm_axis):
-        axis.grid(True, alpha=0.3)
-        if axis.get_legend_handles_labels()[0]:
-            axis.legend(fontsize=8)
-    figure.tight_layout()
-    try:
-        write_atomically(path, lambda handle: figure.savefig(handle, format="png", dpi=100))
-    finally:
-        plt.close(figure)
+            steps[name] = list(job.steps)
+        if not steps[name]:  # a script that prints no progress lines: what its debugger saved
+            steps[name] = run_figure.steps_from_debug_output(platform.debug_output_dir(job))
+    figure = run_figure.training_curves_figure(attempts, steps, (summary or {}).get("objective"))
+    write_atomically(path, lambda handle: figure.savefig(handle, format="png", dpi=100))
     return path

@@ -24,7 +24,7 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
-from contracts import ContractError
+from contracts import ContractError, bucket_layout
 from contracts import run_spec as bounds
 from contracts.objective import Objective
 from contracts.remedies import adapt_to_script, parse_remedies, remedies_to_json, same_kind
@@ -113,6 +113,9 @@ class ExecutionInput(BaseModel):
     #: The wait's fallback poll: the job's state change ends the wait at once; this is only its timeout.
     monitor_interval_seconds: MonitorInterval = 600
     max_run_seconds: MaxRunSeconds = 3600
+    #: Where SageMaker uploads each job's TensorBoard event files (TensorBoardOutputConfig.S3OutputPath); left out:
+    #: s3://{bucket}/debug-output/, so they sit at debug-output/{job}/tensorboard-output/ beside the debug output.
+    tensorboard_output_path: S3Uri | None = None
 
     SAMPLE_KEYS: ClassVar[tuple[str, ...]] = tuple(builtin_example.SAMPLE_KEYS)
 
@@ -212,6 +215,9 @@ def _resolve(given: ExecutionInput, keys: set[str]) -> WorkflowState:
         use_spot_instances=given.use_spot_instances,
         legacy_sagemaker_debugger=given.legacy_sagemaker_debugger,
         max_run_seconds=given.max_run_seconds,
+        tensorboard_output_path=bounds.check_tensorboard_output_path(
+            given.tensorboard_output_path or bucket_layout.default_tensorboard_output_uri(given.bucket), given.bucket
+        ),
     )
     return WorkflowState(
         run_spec=run_spec,

@@ -26,6 +26,7 @@ from typing import Any
 from contracts import bucket_layout, debugger_config, rule_selection
 from contracts import run_spec as bounds
 from contracts.job import (
+    DEFAULT_TENSORBOARD_LOCAL_PATH,
     ENTRY_POINT_HYPERPARAMETER,
     HOOK_CONFIG_HYPERPARAMETER,
     LAUNCHER_PROGRAM,
@@ -187,6 +188,15 @@ def legacy_debug_rule_configurations(run_spec: RunSpec, job_name: str) -> list[d
     return configurations
 
 
+def tensorboard_output_config(run_spec: RunSpec) -> dict[str, str]:
+    """CreateTrainingJob's TensorBoardOutputConfig: the job's hook writes event files under LocalPath (it reads the
+    file SageMaker writes from this) and SageMaker uploads them to {S3OutputPath}{job}/tensorboard-output/."""
+    return {
+        "LocalPath": DEFAULT_TENSORBOARD_LOCAL_PATH,
+        "S3OutputPath": run_spec.tensorboard_output_path or bucket_layout.default_tensorboard_output_uri(run_spec.bucket),
+    }
+
+
 # --------------------------------------------------------------------------- the request
 
 
@@ -282,6 +292,7 @@ def build_create_training_job_request(
         "Environment": {"DEBUG_OUTPUT_S3_SYNC": "on"},
         "Tags": [{"Key": key, "Value": value} for key, value in all_tags.items()],
     }
+    request["TensorBoardOutputConfig"] = tensorboard_output_config(run_spec)
     if run_spec.channels:  # a script that makes its own data has none (SageMaker wants at least one if given)
         request["InputDataConfig"] = [_channel(name, uri) for name, uri in run_spec.channels.items()]
     if run_spec.legacy_sagemaker_debugger:

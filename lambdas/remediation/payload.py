@@ -205,6 +205,9 @@ class RunSpec(BaseModel):
     use_spot_instances: Flag
     legacy_sagemaker_debugger: Flag
     max_run_seconds: MaxRunSeconds
+    #: TensorBoardOutputConfig.S3OutputPath: each job's event files land at {it}{job}/tensorboard-output/.
+    #: None (a payload from before the field): the default beside the debug output.
+    tensorboard_output_path: S3Uri | None = None
 
     @model_validator(mode="after")
     def _local_instances_cannot_use_spot(self) -> RunSpec:

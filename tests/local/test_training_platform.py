@@ -123,6 +123,21 @@ def test_completed_job_follows_the_container_contract_and_answers_in_sagemakers_
     assert report["pgid"] == report["pid"], "the job runs in its own process group"
 
 
+def test_tensorboard_output_config_is_written_for_the_job_and_its_local_path_uploaded(platform_env):
+    platform, sagemaker, s3 = platform_env
+    name = "remediation-tensorboard-1"
+    config = {"LocalPath": "/opt/ml/output/tensorboard", "S3OutputPath": f"s3://{BUCKET}/debug-output/"}
+    sagemaker.create_training_job(**request(name, TensorBoardOutputConfig=config))
+    described = wait_for(sagemaker, name)
+    assert described["TrainingJobStatus"] == "Completed" and described["TensorBoardOutputConfig"] == config
+    written = json.loads((platform.job_dir(name) / "input" / "config" / "tensorboardoutputconfig.json").read_text())
+    assert written["S3OutputPath"] == config["S3OutputPath"]
+    # SageMaker's upload: {S3OutputPath}/{job}/tensorboard-output/, which the run directory mirrors on disk
+    key = f"debug-output/{name}/tensorboard-output/events.out.tfevents.test"
+    assert s3.get_object(Bucket=BUCKET, Key=key)["Body"].read() == b"events"
+    assert written["LocalPath"] == str(platform.local_path_for(f"s3://{BUCKET}/{key}").parent)
+
+
 def test_failed_job_reports_the_failure_file_as_its_reason(platform_env):
     _, sagemaker, _ = platform_env
     sagemaker.create_training_job(**request("remediation-fail-1", mode="fail"))

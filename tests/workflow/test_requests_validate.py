@@ -21,6 +21,7 @@ from contracts.job import (
 from debugger.launcher import split_arguments
 from lambdas.remediation import job_request, notifications
 from lambdas.remediation.execution_input import initial_state
+from lambdas.remediation.validation_messages import InvalidExecutionInput
 from model.hyperparameters import parse_hyperparameters
 
 INPUT = {
@@ -45,6 +46,26 @@ def test_create_training_job_request_is_valid(legacy, spot):
     assert ("DebugHookConfig" in request) is legacy and ("DebugRuleConfigurations" in request) is legacy
     assert request["EnableManagedSpotTraining"] is spot
     assert ("MaxWaitTimeInSeconds" in request["StoppingCondition"]) is spot
+    # SageMaker uploads LocalPath to {S3OutputPath}{job}/tensorboard-output/: beside the job's debug output
+    assert request["TensorBoardOutputConfig"] == {
+        "LocalPath": "/opt/ml/output/tensorboard",
+        "S3OutputPath": "s3://remediation-artifacts/debug-output/",
+    }
+
+
+def test_the_run_spec_names_the_tensorboard_output_and_a_bad_one_is_refused():
+    state = initial_state({**INPUT, "tensorboard_output_path": "s3://remediation-artifacts/jobs/tensorboard"})
+    request = job_request.build_create_training_job_request(state, "remediation-x-1")
+    _validate("sagemaker", "CreateTrainingJob", request)
+    assert request["TensorBoardOutputConfig"]["S3OutputPath"] == "s3://remediation-artifacts/jobs/tensorboard/"
+    for bad, problem in (
+        ("s3://another-bucket/debug-output/", "must be under s3://remediation-artifacts/debug-output/"),
+        ("s3://remediation-artifacts/tensorboard/", "where the stack's SageMaker role lets a job write"),
+        ("/tmp/tensorboard", "must be an s3://bucket/key URI"),
+    ):
+        with pytest.raises(InvalidExecutionInput, match="tensorboard_output_path") as refused:
+            initial_state({**INPUT, "tensorboard_output_path": bad})
+        assert problem in str(refused.value)
 
 
 def test_the_validator_would_catch_a_broken_request():
