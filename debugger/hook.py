@@ -142,6 +142,7 @@ class Hook(ScriptApi, StepCapture, RuleRunner):
         self._setup_collections(settings, include_collections)
         self._extra_save_steps: dict[str, set[int]] = {}
         self.trial = LiveTrial(self.out_dir, expose_signals=profile == NATIVE, flush=self._flush_writer)
+        self.trial.worker = self.worker_role.worker  # a rule in the job reads this rank's tensors
         self._rules = [_RuleState(spec, build_rule(spec, self.trial, source_dir)) for spec in rule_specs]
         for state in self._rules:
             for requirement in state.rule.requirements():

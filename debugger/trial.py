@@ -145,12 +145,15 @@ class BaseTrial:
             step = self._to_global(mode_step, mode)
         return step
 
+    #: Whose tensors this trial holds: the chief's for a job's output; in the job, the rank's own (LiveTrial).
+    worker = WORKER
+
     def workers(self) -> list[str]:
-        return [WORKER] if self._global_to_mode else []
+        return [self.worker] if self._global_to_mode else []
 
     def worker_trial(self, worker: str) -> BaseTrial:
-        """The trial of one worker's own tensors (this one for the chief, worker_0)."""
-        if worker != WORKER or not self._global_to_mode:
+        """The trial of one worker's own tensors (this one for its own worker)."""
+        if worker != self.worker or not self._global_to_mode:
             raise InvalidWorker(worker)
         return self
 
@@ -253,13 +256,14 @@ class Trial(BaseTrial):
         return own + [name for name in self.source.worker_names() if name not in own]
 
     def worker_trial(self, worker: str) -> Trial:
-        if worker == WORKER and self._global_to_mode:
+        if worker == self.worker and self._global_to_mode:
             return self
         trial = self._worker_trials.get(worker)
         if trial is None:
             if worker not in self.workers():
                 raise InvalidWorker(worker)
             trial = Trial(self.source.worker_location(worker), name=f"{self.name}/{worker}", range_steps=self.range_steps)
+            trial.worker = worker
             self._worker_trials[worker] = trial
         return trial
 

@@ -94,3 +94,11 @@ def test_every_rank_records_its_own_tensors_and_a_trial_reads_them_per_worker(tm
     with pytest.raises(InvalidWorker):
         trial.tensor(name).value(4, worker="worker_7")
     json.loads((out_dir / RULE_STATUS_FILE).read_text())  # the chief's document, ended cleanly
+
+
+def test_a_workers_own_output_opens_as_that_workers_trial(tmp_path):
+    out_dir = tmp_path / "debug"
+    run_ranks(out_dir, steps=4, poison_rank=-1, poison_step=-1)
+    worker = create_trial(out_dir).worker_trial("worker_1")
+    assert worker.workers() == ["worker_1"] and worker.steps() == [0, 2]
+    assert worker.tensor("gradient/0.weight").workers(2) == ["worker_1"]
