@@ -59,6 +59,7 @@ from debugger.container_config import (  # noqa: F401 - importable from here as 
     read_container_hook_config,
     rule_configs_from_environment,
 )
+from debugger.distributed import StopExchange, WorkerRole
 from debugger.hook_api import ScriptApi
 from debugger.hook_rules import RuleRunner, _now, _RuleState
 from debugger.hook_steps import NATIVE, SMDEBUG, StepCapture
@@ -104,9 +105,12 @@ class Hook(ScriptApi, StepCapture, RuleRunner):
             raise ValueError(f"profile must be {NATIVE!r} or {SMDEBUG!r}; got {profile!r}")
         self.profile = profile
         self.settings = settings
-        self.out_dir = Path(out_dir)
+        #: Under torch.distributed: this process's rank; the chief writes the job's output, the others their own.
+        self.worker_role = WorkerRole.of_this_process()
+        self._stop_exchange = StopExchange(self.worker_role)
+        self.out_dir = self.worker_role.output_dir(Path(out_dir))
         self.job_name = job_name
-        self.dry_run = settings.dry_run
+        self.dry_run = settings.dry_run or not self.worker_role.records(settings.include_workers)
         self.include_workers = settings.include_workers
         self.save_config: SaveConfig = settings.save_config
         self.reduction_config: ReductionConfig | None = settings.reduction_config
@@ -114,6 +118,7 @@ class Hook(ScriptApi, StepCapture, RuleRunner):
         self._extra_save_steps: dict[str, set[int]] = {}
         self._extra_save_every: dict[str, set[int]] = {}
         self.trial = LiveTrial(self.out_dir, expose_signals=profile == NATIVE, flush=self._flush_writer)
+        self.trial.worker = self.worker_role.worker  # a rule in the job reads this rank's tensors
         self._rules = [_RuleState(spec, build_rule(spec, self.trial, source_dir)) for spec in rule_specs]
         self._stall_watchdog: StallWatchdog | None = None
         for state in self._rules:
@@ -159,9 +164,9 @@ class Hook(ScriptApi, StepCapture, RuleRunner):
         self._last_status_write = 0.0
 
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        destination = s3_output_path or settings.s3_output_path
+        destination = self.worker_role.s3_output_path(s3_output_path or settings.s3_output_path)
         self.mirror = None
-        if destination and (s3_output_path or mirroring_enabled(destination)):
+        if destination and not self.dry_run and (s3_output_path or mirroring_enabled(destination)):
             self.mirror = S3Mirror(self.out_dir, destination)
         self._writer = StepWriter(self.out_dir, on_written=self.mirror.enqueue if self.mirror else None)
         self.tensorboard = None if self.dry_run else TensorBoardEvents.for_hook(

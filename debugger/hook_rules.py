@@ -140,8 +140,10 @@ class RuleRunner:
         )
 
     def write_status(self, training_ended: bool = False) -> RuleStatusDocument:
-        """Write rule-status.json atomically (and to S3 when mirroring)."""
+        """Write rule-status.json atomically (and to S3 when mirroring); under torch.distributed only rank 0 does."""
         document = self.status_document(training_ended)
+        if not self.worker_role.is_chief:
+            return document  # one document per job: the chief's (debugger.distributed)
         text = document.to_json()
         storage.atomic_write_text(self.out_dir / RULE_STATUS_FILE, text)
         self._last_status_write = time.monotonic()

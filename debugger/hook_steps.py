@@ -30,6 +30,7 @@ from debugger.collection import (
     SM_METRICS,
     WEIGHTS,
 )
+from debugger.distributed import exchange_stop
 from debugger.modes import ModeKeys
 from debugger.reductions import ReductionConfig
 from debugger.rules import GRADIENT_PREFIX, TOTAL_GRADIENT_NORM
@@ -216,8 +217,11 @@ class StepCapture:
     def _builtin_of(self, name: str) -> tuple[str, ...]:
         return tuple(collection for collection in (WEIGHTS, BIASES) if self.collection_manager.get(collection).matches(name))
 
-    def _check_step(self) -> None:
-        """The step's check: signals, gradients, rules. Raises StopTrainingRequested when a rule stops training."""
+    def _check_step(self, collective: bool = False) -> None:
+        """The step's check: signals, gradients, rules. Raises StopTrainingRequested when a rule stops training.
+
+        ``collective``: a training step's check, which every rank makes at the same step (the end of backward or
+        the optimizer step), so the ranks can exchange whether one of them stops (debugger.distributed)."""
         if self._stop is not None:
             raise self._stop
         if self._open is None:
@@ -279,6 +283,8 @@ class StepCapture:
         self._evaluate_rules(step, learning_rate)
         if self.tensorboard is not None:
             self._write_tensorboard(open_step, training, loss, gradient_norm, learning_rate)
+        if collective and self.worker_role.distributed:
+            exchange_stop(self, step)
         if self._stop is not None:
             self._finalize_open_step()
             self._flush_writer()
@@ -398,7 +404,7 @@ class StepCapture:
 
     def end_step(self) -> None:
         """The step's check (called by the torch hooks); our profile also ends the step here."""
-        self._check_step()
+        self._check_step(collective=True)
         if self.profile == NATIVE:
             self._finalize_open_step()
 

@@ -37,6 +37,13 @@ class Tensor:
         self.trial = trial
         self.name = name
 
+    def _of(self, worker: str | None) -> Tensor | None:
+        """This tensor in another worker's output (torch.distributed), or None for this trial's own values."""
+        if worker is None:
+            return None
+        trial = self.trial.worker_trial(worker)
+        return None if trial is self.trial else Tensor(trial, self.name)
+
     def _global(self, step_num: int, mode: Any) -> int:
         mode = parse_mode(mode)
         step = self.trial._to_global(int(step_num), mode)
@@ -59,6 +66,8 @@ class Tensor:
         return step is not None and self.trial._has(self.name, step)
 
     def value(self, step_num: int, mode=ModeKeys.GLOBAL, worker: str | None = None) -> np.ndarray:
+        if (other := self._of(worker)) is not None:
+            return other.value(step_num, mode)
         step = self._global(step_num, mode)
         array = self.trial._value(self.name, step)
         if array is None:
@@ -67,6 +76,8 @@ class Tensor:
 
     def reduction_value(self, step_num: int, reduction_name: str, mode=ModeKeys.GLOBAL, worker: str | None = None, abs: bool = False):  # noqa: A002
         """The saved reduction, else computed from the saved tensor; TensorUnavailableForStep when neither was saved."""
+        if (other := self._of(worker)) is not None:
+            return other.reduction_value(step_num, reduction_name, mode, abs=abs)
         if reduction_name not in (*ALLOWED_REDUCTIONS, *ALLOWED_NORMS, NONFINITE_COUNT):
             raise ValueError(
                 f"reduction_name must be one of {', '.join(ALLOWED_REDUCTIONS + ALLOWED_NORMS)}; got {reduction_name!r}"
@@ -85,6 +96,8 @@ class Tensor:
 
     def reduction_values(self, step_num: int, mode=ModeKeys.GLOBAL, worker: str | None = None) -> dict[tuple[str, bool], Any]:
         """The reductions saved at that step: {(reduction_name, abs): value} (none are computed here)."""
+        if (other := self._of(worker)) is not None:
+            return other.reduction_values(step_num, mode)
         step = self._global(step_num, mode)
         values = {}
         for key, value in self.trial._reductions(self.name, step).items():
@@ -93,6 +106,8 @@ class Tensor:
         return values
 
     def shape(self, step_num: int, mode=ModeKeys.GLOBAL, worker: str | None = None) -> tuple[int, ...]:
+        if (other := self._of(worker)) is not None:
+            return other.shape(step_num, mode)
         mode = parse_mode(mode)
         step = self.trial._to_global(int(step_num), mode)
         shape = None if step is None else self.trial._shape(self.name, step)
@@ -101,6 +116,8 @@ class Tensor:
         return tuple(shape)
 
     def values(self, mode=ModeKeys.GLOBAL, worker: str | None = None) -> dict[int, np.ndarray]:
+        if (other := self._of(worker)) is not None:
+            return other.values(mode)
         values = {}
         for step in self.steps(mode):
             try:
@@ -110,6 +127,8 @@ class Tensor:
         return values
 
     def shapes(self, mode=ModeKeys.GLOBAL, worker: str | None = None) -> dict[int, tuple[int, ...]]:
+        if (other := self._of(worker)) is not None:
+            return other.shapes(mode)
         shapes = {}
         for step in self.steps(mode):
             try:
@@ -119,7 +138,15 @@ class Tensor:
         return shapes
 
     def workers(self, step_num: int, mode=ModeKeys.GLOBAL) -> list[str]:
-        return [WORKER] if self.has_step(step_num, mode) else []
+        """The workers that saved this tensor at that step (worker_0 alone unless others recorded their own)."""
+        found = []
+        for worker in self.trial.workers():
+            trial = self.trial.worker_trial(worker)
+            if trial is not self.trial:
+                trial.maybe_refresh()
+            if Tensor(trial, self.name).has_step(step_num, mode):
+                found.append(worker)
+        return found
 
     def prev_steps(self, step: int, n: int, mode=ModeKeys.GLOBAL) -> list[int]:
         earlier = [saved for saved in self.steps(mode) if saved < step]

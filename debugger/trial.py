@@ -31,6 +31,7 @@ from debugger import storage
 from debugger.collection import Collection
 from debugger.exceptions import (
     IndexReaderException,
+    InvalidWorker,
     NoMoreData,
     StepUnavailable,
     TensorUnavailable,
@@ -144,8 +145,17 @@ class BaseTrial:
             step = self._to_global(mode_step, mode)
         return step
 
+    #: Whose tensors this trial holds: the chief's for a job's output; in the job, the rank's own (LiveTrial).
+    worker = WORKER
+
     def workers(self) -> list[str]:
-        return [WORKER] if self._global_to_mode else []
+        return [self.worker] if self._global_to_mode else []
+
+    def worker_trial(self, worker: str) -> BaseTrial:
+        """The trial of one worker's own tensors (this one for its own worker)."""
+        if worker != self.worker or not self._global_to_mode:
+            raise InvalidWorker(worker)
+        return self
 
     def names_at(self, step: int) -> set[str]:
         """Names of the tensors with a value at global ``step`` (rules call it every step)."""
@@ -188,6 +198,7 @@ class Trial(BaseTrial):
         self._metrics: dict[str, dict[int, float]] = {}
         self._cache: _collections.OrderedDict[int, dict[str, np.ndarray]] = _collections.OrderedDict()
         self._cache_steps = cache_steps
+        self._worker_trials: dict[str, Trial] = {}
         self.refresh()
 
     def _in_range(self, step: int) -> bool:
@@ -236,6 +247,25 @@ class Trial(BaseTrial):
     def rule_status(self) -> RuleStatusDocument | None:
         text = self.source.read_text(RULE_STATUS_FILE)
         return None if text is None else RuleStatusDocument.from_json(text)
+
+    # --- workers (torch.distributed: debugger.distributed)
+    def workers(self) -> list[str]:
+        """smdebug's worker names: worker_0 (the chief, this output's own steps) and every other worker that
+        recorded its own tensors (include_workers="all")."""
+        own = super().workers()
+        return own + [name for name in self.source.worker_names() if name not in own]
+
+    def worker_trial(self, worker: str) -> Trial:
+        if worker == self.worker and self._global_to_mode:
+            return self
+        trial = self._worker_trials.get(worker)
+        if trial is None:
+            if worker not in self.workers():
+                raise InvalidWorker(worker)
+            trial = Trial(self.source.worker_location(worker), name=f"{self.name}/{worker}", range_steps=self.range_steps)
+            trial.worker = worker
+            self._worker_trials[worker] = trial
+        return trial
 
     def collections(self) -> dict[str, Collection]:
         text = self.source.read_text(storage.COLLECTIONS_FILE)

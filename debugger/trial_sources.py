@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import BinaryIO
 from urllib.parse import urlparse
 
+from contracts.distributed import WORKERS_DIR
 from debugger import storage
 from debugger.exceptions import IndexReaderException
 
@@ -38,6 +39,14 @@ class LocalSource:
 
     def read_metrics(self) -> list[dict]:
         return storage.read_metrics(self.path)
+
+    def worker_names(self) -> list[str]:
+        """The workers besides the chief that wrote their own output (``workers/<name>/``)."""
+        directory = self.path / WORKERS_DIR
+        return sorted(entry.name for entry in directory.iterdir() if entry.is_dir()) if directory.is_dir() else []
+
+    def worker_location(self, worker: str) -> str:
+        return str(self.path / WORKERS_DIR / worker)
 
 
 class S3Source:
@@ -83,6 +92,18 @@ class S3Source:
 
     def exists(self, name: str) -> bool:
         return bool(self._keys(self.prefix + name))
+
+    def worker_names(self) -> list[str]:
+        prefix = f"{self.prefix}{WORKERS_DIR}/"
+        try:
+            pages = self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix, Delimiter="/")
+            found = [item["Prefix"] for page in pages for item in page.get("CommonPrefixes", [])]
+        except Exception as error:  # botocore's errors, as in _keys
+            raise IndexReaderException(f"could not list s3://{self.bucket}/{prefix}: {error}") from error
+        return sorted(name[len(prefix) :].strip("/") for name in found)
+
+    def worker_location(self, worker: str) -> str:
+        return f"s3://{self.bucket}/{self.prefix}{WORKERS_DIR}/{worker}/"
 
     def read_metrics(self) -> list[dict]:
         text = self.read_text(storage.METRICS_FILE)

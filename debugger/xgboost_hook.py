@@ -51,6 +51,7 @@ from debugger.container_config import (
     read_container_hook_config,
     rule_configs_from_environment,
 )
+from debugger.distributed import WorkerRole
 from debugger.hook_rules import RuleRunner, _now, _RuleState
 from debugger.live_trial import LiveTrial
 from debugger.modes import ModeKeys
@@ -121,6 +122,8 @@ class XGBoostHook(RuleRunner, xgb.callback.TrainingCallback):
     ):
         xgb.callback.TrainingCallback.__init__(self)
         self.settings = settings
+        # Several XGBoost instances (SM_HOSTS) write one rule-status document: the chief's (rank 0).
+        self.worker_role = WorkerRole.of_this_process()
         self.out_dir = Path(out_dir)
         self.job_name = job_name
         self.dry_run = settings.dry_run

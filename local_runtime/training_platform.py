@@ -36,6 +36,7 @@ from typing import Any
 from contracts import ContractError, bucket_layout
 from contracts.atomic_files import write_atomically
 from contracts.bucket_layout import split_s3_uri
+from contracts.distributed import LOCAL_INSTANCE_COUNT_HIGH, launcher_from_hyperparameters
 from contracts.job import (
     HOOK_CONFIG_HYPERPARAMETER,
     SAGEMAKER_RESERVED_PREFIX,
@@ -47,11 +48,19 @@ from contracts.job import (
 from contracts.progress_log import parse_progress_line
 from contracts.rule_status import RULE_STATUS_FILE, RuleStatusDocument
 from local_runtime.botocore_dispatch import ServiceError
-from local_runtime.job_process import LAUNCHER, format_bytes, peak_memory_so_far, reap
+from local_runtime.job_hosts import (
+    LOG_FILE,
+    HostGroup,
+    HostProcess,
+    free_port,
+    host_variables,
+    job_hosts,
+    prepare_host_directories,
+)
+from local_runtime.job_process import LAUNCHER, format_bytes
 
 ACCOUNT_ID = "123456789012"
 DEFAULT_STOP_GRACE_SECONDS = 10.0
-LOG_FILE = "training.log"
 
 # TrainingJobStatus
 IN_PROGRESS, COMPLETED, FAILED, STOPPING, STOPPED = "InProgress", "Completed", "Failed", "Stopping", "Stopped"
@@ -117,7 +126,8 @@ class TrainingJobRecord:
     training_start: dt.datetime | None = None
     training_end: dt.datetime | None = None
     last_modified: dt.datetime | None = None
-    process: subprocess.Popen | None = None
+    process: subprocess.Popen | None = None  # algo-1's (each host's: hosts)
+    hosts: list[HostProcess] = dataclasses.field(default_factory=list)
     exit_code: int | None = None  # as subprocess reports it: -N when signal N killed the process
     killed_by_signal: str | None = None  # "SIGKILL" when a signal the platform did not send ended the process
     peak_memory_bytes: int | None = None  # the process's peak resident memory, where the kernel told it
@@ -208,6 +218,13 @@ class LocalTrainingPlatform:
             raise SageMakerError(
                 "ValidationException", f"HyperParameters.sagemaker_submit_directory: {error}"
             ) from None
+        instance_count = request.get("ResourceConfig", {}).get("InstanceCount", 1)
+        if not 1 <= instance_count <= LOCAL_INSTANCE_COUNT_HIGH:
+            raise SageMakerError(
+                "ValidationException",
+                f"ResourceConfig.InstanceCount: the local platform runs 1 to {LOCAL_INSTANCE_COUNT_HIGH} instances, each "
+                f"a process on this machine (got {instance_count})",
+            )
         arn = f"arn:aws:sagemaker:{self.region}:{ACCOUNT_ID}:training-job/{name.lower()}"
         with self._lock:
             if self._shutting_down:
@@ -226,6 +243,7 @@ class LocalTrainingPlatform:
                 created=_now(),
                 hyperparameters=hyperparameters,
                 debug_output_uri=_debug_output_uri(request, hyperparameters),
+                hosts=job_hosts(self.job_dir(name), instance_count),
             )
             self._transition(job, "Starting")
             self._jobs[name] = job
@@ -271,7 +289,7 @@ class LocalTrainingPlatform:
     def running_process_ids(self) -> list[int]:
         with self._lock:
             jobs = list(self._jobs.values())
-        return [job.process.pid for job in jobs if job.process is not None and job.process.poll() is None]
+        return [process.pid for job in jobs for process in HostGroup(job.hosts).processes if process.poll() is None]
 
     def seconds_with_a_process_running(self) -> float:
         """Wall seconds during which at least one training process ran (the union of their lifetimes).
@@ -342,9 +360,10 @@ class LocalTrainingPlatform:
         for job in jobs:
             if job.worker is not None:
                 job.worker.join(max(0.0, deadline - time.monotonic()))
-            if job.process is not None and job.process.poll() is None:
-                self._kill_group(job.process, signal.SIGKILL)
-                job.process.wait()
+            for process in HostGroup(job.hosts).processes:
+                if process.poll() is None:
+                    self._kill_group(process, signal.SIGKILL)
+                    process.wait()
 
     # ------------------------------------------------------------------ internals
 
@@ -381,8 +400,7 @@ class LocalTrainingPlatform:
         job.status = STOPPING
         if reason != "MaxRuntimeExceeded":  # SageMaker goes straight to its MaxRuntimeExceeded secondary status
             self._transition(job, "Stopping")
-        if job.process is not None and job.process.poll() is None:
-            self._kill_group(job.process, signal.SIGTERM)
+        HostGroup(job.hosts).signal(signal.SIGTERM)  # every host's process: the job stops as one
         self._announce(job)
 
     def _announce(self, job: TrainingJobRecord) -> None:
@@ -407,8 +425,7 @@ class LocalTrainingPlatform:
             self._train(job)
         except Exception as error:  # the platform's own failure: the job fails with a reason, as SageMaker's would
             with job.lock:
-                if job.process is not None and job.process.poll() is None:
-                    self._kill_group(job.process, signal.SIGKILL)
+                HostGroup(job.hosts).kill()
                 if not job.ended:
                     job.failure_reason = f"ClientError: {error}"
                     self._finish(job, FAILED, "Failed", f"Training job failed. Reason: {job.failure_reason}")
@@ -446,10 +463,7 @@ class LocalTrainingPlatform:
         tensorboard = request.get("TensorBoardOutputConfig")
         if tensorboard:  # as SageMaker: the file the job's hook reads (LocalPath: see tensorboard_dir)
             _write_json(config_dir / TENSORBOARD_CONFIG_FILE, {**tensorboard, "LocalPath": str(self.tensorboard_dir(job))})
-        _write_json(
-            config_dir / "resourceconfig.json",
-            {"current_host": "algo-1", "hosts": ["algo-1"], "network_interface_name": "lo"},
-        )
+        prepare_host_directories(job.hosts, config_dir)  # each host's resourceconfig.json (current_host, hosts)
         self._download_archive(job.hyperparameters["sagemaker_submit_directory"], job.job_dir / "code")
         for channel in request.get("InputDataConfig", []):
             source = channel.get("DataSource", {}).get("S3DataSource")
@@ -571,6 +585,10 @@ class LocalTrainingPlatform:
         arguments = script_mode_arguments(job.request.get("HyperParameters", {}))
         env = self._environment(job, debug_dir)
         max_runtime = job.request.get("StoppingCondition", {}).get("MaxRuntimeInSeconds")
+        hosts = job.hosts
+        launcher = launcher_from_hyperparameters(hyperparameters)
+        master_port = free_port() if len(hosts) > 1 or launcher else 0
+        threads = max(1, self.num_threads // len(hosts))  # the hosts share this machine's cores
         with job.lock:
             if job.status == STOPPING:  # stopped before the process could start
                 self._finish(job, STOPPED, "Stopped")
@@ -579,47 +597,62 @@ class LocalTrainingPlatform:
             job.training_start = _now()
             started = time.monotonic()
             job.process_started = started
-            log = open(job.job_dir / LOG_FILE, "ab")
-            try:
-                job.process = subprocess.Popen(
-                    [self.python, "-c", LAUNCHER, program, *arguments],
-                    cwd=job.job_dir / "code",
-                    env=env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                )
-            finally:
-                log.close()
-        process = job.process
+            for host in hosts:
+                host_env = {**env, **host_variables(host, hosts, launcher, master_port, threads)}
+                host.process = self._start_process(program, arguments, job.job_dir / "code", host_env, host.log_path)
+            job.process = hosts[0].process
+        group = HostGroup(hosts)
         term_sent_at: float | None = None
-        peak_memory = 0
+        failure_seen_at: float | None = None  # a host failed on its own: its peers get a grace period to end too
         while True:
-            ended = reap(process)
-            if ended is not None:
-                exit_code, reaped_peak = ended
-                peak_memory = max(peak_memory, reaped_peak)
+            group.poll()
+            if group.all_ended:
                 break
-            peak_memory = max(peak_memory, peak_memory_so_far(process.pid))
             time.sleep(0.2)
+            now = time.monotonic()
             with job.lock:
-                if job.stop_reason is None and max_runtime is not None and time.monotonic() - started > max_runtime:
+                if job.stop_reason is None and max_runtime is not None and now - started > max_runtime:
                     self._request_stop(job, "MaxRuntimeExceeded")
                 if job.stop_reason is not None and term_sent_at is None:
-                    term_sent_at = time.monotonic()
-            if term_sent_at is not None and time.monotonic() - term_sent_at > self.stop_grace_seconds:
-                self._kill_group(process, signal.SIGKILL)
-        # The entry point may have left children in its group: the group ends with the job.
-        self._kill_group(process, signal.SIGKILL)
+                    term_sent_at = now
+            if failure_seen_at is None and group.first_failure() is not None:
+                failure_seen_at = now
+            if term_sent_at is None and failure_seen_at is not None and now - failure_seen_at > self.stop_grace_seconds:
+                # As SageMaker ends a job when one host's training fails: the peers that did not end are stopped.
+                group.signal(signal.SIGTERM)
+                term_sent_at = now
+            if term_sent_at is not None and now - term_sent_at > self.stop_grace_seconds:
+                group.signal(signal.SIGKILL)
+        # The entry point may have left children in its groups: they end with the job.
+        group.kill()
+        failed = group.first_failure()
+        exit_code = failed.exit_code if failed is not None else 0
         with job.lock:
             job.exit_code = exit_code
-            job.peak_memory_bytes = peak_memory or None
+            job.peak_memory_bytes = group.peak_memory_bytes or None
             job.process_ended = time.monotonic()
             job.process_seconds = job.process_ended - started
-        self._conclude(job, exit_code)
+        self._conclude(job, exit_code, failed or hosts[0])
 
-    def _conclude(self, job: TrainingJobRecord, exit_code: int) -> None:
+    def _start_process(
+        self, program: str, arguments: list[str], code_dir: Path, env: dict[str, str], log_path: Path
+    ) -> subprocess.Popen:
+        log = open(log_path, "ab")
+        try:
+            return subprocess.Popen(
+                [self.python, "-c", LAUNCHER, program, *arguments],
+                cwd=code_dir,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        finally:
+            log.close()
+
+    def _conclude(self, job: TrainingJobRecord, exit_code: int, host: HostProcess) -> None:
+        """The job's end from the exit code of ``host``: the first host that failed, else algo-1."""
         with job.lock:
             stop_reason = job.stop_reason
         if stop_reason is None and exit_code < 0:
@@ -628,16 +661,18 @@ class LocalTrainingPlatform:
             with job.lock:
                 job.killed_by_signal = killer.name
                 peak = format_bytes(job.peak_memory_bytes) if job.peak_memory_bytes else None
-            reason = f"{killed_process_failure_text(killer.name, killer.value, peak)}. {self._log_tail(job)}".strip()
+            reason = f"{killed_process_failure_text(killer.name, killer.value, peak)}. {self._log_tail(host)}".strip()
             with job.lock:
                 job.failure_reason = reason[:1024]
                 self._finish(job, FAILED, "Failed", f"Training job failed. Reason: {job.failure_reason}")
             return
         if stop_reason is None and exit_code != 0:
-            failure_file = job.job_dir / "output" / "failure"
+            failure_file = host.failure_file
             reason = failure_file.read_text(errors="replace").strip() if failure_file.exists() else ""
             if not reason:
-                reason = f"AlgorithmError: the entry point exited with code {exit_code}. {self._log_tail(job)}".strip()
+                reason = f"AlgorithmError: the entry point exited with code {exit_code}. {self._log_tail(host)}".strip()
+            if len(job.hosts) > 1:  # several hosts ran: say which one failed first
+                reason = f"{reason} (on {host.name})"
             with job.lock:
                 job.failure_reason = reason[:1024]
                 self._finish(job, FAILED, "Failed", f"Training job failed. Reason: {job.failure_reason}")
@@ -653,8 +688,8 @@ class LocalTrainingPlatform:
             else:
                 self._finish(job, STOPPED, "MaxRuntimeExceeded" if stop_reason == "MaxRuntimeExceeded" else "Stopped")
 
-    def _log_tail(self, job: TrainingJobRecord, lines: int = 5) -> str:
-        path = job.job_dir / LOG_FILE
+    def _log_tail(self, host: HostProcess, lines: int = 5) -> str:
+        path = host.log_path
         if not path.exists():
             return ""
         tail = path.read_text(errors="replace").strip().splitlines()[-lines:]

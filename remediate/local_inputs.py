@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from contracts import ContractError
+from contracts.distributed import check_instance_count
 from remediate.example_tools import CHANNELS, ExampleToolError, check_hyperparameters
 from remediate.run_directory import RunDirectoryError, check_run_dir
 from remediate.run_inputs import apply_script_options, uses_builtin_example
@@ -78,6 +80,10 @@ def prepare_run(arguments: argparse.Namespace) -> PreparedRun:
         staged, uploads = plan_staging(execution_input, Path(scratch.name), base_dir, labels)
         where = f"--run-spec {arguments.run_spec}" if arguments.run_spec else "execution input"
         state = check_execution_input(staged, where)
+        try:  # every instance is a process on this machine
+            check_instance_count(state.run_spec.instance_count, local=True)
+        except ContractError as error:
+            raise BadInput(f"{where}: {error}") from None
         if example:
             try:
                 check_hyperparameters(state.run_spec.hyperparameters)

@@ -34,10 +34,12 @@ from lambdas.remediation.payload import (
     BaseJobName,
     BucketName,
     Channels,
+    Distribution,
     EntryPoint,
     Flag,
     FrameworkVersion,
     Hyperparameters,
+    InstanceCount,
     InstanceType,
     MaxRunSeconds,
     MetricDefinitions,
@@ -87,6 +89,9 @@ class ExecutionInput(BaseModel):
     bucket: BucketName
     base_job_name: BaseJobName | None = None
     instance_type: InstanceType = "ml.m5.xlarge"
+    #: Several instances: the SageMaker SDK's instance_count and PyTorch distribution (contracts.distributed).
+    instance_count: InstanceCount = 1
+    distribution: Distribution | None = None
     region: Region
     sm_role: RoleArn
     debugger_save_interval: SaveInterval = 10
@@ -218,6 +223,8 @@ def _resolve(given: ExecutionInput, keys: set[str]) -> WorkflowState:
         tensorboard_output_path=bounds.check_tensorboard_output_path(
             given.tensorboard_output_path or bucket_layout.default_tensorboard_output_uri(given.bucket), given.bucket
         ),
+        instance_count=given.instance_count,
+        distribution=given.distribution or {},
     )
     return WorkflowState(
         run_spec=run_spec,

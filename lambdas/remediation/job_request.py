@@ -23,7 +23,7 @@ import re
 import time
 from typing import Any
 
-from contracts import bucket_layout, debugger_config, rule_selection
+from contracts import bucket_layout, debugger_config, distributed, rule_selection
 from contracts import run_spec as bounds
 from contracts.job import (
     DEFAULT_TENSORBOARD_LOCAL_PATH,
@@ -119,9 +119,12 @@ def stop_training_action_json(job_name: str) -> str:
 def hook_config(run_spec: RunSpec, job_name: str) -> dict[str, Any]:
     """Our debugger's hook configuration (DebugHookConfig shape); the job mirrors its output to S3OutputPath."""
     interval = str(run_spec.debugger_save_interval)
+    parameters = {"save_interval": interval}
+    if run_spec.instance_count > 1:  # every rank records its own tensors (smdebug's include_workers), for the post-mortem
+        parameters["include_workers"] = "all"
     config = {
         "S3OutputPath": bucket_layout.debug_output_uri(run_spec.bucket, job_name),
-        "HookParameters": {"save_interval": interval},
+        "HookParameters": parameters,
         "CollectionConfigurations": [{"CollectionName": name} for name in HOOK_COLLECTIONS],
     }
     return debugger_config.validate_hook_config(config)
@@ -214,6 +217,7 @@ def script_mode_hyperparameters(run_spec: RunSpec, job_name: str) -> dict[str, s
         "sagemaker_submit_directory": run_spec.source_dir,
         "sagemaker_region": run_spec.region,
         "sagemaker_container_log_level": CONTAINER_LOG_LEVEL,
+        **distributed.distribution_hyperparameters(run_spec.distribution, run_spec.instance_type),
     }
     try:
         return encode_hyperparameters(values)
@@ -280,7 +284,7 @@ def build_create_training_job_request(
         "OutputDataConfig": {"S3OutputPath": bucket_layout.job_output_uri(bucket)},
         "ResourceConfig": {
             "InstanceType": run_spec.instance_type,
-            "InstanceCount": 1,
+            "InstanceCount": run_spec.instance_count,
             "VolumeSizeInGB": VOLUME_SIZE_GB,
         },
         "StoppingCondition": stopping_condition,

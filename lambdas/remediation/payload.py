@@ -27,9 +27,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
+from contracts import distributed, rule_selection
 from contracts import objective as objective_contract
 from contracts import remedies as remedies_contract
-from contracts import rule_selection
 from contracts import run_spec as bounds
 from contracts.rule_status import ISSUE_KIND_PATTERN, Evidence
 from lambdas.remediation import remedy_sets, training_images
@@ -170,6 +170,9 @@ MaxRunSeconds = Annotated[Whole, _within(bounds.MAX_RUN_SECONDS)]
 RetrainingBudget = Annotated[Whole, _within(bounds.RETRAINING_BUDGET)]
 MonitorTransitions = Annotated[Whole, _within(bounds.MONITOR_TRANSITIONS)]
 MonitorInterval = Annotated[Whole, _within(bounds.MONITOR_INTERVAL_SECONDS)]
+InstanceCount = Annotated[int, BeforeValidator(distributed.check_instance_count)]
+#: The SDK's PyTorch ``distribution``: {} or {"torch_distributed" | "pytorchddp": {"enabled": bool}}.
+Distribution = Annotated[dict[str, dict[str, bool]], BeforeValidator(distributed.check_distribution)]
 
 
 def _objective_json(value: Any) -> dict[str, Any] | None:
@@ -208,6 +211,9 @@ class RunSpec(BaseModel):
     #: TensorBoardOutputConfig.S3OutputPath: each job's event files land at {it}{job}/tensorboard-output/.
     #: None (a payload from before the field): the default beside the debug output.
     tensorboard_output_path: S3Uri | None = None
+    #: Instances per job (ResourceConfig.InstanceCount) and how the container launches the script on them.
+    instance_count: InstanceCount = 1
+    distribution: Distribution = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _local_instances_cannot_use_spot(self) -> RunSpec:

@@ -145,3 +145,31 @@ def test_a_script_without_channels_sends_no_input_data_config():
     request = job_request.build_create_training_job_request(initial_state({**INPUT, **script}), "remediation-j-001")
     _validate("sagemaker", "CreateTrainingJob", request)
     assert "InputDataConfig" not in request
+
+
+@pytest.mark.parametrize(
+    ("distribution", "launcher_hyperparameter"),
+    [
+        ({"torch_distributed": {"enabled": True}}, "sagemaker_torch_distributed_enabled"),
+        ({"pytorchddp": {"enabled": True}}, "sagemaker_pytorch_ddp_enabled"),
+        (None, None),
+    ],
+)
+def test_a_multi_instance_request_is_valid_and_carries_the_sdks_distribution_hyperparameters(
+    distribution, launcher_hyperparameter
+):
+    given = {**INPUT, "instance_count": 3, **({"distribution": distribution} if distribution else {})}
+    state = initial_state(given)
+    request = job_request.build_create_training_job_request(state, "remediation-x-1")
+    _validate("sagemaker", "CreateTrainingJob", request)
+    assert request["ResourceConfig"]["InstanceCount"] == 3
+    hyperparameters = request["HyperParameters"]
+    launchers = set(hyperparameters) & {"sagemaker_torch_distributed_enabled", "sagemaker_pytorch_ddp_enabled"}
+    if launcher_hyperparameter is None:
+        assert not launchers and "sagemaker_instance_type" not in hyperparameters
+    else:  # JSON-encoded as the SDK's PyTorch estimator sends them
+        assert launchers == {launcher_hyperparameter}
+        assert hyperparameters[launcher_hyperparameter] == '"true"'
+        assert hyperparameters["sagemaker_instance_type"] == '"ml.m5.xlarge"'
+    hook = json.loads(json.loads(hyperparameters[HOOK_CONFIG_HYPERPARAMETER]))
+    assert hook["HookParameters"]["include_workers"] == "all"  # every rank's tensors for the post-mortem
