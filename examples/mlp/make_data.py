@@ -2,7 +2,7 @@
 or with the faults real data sets have (a rare class, NaN features, labels outside the classes, unscaled values).
 
     python examples/mlp/make_data.py --out data/mlp                       # data/mlp/train/{x,y}.npy
-    python examples/mlp/make_data.py --out data/digits --dataset digits   # 1,797 real 8x8 images, 10 classes
+    python examples/mlp/make_data.py --out data/digits --dataset digits   # 1,797 real 8x8 images (N, 1, 8, 8), 10 classes
     python examples/mlp/make_data.py --out data/rare --imbalance 0.02     # class 0 kept at 2% of its samples
 
 Each channel directory holds ``x.npy`` (N, ...) float32 features and ``y.npy`` (N,) int64 labels.
@@ -26,12 +26,12 @@ def make_blobs(samples=2000, features=20, classes=5, separation=1.6, seed=0):
 
 
 def load_digits(seed=0):
-    """scikit-learn's bundled handwritten digits: (1797, 8, 8) pixel values 0..16, shuffled."""
+    """scikit-learn's bundled handwritten digits: (1797, 1, 8, 8) images (one channel, pixel values 0..16), shuffled."""
     from sklearn.datasets import load_digits as bundled
 
     digits = bundled()
     order = np.random.default_rng(seed).permutation(len(digits.target))
-    return digits.images[order].astype(np.float32), digits.target[order].astype(np.int64)
+    return digits.images[order][:, None].astype(np.float32), digits.target[order].astype(np.int64)
 
 
 def make_dataset(dataset="blobs", samples=2000, seed=0, imbalance=None, nan_fraction=0.0, bad_labels=0, scale=1.0,

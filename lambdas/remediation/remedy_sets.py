@@ -214,6 +214,8 @@ EVIDENCE_REMEDIES: dict[str, list[dict[str, Any]]] = {
     ],
     "TensorVariance": [
         _RATE_INTO_RANGE,
+        {**_RESCALE_INIT, "when": {"early": True}, "note": "Tensors whose spread is out of bounds from the first steps "
+         "were initialised at the wrong scale."},
         {**_LOWER_LEARNING_RATE, "when": {"issue_kind": "above_max"},
          "note": "Tensors spreading beyond the bound mean the updates are too large."},
         {**_START_WEIGHT_DECAY, "when": {"issue_kind": "above_max"}, "resume": True,
