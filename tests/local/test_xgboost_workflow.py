@@ -68,6 +68,7 @@ def test_an_overfitting_xgboost_job_is_stopped_and_remediated_until_it_meets_the
     payload = json.loads((run_dir / "final-payload.json").read_text())["state"]
     assert (payload["run_spec"]["framework"], payload["run_spec"]["framework_version"]) == ("xgboost", "3.2-0")
     log = (run_dir / "jobs" / last["job_name"] / "training.log").read_text()
+    assert log.startswith("image sagemaker-xgboost:3.2-0 (XGBoost 3.2.0): runs here on this machine's Python")
     assert "validation-accuracy=" in log and "remediation_" not in log.replace(last["job_name"], "")
     assert (run_dir / "jobs" / last["job_name"] / "model" / "xgboost-model").is_file()
     bucket = summary["execution_input"]["bucket"]
