@@ -1,5 +1,8 @@
 """The container images a remediation's SageMaker jobs run on: one home for their versions, registries and URIs.
 
+A run_spec's ``framework`` picks the image: PyTorch's deep learning container (the tables below) or SageMaker's
+XGBoost framework image (its tables, sources and versions in ``lambdas.remediation.xgboost_images``).
+
 Standard library only: the train Lambda builds its image URIs from these tables, and the stack
 (``infra/sagemaker_role.py``) grants the SageMaker role the pulls from the very same tables.
 
