@@ -286,9 +286,14 @@ def adapt_to_script(
     """A built-in remedy set, written on conventional names (learning_rate, grad_clip, ...), for a script's own
     hyperparameters: each name renamed through ``names`` (conventional -> the script's, e.g. learning_rate ->
     lr), and every remedy, ``also`` change or condition on a hyperparameter the run does not have left out.
-    Rules left with no remedy are left out."""
-    def rename(name: str) -> str:
-        return names.get(name, name)
+    Rules left with no remedy are left out. A script's name that ``names`` gives another conventional name stands for
+    that one only: XGBoost's ``{"eta": "learning_rate"}`` keeps the networks' learning-rate remedies off it."""
+    claimed = {own for conventional, own in names.items() if own != conventional}
+
+    def rename(name: str) -> str | None:
+        if name in names:
+            return names[name]
+        return None if name in claimed else name
 
     def change(entry: Mapping[str, Any]) -> dict[str, Any]:
         return {**entry, "hyperparameter": rename(entry["hyperparameter"])}

@@ -5,7 +5,8 @@
 
 A name alone takes the rule's documented defaults; parameters are strings, as SageMaker passes RuleParameters.
 Every selected rule stops the job when it finds an issue (the StopTraining action the workflow adds), so the
-job's end is the workflow's signal. Left out, the run is watched by :data:`DEFAULT_RULES`.
+job's end is the workflow's signal. Left out, the run is watched by its framework's defaults
+(:data:`DEFAULT_RULES_BY_FRAMEWORK`: :data:`DEFAULT_RULES` for PyTorch).
 """
 
 from __future__ import annotations
@@ -18,6 +19,18 @@ from contracts.debugger_config import BUILTIN_RULE_DEFAULTS, COMMON_RULE_PARAMET
 
 #: The rules that watch a job whose run_spec selects none: the failures the AWS sample's loop remediates.
 DEFAULT_RULES = ("ExplodingTensor", "VanishingGradient", "LossNotDecreasing")
+#: An XGBoost job's defaults: the validation metric that stops improving (Overtraining: overfitting as boosting goes
+#: on) and an evaluation metric that stalls (LossNotDecreasing). Overfit is left out: at its documented
+#: ratio_threshold 0.1 it fires on healthy boosting, whose training loss heads to 0 (measured on breast cancer with
+#: max_depth 3: (validation - training) / training about 11 at round 90).
+XGBOOST_DEFAULT_RULES = ("Overtraining", "LossNotDecreasing")
+DEFAULT_RULES_BY_FRAMEWORK = {"pytorch": DEFAULT_RULES, "xgboost": XGBOOST_DEFAULT_RULES}
+#: The rules that read what only a boosted tree model has (trees, feature importance, a confusion matrix of
+#: validation predictions) ...
+XGBOOST_ONLY_RULES = ("Confusion", "FeatureImportanceOverweight", "TreeDepth")
+#: ... and every rule an XGBoost job can feed: SageMaker Debugger's XGBoost rules, and the stall watchdog. The
+#: others read gradients, weights or activations, which boosting does not have.
+XGBOOST_RULES = ("LossNotDecreasing", "Overfit", "Overtraining", "ClassImbalance", "StalledTrainingRule", *XGBOOST_ONLY_RULES)
 #: CreateTrainingJob's DebugRuleConfigurations holds at most 20 entries.
 MAX_RULES = 20
 #: Parameters the workflow sets itself on every rule (the action that stops the job, the rule to run).
@@ -44,8 +57,26 @@ def parse_rules(value: Any, where: str = "rules") -> list[dict[str, Any]]:
     return selection
 
 
-def default_rules() -> list[dict[str, Any]]:
-    return [{"name": name, "parameters": {}} for name in DEFAULT_RULES]
+def default_rules(framework: str = "pytorch") -> list[dict[str, Any]]:
+    return [{"name": name, "parameters": {}} for name in DEFAULT_RULES_BY_FRAMEWORK[framework]]
+
+
+def check_rules_for_framework(rules: list[dict[str, Any]], framework: str, where: str = "rules") -> None:
+    """Refuse a selected rule the framework's jobs cannot feed (ContractError naming the entry and the choice)."""
+    for index, rule in enumerate(rules):
+        name = rule["name"]
+        if framework == "xgboost" and name not in XGBOOST_RULES:
+            raise ContractError(
+                f"{where}[{index}]",
+                f"{name} reads gradients, weights or activations, which an XGBoost job does not have; for XGBoost "
+                f"choose from {', '.join(XGBOOST_RULES)}",
+            )
+        if framework != "xgboost" and name in XGBOOST_ONLY_RULES:
+            raise ContractError(
+                f"{where}[{index}]",
+                f"{name} reads what a boosted tree model saves (trees, feature importance, validation predictions); "
+                f'it needs "framework": "xgboost"',
+            )
 
 
 def _parse_entry(entry: Any, where: str) -> dict[str, Any]:

@@ -140,8 +140,20 @@ def seconds_left(execution_start_time: str, now: float) -> float:
     except ValueError:
         raise ValueError(f"execution_start_time: not an ISO 8601 time (got {execution_start_time!r})") from None
     if started.tzinfo is None:
-        started = started.replace(tzinfo=dt.UTC)
+        started = started.replace(tzinfo=dt.timezone.utc)  # noqa: UP017 - the XGBoost image's Python 3.10 has no dt.UTC
     return started.timestamp() + EXECUTION_TIMEOUT_SECONDS - now
+
+#: The training frameworks a run_spec's script may use: SageMaker's framework container it runs on (PyTorch's deep
+#: learning container, or SageMaker's XGBoost framework image), the debugger hook it gets and the default rules.
+FRAMEWORKS = ("pytorch", "xgboost")
+DEFAULT_FRAMEWORK = "pytorch"
+
+
+def check_framework(framework: str) -> str:
+    if framework not in FRAMEWORKS:
+        raise ValueError(f"must be one of {', '.join(FRAMEWORKS)} (got {framework!r})")
+    return framework
+
 
 #: SageMaker training job names: ``[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}``.
 MAX_JOB_NAME_LENGTH = 63

@@ -11,7 +11,7 @@ import dataclasses
 import logging
 import math
 import time
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 
 from contracts.rule_status import (
     ERROR,
@@ -33,7 +33,8 @@ LOGGER = logging.getLogger("debugger.hook")
 
 
 def _now() -> str:
-    return datetime.now(UTC).isoformat()
+    # timezone.utc, not datetime.UTC (3.11+): SageMaker's XGBoost images run the debugger on Python 3.10.
+    return datetime.now(timezone.utc).isoformat()  # noqa: UP017
 
 
 @dataclasses.dataclass

@@ -47,6 +47,17 @@ def _array(value) -> np.ndarray:
     return np.asarray(value)
 
 
+def _binary_probabilities(array: np.ndarray) -> bool:
+    """One probability of class 1 per sample: floats in [0, 1], not all whole numbers."""
+    return (
+        array.dtype.kind == "f"
+        and array.size > 0
+        and bool(np.isfinite(array).all())
+        and bool(((array >= 0) & (array <= 1)).all())
+        and not bool(np.equal(array, np.round(array)).all())
+    )
+
+
 def _class_indices(values: np.ndarray, name: str) -> np.ndarray:
     """Labels as integer class indices: one-hot or probability rows become their argmax."""
     array = _array(values)
@@ -122,6 +133,10 @@ class ClassImbalance(Rule):
         array = array.reshape(-1)
         if array.size != size:
             raise ValueError(f"{name} has {array.size} predictions for {size} labels")
+        if _binary_probabilities(array):
+            # XGBoost's binary:logistic predicts P(class 1) per sample (what its hook saves as "predictions"):
+            # truncating 0.93 to an integer would call every positive sample mispredicted.
+            return (array > 0.5).astype(np.int64), 2
         return array.astype(np.int64), columns
 
     def _out_of_range(self, step: int, name: str, truth: np.ndarray, columns: int | None) -> bool:

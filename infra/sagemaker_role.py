@@ -15,6 +15,7 @@ from lambdas.remediation.training_images import (
     RULE_EVALUATOR_REPOSITORY,
     training_repositories,
 )
+from lambdas.remediation.xgboost_images import XGBOOST_ACCOUNT_BY_REGION, XGBOOST_REPOSITORY
 
 TRAINING_LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 TRAINING_METRICS_NAMESPACE = "/aws/sagemaker/TrainingJobs"
@@ -153,6 +154,7 @@ class SageMakerExecutionRole(Construct):
         # The same per-region registries the train Lambda builds its image URIs from (training_images.py).
         registries = CfnMapping(self, "ImageRegistries", mapping=image_registries_by_region())
         repositories = [("Training", repository) for repository in training_repositories()]
+        repositories.append(("XGBoost", XGBOOST_REPOSITORY))
         repositories.append(("Rules", RULE_EVALUATOR_REPOSITORY))
         self.role.add_to_policy(
             iam.PolicyStatement(
@@ -199,14 +201,19 @@ class SageMakerExecutionRole(Construct):
 
 
 def image_registries_by_region() -> dict[str, dict[str, str]]:
-    """Region -> the ECR accounts of the PyTorch training images and of the legacy rule evaluator image.
+    """Region -> the ECR accounts of the PyTorch training images, SageMaker's XGBoost images and the legacy rule
+    evaluator image.
 
-    Only the regions the training images are published in: a deploy elsewhere fails on the missing mapping
-    key before anything is created. Where SageMaker Debugger has no evaluator the Rules entry repeats the
-    training registry (no sagemaker-debugger-rules repository there: the grant is inert, and the train
-    Lambda refuses legacy mode in that region).
+    Only the regions the PyTorch training images are published in: a deploy elsewhere fails on the missing mapping
+    key before anything is created. Where SageMaker Debugger has no evaluator (or SageMaker no XGBoost image) the
+    entry repeats the training registry (no such repository there: the grant is inert, and the train Lambda refuses
+    legacy mode, or framework xgboost, in that region).
     """
     return {
-        region: {"Training": account, "Rules": RULE_EVALUATOR_ACCOUNT_BY_REGION.get(region, account)}
+        region: {
+            "Training": account,
+            "XGBoost": XGBOOST_ACCOUNT_BY_REGION.get(region, account),
+            "Rules": RULE_EVALUATOR_ACCOUNT_BY_REGION.get(region, account),
+        }
         for region, account in sorted(DLC_ACCOUNT_BY_REGION.items())
     }

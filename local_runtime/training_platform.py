@@ -48,6 +48,7 @@ from contracts.job import (
 from contracts.progress_log import parse_progress_line
 from contracts.rule_status import RULE_STATUS_FILE, RuleStatusDocument
 from local_runtime.botocore_dispatch import ServiceError
+from local_runtime.framework_images import local_stand_in
 from local_runtime.job_hosts import (
     LOG_FILE,
     HostGroup,
@@ -477,6 +478,10 @@ class LocalTrainingPlatform:
         checkpoint_uri = request.get("CheckpointConfig", {}).get("S3Uri")
         if checkpoint_uri:
             self._download_prefix(checkpoint_uri, self.local_path_for(checkpoint_uri), required=False)
+        # The image would bring the framework; here this machine's Python does: say which release stands in for it.
+        stand_in = local_stand_in(request.get("AlgorithmSpecification", {}).get("TrainingImage", ""))
+        with open(job.job_dir / LOG_FILE, "a", encoding="utf-8") as log:
+            log.write(stand_in + "\n")
 
         with job.lock:
             job.outputs = self._output_locations(job)

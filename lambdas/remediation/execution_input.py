@@ -22,21 +22,21 @@ import math
 from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
-from contracts import ContractError, bucket_layout
+from contracts import ContractError, bucket_layout, rule_selection
 from contracts import run_spec as bounds
 from contracts.objective import Objective
 from contracts.remedies import adapt_to_script, parse_remedies, remedies_to_json, same_kind
 from lambdas.remediation import builtin_example, training_images
 from lambdas.remediation.payload import (
-    DEFAULT_FRAMEWORK_VERSION,
     BaseJobName,
     BucketName,
     Channels,
     Distribution,
     EntryPoint,
     Flag,
+    Framework,
     FrameworkVersion,
     Hyperparameters,
     InstanceCount,
@@ -55,6 +55,7 @@ from lambdas.remediation.payload import (
     Whole,
     WorkflowState,
     _no_bool,
+    canonical_framework_version,
 )
 from lambdas.remediation.remedy_sets import CONVENTIONAL_HYPERPARAMETERS, POLICY_REMEDIES
 from lambdas.remediation.validation_messages import InvalidExecutionInput, describe_validation_error
@@ -104,7 +105,10 @@ class ExecutionInput(BaseModel):
     entry_point: EntryPoint | None = None
     source_dir: S3Uri | None = None
     hyperparameters: Hyperparameters | None = None
-    framework_version: FrameworkVersion = DEFAULT_FRAMEWORK_VERSION
+    #: "pytorch" (default) or "xgboost": SageMaker's framework image the script runs on, with its debugger hook and
+    #: default rules; framework_version is that framework's image version (default: the newest, the local loop's).
+    framework: Framework = bounds.DEFAULT_FRAMEWORK
+    framework_version: FrameworkVersion | None = None
     channels: Channels | None = None
     metric_definitions: MetricDefinitions | None = None
     # what good means and what the planner may change
@@ -123,6 +127,8 @@ class ExecutionInput(BaseModel):
     tensorboard_output_path: S3Uri | None = None
 
     SAMPLE_KEYS: ClassVar[tuple[str, ...]] = tuple(builtin_example.SAMPLE_KEYS)
+
+    _framework_version = model_validator(mode="before")(canonical_framework_version)
 
     @property
     def uses_builtin_example(self) -> bool:
@@ -163,6 +169,14 @@ def initial_state(execution_input: Mapping[str, Any]) -> WorkflowState:
 
 
 def _resolve(given: ExecutionInput, keys: set[str]) -> WorkflowState:
+    if given.uses_builtin_example and given.framework != "pytorch":
+        raise ContractError(
+            "framework",
+            f"{given.framework} needs your own script (source_dir and entry_point, e.g. examples/xgboost/train.py); "
+            "the built-in example is a PyTorch network",
+        )
+    if given.rules is not None:
+        rule_selection.check_rules_for_framework(given.rules, given.framework)
     if given.uses_builtin_example:
         hyperparameters = _example_hyperparameters(given)
         source_dir = builtin_example.source_uri(given.bucket)
@@ -207,6 +221,7 @@ def _resolve(given: ExecutionInput, keys: set[str]) -> WorkflowState:
         entry_point=entry_point,
         source_dir=source_dir,
         hyperparameters=hyperparameters,
+        framework=given.framework,
         framework_version=given.framework_version,
         channels=channels,
         metric_definitions=metric_definitions,
@@ -241,7 +256,7 @@ def _resolve(given: ExecutionInput, keys: set[str]) -> WorkflowState:
 def _check_images(given: ExecutionInput) -> None:
     """The job's image must exist for this region, instance type and version before anything is launched."""
     try:
-        training_images.training_image_uri(given.region, given.instance_type, given.framework_version)
+        training_images.training_image_uri(given.region, given.instance_type, given.framework_version, given.framework)
         if given.legacy_sagemaker_debugger:
             training_images.rule_evaluator_image_uri(given.region)
     except training_images.TrainingImageError as error:

@@ -51,6 +51,16 @@ _NOT_NAME_CHARACTER = re.compile(r"[^a-zA-Z0-9-]+")
 #: smdebug's built-in PyTorch collections the default rules read (a script's smdebug hook refuses a collection it does
 #: not know, as smdebug does); scalars a script saves reach the status document whatever is configured.
 HOOK_COLLECTIONS = ("losses", "gradients", "weights")
+#: smdebug's XGBoost collections an XGBoost job saves at the save interval (contracts.debugger_config.
+#: XGBOOST_COLLECTION_NAMES; the evaluation metrics reach the rules every round whatever is saved): what a live trial
+#: plots (the confusion matrix from predictions and labels, feature importance, mean SHAP values). full_shap and trees
+#: are left out (a row per sample or per node every save); TreeDepth adds trees itself when selected.
+XGBOOST_HOOK_COLLECTIONS = (
+    "metrics", "losses", "hyperparameters", "predictions", "labels", "feature_importance", "average_shap",
+)  # fmt: skip
+FRAMEWORK_HOOK_COLLECTIONS = {"pytorch": HOOK_COLLECTIONS, "xgboost": XGBOOST_HOOK_COLLECTIONS}
+#: What SageMaker Debugger's own hook saves for its built-in rules in legacy mode.
+LEGACY_COLLECTIONS = {"pytorch": ("losses", "gradients"), "xgboost": ("metrics", "losses")}
 
 
 class JobRequestError(ValueError):
@@ -125,7 +135,9 @@ def hook_config(run_spec: RunSpec, job_name: str) -> dict[str, Any]:
     config = {
         "S3OutputPath": bucket_layout.debug_output_uri(run_spec.bucket, job_name),
         "HookParameters": parameters,
-        "CollectionConfigurations": [{"CollectionName": name} for name in HOOK_COLLECTIONS],
+        "CollectionConfigurations": [
+            {"CollectionName": name} for name in FRAMEWORK_HOOK_COLLECTIONS[run_spec.framework]
+        ],
     }
     return debugger_config.validate_hook_config(config)
 
@@ -137,29 +149,33 @@ def hook_config(run_spec: RunSpec, job_name: str) -> dict[str, Any]:
 LOSS_NOT_DECREASING_NUM_STEPS = 20
 
 
-def product_rule_parameters(rule_name: str) -> dict[str, str]:
-    """The workflow's own defaults for a rule, under the run_spec's parameters (which win)."""
-    if rule_name == "LossNotDecreasing":
+def product_rule_parameters(rule_name: str, framework: str = "pytorch") -> dict[str, str]:
+    """The workflow's own defaults for a rule, under the run_spec's parameters (which win). An XGBoost job's steps
+    are boosting rounds with one exact metric value each (no batch noise): LossNotDecreasing keeps the documented
+    num_steps 10 there."""
+    if rule_name == "LossNotDecreasing" and framework != "xgboost":
         return {"num_steps": str(LOSS_NOT_DECREASING_NUM_STEPS)}
     return {}
 
 
-def rule_configs(job_name: str, rules: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
-    """Our debugger's rules (DebugRuleConfigurations shape): the run_spec's ``rules`` (default
-    contracts.rule_selection.DEFAULT_RULES). Each stops the job when it finds an issue (the monitor would stop it
-    anyway): the job's state change is what ends the workflow's wait."""
+def rule_configs(
+    job_name: str, rules: list[dict[str, Any]] | None = None, framework: str = "pytorch"
+) -> list[dict[str, Any]]:
+    """Our debugger's rules (DebugRuleConfigurations shape): the run_spec's ``rules`` (default: the framework's,
+    contracts.rule_selection.DEFAULT_RULES_BY_FRAMEWORK). Each stops the job when it finds an issue (the monitor
+    would stop it anyway): the job's state change is what ends the workflow's wait."""
     stop = stop_training_action_json(job_name)
     configs = [
         {
             "RuleConfigurationName": rule["name"],
             "RuleParameters": {
                 "rule_to_invoke": rule["name"],
-                **product_rule_parameters(rule["name"]),
+                **product_rule_parameters(rule["name"], framework),
                 **rule["parameters"],
                 "action_json": stop,
             },
         }
-        for rule in (rule_selection.default_rules() if rules is None else rules)
+        for rule in (rule_selection.default_rules(framework) if rules is None else rules)
     ]
     return debugger_config.validate_rule_configs(configs)
 
@@ -170,7 +186,7 @@ def legacy_debug_hook_config(run_spec: RunSpec) -> dict[str, Any]:
     return {
         "S3OutputPath": bucket_layout.s3_uri(run_spec.bucket, bucket_layout.DEBUG_OUTPUT_PREFIX),
         "HookParameters": {"save_interval": str(run_spec.debugger_save_interval)},
-        "CollectionConfigurations": [{"CollectionName": name} for name in ("losses", "gradients")],
+        "CollectionConfigurations": [{"CollectionName": name} for name in LEGACY_COLLECTIONS[run_spec.framework]],
     }
 
 
@@ -179,7 +195,7 @@ def legacy_debug_rule_configurations(run_spec: RunSpec, job_name: str) -> list[d
     image = rule_evaluator_image_uri(run_spec.region)
     stop = stop_training_action_json(job_name)  # as our rules: the job's end is the signal
     configurations = []
-    for rule in rule_selection.default_rules() if run_spec.rules is None else run_spec.rules:
+    for rule in rule_selection.default_rules(run_spec.framework) if run_spec.rules is None else run_spec.rules:
         configurations.append(
             {
                 "RuleConfigurationName": f"Sagemaker{rule['name']}",
@@ -211,7 +227,7 @@ def script_mode_hyperparameters(run_spec: RunSpec, job_name: str) -> dict[str, s
         ENTRY_POINT_HYPERPARAMETER: run_spec.entry_point,
         HOOK_CONFIG_HYPERPARAMETER: json.dumps(hook_config(run_spec, job_name), separators=(",", ":")),
         RULE_CONFIGS_HYPERPARAMETER: json.dumps(
-            rule_configs(job_name, run_spec.rules), separators=(",", ":")
+            rule_configs(job_name, run_spec.rules, run_spec.framework), separators=(",", ":")
         ),
         "sagemaker_program": LAUNCHER_PROGRAM,
         "sagemaker_submit_directory": run_spec.source_dir,
@@ -275,7 +291,9 @@ def build_create_training_job_request(
         "TrainingJobName": job_name,
         "RoleArn": run_spec.sm_role,
         "AlgorithmSpecification": {
-            "TrainingImage": training_image_uri(run_spec.region, run_spec.instance_type, run_spec.framework_version),
+            "TrainingImage": training_image_uri(
+                run_spec.region, run_spec.instance_type, run_spec.framework_version, run_spec.framework
+            ),
             "TrainingInputMode": "File",
             "MetricDefinitions": [dict(definition) for definition in run_spec.metric_definitions],
             "EnableSageMakerMetricsTimeSeries": True,

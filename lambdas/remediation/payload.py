@@ -149,14 +149,30 @@ JobName = Annotated[str, AfterValidator(bounds.check_job_name)]
 BaseJobName = Annotated[str, AfterValidator(lambda name: bounds.check_job_name(name, bounds.MAX_BASE_JOB_NAME_LENGTH))]
 EntryPoint = Annotated[str, AfterValidator(bounds.check_entry_point)]
 S3Uri = Annotated[str, AfterValidator(bounds.check_s3_uri)]
-def _check_framework_version(version: str) -> str:
+Framework = Annotated[str, AfterValidator(bounds.check_framework)]
+#: A framework's version ("2.13", "3.2-0"): which ones exist depends on the framework, so the models check it with
+#: canonical_framework_version once both are known.
+FrameworkVersion = Annotated[str, Field(min_length=1, max_length=16)]
+
+
+def canonical_framework_version(data: Any) -> Any:
+    """A model's input with its framework_version checked against its framework (the framework's default when
+    left out or null) and written the image tables' way ("2.13.0" -> "2.13"). Raises ValueError naming the field."""
+    if not isinstance(data, Mapping):
+        return data
+    framework = data.get("framework", bounds.DEFAULT_FRAMEWORK)
+    if framework not in bounds.FRAMEWORKS:
+        return data  # the framework field's own check says what is wrong
+    version = data.get("framework_version")
+    if version is not None and not isinstance(version, str):
+        return data  # a string is required: the field's own check says so
     try:
-        return training_images.pytorch_image(version).framework_version
+        canonical = training_images.check_framework_version(framework, version)
     except training_images.TrainingImageError as error:
-        raise ValueError(str(error).partition(": ")[2]) from None  # the field is named by its place
+        raise ValueError(str(error).removeprefix("run_spec.")) from None
+    return {**data, "framework_version": canonical}
 
 
-FrameworkVersion = Annotated[str, AfterValidator(_check_framework_version)]
 HyperparameterValue = bool | int | float | str
 #: The shared contract checks these first (one clear message per bad entry), then pydantic types them.
 Hyperparameters = Annotated[dict[str, HyperparameterValue], BeforeValidator(bounds.check_hyperparameters)]
@@ -195,6 +211,9 @@ class RunSpec(BaseModel):
     entry_point: EntryPoint
     source_dir: S3Uri
     hyperparameters: Hyperparameters
+    #: The framework the script trains with (its container image, debugger hook and default rules); states
+    #: written before XGBoost was supported have none: PyTorch.
+    framework: Framework = bounds.DEFAULT_FRAMEWORK
     framework_version: FrameworkVersion
     channels: Channels
     metric_definitions: MetricDefinitions
@@ -214,6 +233,8 @@ class RunSpec(BaseModel):
     #: Instances per job (ResourceConfig.InstanceCount) and how the container launches the script on them.
     instance_count: InstanceCount = 1
     distribution: Distribution = Field(default_factory=dict)
+
+    _framework_version = model_validator(mode="before")(canonical_framework_version)
 
     @model_validator(mode="after")
     def _local_instances_cannot_use_spot(self) -> RunSpec:

@@ -11,7 +11,8 @@ form on conventional hyperparameter names.
   Functions"): halve ``warmup_learning_rate`` while ``warmup_learning_rate / 5 >= 1e-3``; else add batch norm if
   absent; else ``learning_rate * 0.9`` while that stays ``> 1e-3``; else end.
 
-The names are the built-in example's (:data:`CONVENTIONAL_HYPERPARAMETERS`). A script of your own gets the same
+The names are the built-in example's and, for gradient-boosted trees, SageMaker's XGBoost container's
+(:data:`CONVENTIONAL_HYPERPARAMETERS`; the XGBoost remedies are in ``lambdas.remediation.xgboost_remedies``). A script of your own gets the same
 remedies on its own names: the run's ``hyperparameter_names`` maps a conventional name to the script's (for
 example ``{"learning_rate": "lr", "num_epochs": "epochs"}``; a script that already uses a conventional name needs
 no entry), and remedies on hyperparameters the run does not have are left out
@@ -23,6 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from contracts.remedies import ANY_RULE, OBJECTIVE_MISSED, OUT_OF_MEMORY
+from lambdas.remediation.xgboost_remedies import XGBOOST_EVIDENCE_REMEDIES, XGBOOST_HYPERPARAMETERS
 
 #: The hyperparameters the built-in remedies change, by their conventional name (the built-in example's), and
 #: what a script must mean by each for the remedies to make sense.
@@ -42,6 +44,8 @@ CONVENTIONAL_HYPERPARAMETERS: dict[str, str] = {
     "num_workers": "data-loading worker processes (0: load in the training process)",
     "batch_size": "samples per step",
     "num_epochs": "epochs to train",
+    # gradient-boosted trees (lambdas.remediation.xgboost_remedies)
+    **XGBOOST_HYPERPARAMETERS,
 }
 
 #: An initial total gradient norm above this means the network is badly scaled at
@@ -308,6 +312,10 @@ EVIDENCE_REMEDIES: dict[str, list[dict[str, Any]]] = {
     ],
     ANY_RULE: [_RATE_INTO_RANGE, _ADD_BATCH_NORM, _LOWER_LEARNING_RATE],
 }
+
+# The same rules' remedies for gradient-boosted trees, after the networks' (a run keeps those on its own names).
+for _key, _entries in XGBOOST_EVIDENCE_REMEDIES.items():
+    EVIDENCE_REMEDIES[_key] = [*EVIDENCE_REMEDIES.get(_key, []), *_entries]
 
 ANCHOR_REMEDIES: dict[str, list[dict[str, Any]]] = {
     ANY_RULE: [

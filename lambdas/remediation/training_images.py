@@ -1,5 +1,8 @@
 """The container images a remediation's SageMaker jobs run on: one home for their versions, registries and URIs.
 
+A run_spec's ``framework`` picks the image: PyTorch's deep learning container (the tables below) or SageMaker's
+XGBoost framework image (its tables, sources and versions in ``lambdas.remediation.xgboost_images``).
+
 Standard library only: the train Lambda builds its image URIs from these tables, and the stack
 (``infra/sagemaker_role.py``) grants the SageMaker role the pulls from the very same tables.
 
@@ -28,6 +31,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from contracts.run_spec import DEFAULT_FRAMEWORK, FRAMEWORKS
+from lambdas.remediation.xgboost_images import (
+    DEFAULT_XGBOOST_VERSION,
+    XGBOOST_ACCOUNT_BY_REGION,
+    XGBOOST_IMAGES,
+    XGBOOST_REPOSITORY,
+)
 
 #: The date the tables below were last checked against their sources.
 TABLES_REVIEWED = "2026-11-23"
@@ -84,6 +95,9 @@ PYTORCH_IMAGES: dict[str, PyTorchImage] = {
 #: The version a run_spec gets unless it names one: the same PyTorch release the local loop trains with
 #: (torch==2.13.0 in requirements.txt), so a run that works locally runs on the same framework in the cloud.
 DEFAULT_FRAMEWORK_VERSION = "2.13"
+
+#: run_spec.framework -> the framework_version a run_spec gets unless it names one.
+DEFAULT_FRAMEWORK_VERSIONS = {"pytorch": DEFAULT_FRAMEWORK_VERSION, "xgboost": DEFAULT_XGBOOST_VERSION}
 
 #: The DLC registry (ECR account) of every region the PyTorch training images are published in.
 DLC_ACCOUNT_BY_REGION: dict[str, str] = {
@@ -177,6 +191,25 @@ def pytorch_image(framework_version: str = DEFAULT_FRAMEWORK_VERSION) -> PyTorch
     return image
 
 
+def check_framework_version(framework: str, framework_version: str | None) -> str:
+    """The canonical framework_version ("2.13", "3.2-0") for the framework; its default when None. Raises
+    TrainingImageError naming run_spec.framework_version and the versions allowed."""
+    if framework not in FRAMEWORKS:
+        raise TrainingImageError(f"run_spec.framework: must be one of {', '.join(FRAMEWORKS)} (got {framework!r})")
+    if framework_version is None:
+        return DEFAULT_FRAMEWORK_VERSIONS[framework]
+    if framework == "pytorch":
+        return pytorch_image(framework_version).framework_version
+    key = str(framework_version).strip()
+    if key not in XGBOOST_IMAGES:
+        raise TrainingImageError(
+            f"run_spec.framework_version: XGBoost {framework_version!r} has no supported SageMaker framework image "
+            f"with script mode and the callback API the debugger uses; use one of {', '.join(XGBOOST_IMAGES)} "
+            f"(default {DEFAULT_XGBOOST_VERSION}), as the SageMaker Python SDK names them"
+        )
+    return key
+
+
 def is_gpu_instance(instance_type: str) -> bool:
     """True for NVIDIA GPU instance types (ml.p*, ml.g*) and local_gpu; raises for types no image runs on."""
     if instance_type == LOCAL_GPU:
@@ -203,13 +236,28 @@ def is_gpu_instance(instance_type: str) -> bool:
     return bool(_GPU_FAMILY.match(family))
 
 
-def training_image_uri(region: str, instance_type: str, framework_version: str = DEFAULT_FRAMEWORK_VERSION) -> str:
-    """The PyTorch training DLC for the region and framework version, CPU or GPU by instance family.
+def training_image_uri(
+    region: str,
+    instance_type: str,
+    framework_version: str | None = None,
+    framework: str = DEFAULT_FRAMEWORK,
+) -> str:
+    """The training image for the framework, region and version: PyTorch's DLC (CPU or GPU by instance family),
+    or SageMaker's XGBoost framework image (one image for CPU and GPU).
 
-    Without framework_version: DEFAULT_FRAMEWORK_VERSION's image (CPU for ml.m*/ml.c*/ml.r*/ml.t*/local,
-    GPU for ml.p*/ml.g*/local_gpu).
+    Without framework_version: the framework's default (DEFAULT_FRAMEWORK_VERSIONS).
     """
-    image = pytorch_image(framework_version)
+    version = check_framework_version(framework, framework_version)
+    if framework == "xgboost":
+        is_gpu_instance(instance_type)  # refuses the types no x86_64 image runs on, naming the field
+        account = XGBOOST_ACCOUNT_BY_REGION.get(region)
+        if account is None:
+            raise TrainingImageError(
+                f"run_spec.region: SageMaker's XGBoost images are not published in {region!r}; "
+                f"use one of {', '.join(sorted(XGBOOST_ACCOUNT_BY_REGION))}"
+            )
+        return f"{ecr_registry(account, region)}/{XGBOOST_REPOSITORY}:{version}"
+    image = pytorch_image(version)
     gpu = is_gpu_instance(instance_type)
     family = _INSTANCE_TYPE.match(instance_type).group("family") if gpu and instance_type != LOCAL_GPU else ""
     if family in image.gpu_families_unsupported:
@@ -244,11 +292,20 @@ def rule_evaluator_image_uri(region: str) -> str:
     return f"{ecr_registry(account, region)}/{RULE_EVALUATOR_REPOSITORY}:{RULE_EVALUATOR_TAG}"
 
 
+#: The SDK's ALTERNATE_DOMAINS (sagemaker-core common_utils.py): the partitions whose ECR is not under amazonaws.com.
+_PARTITION_DOMAINS = (
+    ("cn-", "amazonaws.com.cn"),
+    ("us-isob-", "sc2s.sgov.gov"),
+    ("us-isof-", "csp.hci.ic.gov"),
+    ("us-iso-", "c2s.ic.gov"),
+)
+
+
 def ecr_registry(account: str, region: str) -> str:
-    domain = "amazonaws.com.cn" if region.startswith("cn-") else "amazonaws.com"
+    domain = next((domain for prefix, domain in _PARTITION_DOMAINS if region.startswith(prefix)), "amazonaws.com")
     return f"{account}.dkr.ecr.{region}.{domain}"
 
 
 def training_repositories() -> tuple[str, ...]:
-    """Every ECR repository a supported version pulls from (what the SageMaker role is granted)."""
+    """Every PyTorch ECR repository a supported version pulls from (what the SageMaker role is granted)."""
     return tuple(sorted({image.repository for image in PYTORCH_IMAGES.values()}))

@@ -182,7 +182,11 @@ def test_sagemaker_role_reads_code_data_checkpoints_and_writes_output_debug_outp
         (lookup,) = [p["Fn::FindInMap"] for p in parts if isinstance(p, dict) and "Fn::FindInMap" in p]
         assert lookup[1] == {"Ref": "AWS::Region"}
         repositories[parts[-1]] = lookup[2]
-    assert repositories == {":repository/pytorch": "Training", ":repository/sagemaker-debugger-rules": "Rules"}
+    assert repositories == {
+        ":repository/pytorch": "Training",
+        ":repository/sagemaker-xgboost": "XGBoost",
+        ":repository/sagemaker-debugger-rules": "Rules",
+    }
     (streams,) = [s for s in granted(statements, "logs:PutLogEvents") if "TrainingJobs" in json.dumps(s["Resource"])]
     assert json.dumps(streams["Resource"]).endswith(
         ':log-group:/aws/sagemaker/TrainingJobs:log-stream:remediation*"]]}'
@@ -227,6 +231,7 @@ def test_images_are_pulled_from_the_registries_the_train_lambda_names(synthesize
         rule_evaluator_image_uri,
         training_image_uri,
     )
+    from lambdas.remediation.xgboost_images import XGBOOST_ACCOUNT_BY_REGION
 
     (mapping,) = synthesized.template["Mappings"].values()
     assert set(mapping) == set(DLC_ACCOUNT_BY_REGION)  # every region the images are published in, no other
@@ -234,6 +239,9 @@ def test_images_are_pulled_from_the_registries_the_train_lambda_names(synthesize
         assert training_image_uri(region, "ml.m5.xlarge").split(".")[0] == mapping[region]["Training"]
     for region in set(RULE_EVALUATOR_ACCOUNT_BY_REGION) & set(DLC_ACCOUNT_BY_REGION):
         assert rule_evaluator_image_uri(region).split(".")[0] == mapping[region]["Rules"]
+    for region in set(XGBOOST_ACCOUNT_BY_REGION) & set(DLC_ACCOUNT_BY_REGION):
+        uri = training_image_uri(region, "ml.m5.xlarge", None, "xgboost")
+        assert uri.split(".")[0] == mapping[region]["XGBoost"] and "/sagemaker-xgboost:" in uri
 
 
 def test_state_machine_invokes_exactly_the_loops_four_lambdas(synthesized):
