@@ -16,8 +16,8 @@ Impossible configurations, per rule:
 * TensorVariance: no ``max_threshold`` and no ``min_threshold``; or only a ``min_threshold`` <= 0 (a variance is
   never negative).
 * VanishingGradient: ``threshold`` <= 0 (a mean of absolute values is never negative).
-* WeightUpdateRatio: ``num_steps`` below ``save_interval`` (the previous saved weights always lie further
-  back than num_steps); with ``total_steps``, fewer than two saved steps.
+* WeightUpdateRatio: with ``total_steps``, fewer than two saved steps (a ``num_steps`` below the save interval is
+  fine: the rule has the hook save the weights every ``num_steps`` steps).
 * LossNotDecreasing: with ``total_steps``, ``num_steps`` >= ``total_steps`` (no loss lies num_steps back).
 * ExplodingTensor, PoorWeightInitialization, CheckInputImages (read at every step, or at steps the rule
   asks the hook to save whatever the save interval): none.
@@ -120,12 +120,7 @@ def _vanishing_gradient(values: Mapping[str, str], save_interval: int, total_ste
 
 
 def _weight_update_ratio(values: Mapping[str, str], save_interval: int, total_steps: int | None) -> Problem:
-    num_steps = _number(values, "num_steps")
-    if num_steps is not None and num_steps < save_interval:
-        return "num_steps", (
-            f"is {num_steps:g} but the weights are saved every {save_interval} steps, so the previous saved weights "
-            f"are always more than num_steps back; set num_steps >= {save_interval} or None, or save every {int(num_steps)} steps"
-        )
+    # A num_steps below the save interval is possible: the rule asks the hook to save the weights every num_steps.
     if total_steps is not None and _saved_steps(total_steps, save_interval) < 2:
         return "num_steps", f"needs weights at two saved steps, but saving every {save_interval} of {total_steps} steps saves one"
     return None

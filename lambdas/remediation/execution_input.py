@@ -28,6 +28,7 @@ from contracts import ContractError, bucket_layout, rule_selection
 from contracts import run_spec as bounds
 from contracts.objective import Objective
 from contracts.remedies import adapt_to_script, parse_remedies, remedies_to_json, same_kind
+from contracts.rule_feasibility import check_rule_can_fire
 from lambdas.remediation import builtin_example, training_images
 from lambdas.remediation.payload import (
     BaseJobName,
@@ -177,6 +178,7 @@ def _resolve(given: ExecutionInput, keys: set[str]) -> WorkflowState:
         )
     if given.rules is not None:
         rule_selection.check_rules_for_framework(given.rules, given.framework)
+        _check_rules_can_fire(given.rules, given.debugger_save_interval)
     if given.uses_builtin_example:
         hyperparameters = _example_hyperparameters(given)
         source_dir = builtin_example.source_uri(given.bucket)
@@ -251,6 +253,18 @@ def _resolve(given: ExecutionInput, keys: set[str]) -> WorkflowState:
         max_monitor_transitions=max_monitor_transitions,
         monitor_interval_seconds=given.monitor_interval_seconds,
     )
+
+
+def _check_rules_can_fire(rules: list[dict[str, Any]], save_interval: int) -> None:
+    """A selected rule that could never fire under this save interval is refused before any launch: a quiet rule
+    that watched nothing would read as a healthy run."""
+    for index, rule in enumerate(rules):
+        try:
+            check_rule_can_fire(rule["name"], rule["parameters"], save_interval)
+        except ContractError as error:
+            setting = error.field.split(".", 1)[1]
+            field = "debugger_save_interval" if setting == "save_interval" else f"rules[{index}].parameters.{setting}"
+            raise ContractError(field, f"{rule['name']}: {error.problem}") from None
 
 
 def _check_images(given: ExecutionInput) -> None:

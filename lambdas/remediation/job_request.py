@@ -21,6 +21,7 @@ import json
 import os
 import re
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from contracts import bucket_layout, debugger_config, distributed, rule_selection
@@ -136,10 +137,28 @@ def hook_config(run_spec: RunSpec, job_name: str) -> dict[str, Any]:
         "S3OutputPath": bucket_layout.debug_output_uri(run_spec.bucket, job_name),
         "HookParameters": parameters,
         "CollectionConfigurations": [
-            {"CollectionName": name} for name in FRAMEWORK_HOOK_COLLECTIONS[run_spec.framework]
+            {"CollectionName": name} for name in hook_collections(run_spec, FRAMEWORK_HOOK_COLLECTIONS)
         ],
     }
     return debugger_config.validate_hook_config(config)
+
+
+def selected_rules(run_spec: RunSpec) -> list[dict[str, Any]]:
+    """The run_spec's rules, else the framework's defaults (contracts.rule_selection)."""
+    return rule_selection.default_rules(run_spec.framework) if run_spec.rules is None else run_spec.rules
+
+
+def hook_collections(run_spec: RunSpec, base: Mapping[str, tuple[str, ...]]) -> list[str]:
+    """The framework's collections plus the built-in ones each selected rule reads (contracts.debugger_config.
+    RULE_COLLECTIONS: DeadRelu's activations, ...), so SageMaker's own rule evaluator (legacy mode) finds what it
+    reads saved; a script's own collections (ClassImbalance's labels) are the script's to save."""
+    known = debugger_config.XGBOOST_COLLECTION_NAMES if run_spec.framework == "xgboost" else debugger_config.COLLECTION_NAMES
+    names = list(base[run_spec.framework])
+    for rule in selected_rules(run_spec):
+        for name in debugger_config.rule_collections(rule["name"], rule["parameters"]):
+            if name in known and name not in names:
+                names.append(name)
+    return names
 
 
 #: LossNotDecreasing's num_steps in the product: losses this many steps apart. The hook records the loss at every
@@ -186,7 +205,7 @@ def legacy_debug_hook_config(run_spec: RunSpec) -> dict[str, Any]:
     return {
         "S3OutputPath": bucket_layout.s3_uri(run_spec.bucket, bucket_layout.DEBUG_OUTPUT_PREFIX),
         "HookParameters": {"save_interval": str(run_spec.debugger_save_interval)},
-        "CollectionConfigurations": [{"CollectionName": name} for name in LEGACY_COLLECTIONS[run_spec.framework]],
+        "CollectionConfigurations": [{"CollectionName": name} for name in hook_collections(run_spec, LEGACY_COLLECTIONS)],
     }
 
 
@@ -195,7 +214,7 @@ def legacy_debug_rule_configurations(run_spec: RunSpec, job_name: str) -> list[d
     image = rule_evaluator_image_uri(run_spec.region)
     stop = stop_training_action_json(job_name)  # as our rules: the job's end is the signal
     configurations = []
-    for rule in rule_selection.default_rules(run_spec.framework) if run_spec.rules is None else run_spec.rules:
+    for rule in selected_rules(run_spec):
         configurations.append(
             {
                 "RuleConfigurationName": f"Sagemaker{rule['name']}",

@@ -218,3 +218,18 @@ def test_a_bad_rule_selection_is_refused_before_any_launch():
 
     with pytest.raises(InvalidExecutionInput, match=r"rules\[0\]\.parameters\.threshold: must be a string"):
         initial_state({**INPUT, "rules": [{"name": "VanishingGradient", "parameters": {"threshold": 1e-6}}]})
+
+
+def test_a_rule_that_could_never_fire_is_refused_before_any_launch_naming_the_setting():
+    from lambdas.remediation.execution_input import InvalidExecutionInput
+
+    with pytest.raises(InvalidExecutionInput, match=r"rules\[1\]\.parameters\.threshold_layer: DeadRelu: is 100"):
+        initial_state({**INPUT, "rules": ["ExplodingTensor", {"name": "DeadRelu", "parameters": {"threshold_layer": "100"}}]})
+
+
+def test_the_hook_saves_the_collections_the_selected_rules_read_here_and_for_sagemakers_evaluator():
+    state = initial_state({**INPUT, "rules": ["DeadRelu", "ClassImbalance"]})
+    ours = job_request.hook_config(state.run_spec, "remediation-x-001")["CollectionConfigurations"]
+    assert [collection["CollectionName"] for collection in ours] == ["losses", "gradients", "weights", "activations"]
+    legacy = job_request.legacy_debug_hook_config(state.run_spec)["CollectionConfigurations"]
+    assert "activations" in [collection["CollectionName"] for collection in legacy]
