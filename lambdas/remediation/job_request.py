@@ -136,8 +136,10 @@ def hook_config(run_spec: RunSpec, job_name: str) -> dict[str, Any]:
     config = {
         "S3OutputPath": bucket_layout.debug_output_uri(run_spec.bucket, job_name),
         "HookParameters": parameters,
+        # Our in-job rules ask the hook for what they read (debugger.rules.Requirement): the built-in collections
+        # here are what a user's smdebug hook records besides.
         "CollectionConfigurations": [
-            {"CollectionName": name} for name in hook_collections(run_spec, FRAMEWORK_HOOK_COLLECTIONS)
+            {"CollectionName": name} for name in FRAMEWORK_HOOK_COLLECTIONS[run_spec.framework]
         ],
     }
     return debugger_config.validate_hook_config(config)
@@ -148,17 +150,44 @@ def selected_rules(run_spec: RunSpec) -> list[dict[str, Any]]:
     return rule_selection.default_rules(run_spec.framework) if run_spec.rules is None else run_spec.rules
 
 
-def hook_collections(run_spec: RunSpec, base: Mapping[str, tuple[str, ...]]) -> list[str]:
-    """The framework's collections plus the built-in ones each selected rule reads (contracts.debugger_config.
-    RULE_COLLECTIONS: DeadRelu's activations, ...), so SageMaker's own rule evaluator (legacy mode) finds what it
-    reads saved; a script's own collections (ClassImbalance's labels) are the script's to save."""
-    known = debugger_config.XGBOOST_COLLECTION_NAMES if run_spec.framework == "xgboost" else debugger_config.COLLECTION_NAMES
+#: Rules that read module activations, and the parameter naming them: SageMaker's own evaluator (legacy mode) finds
+#: them only in a collection the hook config defines by that regex (smdebug's PyTorch hook has no built-in one).
+ACTIVATION_REGEX_PARAMETER = {
+    "DeadRelu": "tensor_regex",
+    "SaturatedActivation": "tensor_regex",
+    "PoorWeightInitialization": "activation_inputs_regex",
+}
+
+
+def hook_collections(run_spec: RunSpec, base: Mapping[str, tuple[str, ...]]) -> list[dict[str, Any]]:
+    """CollectionConfigurations: the framework's collections plus the built-in ones each selected rule reads
+    (contracts.debugger_config.RULE_COLLECTIONS); activations as a collection of their own, defined by the rules'
+    regexes. Our in-job rules also ask the hook for what they read themselves; SageMaker's evaluator cannot."""
     names = list(base[run_spec.framework])
+    activation_regexes: list[str] = []
     for rule in selected_rules(run_spec):
+        parameter = ACTIVATION_REGEX_PARAMETER.get(rule["name"])
+        if parameter is not None:
+            regex = rule["parameters"].get(parameter, debugger_config.BUILTIN_RULE_DEFAULTS[rule["name"]][parameter])
+            activation_regexes += [part.strip() for part in regex.split(",") if part.strip()]
+            continue
         for name in debugger_config.rule_collections(rule["name"], rule["parameters"]):
-            if name in known and name not in names:
+            if name in _SMDEBUG_BUILTIN_COLLECTIONS[run_spec.framework] and name not in names:
                 names.append(name)
-    return names
+    configurations: list[dict[str, Any]] = [{"CollectionName": name} for name in names]
+    if activation_regexes:
+        configurations.append(
+            {"CollectionName": "activations",
+             "CollectionParameters": {"include_regex": ",".join(dict.fromkeys(activation_regexes))}}
+        )
+    return configurations
+
+
+#: Collections smdebug's hooks define without an include_regex.
+_SMDEBUG_BUILTIN_COLLECTIONS = {
+    "pytorch": ("weights", "biases", "gradients", "losses"),
+    "xgboost": debugger_config.XGBOOST_COLLECTION_NAMES,
+}
 
 
 #: LossNotDecreasing's num_steps in the product: losses this many steps apart. The hook records the loss at every
@@ -205,7 +234,7 @@ def legacy_debug_hook_config(run_spec: RunSpec) -> dict[str, Any]:
     return {
         "S3OutputPath": bucket_layout.s3_uri(run_spec.bucket, bucket_layout.DEBUG_OUTPUT_PREFIX),
         "HookParameters": {"save_interval": str(run_spec.debugger_save_interval)},
-        "CollectionConfigurations": [{"CollectionName": name} for name in hook_collections(run_spec, LEGACY_COLLECTIONS)],
+        "CollectionConfigurations": hook_collections(run_spec, LEGACY_COLLECTIONS),
     }
 
 

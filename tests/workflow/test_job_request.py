@@ -227,9 +227,17 @@ def test_a_rule_that_could_never_fire_is_refused_before_any_launch_naming_the_se
         initial_state({**INPUT, "rules": ["ExplodingTensor", {"name": "DeadRelu", "parameters": {"threshold_layer": "100"}}]})
 
 
-def test_the_hook_saves_the_collections_the_selected_rules_read_here_and_for_sagemakers_evaluator():
-    state = initial_state({**INPUT, "rules": ["DeadRelu", "ClassImbalance"]})
-    ours = job_request.hook_config(state.run_spec, "remediation-x-001")["CollectionConfigurations"]
-    assert [collection["CollectionName"] for collection in ours] == ["losses", "gradients", "weights", "activations"]
+def test_sagemakers_evaluator_gets_the_collections_the_selected_rules_read():
+    """In legacy mode SageMaker's own rules read what its hook saved: WeightUpdateRatio the weights, DeadRelu and
+    SaturatedActivation the activations their regexes name (smdebug's PyTorch hook has no built-in collection for
+    them). Our own rules ask the in-job hook for what they read themselves."""
+    state = initial_state({**INPUT, "legacy_sagemaker_debugger": True,
+                           "rules": ["WeightUpdateRatio", "DeadRelu", "SaturatedActivation", "ClassImbalance"]})
     legacy = job_request.legacy_debug_hook_config(state.run_spec)["CollectionConfigurations"]
-    assert "activations" in [collection["CollectionName"] for collection in legacy]
+    assert legacy == [
+        {"CollectionName": "losses"},
+        {"CollectionName": "gradients"},
+        {"CollectionName": "weights"},
+        {"CollectionName": "activations",
+         "CollectionParameters": {"include_regex": ".*relu_output,.*tanh_input,.*sigmoid_input"}},
+    ]
