@@ -241,6 +241,15 @@ def main():
         if args.early_stopping_patience and epoch - best["epoch"] >= args.early_stopping_patience:
             break
 
+    if val_accuracy is None:
+        # Resumed with every epoch already done: the checkpoint's model is the result; report its figures.
+        with torch.no_grad():
+            model.eval()
+            logits = model(x_val)
+            val_loss = loss_fn(logits, y_val).item()
+            val_accuracy = (logits.argmax(dim=1) == y_val).float().mean().item()
+        if not (args.early_stopping_patience and best is not None):
+            print(f"epoch={args.epochs - 1} val_loss={val_loss:.4f} val_accuracy={val_accuracy:.4f}", flush=True)
     if args.early_stopping_patience and best is not None:
         # Early stopping keeps the best epoch's model; its figures are the last the log reports.
         model.load_state_dict(best["model"])

@@ -299,7 +299,8 @@ EVIDENCE_REMEDIES: dict[str, list[dict[str, Any]]] = {
         }
     ],
     OBJECTIVE_MISSED: [
-        _RATE_UP_INTO_RANGE,
+        # A completed job has no epochs left to continue: train again from the start at the usual rate.
+        {**_RATE_UP_INTO_RANGE, "resume": False},
         {
             "name": "TrainLonger",
             "hyperparameter": "num_epochs",

@@ -543,6 +543,15 @@ def train(
             )
         )
     test_loss, test_accuracy = held_out or evaluate(model, x_test, y_test, channel_mean, device)
+    if start_epoch >= hyperparameters.num_epochs:
+        # Resumed with every epoch already done (a remedy that changes nothing the epochs left would use): the
+        # checkpoint's model is the result, and its held-out figures are reported as an epoch line would.
+        log(
+            format_epoch_line(
+                epoch=hyperparameters.num_epochs - 1, train_loss=math.nan, test_loss=test_loss,
+                test_accuracy=test_accuracy, seconds=0.0,
+            )
+        )
     hook.close(training_ended=True)
     saved_model = {
         "architecture": architecture,
