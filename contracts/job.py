@@ -194,6 +194,37 @@ def encode_hyperparameters(values: Mapping[str, Any]) -> dict[str, str]:
     return encoded
 
 
+def split_long_value(name: str, text: str, limit: int = MAX_HYPERPARAMETER_VALUE_LENGTH) -> dict[str, str]:
+    """A reserved value longer than SageMaker's limit per hyperparameter as consecutive parts: ``name``,
+    ``name_1``, ``name_2``, ... each at most ``limit`` characters once JSON-encoded (encode_hyperparameters).
+    Twenty rules' configurations are about 5,000 characters; :func:`join_long_value` puts them back together."""
+    parts: list[str] = []
+    rest = text
+    while rest or not parts:
+        size = min(len(rest), limit - 2)  # the encoding's two quotes
+        while size > 1 and len(json.dumps(rest[:size])) > limit:  # escapes (\" and \\) take room too
+            size = size * 3 // 4
+        parts.append(rest[:size])
+        rest = rest[size:]
+    return {(name if index == 0 else f"{name}_{index}"): part for index, part in enumerate(parts)}
+
+
+def join_long_value(name: str, values: Mapping[str, str]) -> str | None:
+    """The value :func:`split_long_value` split into ``name``, ``name_1``, ...; None when ``name`` is absent."""
+    if name not in values:
+        return None
+    text, index = values[name], 1
+    while f"{name}_{index}" in values:
+        text += values[f"{name}_{index}"]
+        index += 1
+    return text
+
+
+def is_reserved_hyperparameter(name: str) -> bool:
+    """A hyperparameter the workflow adds for the launcher (its parts included), never the script's."""
+    return name.startswith(REMEDIATION_RESERVED_PREFIX)
+
+
 def decode_hyperparameter(value: str) -> str:
     """One value as the entry point sees it: SageMaker's JSON file may hold it JSON-encoded a second
     time ("\\"0.1\\""); the training toolkit decodes that once."""

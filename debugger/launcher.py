@@ -48,9 +48,10 @@ from contracts.job import (
     HOOK_CONFIG_FILE_ENV,
     HOOK_CONFIG_HYPERPARAMETER,
     MAX_FAILURE_TEXT,
-    RESERVED_HYPERPARAMETERS,
     RULE_CONFIGS_FILE_ENV,
     RULE_CONFIGS_HYPERPARAMETER,
+    is_reserved_hyperparameter,
+    join_long_value,
 )
 from contracts.run_spec import check_entry_point
 from debugger.stop_training import StopTrainingRequested
@@ -76,7 +77,7 @@ def split_arguments(argv: list[str]) -> tuple[dict[str, str], list[str]]:
     while index < len(argv):
         token = argv[index]
         name, has_value, value = token[2:].partition("=") if token.startswith("--") else ("", False, "")
-        if name in RESERVED_HYPERPARAMETERS:
+        if is_reserved_hyperparameter(name):
             if has_value:
                 reserved[name] = value
                 index += 1
@@ -96,17 +97,18 @@ def scrub_environment(environ: MutableMapping[str, str], user_args: list[str], e
     if "SM_HPS" in environ:
         with contextlib.suppress(json.JSONDecodeError, TypeError, AttributeError):
             hyperparameters = json.loads(environ["SM_HPS"])
-            environ["SM_HPS"] = json.dumps({k: v for k, v in hyperparameters.items() if k not in RESERVED_HYPERPARAMETERS})
+            environ["SM_HPS"] = json.dumps({k: v for k, v in hyperparameters.items() if not is_reserved_hyperparameter(k)})
     if "SM_USER_ARGS" in environ:
         environ["SM_USER_ARGS"] = json.dumps(user_args)
-    for name in RESERVED_HYPERPARAMETERS:
-        environ.pop(f"SM_HP_{name.upper()}", None)
+    for name in [name for name in environ if name.startswith("SM_HP_")]:
+        if is_reserved_hyperparameter(name[len("SM_HP_") :].lower()):
+            environ.pop(name)
     if "SM_TRAINING_ENV" in environ:
         with contextlib.suppress(json.JSONDecodeError, TypeError, AttributeError):
             training_env = json.loads(environ["SM_TRAINING_ENV"])
             hyperparameters = training_env.get("hyperparameters", {})
             training_env["hyperparameters"] = {
-                k: v for k, v in hyperparameters.items() if k not in RESERVED_HYPERPARAMETERS
+                k: v for k, v in hyperparameters.items() if not is_reserved_hyperparameter(k)
             }
             training_env["user_entry_point"] = entry_point
             environ["SM_TRAINING_ENV"] = json.dumps(training_env)
@@ -117,7 +119,7 @@ def write_debugger_files(reserved: Mapping[str, str], environ: MutableMapping[st
     """The hook configuration as SageMaker writes it into a container (``S3Path``, ``LocalPath``, ...) and our
     rules beside it; their paths go to the environment variables the hook reads."""
     hook_text = reserved.get(HOOK_CONFIG_HYPERPARAMETER)
-    rules_text = reserved.get(RULE_CONFIGS_HYPERPARAMETER)
+    rules_text = join_long_value(RULE_CONFIGS_HYPERPARAMETER, reserved)
     try:
         if hook_text:
             hook = validate_hook_config(_json(hook_text, HOOK_CONFIG_HYPERPARAMETER))

@@ -34,6 +34,7 @@ from contracts.job import (
     RULE_CONFIGS_HYPERPARAMETER,
     HyperparameterError,
     encode_hyperparameters,
+    split_long_value,
 )
 from contracts.run_spec import JOB_NAME_PATTERN, MAX_JOB_NAME_LENGTH
 from lambdas.remediation.payload import RunSpec, WorkflowState
@@ -274,8 +275,10 @@ def script_mode_hyperparameters(run_spec: RunSpec, job_name: str) -> dict[str, s
         **run_spec.hyperparameters,
         ENTRY_POINT_HYPERPARAMETER: run_spec.entry_point,
         HOOK_CONFIG_HYPERPARAMETER: json.dumps(hook_config(run_spec, job_name), separators=(",", ":")),
-        RULE_CONFIGS_HYPERPARAMETER: json.dumps(
-            rule_configs(job_name, run_spec.rules, run_spec.framework), separators=(",", ":")
+        # Twenty rules' configurations exceed SageMaker's 2,500 characters per value: sent in parts.
+        **split_long_value(
+            RULE_CONFIGS_HYPERPARAMETER,
+            json.dumps(rule_configs(job_name, run_spec.rules, run_spec.framework), separators=(",", ":")),
         ),
         "sagemaker_program": LAUNCHER_PROGRAM,
         "sagemaker_submit_directory": run_spec.source_dir,

@@ -62,3 +62,24 @@ def test_the_stop_training_failure_text_is_read_back_by_its_pattern():
 def test_rendering_keeps_json_for_structured_values():
     assert render_hyperparameter({"a": 1}) == json.dumps({"a": 1}, separators=(",", ":"))
     assert render_hyperparameter(False) == "false"
+
+
+def test_a_value_longer_than_sagemakers_limit_travels_in_parts_each_within_it_and_joins_back():
+    import json
+
+    from contracts.job import (
+        MAX_HYPERPARAMETER_VALUE_LENGTH,
+        encode_hyperparameters,
+        join_long_value,
+        split_long_value,
+    )
+
+    text = json.dumps([{"RuleConfigurationName": f"Rule{index}", "RuleParameters": {"action_json": '[{"name":"StopTraining"}]',
+                                                                                    "tensor_regex": ".*\\\\.weight"}}
+                       for index in range(20)])
+    parts = split_long_value("remediation_debugger_rule_configs", text)
+    assert list(parts)[:2] == ["remediation_debugger_rule_configs", "remediation_debugger_rule_configs_1"]
+    assert all(len(value) <= MAX_HYPERPARAMETER_VALUE_LENGTH for value in encode_hyperparameters(parts).values())
+    assert join_long_value("remediation_debugger_rule_configs", parts) == text
+    assert split_long_value("remediation_x", "short") == {"remediation_x": "short"}
+    assert join_long_value("remediation_x", {}) is None

@@ -173,3 +173,24 @@ def test_a_multi_instance_request_is_valid_and_carries_the_sdks_distribution_hyp
         assert hyperparameters["sagemaker_instance_type"] == '"ml.m5.xlarge"'
     hook = json.loads(json.loads(hyperparameters[HOOK_CONFIG_HYPERPARAMETER]))
     assert hook["HookParameters"]["include_workers"] == "all"  # every rank's tensors for the post-mortem
+
+
+def test_every_pytorch_rule_at_once_fits_sagemakers_limits_and_reaches_the_launcher_whole():
+    """Fifteen rules' configurations are longer than one hyperparameter may be: they travel in parts."""
+    from contracts.job import RULE_CONFIGS_HYPERPARAMETER, decode_hyperparameter, join_long_value
+    from contracts.rule_selection import XGBOOST_ONLY_RULES
+
+    names = [name for name in debugger_config.BUILTIN_RULE_DEFAULTS if name not in XGBOOST_ONLY_RULES]
+    rules = [{"name": name, "parameters": {"max_threshold": "1e6"}} if name == "TensorVariance" else name for name in names]
+    state = initial_state({**INPUT, "entry_point": "train.py", "source_dir": "s3://remediation-artifacts/code/src.tar.gz",
+                           "hyperparameters": {"lr": 0.1}, "rules": rules})
+    request = job_request.build_create_training_job_request(state, "remediation-x-001")
+    _validate("sagemaker", "CreateTrainingJob", request)
+    hyperparameters = request["HyperParameters"]
+    assert f"{RULE_CONFIGS_HYPERPARAMETER}_1" in hyperparameters
+    argv = [item for name, value in hyperparameters.items() if not name.startswith("sagemaker_")
+            for item in (f"--{name}", decode_hyperparameter(value))]
+    reserved, user = split_arguments(argv)
+    assert user == ["--lr", "0.1"]
+    configs = json.loads(join_long_value(RULE_CONFIGS_HYPERPARAMETER, reserved))
+    assert [config["RuleConfigurationName"] for config in configs] == names
