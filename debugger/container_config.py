@@ -5,15 +5,37 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from contracts import ContractError
 from contracts.debugger_config import normalize_container_hook_config
 from contracts.job import DEFAULT_HOOK_CONFIG_FILE, HOOK_CONFIG_FILE_ENV, RULE_CONFIGS_FILE_ENV
+from debugger.s3_mirror import split_s3_uri
 
 DEFAULT_OUT_DIR = "/opt/ml/output/tensors"
 OUT_DIR_ENV = "DEBUG_OUTPUT_DIR"
+JOB_NAME_ENV = "TRAINING_JOB_NAME"
+DEFAULT_JOB_NAME = "local-job"
+
+
+def output_directory(configured: str | None, out_dir: str | Path | None = None) -> str | Path:
+    """The hook's output directory: ``out_dir`` if given, else env DEBUG_OUTPUT_DIR (our local runtime's mapping),
+    else the configuration's LocalPath (``configured``), else /opt/ml/output/tensors."""
+    return out_dir or os.environ.get(OUT_DIR_ENV) or configured or DEFAULT_OUT_DIR
+
+
+def job_name_or_default(given: str | None = None) -> str:
+    """``given``, else the job's name SageMaker sets (env TRAINING_JOB_NAME), else "local-job"."""
+    return given or os.environ.get(JOB_NAME_ENV) or DEFAULT_JOB_NAME
+
+
+def staging_directory_for(s3_uri: str) -> Path:
+    """A local directory for a hook whose out_dir is an s3:// URI (the output is mirrored there)."""
+    split_s3_uri(s3_uri)
+    base = os.environ.get(OUT_DIR_ENV)
+    return Path(base) if base else Path(tempfile.mkdtemp(prefix="debugger-s3-staging-"))
 
 
 def _read_json_file(path: Path, what: str) -> Any:

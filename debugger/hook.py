@@ -20,10 +20,6 @@ before the optimizer can use its gradients, and a rule with a StopTraining actio
 
 from __future__ import annotations
 
-import atexit
-import logging
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -31,16 +27,7 @@ import torch
 from torch import nn
 
 from contracts import ContractError
-from contracts.rule_status import (
-    IN_PROGRESS,
-    NO_ISSUES_FOUND,
-    PHASES,
-    RULE_STATUS_FILE,
-    Evidence,
-    MetricValue,
-    RuleStatusDocument,
-)
-from debugger import storage
+from contracts.rule_status import PHASES
 from debugger.collection import (
     ACTIVATIONS,
     ALL,
@@ -56,21 +43,23 @@ from debugger.config import HookSettings, RuleSpec, parse_hook_config, parse_rul
 from debugger.container_config import (  # noqa: F401 - importable from here as before
     DEFAULT_OUT_DIR,
     OUT_DIR_ENV,
+    job_name_or_default,
+    output_directory,
     read_container_hook_config,
     rule_configs_from_environment,
+    staging_directory_for,
 )
 from debugger.distributed import StopExchange, WorkerRole
 from debugger.hook_api import ScriptApi
-from debugger.hook_rules import RuleRunner, _now, _RuleState
+from debugger.hook_common import HookBase, close_open_hooks
 from debugger.hook_steps import NATIVE, SMDEBUG, StepCapture
 from debugger.live_trial import LiveTrial
 from debugger.modes import ModeKeys
 from debugger.reductions import ReductionConfig
-from debugger.rules import TOTAL_GRADIENT_NORM, build_rule
-from debugger.s3_mirror import S3Mirror, mirroring_enabled, split_s3_uri
+from debugger.rules import TOTAL_GRADIENT_NORM
+from debugger.s3_mirror import mirroring_enabled
 from debugger.save_config import SaveConfig, SaveConfigMode
 from debugger.stall_watchdog import StallWatchdog
-from debugger.step_writer import StepWriter
 from debugger.stop_training import StopTrainingRequested
 from debugger.tensorboard_events import TensorBoardEvents
 
@@ -83,10 +72,9 @@ ACTIVATION_TYPES = (
     nn.ELU, nn.ReLU, nn.LeakyReLU, nn.SELU, nn.GELU, nn.Sigmoid, nn.Tanh, nn.Softplus, nn.SiLU, nn.PReLU,
     nn.ReLU6, nn.CELU, nn.Mish,
 )  # fmt: skip
-LOGGER = logging.getLogger(__name__)
 
 
-class Hook(ScriptApi, StepCapture, RuleRunner):
+class Hook(ScriptApi, StepCapture, HookBase):
     """Create with :meth:`from_configs` (or :meth:`create_from_json_file`); see the module docstring."""
 
     def __init__(
@@ -119,18 +107,16 @@ class Hook(ScriptApi, StepCapture, RuleRunner):
         self._extra_save_every: dict[str, set[int]] = {}
         self.trial = LiveTrial(self.out_dir, expose_signals=profile == NATIVE, flush=self._flush_writer)
         self.trial.worker = self.worker_role.worker  # a rule in the job reads this rank's tensors
-        self._rules = [_RuleState(spec, build_rule(spec, self.trial, source_dir)) for spec in rule_specs]
         self._stall_watchdog: StallWatchdog | None = None
-        for state in self._rules:
-            for requirement in state.rule.requirements():
-                self._require(requirement.collection, requirement.steps, requirement.include_regex, requirement.every)
+        for requirement in self._load_rules(rule_specs, source_dir):
+            self._require(requirement.collection, requirement.steps, requirement.include_regex, requirement.every)
+        self._start_status(status_heartbeat_seconds)
 
         self.mode = ModeKeys.GLOBAL
         self._next_step = 0
         self._next_mode_step: dict[ModeKeys, int] = {}
         self._open = None
         self._capture_io = False
-        self._last_checked_step = -1
         self._prepared_version = None
         self._effective_save: dict[str, SaveConfig] = {}
         self._effective_reduction: dict[str, ReductionConfig | None] = {}
@@ -138,14 +124,9 @@ class Hook(ScriptApi, StepCapture, RuleRunner):
         self._membership_cache: dict[str, tuple[str, ...]] = {}
         self._pending_scalars: list[tuple[str, Any]] = []
         self._pending_custom: dict[str, tuple[Any, list[str]]] = {}
-        self._collections_written = False
         self.last_loss: float | None = None
         self.last_gradient_norm: float | None = None
-        self.evidence = Evidence()
-        self.actions = []
-        self.metrics: dict[str, MetricValue] = {}
         self._epoch: int | None = None
-        self._phase: str | None = None
         self._context_learning_rate: float | None = None
         self._parameters: list[tuple[str, nn.Parameter]] = []
         self._module_names: dict[nn.Module, str] = {}
@@ -157,23 +138,14 @@ class Hook(ScriptApi, StepCapture, RuleRunner):
         self._optimizer: torch.optim.Optimizer | None = None
         self._callback_queued = False
         self._nonfinite_saved = False
-        self._initial_recorded = False
-        self._stop: StopTrainingRequested | None = None
-        self._closed = False
-        self._heartbeat = status_heartbeat_seconds
-        self._last_status_write = 0.0
 
-        self.out_dir.mkdir(parents=True, exist_ok=True)
         destination = self.worker_role.s3_output_path(s3_output_path or settings.s3_output_path)
-        self.mirror = None
-        if destination and not self.dry_run and (s3_output_path or mirroring_enabled(destination)):
-            self.mirror = S3Mirror(self.out_dir, destination)
-        self._writer = StepWriter(self.out_dir, on_written=self.mirror.enqueue if self.mirror else None)
+        mirrored = destination and not self.dry_run and (s3_output_path or mirroring_enabled(destination))
+        self._start_output(destination if mirrored else None)
         self.tensorboard = None if self.dry_run else TensorBoardEvents.for_hook(
             settings.export_tensorboard, settings.tensorboard_dir, self.out_dir
         )
-        self.write_status()
-        _OPEN_HOOKS.append(self)
+        self._opened()
         self._stall_watchdog = StallWatchdog.for_hook(self)  # StalledTrainingRule's clock starts now
 
     def _setup_collections(self, settings: HookSettings, include_collections: list[str] | None) -> None:
@@ -246,9 +218,8 @@ class Hook(ScriptApi, StepCapture, RuleRunner):
         """
         settings = parse_hook_config(hook_config)
         specs = parse_rule_configs(rule_configs)
-        directory = out_dir or os.environ.get(OUT_DIR_ENV) or settings.out_dir_from_config or DEFAULT_OUT_DIR
-        name = job_name or os.environ.get("TRAINING_JOB_NAME") or "local-job"
-        return cls(settings, specs, directory, name, source_dir=source_dir, profile=profile)
+        directory = output_directory(settings.out_dir_from_config, out_dir)
+        return cls(settings, specs, directory, job_name_or_default(job_name), source_dir=source_dir, profile=profile)
 
     @classmethod
     def create_from_json_file(cls, json_config_path: str | Path | None = None, source_dir: str | Path | None = None, profile: str = NATIVE) -> Hook:
@@ -344,72 +315,18 @@ class Hook(ScriptApi, StepCapture, RuleRunner):
 
     # ------------------------------------------------------------------ ending
 
-    def _flush_writer(self) -> None:
-        self._writer.flush()
-
-    def close(self, training_ended: bool = True) -> RuleStatusDocument:
-        """Last step written, final status (rules still InProgress -> NoIssuesFound when training ended), end marker, S3 flush."""
-        if self._closed:
-            return self.status_document(training_ended)
-        self._closed = True
+    def _release(self) -> None:
+        """At close: the stall watchdog stops, the open step is checked and handed over, torch hooks removed."""
         if self._stall_watchdog is not None:
             self._stall_watchdog.stop()
-        if self in _OPEN_HOOKS:
-            _OPEN_HOOKS.remove(self)
         try:
             self._close_open_step()
         except StopTrainingRequested:
             pass  # already recorded in the status document
         for handle in [*self._handles, *self._grad_handles]:
             handle.remove()
-        self._writer.close()
         if self.tensorboard is not None:
             self.tensorboard.close()
-        self._write_collections()
-        if training_ended:
-            for state in self._rules:
-                if state.status == IN_PROGRESS:
-                    state.status, state.details, state.modified = NO_ISSUES_FOUND, "", _now()
-        document = self.write_status(training_ended=training_ended)
-        extra = [self.out_dir / RULE_STATUS_FILE, self.out_dir / storage.METRICS_FILE, self.out_dir / storage.COLLECTIONS_FILE]
-        if training_ended and not self.dry_run:
-            extra.append(storage.mark_training_ended(self.out_dir))
-        if self.mirror is not None:
-            self.mirror.close(extra)
-        return document
 
-    @property
-    def rule_names(self) -> list[str]:
-        """The configured rules' names (RuleConfigurationName), in order."""
-        return [state.spec.name for state in self._rules]
-
-    @property
-    def stop_requested(self) -> StopTrainingRequested | None:
-        return self._stop
-
-
-def staging_directory_for(s3_uri: str) -> Path:
-    """A local directory for a hook whose out_dir is an s3:// URI (the output is mirrored there)."""
-    split_s3_uri(s3_uri)
-    base = os.environ.get(OUT_DIR_ENV)
-    return Path(base) if base else Path(tempfile.mkdtemp(prefix="debugger-s3-staging-"))
-
-
-#: Hooks created and not closed yet: closed when the process exits (or by the job launcher, which knows how
-#: the script ended), so the last status document and step files are never lost.
-_OPEN_HOOKS: list[Hook] = []
-
-
-def close_open_hooks(training_ended: bool = True) -> None:
-    for hook in list(_OPEN_HOOKS):
-        try:
-            hook.close(training_ended=training_ended)
-        except Exception as error:  # noqa: BLE001 - closing the others matters more
-            LOGGER.warning("debugger hook for %s did not close cleanly: %s", hook.job_name, error)
-            if hook in _OPEN_HOOKS:
-                _OPEN_HOOKS.remove(hook)
-
-
-atexit.register(close_open_hooks)
 
 __all__ = ["Hook", "StopTrainingRequested", "ContractError", "close_open_hooks"]

@@ -9,7 +9,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from contracts.rule_status import MAX_REPORTED_METRICS, MetricValue
 from debugger import storage
 from debugger.collection import DEFAULT, LOSSES, METRICS, Collection
 from debugger.hook_steps import SCALAR_PREFIX, _copy
@@ -47,10 +46,6 @@ class ScriptApi:
         self._report_metric(name, float(value), step)
         if METRICS in self.include_collections and not self.dry_run:
             storage.append_metric(self.out_dir, name, step, float(value))
-
-    def _report_metric(self, name: str, value: float, step: int) -> None:
-        if name in self.metrics or len(self.metrics) < MAX_REPORTED_METRICS:
-            self.metrics[name] = MetricValue(value=value, step=step, mode=self.mode.name)
 
     def save_scalar(self, name: str, value: Any, sm_metric: bool = False, timestamp: float | None = None) -> None:
         """smdebug's save_scalar: ``scalar/<name>`` at the current step, whatever the save configuration; its
@@ -102,9 +97,4 @@ class ScriptApi:
 
     def add_collection(self, collection: Collection) -> None:
         self.collection_manager.add(collection)
-
-    def _write_collections(self) -> None:
-        self._collections_written = True
-        if not self.dry_run:
-            storage.write_collections(self.out_dir, {name: c.to_json_dict() for name, c in self.collection_manager.collections.items()})
 

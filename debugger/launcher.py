@@ -188,10 +188,9 @@ class FailureFile:
 
 def _close_hooks() -> None:
     """Flush every hook the script created (status document, last steps, S3 mirror), if it made one."""
-    for module_name in ("debugger.hook", "debugger.xgboost_hook"):  # PyTorch's hooks, XGBoost's callbacks
-        hook_module = sys.modules.get(module_name)
-        if hook_module is not None:
-            hook_module.close_open_hooks(training_ended=True)
+    hook_common = sys.modules.get("debugger.hook_common")  # one registry: PyTorch's hooks, XGBoost's callbacks
+    if hook_common is not None:
+        hook_common.close_open_hooks(training_ended=True)
 
 
 def _terminate(signum: int, frame: object) -> None:

@@ -29,10 +29,7 @@ torch is never imported: an XGBoost job does not need it.
 
 from __future__ import annotations
 
-import atexit
 import json
-import logging
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -41,28 +38,24 @@ import numpy as np
 import xgboost as xgb
 
 from contracts import ContractError
-from contracts.rule_status import IN_PROGRESS, NO_ISSUES_FOUND, RULE_STATUS_FILE, Evidence, MetricValue
 from debugger import storage
 from debugger.collection import ALL, DEFAULT, LOSSES, METRICS, CollectionManager
 from debugger.config import HookSettings, RuleSpec, parse_hook_config, parse_rule_configs
 from debugger.container_config import (
-    DEFAULT_OUT_DIR,
-    OUT_DIR_ENV,
+    job_name_or_default,
+    output_directory,
     read_container_hook_config,
     rule_configs_from_environment,
 )
 from debugger.distributed import WorkerRole
-from debugger.hook_rules import RuleRunner, _now, _RuleState
+from debugger.hook_common import HookBase, close_open_hooks  # noqa: F401 - importable from here as before
 from debugger.live_trial import LiveTrial
 from debugger.modes import ModeKeys
-from debugger.rules import build_rule
-from debugger.s3_mirror import S3Mirror, mirroring_enabled
+from debugger.s3_mirror import mirroring_enabled
 from debugger.save_config import SaveConfig, SaveConfigMode
-from debugger.step_writer import StepRecord, StepWriter
-from debugger.stop_training import StopTrainingRequested
+from debugger.step_writer import StepRecord
+from debugger.stop_training import StopTrainingRequested  # noqa: F401 - importable from here as before
 from debugger.xgboost_tensors import feature_importance_tensors, shap_tensors, tree_tensors
-
-LOGGER = logging.getLogger(__name__)
 
 HYPERPARAMETERS, PREDICTIONS, LABELS = "hyperparameters", "predictions", "labels"
 FEATURE_IMPORTANCE, AVERAGE_SHAP, FULL_SHAP, TREES = "feature_importance", "average_shap", "full_shap", "trees"
@@ -100,9 +93,11 @@ def _check_data(value: Any, name: str) -> xgb.DMatrix | None:
     )
 
 
-class XGBoostHook(RuleRunner, xgb.callback.TrainingCallback):
+class XGBoostHook(HookBase, xgb.callback.TrainingCallback):
     """The XGBoost training callback (``callbacks=[hook]``); build it with :meth:`from_configs` or
     :meth:`create_from_json_file`. ``hyperparameters``, ``train_data`` and ``validation_data`` may be set after."""
+
+    mode = ModeKeys.GLOBAL  # a boosting round has no train/eval mode
 
     def __init__(
         self,
@@ -132,32 +127,14 @@ class XGBoostHook(RuleRunner, xgb.callback.TrainingCallback):
         self.train_data, self.validation_data = train_data, validation_data
         self.collection_manager = CollectionManager(XGBOOST_COLLECTION_PATTERNS)
         self.include_collections = self._included(settings, include_collections, default_collections)
-        self._writer: StepWriter | None = None
         self.trial = LiveTrial(self.out_dir, keep_saved_steps=2, expose_signals=False, flush=self._flush_writer)
-        self._rules = [_RuleState(spec, build_rule(spec, self.trial, source_dir)) for spec in rule_specs]
-        for state in self._rules:
-            for requirement in state.rule.requirements():
-                if requirement.collection not in self.include_collections:
-                    self.include_collections.append(requirement.collection)
-        self.evidence = Evidence()
-        self.actions = []
-        self.metrics: dict[str, MetricValue] = {}
-        self._phase: str | None = None
-        self._initial_recorded = False
-        self._last_checked_step = -1
-        self._stop: StopTrainingRequested | None = None
-        self._closed = False
-        self._collections_written = False
-        self._heartbeat = status_heartbeat_seconds
-        self._last_status_write = 0.0
-        self.out_dir.mkdir(parents=True, exist_ok=True)
+        for requirement in self._load_rules(rule_specs, source_dir):
+            if requirement.collection not in self.include_collections:
+                self.include_collections.append(requirement.collection)
+        self._start_status(status_heartbeat_seconds)
         destination = s3_output_path or settings.s3_output_path
-        self.mirror = None
-        if destination and (s3_output_path or mirroring_enabled(destination)):
-            self.mirror = S3Mirror(self.out_dir, destination)
-        self._writer = StepWriter(self.out_dir, on_written=self.mirror.enqueue if self.mirror else None)
-        self.write_status()
-        _OPEN_HOOKS.append(self)
+        self._start_output(destination if destination and (s3_output_path or mirroring_enabled(destination)) else None)
+        self._opened()
 
     # ------------------------------------------------------------------ configuration
 
@@ -205,9 +182,8 @@ class XGBoostHook(RuleRunner, xgb.callback.TrainingCallback):
         parameters = dict(config.get("HookParameters") or {})
         parameters.setdefault("save_interval", str(DEFAULT_SAVE_INTERVAL))
         settings = parse_hook_config({**config, "HookParameters": parameters})
-        directory = out_dir or os.environ.get(OUT_DIR_ENV) or settings.out_dir_from_config or DEFAULT_OUT_DIR
-        name = job_name or os.environ.get("TRAINING_JOB_NAME") or "local-job"
-        return cls(settings, parse_rule_configs(rule_configs), directory, name, **options)
+        directory = output_directory(settings.out_dir_from_config, out_dir)
+        return cls(settings, parse_rule_configs(rule_configs), directory, job_name_or_default(job_name), **options)
 
     @classmethod
     def create_from_json_file(cls, json_config_path: str | Path | None = None, **options: Any) -> XGBoostHook:
@@ -314,12 +290,6 @@ class XGBoostHook(RuleRunner, xgb.callback.TrainingCallback):
                 return float(value)
         return None
 
-    def _report_metric(self, name: str, value: float, step: int) -> None:
-        from contracts.rule_status import MAX_REPORTED_METRICS
-
-        if name in self.metrics or len(self.metrics) < MAX_REPORTED_METRICS:
-            self.metrics[name] = MetricValue(value=value, step=step, mode=ModeKeys.GLOBAL.name)
-
     def record_metric(self, name: str, value: float, step: int | None = None) -> None:
         """A metric of the script's own (e.g. the final validation accuracy) for the status document."""
         step = max(self._last_checked_step, 0) if step is None else int(step)
@@ -332,68 +302,7 @@ class XGBoostHook(RuleRunner, xgb.callback.TrainingCallback):
 
     # ------------------------------------------------------------------ ending
 
-    def _flush_writer(self) -> None:
-        if self._writer is not None:
-            self._writer.flush()
-
-    def _write_collections(self) -> None:
-        self._collections_written = True
-        if not self.dry_run:
-            storage.write_collections(
-                self.out_dir, {name: c.to_json_dict() for name, c in self.collection_manager.collections.items()}
-            )
-
-    def close(self, training_ended: bool = True):
-        """Last steps written, final status (rules still InProgress -> NoIssuesFound when training ended), end
-        marker, S3 flush. Called by the job launcher or at exit when the script does not."""
-        if self._closed:
-            return self.status_document(training_ended)
-        self._closed = True
-        if self in _OPEN_HOOKS:
-            _OPEN_HOOKS.remove(self)
-        self._writer.close()
-        self._write_collections()
-        if training_ended:
-            for state in self._rules:
-                if state.status == IN_PROGRESS:
-                    state.status, state.details, state.modified = NO_ISSUES_FOUND, "", _now()
-        document = self.write_status(training_ended=training_ended)
-        extra = [self.out_dir / RULE_STATUS_FILE, self.out_dir / storage.METRICS_FILE, self.out_dir / storage.COLLECTIONS_FILE]
-        if training_ended and not self.dry_run:
-            extra.append(storage.mark_training_ended(self.out_dir))
-        if self.mirror is not None:
-            self.mirror.close(extra)
-        return document
-
     def after_training(self, model: xgb.Booster) -> xgb.Booster:
         self._flush_writer()
         self.write_status()
         return model
-
-    @property
-    def rule_names(self) -> list[str]:
-        return [state.spec.name for state in self._rules]
-
-    @property
-    def stop_requested(self) -> StopTrainingRequested | None:
-        return self._stop
-
-
-# --------------------------------------------------------------------------- closing at exit
-
-#: Hooks created and not closed yet: the job launcher closes them (it knows how the script ended), else exit does.
-_OPEN_HOOKS: list[XGBoostHook] = []
-
-
-def close_open_hooks(training_ended: bool = True) -> None:
-    for hook in list(_OPEN_HOOKS):
-        try:
-            hook.close(training_ended=training_ended)
-        except Exception as error:  # noqa: BLE001 - closing the others matters more
-            LOGGER.warning("XGBoost debugger hook for %s did not close cleanly: %s", hook.job_name, error)
-            if hook in _OPEN_HOOKS:
-                _OPEN_HOOKS.remove(hook)
-
-
-atexit.register(close_open_hooks)
-
