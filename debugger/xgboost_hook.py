@@ -83,6 +83,15 @@ NATIVE_DEFAULT_COLLECTIONS = (METRICS, LOSSES, HYPERPARAMETERS, PREDICTIONS, LAB
 LEARNING_RATE_NAMES = ("eta", "learning_rate")
 
 
+def parse_xgboost_hook_config(hook_config: dict | str | None) -> HookSettings:
+    """A DebugHookConfig (dict or JSON text) as the XGBoost hook reads it: without a save_interval, smdebug's
+    XGBoost default (every 10 rounds)."""
+    config = json.loads(hook_config) if isinstance(hook_config, str) else dict(hook_config or {})
+    parameters = dict(config.get("HookParameters") or {})
+    parameters.setdefault("save_interval", str(DEFAULT_SAVE_INTERVAL))
+    return parse_hook_config({**config, "HookParameters": parameters})
+
+
 def _check_data(value: Any, name: str) -> xgb.DMatrix | None:
     if value is None or isinstance(value, xgb.DMatrix):
         return value
@@ -178,10 +187,7 @@ class XGBoostHook(HookBase, xgb.callback.TrainingCallback):
         """From DebugHookConfig / DebugRuleConfigurations (dicts or JSON text); without a save_interval, smdebug's
         XGBoost default (every 10 rounds). Output: ``out_dir``, else env DEBUG_OUTPUT_DIR, else the config's
         LocalPath, else /opt/ml/output/tensors."""
-        config = json.loads(hook_config) if isinstance(hook_config, str) else dict(hook_config or {})
-        parameters = dict(config.get("HookParameters") or {})
-        parameters.setdefault("save_interval", str(DEFAULT_SAVE_INTERVAL))
-        settings = parse_hook_config({**config, "HookParameters": parameters})
+        settings = parse_xgboost_hook_config(hook_config)
         directory = output_directory(settings.out_dir_from_config, out_dir)
         return cls(settings, parse_rule_configs(rule_configs), directory, job_name_or_default(job_name), **options)
 

@@ -1,0 +1,68 @@
+"""What smdebug's framework hooks (``smdebug.pytorch.Hook``, ``smdebug.xgboost.Hook``) do alike with their
+constructor's arguments: the checks smdebug makes, the settings they become, the output directory. Imports no
+torch."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from debugger import storage
+from debugger.config import HookSettings
+from debugger.container_config import staging_directory_for
+from debugger.exceptions import SMDebugRuntimeError
+from debugger.modes import ModeKeys
+from debugger.reductions import ReductionConfig
+from debugger.save_config import SaveConfig
+from debugger.trial_sources import is_s3_uri
+
+
+def check_arguments(out_dir, include_workers) -> None:
+    if out_dir is None:
+        raise RuntimeError("out_dir is a required argument")
+    if include_workers not in ("one", "all"):
+        raise ValueError(f'include_workers must be "one" or "all"; got {include_workers!r}')
+
+
+def as_list(names: str | list[str] | None) -> list[str]:
+    """smdebug takes one name or a list of them (include_regex, include_collections)."""
+    return [names] if isinstance(names, str) else list(names or [])
+
+
+def hook_settings(
+    save: SaveConfig,
+    include_regex: list[str],
+    save_all,
+    dry_run,
+    include_workers: str,
+    reduction_config: ReductionConfig | None = None,
+    export_tensorboard=False,
+    tensorboard_dir: str | None = None,
+) -> HookSettings:
+    """The settings a hook built from constructor arguments runs with (no configuration file, no S3 path)."""
+    return HookSettings(
+        out_dir_from_config=None,
+        s3_output_path=None,
+        save_by_mode={mode: save.get_save_config(mode).to_json_dict() for mode in ModeKeys},
+        reduction_config=reduction_config,
+        include_regex=tuple(include_regex),
+        save_all=bool(save_all),
+        collection_specs=None,
+        dry_run=bool(dry_run),
+        include_workers=include_workers,
+        export_tensorboard=bool(export_tensorboard),
+        tensorboard_dir=tensorboard_dir,
+    )
+
+
+def local_out_dir(out_dir: str) -> tuple[Path, str | None]:
+    """(directory written to, S3 URI mirrored to). smdebug does not merge runs: an out_dir that already holds saved
+    steps is refused."""
+    if is_s3_uri(out_dir):
+        return staging_directory_for(out_dir), out_dir
+    path = Path(os.path.expanduser(out_dir))
+    if storage.list_step_files(path):
+        raise SMDebugRuntimeError(
+            f"The path {path} already holds a run's saved steps; give the hook an out_dir that does not exist yet"
+        )
+    return path, None
