@@ -7,18 +7,14 @@ import math
 
 import numpy as np
 import pytest
+from rule_trials import make
 
 from contracts import ContractError
 from contracts.debugger_config import BUILTIN_RULE_DEFAULTS
-from debugger.config import RuleSpec
 from debugger.curve_rules import metric_pairs
 from debugger.live_trial import LiveTrial
 from debugger.modes import ModeKeys
-from debugger.rules import build_rule, builtin_rule_parameters
-
-
-def make(rule_name: str, trial, **parameters: str):
-    return build_rule(RuleSpec(rule_name, rule_name, parameters, (), None, None, None, "rule.RuleParameters"), trial)
+from debugger.rules import builtin_rule_parameters
 
 
 def run_boosting(rule, trial: LiveTrial, curves: dict[str, list[float]]) -> int | None:

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from rule_trials import make, trial_with
 
 from contracts import ContractError
 from contracts.debugger_config import BUILTIN_RULE_DEFAULTS
-from debugger.config import RuleSpec
 from debugger.rules import (
     TOTAL_GRADIENT_NORM,
     ExplodingTensor,
@@ -18,27 +18,9 @@ from debugger.rules import (
     PoorWeightInitialization,
     VanishingGradient,
     WeightUpdateRatio,
-    build_rule,
     builtin_rule_parameters,
 )
 from debugger.trial import LiveTrial
-
-
-def trial_with(tmp_path: Path, steps: dict[int, dict[str, tuple[str, np.ndarray]]]) -> LiveTrial:
-    """A LiveTrial whose saved steps hold the given {name: (collection, array)}."""
-    trial = LiveTrial(tmp_path, keep_saved_steps=len(steps))
-    for step, tensors in steps.items():
-        trial.add_saved_step(
-            step,
-            {name: np.asarray(array) for name, (_, array) in tensors.items()},
-            {name: [collection] for name, (collection, _) in tensors.items()},
-        )
-    return trial
-
-
-def make(rule_name: str, trial: LiveTrial, **parameters: str):
-    spec = RuleSpec(rule_name, rule_name, parameters, (), None, None, None, "rule.RuleParameters")
-    return build_rule(spec, trial)
 
 
 @pytest.mark.parametrize(

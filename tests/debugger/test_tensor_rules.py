@@ -10,31 +10,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from rule_trials import make, trial_with
 
 from contracts import ContractError
 from contracts.rule_status import NAN_INPUT
-from debugger.config import RuleSpec
-from debugger.rules import BUILTIN_RULES, build_rule, builtin_rule_parameters
+from debugger.rules import BUILTIN_RULES, builtin_rule_parameters
 from debugger.trial import LiveTrial
 
 TENSOR_RULES = ("DeadRelu", "SaturatedActivation", "AllZero", "UnchangedTensor", "TensorVariance", "CheckInputImages")
 
-
-def trial_with(tmp_path: Path, steps: dict[int, dict[str, tuple[str, np.ndarray]]]) -> LiveTrial:
-    """A LiveTrial whose saved steps hold the given {name: (collection, array)}."""
-    trial = LiveTrial(tmp_path, keep_saved_steps=max(1, len(steps)))
-    for step, tensors in steps.items():
-        trial.add_saved_step(
-            step,
-            {name: np.asarray(array) for name, (_, array) in tensors.items()},
-            {name: [collection] for name, (collection, _) in tensors.items()},
-        )
-    return trial
-
-
-def make(rule_name: str, trial: LiveTrial, **parameters: str):
-    spec = RuleSpec(rule_name, rule_name, parameters, (), None, None, None, "rule.RuleParameters")
-    return build_rule(spec, trial)
 
 
 def relu_outputs(dead_units: int, units: int = 10, batch: int = 100, active_in: int = 50) -> np.ndarray:

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from rule_trials import make
 from torch import nn
 
 from contracts import ContractError
@@ -36,8 +37,7 @@ from contracts.rule_status import (
     RuleStatusDocument,
 )
 from debugger import Hook
-from debugger.config import RuleSpec
-from debugger.rules import BUILTIN_RULES, build_rule, builtin_rule_parameters
+from debugger.rules import BUILTIN_RULES, builtin_rule_parameters
 from debugger.training_rules import ClassImbalance, StalledTrainingRule
 from debugger.trial import LiveTrial
 
@@ -47,11 +47,6 @@ STOP = '[{"name":"StopTraining"}]'
 
 def rule(name: str, **parameters: str) -> dict:
     return {"RuleConfigurationName": name, "RuleParameters": {"rule_to_invoke": name, **parameters}}
-
-
-def make(rule_name: str, trial: LiveTrial, **parameters: str):
-    spec = RuleSpec(rule_name, rule_name, parameters, (), None, None, None, "rule.RuleParameters")
-    return build_rule(spec, trial)
 
 
 def read_status(directory: Path) -> RuleStatusDocument:

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from rule_trials import make
 
 from contracts import ContractError
-from debugger.config import RuleSpec
 from debugger.live_trial import LiveTrial
-from debugger.rules import build_rule, builtin_rule_parameters
+from debugger.rules import builtin_rule_parameters
 from debugger.xgboost_rules import (
     confusion_matrix,
     confusion_violation,
@@ -17,10 +17,6 @@ from debugger.xgboost_rules import (
     predicted_classes,
     top_share,
 )
-
-
-def make(rule_name: str, trial, **parameters: str):
-    return build_rule(RuleSpec(rule_name, rule_name, parameters, (), None, None, None, "rule.RuleParameters"), trial)
 
 
 def saved(tmp_path, step: int, tensors: dict[str, tuple[str, object]]) -> LiveTrial:
