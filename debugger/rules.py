@@ -150,78 +150,11 @@ def _bounds(text: str, where: str) -> tuple[float, float]:
     return low, high
 
 
-def _one_regex(text: str, where: str) -> re.Pattern[str]:
-    try:
-        return re.compile(str(text).strip())
-    except re.error as error:
-        raise ContractError(where, f"{text!r} is not a valid regular expression: {error}") from None
-
-
 def _signed_int(text: str, where: str) -> int:
     try:
         return int(str(text).strip())
     except ValueError:
         raise ContractError(where, f'must be a whole number such as "1" (or "-1" for channels last); got {text!r}') from None
-
-
-#: How each built-in parameter's string is parsed (and checked).
-_PARSERS = {
-    "collection_names": _collection_list,
-    "tensor_regex": parse_regex_list,
-    "activation_inputs_regex": parse_regex_list,
-    "only_nan": parse_bool,
-    "use_losses_collection": parse_bool,
-    "threshold": lambda text, where: parse_float(text, where, minimum=0.0),
-    "num_steps": lambda text, where: _optional_int(text, where),
-    "diff_percent": lambda text, where: parse_float(text, where, minimum=0.0),
-    "increase_threshold_percent": lambda text, where: parse_float(text, where, minimum=0.0),
-    "mode": _mode,
-    "large_threshold": lambda text, where: parse_float(text, where, minimum=0.0),
-    "small_threshold": lambda text, where: parse_float(text, where, minimum=0.0),
-    "epsilon": lambda text, where: parse_float(text, where, minimum=0.0),
-    "distribution_range": lambda text, where: parse_float(text, where, minimum=0.0),
-    "patience": lambda text, where: parse_int(text, where, minimum=1),
-    "steps": lambda text, where: parse_int(text, where, minimum=1),
-    # Training-curve rules (debugger/training_rules.py).
-    "threshold_imbalance": lambda text, where: parse_float(text, where, minimum=1.0),
-    "threshold_misprediction": lambda text, where: parse_fraction(text, where),
-    "samples": lambda text, where: parse_int(text, where, minimum=1),
-    "argmax": parse_bool,
-    "labels_regex": lambda text, where: parse_regex(text, where),
-    "predictions_regex": lambda text, where: parse_regex(text, where),
-    "stop_training_on_fire": parse_bool,
-    "training_job_name_prefix": lambda text, where: str(text).strip(),
-    # --- curve and XGBoost rules (debugger/curve_rules.py, debugger/xgboost_rules.py)
-    "start_step": lambda text, where: parse_int(text, where, minimum=0),
-    "ratio_threshold": lambda text, where: parse_float(text, where, minimum=0.0),
-    "patience_train": lambda text, where: parse_int(text, where, minimum=1),
-    "patience_validation": lambda text, where: parse_int(text, where, minimum=1),
-    "delta": lambda text, where: parse_float(text, where, minimum=0.0),
-    "category_no": lambda text, where: _optional_category_count(text, where),
-    "labels": lambda text, where: _tensor_name(text, where),
-    "predictions": lambda text, where: _tensor_name(text, where),
-    "labels_collection": lambda text, where: _tensor_name(text, where),
-    "predictions_collection": lambda text, where: _tensor_name(text, where),
-    "min_diag": lambda text, where: parse_fraction(text, where),
-    "max_off_diag": lambda text, where: parse_fraction(text, where),
-    "nfeatures": lambda text, where: parse_int(text, where, minimum=1),
-    "depth": lambda text, where: parse_float(text, where, minimum=0.0),
-    # --- end of curve and XGBoost rules
-    # Tensor and activation rules (debugger/tensor_rules.py)
-    "threshold_inactivity": lambda text, where: _percent(text, where),
-    "threshold_layer": lambda text, where: _percent(text, where),
-    "threshold_tanh": lambda text, where: _bounds(text, where),
-    "threshold_sigmoid": lambda text, where: _bounds(text, where),
-    "rtol": lambda text, where: parse_float(text, where, minimum=0.0),
-    "atol": lambda text, where: parse_float(text, where, minimum=0.0),
-    "equal_nan": parse_bool,
-    "max_threshold": lambda text, where: _optional_float(text, where),
-    "min_threshold": lambda text, where: _optional_float(text, where),
-    "threshold_mean": lambda text, where: parse_float(text, where, minimum=0.0),
-    "threshold_samples": lambda text, where: parse_int(text, where, minimum=1),
-    "regex": lambda text, where: _one_regex(text, where),
-    "channel": lambda text, where: _signed_int(text, where),
-}
 
 
 def _optional_category_count(text: str, where: str) -> int | None:
@@ -235,6 +168,74 @@ def _tensor_name(text: str, where: str) -> str:
     if not name or not COLLECTION_NAME.match(name):
         raise ContractError(where, f"must be a tensor or collection name such as 'labels'; got {text!r}")
     return name
+
+
+def _non_negative(text: str, where: str) -> float:
+    return parse_float(text, where, minimum=0.0)
+
+
+def _count(text: str, where: str) -> int:
+    return parse_int(text, where, minimum=1)
+
+
+#: How each built-in parameter's string is parsed (and checked).
+_PARSERS = {
+    "collection_names": _collection_list,
+    "tensor_regex": parse_regex_list,
+    "activation_inputs_regex": parse_regex_list,
+    "only_nan": parse_bool,
+    "use_losses_collection": parse_bool,
+    "threshold": _non_negative,
+    "num_steps": _optional_int,
+    "diff_percent": _non_negative,
+    "increase_threshold_percent": _non_negative,
+    "mode": _mode,
+    "large_threshold": _non_negative,
+    "small_threshold": _non_negative,
+    "epsilon": _non_negative,
+    "distribution_range": _non_negative,
+    "patience": _count,
+    "steps": _count,
+    # Training-curve rules (debugger/training_rules.py).
+    "threshold_imbalance": lambda text, where: parse_float(text, where, minimum=1.0),
+    "threshold_misprediction": parse_fraction,
+    "samples": _count,
+    "argmax": parse_bool,
+    "labels_regex": parse_regex,
+    "predictions_regex": parse_regex,
+    "stop_training_on_fire": parse_bool,
+    "training_job_name_prefix": lambda text, where: str(text).strip(),
+    # --- curve and XGBoost rules (debugger/curve_rules.py, debugger/xgboost_rules.py)
+    "start_step": lambda text, where: parse_int(text, where, minimum=0),
+    "ratio_threshold": _non_negative,
+    "patience_train": _count,
+    "patience_validation": _count,
+    "delta": _non_negative,
+    "category_no": _optional_category_count,
+    "labels": _tensor_name,
+    "predictions": _tensor_name,
+    "labels_collection": _tensor_name,
+    "predictions_collection": _tensor_name,
+    "min_diag": parse_fraction,
+    "max_off_diag": parse_fraction,
+    "nfeatures": _count,
+    "depth": _non_negative,
+    # --- end of curve and XGBoost rules
+    # Tensor and activation rules (debugger/tensor_rules.py)
+    "threshold_inactivity": _percent,
+    "threshold_layer": _percent,
+    "threshold_tanh": _bounds,
+    "threshold_sigmoid": _bounds,
+    "rtol": _non_negative,
+    "atol": _non_negative,
+    "equal_nan": parse_bool,
+    "max_threshold": _optional_float,
+    "min_threshold": _optional_float,
+    "threshold_mean": _non_negative,
+    "threshold_samples": _count,
+    "regex": parse_regex,
+    "channel": _signed_int,
+}
 
 
 def builtin_rule_parameters(rule_name: str, parameters: dict[str, str], where: str) -> dict[str, Any]:
