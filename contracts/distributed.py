@@ -139,15 +139,10 @@ def launcher_from_hyperparameters(hyperparameters: Mapping[str, str]) -> str | N
     return None
 
 
-@dataclasses.dataclass(frozen=True)
-class Placement:
-    """Where one training process stands: its rank among world_size, and the rendezvous (env:// init)."""
+class Ranked:
+    """A training process known by its ``rank`` (set by the subclass): its worker name and whether it is the chief."""
 
     rank: int
-    world_size: int
-    local_rank: int
-    master_addr: str
-    master_port: int
 
     @property
     def worker(self) -> str:
@@ -156,6 +151,17 @@ class Placement:
     @property
     def is_chief(self) -> bool:
         return self.rank == 0
+
+
+@dataclasses.dataclass(frozen=True)
+class Placement(Ranked):
+    """Where one training process stands: its rank among world_size, and the rendezvous (env:// init)."""
+
+    rank: int
+    world_size: int
+    local_rank: int
+    master_addr: str
+    master_port: int
 
 
 def _whole(environ: Mapping[str, str], name: str) -> int:

@@ -22,7 +22,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from contracts.distributed import CHIEF_WORKER, WORKERS_DIR, placement_from_environment, worker_name
+from contracts.distributed import CHIEF_WORKER, WORKERS_DIR, Ranked, placement_from_environment
 from contracts.rule_status import ISSUES_FOUND, ActionRecord, RuleIssue
 from debugger.stop_training import StopTrainingRequested
 
@@ -30,19 +30,11 @@ LOGGER = logging.getLogger("debugger.hook")
 
 
 @dataclasses.dataclass(frozen=True)
-class WorkerRole:
+class WorkerRole(Ranked):
     """This process's place among the job's training processes (rank 0 of 1 for a single process)."""
 
     rank: int = 0
     world_size: int = 1
-
-    @property
-    def worker(self) -> str:
-        return worker_name(self.rank)
-
-    @property
-    def is_chief(self) -> bool:
-        return self.rank == 0
 
     @property
     def distributed(self) -> bool:
