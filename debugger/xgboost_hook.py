@@ -92,14 +92,23 @@ def parse_xgboost_hook_config(hook_config: dict | str | None) -> HookSettings:
     return parse_hook_config({**config, "HookParameters": parameters})
 
 
-def _check_data(value: Any, name: str) -> xgb.DMatrix | None:
-    if value is None or isinstance(value, xgb.DMatrix):
-        return value
-    raise ContractError(
-        name,
-        f"must be an xgboost.DMatrix (got {type(value).__name__}); load files with xgboost.DMatrix('train.csv?format=csv"
-        "&label_column=0') first",
-    )
+class _DMatrixAttribute:
+    """An attribute that holds an xgboost.DMatrix or None, refusing anything else with the fix in the message."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, hook: Any, owner: type | None = None) -> xgb.DMatrix | None:
+        return self if hook is None else hook.__dict__.get(self.name)
+
+    def __set__(self, hook: Any, value: Any) -> None:
+        if value is not None and not isinstance(value, xgb.DMatrix):
+            raise ContractError(
+                self.name,
+                f"must be an xgboost.DMatrix (got {type(value).__name__}); load files with "
+                "xgboost.DMatrix('train.csv?format=csv&label_column=0') first",
+            )
+        hook.__dict__[self.name] = value
 
 
 class XGBoostHook(HookBase, xgb.callback.TrainingCallback):
@@ -107,6 +116,8 @@ class XGBoostHook(HookBase, xgb.callback.TrainingCallback):
     :meth:`create_from_json_file`. ``hyperparameters``, ``train_data`` and ``validation_data`` may be set after."""
 
     mode = ModeKeys.GLOBAL  # a boosting round has no train/eval mode
+    train_data = _DMatrixAttribute()
+    validation_data = _DMatrixAttribute()
 
     def __init__(
         self,
@@ -197,22 +208,6 @@ class XGBoostHook(HookBase, xgb.callback.TrainingCallback):
         ``json_config_path``, else env SMDEBUG_CONFIG_FILE_PATH, else /opt/ml/input/config/debughookconfig.json;
         the rules from env DEBUGGER_RULE_CONFIG_FILE_PATH, if set."""
         return cls.from_configs(read_container_hook_config(json_config_path), rule_configs_from_environment(), **options)
-
-    @property
-    def train_data(self) -> xgb.DMatrix | None:
-        return self._train_data
-
-    @train_data.setter
-    def train_data(self, value: Any) -> None:
-        self._train_data = _check_data(value, "train_data")
-
-    @property
-    def validation_data(self) -> xgb.DMatrix | None:
-        return self._validation_data
-
-    @validation_data.setter
-    def validation_data(self, value: Any) -> None:
-        self._validation_data = _check_data(value, "validation_data")
 
     # ------------------------------------------------------------------ the callback
 
