@@ -30,8 +30,6 @@ from contracts import ContractError
 from contracts.rule_status import PHASES
 from debugger.collection import (
     ACTIVATIONS,
-    ALL,
-    DEFAULT,
     GRADIENTS,
     LEARNING_RATE,
     LOSSES,
@@ -51,14 +49,14 @@ from debugger.container_config import (  # noqa: F401 - importable from here as 
 )
 from debugger.distributed import StopExchange, WorkerRole
 from debugger.hook_api import ScriptApi
-from debugger.hook_common import HookBase, close_open_hooks
+from debugger.hook_common import HookBase, apply_collection_spec, close_open_hooks, included_collections
 from debugger.hook_steps import NATIVE, SMDEBUG, StepCapture
 from debugger.live_trial import LiveTrial
 from debugger.modes import ModeKeys
 from debugger.reductions import ReductionConfig
 from debugger.rules import TOTAL_GRADIENT_NORM
 from debugger.s3_mirror import mirroring_enabled
-from debugger.save_config import SaveConfig, SaveConfigMode
+from debugger.save_config import SaveConfig
 from debugger.stall_watchdog import StallWatchdog
 from debugger.stop_training import StopTrainingRequested
 from debugger.tensorboard_events import TensorBoardEvents
@@ -158,34 +156,23 @@ class Hook(ScriptApi, StepCapture, HookBase):
         if self.profile == NATIVE:
             self.collection_manager.get(GRADIENTS).add_tensor_name(TOTAL_GRADIENT_NORM)
             self.collection_manager.get(LEARNING_RATE).add_tensor_name(LEARNING_RATE_TENSOR)
-        if include_collections is not None:
-            included = list(include_collections)
-        elif settings.collection_specs is None:
-            included = list(DEFAULT_COLLECTIONS) if self.profile == NATIVE else []
-        else:
-            included = [spec.name for spec in settings.collection_specs]
-        if self.profile == SMDEBUG:
-            included += [name for name in SMDEBUG_ALWAYS_SAVED if name not in included]
         self._config_where: dict[str, str] = {}
         for spec in settings.collection_specs or ():
-            collection = self.collection_manager.get(spec.name)
-            collection.save_config = SaveConfig(mode_save_configs={mode: SaveConfigMode(**values) for mode, values in spec.save_by_mode.items()})
+            collection = apply_collection_spec(self.collection_manager, spec)
             if spec.reduction_config is not None:
                 collection.reduction_config = spec.reduction_config
-            if spec.include_regex:
-                collection.include(list(spec.include_regex))
             if spec.save_histogram is not None:
                 collection.save_histogram = spec.save_histogram
             self._config_where[spec.name] = spec.where
             if spec.name not in self._builtin_names and not spec.include_regex:
                 self._raise_unconfigured(spec.name)
-        if settings.include_regex:
-            self.collection_manager.get(DEFAULT).include(list(settings.include_regex))
-            included.append(DEFAULT)
-        if settings.save_all:
-            self.collection_manager.get(ALL).include(".*")
-            included.append(ALL)
-        self.include_collections = list(dict.fromkeys(included))
+        self.include_collections = included_collections(
+            self.collection_manager,
+            settings,
+            include_collections,
+            DEFAULT_COLLECTIONS if self.profile == NATIVE else (),
+            SMDEBUG_ALWAYS_SAVED if self.profile == SMDEBUG else (),
+        )
 
     def _raise_unconfigured(self, name: str) -> None:
         where = self._config_where.get(name)

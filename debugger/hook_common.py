@@ -21,14 +21,52 @@ from contracts.rule_status import (
     RuleStatusDocument,
 )
 from debugger import storage
-from debugger.config import RuleSpec
+from debugger.collection import ALL, DEFAULT, Collection, CollectionManager
+from debugger.config import CollectionSpec, HookSettings, RuleSpec
 from debugger.hook_rules import RuleRunner, _now, _RuleState
 from debugger.rules import Requirement, build_rule
 from debugger.s3_mirror import S3Mirror
+from debugger.save_config import SaveConfig, SaveConfigMode
 from debugger.step_writer import StepWriter
 from debugger.stop_training import StopTrainingRequested
 
 LOGGER = logging.getLogger("debugger.hook")
+
+
+def apply_collection_spec(manager: CollectionManager, spec: CollectionSpec) -> Collection:
+    """A CollectionConfiguration's save configuration and include_regex, set on its collection."""
+    collection = manager.get(spec.name)
+    collection.save_config = SaveConfig(
+        mode_save_configs={mode: SaveConfigMode(**values) for mode, values in spec.save_by_mode.items()}
+    )
+    if spec.include_regex:
+        collection.include(list(spec.include_regex))
+    return collection
+
+
+def included_collections(
+    manager: CollectionManager,
+    settings: HookSettings,
+    include: list[str] | None,
+    defaults: tuple[str, ...],
+    always: tuple[str, ...] = (),
+) -> list[str]:
+    """The collections a hook saves: ``include`` if given, else those the configuration names, else ``defaults``;
+    then ``always``, and "default" / "all" when the configuration's include_regex / save_all ask for them."""
+    if include is not None:
+        included = list(include)
+    elif settings.collection_specs is None:
+        included = list(defaults)
+    else:
+        included = [spec.name for spec in settings.collection_specs]
+    included += [name for name in always if name not in included]
+    if settings.include_regex:
+        manager.get(DEFAULT).include(list(settings.include_regex))
+        included.append(DEFAULT)
+    if settings.save_all:
+        manager.get(ALL).include(".*")
+        included.append(ALL)
+    return list(dict.fromkeys(included))
 
 
 class HookBase(RuleRunner):

@@ -48,11 +48,16 @@ from debugger.container_config import (
     rule_configs_from_environment,
 )
 from debugger.distributed import WorkerRole
-from debugger.hook_common import HookBase, close_open_hooks  # noqa: F401 - importable from here as before
+from debugger.hook_common import (  # noqa: F401 - close_open_hooks importable from here as before
+    HookBase,
+    apply_collection_spec,
+    close_open_hooks,
+    included_collections,
+)  # noqa: F401 - importable from here as before
 from debugger.live_trial import LiveTrial
 from debugger.modes import ModeKeys
 from debugger.s3_mirror import mirroring_enabled
-from debugger.save_config import SaveConfig, SaveConfigMode
+from debugger.save_config import SaveConfig
 from debugger.step_writer import StepRecord
 from debugger.stop_training import StopTrainingRequested  # noqa: F401 - importable from here as before
 from debugger.xgboost_tensors import feature_importance_tensors, shap_tensors, tree_tensors
@@ -160,31 +165,14 @@ class XGBoostHook(HookBase, xgb.callback.TrainingCallback):
 
     def _included(self, settings: HookSettings, include: list[str] | None, defaults: tuple[str, ...]) -> list[str]:
         for spec in settings.collection_specs or ():
-            collection = self.collection_manager.get(spec.name)
-            collection.save_config = SaveConfig(
-                mode_save_configs={mode: SaveConfigMode(**values) for mode, values in spec.save_by_mode.items()}
-            )
-            if spec.include_regex:
-                collection.include(list(spec.include_regex))
-            elif spec.name not in XGBOOST_COLLECTION_PATTERNS:
+            apply_collection_spec(self.collection_manager, spec)
+            if not spec.include_regex and spec.name not in XGBOOST_COLLECTION_PATTERNS:
                 raise ContractError(
                     f"{spec.where}.CollectionName",
                     f"{spec.name!r} is not an XGBoost collection ({', '.join(sorted(XGBOOST_COLLECTION_PATTERNS))}); "
                     "a collection of your own needs CollectionParameters.include_regex",
                 )
-        if include is not None:
-            included = list(include)
-        elif settings.collection_specs is None:
-            included = list(defaults)
-        else:
-            included = [spec.name for spec in settings.collection_specs]
-        if settings.include_regex:
-            self.collection_manager.get(DEFAULT).include(list(settings.include_regex))
-            included.append(DEFAULT)
-        if settings.save_all:
-            self.collection_manager.get(ALL).include(".*")
-            included.append(ALL)
-        return list(dict.fromkeys(included))
+        return included_collections(self.collection_manager, settings, include, defaults)
 
     @classmethod
     def from_configs(
