@@ -9,7 +9,7 @@ from pathlib import Path
 
 from debugger import storage
 from debugger.config import HookSettings
-from debugger.container_config import staging_directory_for
+from debugger.container_config import output_directory, staging_directory_for
 from debugger.exceptions import SMDebugRuntimeError
 from debugger.modes import ModeKeys
 from debugger.reductions import ReductionConfig
@@ -66,3 +66,12 @@ def local_out_dir(out_dir: str) -> tuple[Path, str | None]:
             f"The path {path} already holds a run's saved steps; give the hook an out_dir that does not exist yet"
         )
     return path, None
+
+
+def hook_from_settings(hook_class: type, settings: HookSettings):
+    """A ``hook_class`` (``_init(settings, directory, s3_uri, included)``) for a configuration file's settings, writing
+    to env DEBUG_OUTPUT_DIR (our local runtime's mapping), else the file's LocalPath, else /opt/ml/output/tensors."""
+    directory, _ = local_out_dir(str(output_directory(settings.out_dir_from_config)))
+    hook = hook_class.__new__(hook_class)
+    hook._init(settings, directory, None, None)
+    return hook

@@ -8,7 +8,6 @@ from pathlib import Path
 from debugger.config import HookSettings, parse_hook_config, parse_rule_configs
 from debugger.container_config import (
     job_name_or_default,
-    output_directory,
     read_container_hook_config,
     rule_configs_from_environment,
 )
@@ -16,7 +15,7 @@ from debugger.hook import Hook as DebuggerHook
 from debugger.hook_steps import SMDEBUG
 from debugger.reductions import ReductionConfig
 from debugger.save_config import SaveConfig
-from smdebug.core.hook_utils import as_list, check_arguments, hook_settings, local_out_dir
+from smdebug.core.hook_utils import as_list, check_arguments, hook_from_settings, hook_settings, local_out_dir
 from smdebug.pytorch import singleton
 
 
@@ -75,11 +74,7 @@ class Hook(DebuggerHook):
         SMDEBUG_CONFIG_FILE_PATH, else /opt/ml/input/config/debughookconfig.json. Output: env
         DEBUG_OUTPUT_DIR (our local runtime's mapping), else the file's LocalPath, else /opt/ml/output/tensors;
         mirrored to its S3OutputPath/S3Path unless env DEBUG_OUTPUT_S3_SYNC is off."""
-        settings = parse_hook_config(read_container_hook_config(json_file_path))
-        directory, _ = local_out_dir(str(output_directory(settings.out_dir_from_config)))
-        hook = cls.__new__(cls)
-        hook._init(settings, directory, None, None)
-        return hook
+        return hook_from_settings(cls, parse_hook_config(read_container_hook_config(json_file_path)))
 
     def _cleanup(self) -> None:
         self.close()

@@ -6,7 +6,6 @@ from __future__ import annotations
 from debugger.config import parse_rule_configs
 from debugger.container_config import (
     job_name_or_default,
-    output_directory,
     read_container_hook_config,
     rule_configs_from_environment,
 )
@@ -18,7 +17,7 @@ from debugger.xgboost_hook import (
     XGBoostHook,
     parse_xgboost_hook_config,
 )
-from smdebug.core.hook_utils import as_list, check_arguments, hook_settings, local_out_dir
+from smdebug.core.hook_utils import as_list, check_arguments, hook_from_settings, hook_settings, local_out_dir
 from smdebug.xgboost import singleton
 
 
@@ -73,8 +72,4 @@ class Hook(XGBoostHook):
         SMDEBUG_CONFIG_FILE_PATH, else /opt/ml/input/config/debughookconfig.json (every 10 rounds unless it says).
         Output: env DEBUG_OUTPUT_DIR (our local runtime's mapping), else the file's LocalPath, else
         /opt/ml/output/tensors; mirrored to its S3OutputPath/S3Path unless env DEBUG_OUTPUT_S3_SYNC is off."""
-        settings = parse_xgboost_hook_config(read_container_hook_config(json_file_path))
-        directory, _ = local_out_dir(str(output_directory(settings.out_dir_from_config)))
-        hook = cls.__new__(cls)
-        hook._init(settings, directory, None, None)
-        return hook
+        return hook_from_settings(cls, parse_xgboost_hook_config(read_container_hook_config(json_file_path)))

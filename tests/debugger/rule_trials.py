@@ -6,7 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
+from contracts import ContractError
 from debugger.config import RuleSpec
 from debugger.rules import build_rule
 from debugger.trial import LiveTrial
@@ -28,3 +30,12 @@ def trial_with(tmp_path: Path, steps: dict[int, dict[str, tuple[str, np.ndarray]
             {name: [collection] for name, (collection, _) in tensors.items()},
         )
     return trial
+
+
+def assert_refused(tmp_path: Path, rule_name: str, parameter: str, value: str, hint: str) -> None:
+    """Building ``rule_name`` with ``parameter=value`` raises a ContractError naming that RuleParameters field, its
+    problem saying ``hint``."""
+    with pytest.raises(ContractError) as raised:
+        make(rule_name, LiveTrial(tmp_path), **{parameter: value})
+    assert raised.value.field == f"rule.RuleParameters.{parameter}"
+    assert hint in raised.value.problem

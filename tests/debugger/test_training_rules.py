@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from rule_trials import make
+from rule_trials import assert_refused, make
 from torch import nn
 
 from contracts import ContractError
@@ -137,9 +137,7 @@ def test_class_imbalance_parameters_are_checked(tmp_path):
         ("argmax", "yes", '"True" or "False"'),
         ("labels_regex", "labels(", "regular expression"),
     ):
-        with pytest.raises(ContractError) as raised:
-            make("ClassImbalance", LiveTrial(tmp_path), **{parameter: value})
-        assert raised.value.field == f"rule.RuleParameters.{parameter}" and hint in raised.value.problem
+        assert_refused(tmp_path, "ClassImbalance", parameter, value, hint)
 
 
 # --------------------------------------------------------------------------- ClassImbalance in a real job
