@@ -71,7 +71,7 @@ local-run: $(VENV)/.runtime-installed
 cli: $(VENV)/.runtime-installed
 
 test: $(VENV)/.dev-installed node_modules/.installed node-check
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)
 
 # Real training (marker "training"), CDK synth ("cdk") and the install test ("install") left out.
 test-fast: $(VENV)/.dev-installed
