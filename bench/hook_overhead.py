@@ -35,11 +35,15 @@ from datetime import datetime
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+#: The built-in example (its model package) is a training script like any other, under examples/.
+EXAMPLE = REPO / "examples" / "resnet"
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(EXAMPLE))
 
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
+from contracts.job import HOOK_CONFIG_FILE_ENV, RULE_CONFIGS_FILE_ENV  # noqa: E402
 from contracts.progress_log import parse_progress_line  # noqa: E402
 from contracts.rule_status import RuleStatusDocument  # noqa: E402
 from debugger import Hook  # noqa: E402
@@ -63,15 +67,6 @@ CONFIGURATIONS = {
     # the same without writing (dry_run): what the step files cost beside the hook's work on the training thread
     "hook_save_interval_1_dry_run": {"HookParameters": {"save_interval": "1", "dry_run": "true"}},
 }
-
-
-def wait_for_model(timeout: float = 1800.0) -> None:
-    """model/resnet.py is written by another part of the project; wait for it if it is not there yet."""
-    deadline = time.monotonic() + timeout
-    while not (REPO / "model" / "resnet.py").exists():
-        if time.monotonic() > deadline:
-            raise SystemExit("model/resnet.py did not appear")
-        time.sleep(10)
 
 
 class Runner:
@@ -181,8 +176,6 @@ def measure_overhead(repetitions: int, steps_per_repetition: int) -> dict:
 
 
 def measure_detection_latency(num_train_samples: int) -> dict:
-    if not (REPO / "model" / "train.py").exists():
-        return {"skipped": "model/train.py is not there yet"}
     from model.data import write_synthetic_channels
 
     with tempfile.TemporaryDirectory() as scratch:
@@ -195,9 +188,11 @@ def measure_detection_latency(num_train_samples: int) -> dict:
             "add_batch_norm": "false",
             "num_epochs": "2",
             "batch_size": "128",
-            "debugger_hook_config": json.dumps({"HookParameters": {"save_interval": "500"}}),
-            "debugger_rule_configs": json.dumps(DEFAULT_RULES[:1]),
         }
+        # The files SageMaker (hook) and our launcher (rules) write into the container, as the job reads them.
+        hook_file, rules_file = root / "debughookconfig.json", root / "debugrulesconfig.json"
+        hook_file.write_text(json.dumps({"LocalPath": str(debug_dir), "HookParameters": {"save_interval": "500"}}))
+        rules_file.write_text(json.dumps(DEFAULT_RULES[:1]))
         env = {
             **os.environ,
             "SM_HPS": json.dumps(hyperparameters),
@@ -207,14 +202,16 @@ def measure_detection_latency(num_train_samples: int) -> dict:
             "TRAINING_CHECKPOINT_DIR": str(root / "checkpoints"),
             "TRAINING_FAILURE_FILE": str(root / "failure"),
             "DEBUG_OUTPUT_DIR": str(debug_dir),
+            HOOK_CONFIG_FILE_ENV: str(hook_file),
+            RULE_CONFIGS_FILE_ENV: str(rules_file),
             "DEBUG_OUTPUT_S3_SYNC": "off",
             "TRAINING_JOB_NAME": "latency-probe",
-            "PYTHONPATH": str(REPO),
+            "PYTHONPATH": os.pathsep.join((str(REPO), str(EXAMPLE))),
         }
         started = time.time()
         process = subprocess.Popen(
             [sys.executable, "-m", "model.train"],
-            cwd=REPO,
+            cwd=EXAMPLE,
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -270,7 +267,6 @@ def main() -> None:
     parser.add_argument("--skip-latency", action="store_true", help="only the overhead measurement")
     parser.add_argument("--repetitions", type=int, default=8, help="measured repetitions (default 8)")
     arguments = parser.parse_args()
-    wait_for_model()
     repetitions, steps = (2, 3) if arguments.quick else (arguments.repetitions, 6)
     report = {"overhead": measure_overhead(repetitions, steps)}
     if not arguments.skip_latency:
