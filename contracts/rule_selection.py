@@ -61,6 +61,11 @@ def default_rules(framework: str = "pytorch") -> list[dict[str, Any]]:
     return [{"name": name, "parameters": {}} for name in DEFAULT_RULES_BY_FRAMEWORK[framework]]
 
 
+def watching_rules(rules: list[dict[str, Any]] | None, framework: str = "pytorch") -> list[dict[str, Any]]:
+    """The rules that watch a job: the run_spec's selection, or (None) the framework's defaults."""
+    return default_rules(framework) if rules is None else rules
+
+
 def check_rules_for_framework(rules: list[dict[str, Any]], framework: str, where: str = "rules") -> None:
     """Refuse a selected rule the framework's jobs cannot feed (ContractError naming the entry and the choice)."""
     for index, rule in enumerate(rules):

@@ -148,7 +148,7 @@ def hook_config(run_spec: RunSpec, job_name: str) -> dict[str, Any]:
 
 def selected_rules(run_spec: RunSpec) -> list[dict[str, Any]]:
     """The run_spec's rules, else the framework's defaults (contracts.rule_selection)."""
-    return rule_selection.default_rules(run_spec.framework) if run_spec.rules is None else run_spec.rules
+    return rule_selection.watching_rules(run_spec.rules, run_spec.framework)
 
 
 #: Rules that read module activations, and the parameter naming them: SageMaker's own evaluator (legacy mode) finds
@@ -224,7 +224,7 @@ def rule_configs(
                 "action_json": stop,
             },
         }
-        for rule in (rule_selection.default_rules(framework) if rules is None else rules)
+        for rule in rule_selection.watching_rules(rules, framework)
     ]
     return debugger_config.validate_rule_configs(configs)
 
