@@ -36,6 +36,10 @@ RESERVED_HYPERPARAMETERS = (ENTRY_POINT_HYPERPARAMETER, HOOK_CONFIG_HYPERPARAMET
 
 #: The launcher file at the root of every source archive: SageMaker's ``sagemaker_program``.
 LAUNCHER_PROGRAM = "remediation_launcher.py"
+#: The source archive's directory of packages the job needs but a training image may lack (tensorboardX: SageMaker's
+#: PyTorch images 2.11-2.13 do not install it). The launcher puts it last on sys.path, so an image's or a user's
+#: own copy always wins.
+FALLBACK_PACKAGES_DIR = "remediation_fallback_packages"
 
 #: SageMaker's limits on the HyperParameters map (CreateTrainingJob).
 MAX_HYPERPARAMETERS = 100

@@ -45,6 +45,7 @@ from contracts.job import (
     EXIT_SUCCESS,
     EXIT_TERMINATED,
     FAILURE_FILE_ENV,
+    FALLBACK_PACKAGES_DIR,
     HOOK_CONFIG_FILE_ENV,
     HOOK_CONFIG_HYPERPARAMETER,
     MAX_FAILURE_TEXT,
@@ -215,6 +216,9 @@ def run(argv: list[str], source_dir: Path, environ: MutableMapping[str, str] = o
         signal.signal(signal.SIGTERM, _terminate)
     sys.argv = [str(entry), *user_args]
     sys.path.insert(0, str(entry.parent))  # what `python train.py` puts first on sys.path
+    fallback = source_dir / FALLBACK_PACKAGES_DIR
+    if fallback.is_dir() and str(fallback) not in sys.path:
+        sys.path.append(str(fallback))  # last: only what the image and the user's requirements lack
     try:
         runpy.run_path(str(entry), run_name="__main__")
         code = EXIT_SUCCESS

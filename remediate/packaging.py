@@ -3,6 +3,7 @@
     sourcedir.tar.gz
       remediation_launcher.py     the job launcher (sagemaker_program): sets the debugger up, runs the entry point
       contracts/ debugger/ smdebug/   the in-job debugger and its smdebug-compatible surface
+      remediation_fallback_packages/  tensorboardX, which SageMaker's PyTorch images lack; last on sys.path
       train.py, ...               the user's source directory, as it is
 
 Deterministic (sorted entries, fixed mtimes, no owner names), so the same tree
@@ -13,6 +14,8 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import importlib.metadata
+import importlib.util
 import io
 import re
 import tarfile
@@ -20,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from contracts.atomic_files import write_atomically
-from contracts.job import LAUNCHER_PROGRAM
+from contracts.job import FALLBACK_PACKAGES_DIR, LAUNCHER_PROGRAM
 from contracts.run_spec import check_entry_point
 from local_runtime.shipped import BUILTIN_EXAMPLE_DIR
 
@@ -28,6 +31,11 @@ from local_runtime.shipped import BUILTIN_EXAMPLE_DIR
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 #: What is packed beside every source directory.
 JOB_PACKAGES = ("contracts", "debugger", "smdebug")
+#: Installed distributions packed, as installed here, into FALLBACK_PACKAGES_DIR: (distribution, import name).
+#: tensorboardX writes the TensorBoard files (debugger/tensorboard_events.py); its own dependencies (numpy,
+#: packaging, protobuf>=3.20) are in SageMaker's PyTorch images (aws/deep-learning-containers,
+#: docker/pytorch/2.1{1,2,3}/cpu/uv.lock: protobuf 6.33.6), tensorboardX is not.
+FALLBACK_DISTRIBUTIONS = (("tensorboardX", "tensorboardX"),)
 LAUNCHER_SOURCE = (
     '"""SageMaker runs this first (sagemaker_program): see debugger/launcher.py."""\n'
     "from pathlib import Path\n\n"
@@ -35,7 +43,9 @@ LAUNCHER_SOURCE = (
     "main(Path(__file__).resolve().parent)\n"
 )
 #: Never packed from a user's directory: caches, version control, virtual environments.
-SKIPPED_PARTS = frozenset({"__pycache__", ".git", ".hg", ".svn", ".venv", "venv", ".mypy_cache", ".pytest_cache", ".ipynb_checkpoints"})
+SKIPPED_PARTS = frozenset(
+    {"__pycache__", ".git", ".hg", ".svn", ".venv", "venv", ".mypy_cache", ".pytest_cache", ".ipynb_checkpoints"}
+)
 SKIPPED_SUFFIXES = (".pyc", ".pyo")
 #: 1980-01-01, the earliest time every archive format and zip tool accepts.
 FIXED_MTIME = 315532800
@@ -63,6 +73,29 @@ def job_package_files(root: Path = PROJECT_ROOT) -> list[tuple[str, Path]]:
         for path in package_dir.rglob("*.py"):
             if "__pycache__" not in path.parts:
                 files.append((path.relative_to(root).as_posix(), path))
+    return sorted(files)
+
+
+def fallback_package_files() -> list[tuple[str, Path]]:
+    """(archive name, file) for the fallback packages as installed in this environment: their Python files and
+    the distribution's metadata and licence (so ``importlib.metadata`` sees the version, and the licence travels)."""
+    files = []
+    for distribution_name, import_name in FALLBACK_DISTRIBUTIONS:
+        spec = importlib.util.find_spec(import_name)
+        if spec is None or not spec.submodule_search_locations:
+            raise FileNotFoundError(
+                f"{import_name} is not installed here but every job packs it: pip install -r requirements.txt"
+            )
+        package_dir = Path(next(iter(spec.submodule_search_locations)))
+        for path in package_dir.rglob("*.py"):
+            if "__pycache__" not in path.parts:
+                name = f"{import_name}/{path.relative_to(package_dir).as_posix()}"
+                files.append((f"{FALLBACK_PACKAGES_DIR}/{name}", path))
+        distribution = importlib.metadata.distribution(distribution_name)
+        for record in distribution.files or ():
+            parts = record.parts
+            if parts[0].endswith(".dist-info") and (parts[-1] in ("METADATA", "top_level.txt") or "licenses" in parts):
+                files.append((f"{FALLBACK_PACKAGES_DIR}/{record.as_posix()}", Path(str(record.locate()))))
     return sorted(files)
 
 
@@ -96,7 +129,9 @@ def check_source_dir(source_dir: Path, entry_point: str, field: str = "source_di
             f"entry_point {entry_point}: not found in {field} {source_dir} (Python files there: "
             f"{', '.join(scripts) or 'none'})"
         )
-    clashes = [name for name in (*JOB_PACKAGES, LAUNCHER_PROGRAM) if (source_dir / name).exists()]
+    clashes = [
+        name for name in (*JOB_PACKAGES, LAUNCHER_PROGRAM, FALLBACK_PACKAGES_DIR) if (source_dir / name).exists()
+    ]
     if clashes:
         raise SourceDirError(
             f"{field} {source_dir}: holds {', '.join(clashes)}, which the job packs itself (the in-job debugger); "
@@ -115,12 +150,15 @@ def _add_bytes(archive: tarfile.TarFile, name: str, data: bytes) -> None:
     archive.addfile(info, io.BytesIO(data))
 
 
-def build_source_archive(destination: Path, source_dir: Path = BUILTIN_EXAMPLE_DIR, entry_point: str = "train.py") -> SourceArchive:
+def build_source_archive(
+    destination: Path, source_dir: Path = BUILTIN_EXAMPLE_DIR, entry_point: str = "train.py"
+) -> SourceArchive:
     """Write the tar.gz of ``source_dir`` plus the job packages to ``destination`` (atomically)."""
     source_dir = check_source_dir(source_dir, entry_point)
     destination = Path(destination)
     entries = [(LAUNCHER_PROGRAM, LAUNCHER_SOURCE.encode())]
     entries += [(name, path.read_bytes()) for name, path in job_package_files()]
+    entries += [(name, path.read_bytes()) for name, path in fallback_package_files()]
     entries += [(name, path.read_bytes()) for name, path in source_dir_files(source_dir)]
     entries.sort(key=lambda entry: entry[0])
 

@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 import subprocess
 import sys
 import tarfile
+from pathlib import Path
 
 import pytest
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from contracts.job import LAUNCHER_PROGRAM
+from contracts.job import (
+    ENTRY_POINT_HYPERPARAMETER,
+    FAILURE_FILE_ENV,
+    FALLBACK_PACKAGES_DIR,
+    HOOK_CONFIG_HYPERPARAMETER,
+    INPUT_CONFIG_DIR_ENV,
+    LAUNCHER_PROGRAM,
+    TENSORBOARD_CONFIG_FILE,
+)
 from remediate.packaging import BUILTIN_EXAMPLE_DIR, FIXED_MTIME, SourceDirError, build_source_archive, check_source_dir
 
 
@@ -21,9 +33,13 @@ def test_archive_is_deterministic_and_holds_the_source_the_debugger_and_the_laun
         members = archive.getmembers()
         names = [member.name for member in members]
         assert names == sorted(names)
-        assert {"train.py", "model/train.py", "debugger/__init__.py", "debugger/launcher.py", "contracts/job.py"} <= set(
-            names
-        )
+        assert {
+            "train.py",
+            "model/train.py",
+            "debugger/__init__.py",
+            "debugger/launcher.py",
+            "contracts/job.py",
+        } <= set(names)
         assert LAUNCHER_PROGRAM in names
         assert not any("__pycache__" in name for name in names)
         assert {member.mtime for member in members} == {FIXED_MTIME}
@@ -56,6 +72,7 @@ def test_a_users_directory_is_packed_as_it_is_without_caches(tmp_path):
         ({"train.py": ""}, "../train.py", "without '..'"),
         ({"train.py": "", "debugger/__init__.py": ""}, "train.py", "holds debugger, which the job packs itself"),
         ({"train.py": "", "remediation_launcher.py": ""}, "train.py", "holds remediation_launcher.py"),
+        ({"train.py": "", "remediation_fallback_packages/x.py": ""}, "train.py", "holds remediation_fallback_packages"),
     ],
 )
 def test_a_source_directory_that_cannot_work_is_refused_naming_why(tmp_path, layout, entry_point, fragment):
@@ -85,3 +102,113 @@ def test_extracted_launcher_imports_the_packed_code_not_the_checkout(tmp_path):
         check=True,
     )
     assert all(line.startswith(str(code)) for line in shown.stdout.split()), shown.stdout
+
+
+TINY_SCRIPT = """
+import tensorboardX
+import torch
+from torch import nn
+
+import smdebug.pytorch as smd
+
+print("tensorboardX", tensorboardX.__version__, "from", tensorboardX.__file__)
+hook = smd.Hook.create_from_json_file()
+model, loss_fn = nn.Linear(4, 2), nn.CrossEntropyLoss()
+hook.register_module(model)
+hook.register_loss(loss_fn)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(3):
+    optimizer.zero_grad()
+    loss_fn(model(torch.randn(8, 4)), torch.randint(0, 2, (8,))).backward()
+    optimizer.step()
+hook.close()
+"""
+
+
+def image_without(site_packages: Path, missing: str, destination: Path) -> Path:
+    """A site-packages like SageMaker's PyTorch image: everything installed here but ``missing`` (links, not copies)."""
+    destination.mkdir()
+    for entry in site_packages.iterdir():
+        if not entry.name.lower().startswith(missing.lower()):
+            (destination / entry.name).symlink_to(entry)
+    return destination
+
+
+def packed_tiny_job(tmp_path: Path) -> Path:
+    """The extracted source archive of TINY_SCRIPT, as SageMaker unpacks it into /opt/ml/code."""
+    source = tmp_path / "source"
+    source.mkdir()
+    (source / "train.py").write_text(TINY_SCRIPT)
+    archive = build_source_archive(tmp_path / "sourcedir.tar.gz", source)
+    code = tmp_path / "code"
+    with tarfile.open(archive.path) as opened:
+        opened.extractall(code, filter="data")
+    return code
+
+
+def run_job(code: Path, tmp_path: Path, *interpreter_options: str, python_path: Path | None = None):
+    """The launcher as SageMaker starts it (``python remediation_launcher.py --hyperparameters``), TensorBoard
+    asked for through SageMaker's config file; (the finished process, the TensorBoard directory)."""
+    config_dir = tmp_path / "input" / "config"
+    config_dir.mkdir(parents=True, exist_ok=True)
+    tensorboard_dir = tmp_path / "output" / "tensorboard"
+    (config_dir / TENSORBOARD_CONFIG_FILE).write_text(
+        json.dumps({"LocalPath": str(tensorboard_dir), "S3OutputPath": "s3://bucket/tensorboard/"})
+    )
+    hook_config = {"LocalPath": str(tmp_path / "debug"), "HookParameters": {"save_interval": "1"}}
+    environment = {
+        "PATH": "/usr/bin:/bin",
+        INPUT_CONFIG_DIR_ENV: str(config_dir),
+        FAILURE_FILE_ENV: str(tmp_path / "failure"),
+    }
+    if python_path is not None:
+        environment["PYTHONPATH"] = str(python_path)  # after the script's directory, as an image's site-packages are
+    job = subprocess.run(
+        [
+            sys.executable,
+            *interpreter_options,
+            LAUNCHER_PROGRAM,
+            f"--{ENTRY_POINT_HYPERPARAMETER}",
+            "train.py",
+            f"--{HOOK_CONFIG_HYPERPARAMETER}",
+            json.dumps(hook_config),
+        ],  # fmt: skip
+        cwd=code,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return job, tensorboard_dir
+
+
+def test_a_job_on_an_image_without_tensorboardx_writes_tensorboard_files_with_the_packed_copy(tmp_path):
+    """SageMaker's PyTorch images 2.11-2.13 install numpy, packaging and protobuf but not tensorboardX: the archive
+    brings it, last on sys.path, so the job's TensorBoard files are written all the same."""
+    code = packed_tiny_job(tmp_path)
+    assert (code / FALLBACK_PACKAGES_DIR / "tensorboardX" / "writer.py").is_file()
+    assert (code / FALLBACK_PACKAGES_DIR / "tensorboardx-2.6.5.dist-info" / "licenses" / "LICENSE").is_file()
+    import torch
+
+    image_site = image_without(Path(torch.__file__).parents[1], "tensorboardX", tmp_path / "image-site-packages")
+    # -S: this environment's site-packages (which has tensorboardX) stays out; the image's stand-in is all there is
+    job, tensorboard_dir = run_job(code, tmp_path, "-S", python_path=image_site)
+    assert job.returncode == 0, job.stdout + job.stderr
+    assert f"tensorboardX 2.6.5 from {code / FALLBACK_PACKAGES_DIR}" in job.stdout, job.stdout
+    accumulator = EventAccumulator(str(tensorboard_dir), size_guidance={"scalars": 0})
+    accumulator.Reload()
+    assert [event.step for event in accumulator.Scalars("loss")] == [0, 1, 2]
+
+    # Without the fallback directory the same job has no tensorboardX at all: the archive is what makes it work.
+    shutil.rmtree(code / FALLBACK_PACKAGES_DIR)
+    bare, _ = run_job(code, tmp_path, "-S", python_path=image_site)
+    assert bare.returncode != 0 and "No module named 'tensorboardX'" in bare.stderr, bare.stderr
+
+
+def test_an_installed_tensorboardx_wins_over_the_packed_copy(tmp_path):
+    """An image's or a user's own tensorboardX (a requirements.txt the toolkit installed) comes first."""
+    code = packed_tiny_job(tmp_path)
+    job, _ = run_job(code, tmp_path)
+    assert job.returncode == 0, job.stdout + job.stderr
+    shown = next(line for line in job.stdout.splitlines() if line.startswith("tensorboardX"))
+    assert FALLBACK_PACKAGES_DIR not in shown and "site-packages" in shown, shown
