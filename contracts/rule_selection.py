@@ -30,13 +30,27 @@ DEFAULT_RULES_BY_FRAMEWORK = {"pytorch": DEFAULT_RULES, "xgboost": XGBOOST_DEFAU
 XGBOOST_ONLY_RULES = ("Confusion", "FeatureImportanceOverweight", "TreeDepth")
 #: ... and every rule an XGBoost job can feed: SageMaker Debugger's XGBoost rules, and the stall watchdog. The
 #: others read gradients, weights or activations, which boosting does not have.
-XGBOOST_RULES = ("LossNotDecreasing", "Overfit", "Overtraining", "ClassImbalance", "StalledTrainingRule", *XGBOOST_ONLY_RULES)
+XGBOOST_RULES = (
+    "LossNotDecreasing",
+    "Overfit",
+    "Overtraining",
+    "ClassImbalance",
+    "StalledTrainingRule",
+    *XGBOOST_ONLY_RULES,
+)
 #: CreateTrainingJob's DebugRuleConfigurations holds at most 20 entries.
 MAX_RULES = 20
 #: Parameters the workflow sets itself on every rule (the action that stops the job, the rule to run).
 WORKFLOW_RULE_PARAMETERS = ("rule_to_invoke", "action_json", "custom_rule_source", "custom_rule_class")
 #: Rule parameters a run_spec may set besides the rule's own (SageMaker's common ones the workflow leaves alone).
 COMMON_SETTABLE_PARAMETERS = tuple(name for name in COMMON_RULE_PARAMETERS if name not in WORKFLOW_RULE_PARAMETERS)
+#: Findings that describe the data, not the training: (rule, issue kind) -> the rule parameter that bounds the
+#: measured value. A remedy answers such a finding without changing it (class weights leave the label counts as
+#: they are), so the next job would stop on it again. Once a remedy answers it, the next job's bound is the measured
+#: value times DATA_FINDING_MARGIN, and the rule goes on watching the training (ClassImbalance: mispredictions).
+DATA_FINDING_BOUNDS = {("ClassImbalance", "imbalance"): "threshold_imbalance"}
+#: Room above the measured value: the next job's sample of the same data measures about the same ratio.
+DATA_FINDING_MARGIN = 2.0
 
 
 def parse_rules(value: Any, where: str = "rules") -> list[dict[str, Any]]:
@@ -44,7 +58,9 @@ def parse_rules(value: Any, where: str = "rules") -> list[dict[str, Any]]:
 
     Raises ContractError naming the entry and the fix."""
     if not isinstance(value, list):
-        raise ContractError(where, f'must be a JSON list of rule names or {{"name", "parameters"}} objects; got {value!r}')
+        raise ContractError(
+            where, f'must be a JSON list of rule names or {{"name", "parameters"}} objects; got {value!r}'
+        )
     if len(value) > MAX_RULES:
         raise ContractError(where, f"selects {len(value)} rules; a training job takes at most {MAX_RULES}")
     selection, seen = [], set()
@@ -64,6 +80,16 @@ def default_rules(framework: str = "pytorch") -> list[dict[str, Any]]:
 def watching_rules(rules: list[dict[str, Any]] | None, framework: str = "pytorch") -> list[dict[str, Any]]:
     """The rules that watch a job: the run_spec's selection, or (None) the framework's defaults."""
     return default_rules(framework) if rules is None else rules
+
+
+def with_rule_parameter(rules: list[dict[str, Any]], name: str, parameter: str, value: str) -> list[dict[str, Any]]:
+    """The selection with one rule's parameter set (the rule's other parameters kept; ``name`` must be selected)."""
+    if name not in {rule["name"] for rule in rules}:
+        raise ContractError("rules", f"{name} is not selected, so its {parameter} cannot be set")
+    return [
+        {"name": rule["name"], "parameters": {**rule["parameters"], parameter: value}} if rule["name"] == name else rule
+        for rule in rules
+    ]
 
 
 def check_rules_for_framework(rules: list[dict[str, Any]], framework: str, where: str = "rules") -> None:
@@ -106,7 +132,9 @@ def _parse_entry(entry: Any, where: str) -> dict[str, Any]:
     allowed = set(BUILTIN_RULE_DEFAULTS[name]) | set(COMMON_SETTABLE_PARAMETERS)
     for key, text in parameters.items():
         if key in WORKFLOW_RULE_PARAMETERS:
-            raise ContractError(f"{where}.parameters.{key}", "is set by the workflow (every rule stops the job); leave it out")
+            raise ContractError(
+                f"{where}.parameters.{key}", "is set by the workflow (every rule stops the job); leave it out"
+            )
         if key not in allowed:
             raise ContractError(
                 f"{where}.parameters.{key}", f"is not a parameter of {name}; allowed: {', '.join(sorted(allowed))}"

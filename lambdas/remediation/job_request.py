@@ -146,11 +146,6 @@ def hook_config(run_spec: RunSpec, job_name: str) -> dict[str, Any]:
     return debugger_config.validate_hook_config(config)
 
 
-def selected_rules(run_spec: RunSpec) -> list[dict[str, Any]]:
-    """The run_spec's rules, else the framework's defaults (contracts.rule_selection)."""
-    return rule_selection.watching_rules(run_spec.rules, run_spec.framework)
-
-
 #: Rules that read module activations, and the parameter naming them: SageMaker's own evaluator (legacy mode) finds
 #: them only in a collection the hook config defines by that regex (smdebug's PyTorch hook has no built-in one).
 ACTIVATION_REGEX_PARAMETER = {
@@ -166,7 +161,7 @@ def hook_collections(run_spec: RunSpec, base: Mapping[str, tuple[str, ...]]) -> 
     regexes. Our in-job rules also ask the hook for what they read themselves; SageMaker's evaluator cannot."""
     names = list(base[run_spec.framework])
     activation_regexes: list[str] = []
-    for rule in selected_rules(run_spec):
+    for rule in run_spec.watching_rules():
         parameter = ACTIVATION_REGEX_PARAMETER.get(rule["name"])
         if parameter is not None:
             regex = rule["parameters"].get(parameter, debugger_config.BUILTIN_RULE_DEFAULTS[rule["name"]][parameter])
@@ -244,7 +239,7 @@ def legacy_debug_rule_configurations(run_spec: RunSpec, job_name: str) -> list[d
     image = rule_evaluator_image_uri(run_spec.region)
     stop = stop_training_action_json(job_name)  # as our rules: the job's end is the signal
     configurations = []
-    for rule in selected_rules(run_spec):
+    for rule in run_spec.watching_rules():
         configurations.append(
             {
                 "RuleConfigurationName": f"Sagemaker{rule['name']}",

@@ -249,6 +249,13 @@ class RunSpec(BaseModel):
     def with_hyperparameters(self, hyperparameters: Mapping[str, HyperparameterValue]) -> RunSpec:
         return RunSpec.model_validate({**self.model_dump(), "hyperparameters": dict(hyperparameters)})
 
+    def watching_rules(self) -> list[dict[str, Any]]:
+        """The rules that watch this run's jobs: its selection, else its framework's defaults."""
+        return rule_selection.watching_rules(self.rules, self.framework)
+
+    def with_rules(self, rules: list[dict[str, Any]]) -> RunSpec:
+        return RunSpec.model_validate({**self.model_dump(), "rules": rules})
+
 
 def summarize_hyperparameters(hyperparameters: Mapping[str, HyperparameterValue], limit: int = 70) -> str:
     text = ", ".join(f"{name}={remedies_contract.show(value)}" for name, value in hyperparameters.items())
@@ -430,9 +437,7 @@ class WorkflowState(BaseModel):
     #: hyperparameters when the execution starts.
     remedies: Annotated[dict[str, list[dict[str, Any]]], BeforeValidator(_remedies_json)] = Field(default_factory=dict)
     #: For a built-in remedy set (policy evidence or anchor): conventional hyperparameter name -> the script's.
-    hyperparameter_names: Annotated[dict[str, Text(MAX_NAME_BYTES)], Field(max_length=32)] = Field(
-        default_factory=dict
-    )
+    hyperparameter_names: Annotated[dict[str, Text(MAX_NAME_BYTES)], Field(max_length=32)] = Field(default_factory=dict)
     objective: ObjectiveJson = None
     max_num_retraining: RetrainingBudget
     max_monitor_transitions: MonitorTransitions

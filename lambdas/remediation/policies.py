@@ -17,8 +17,10 @@ increments it) and no launch is planned once it reaches ``max_num_retraining``. 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
+from contracts import rule_selection
 from contracts.remedies import (
     ANY_RULE,
     DATA_ERROR,
@@ -183,9 +185,13 @@ def plan(state: WorkflowState) -> WorkflowState:
         )
         return _end(state, reason, end_cause="budget_spent")
 
-    resume = (
-        f" The next job continues from {attempt.job_name}'s checkpoints, not from step 0." if remedy.resume else ""
-    )
+    resume = f" The next job continues from {attempt.job_name}'s checkpoints, not from step 0." if remedy.resume else ""
+    run_spec = state.run_spec.with_hyperparameters(updated)
+    answered = answered_data_finding(state, failure, situation) if key == failure else None  # not by "*"
+    if answered is not None:
+        rules, sentence = answered
+        run_spec = run_spec.with_rules(rules)
+        resume += f" {sentence}"
     reason = (
         f"{headline(attempt, state)}. {_why(state, key, failure, ladder, index, remedy, facts, attempt)} "
         f"Next: {what}.{resume}"
@@ -204,9 +210,29 @@ def plan(state: WorkflowState) -> WorkflowState:
             setattr(history, counter, getattr(history, counter) + 1)
         history.num_hyperparameter_adjustments[name] = history.num_hyperparameter_adjustments.get(name, 0) + 1
     planned = state.with_last_attempt(decision=decision)
-    return planned.updated(
-        run_spec=state.run_spec.with_hyperparameters(updated), history=history, next_action="launch_new", end_reason=None
+    return planned.updated(run_spec=run_spec, history=history, next_action="launch_new", end_reason=None)
+
+
+def answered_data_finding(state: WorkflowState, failure: str, situation: Situation) -> tuple[list[dict], str] | None:
+    """(the next job's rules, a sentence saying why) when the remedy just chosen, one of the rule's own, answers a
+    finding about the data (``contracts.rule_selection.DATA_FINDING_BOUNDS``): the rule's bound goes above the
+    measured value, so the next job is judged on its training, not stopped again on the data the remedy already
+    allows for. A remedy for any rule ("*") does not answer it."""
+    parameter = rule_selection.DATA_FINDING_BOUNDS.get((failure, situation.issue_kind))
+    measured = situation.issue_value
+    watching = state.run_spec.watching_rules()
+    if parameter is None or measured is None or not math.isfinite(measured):
+        return None
+    if failure not in {rule["name"] for rule in watching}:
+        return None  # a finding recorded for a rule this run does not select: there is no bound to move
+    bound = f"{measured * rule_selection.DATA_FINDING_MARGIN:.3g}"
+    rules = rule_selection.with_rule_parameter(watching, failure, parameter, bound)
+    sentence = (
+        f"{failure}'s {situation.issue_kind} ({show(measured)}) describes the data, which this remedy allows for "
+        f"but does not change, so the next job's {failure} gets {parameter}={bound} "
+        f"({rule_selection.DATA_FINDING_MARGIN:g} x the measured value) and judges the training only."
     )
+    return rules, sentence
 
 
 def remedy_ladders(state: WorkflowState, failure: str) -> list[tuple[str, tuple[Remedy, ...]]]:
@@ -276,9 +302,7 @@ def _exhausted_reason(
                 why = remedy.change.why_not(hyperparameters[remedy.change.hyperparameter])
             lines.append(f"{key}: {remedy.label}: {why}")
     tried = state.history.num_hyperparameter_adjustments
-    tried_text = (
-        f" Changed so far: {', '.join(f'{name} x{count}' for name, count in tried.items())}." if tried else ""
-    )
+    tried_text = f" Changed so far: {', '.join(f'{name} x{count}' for name, count in tried.items())}." if tried else ""
     if not ladders:
         what = f"no remedies are declared for {failure}" + ("" if failure in FAILURE_KINDS else f" or {ANY_RULE}")
     else:
@@ -355,4 +379,3 @@ def short_action(decision: Decision) -> str:
         else:
             phrases.append(f"{name} -> {show(change.after)}")
     return ", ".join(phrases)
-
