@@ -46,3 +46,15 @@ def test_a_failing_scenario_is_repaired_and_a_healthy_one_raises_no_alarm(tmp_pa
     assert report["summary"]["repair_rate"] == 1.0 and report["summary"]["false_alarms"] == 0
     table = (tmp_path / "zoo.md").read_text()
     assert "| mlp-explode | mlp, blobs | ExplodingTensor | ExplodingTensor (" in table
+
+
+@pytest.mark.training
+def test_a_rare_class_is_weighted_and_the_weighted_job_is_not_stopped_again_on_the_same_data(tmp_path):
+    """ClassImbalance at its documented threshold_imbalance 10 fires on the label counts (about 20); class weights
+    answer that without changing the counts, so the next job's bound is raised and it trains to the objective."""
+    finished = _zoo("--scenario", "mlp-rare-class", "--policies", "evidence", "--work-dir", str(tmp_path))
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    evidence = json.loads(finished.stdout)["scenarios"][0]["runs"]["evidence"]
+    assert evidence["first_rule"] == "ClassImbalance" and evidence["rules_fired"] == ["ClassImbalance"]
+    assert evidence["remedies"][0] == "WeightClasses"
+    assert evidence["met_objective"] is True and evidence["launches"] == 2
