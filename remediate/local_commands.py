@@ -16,6 +16,7 @@ and the run directory's summary says when.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -79,6 +80,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=whole_number(1, MAX_TEST_SAMPLES, "CIFAR-10's size: the generator holds the set in memory"),
         metavar="N",
         help=f"built-in example: generated held-out samples (default {DEFAULT_TEST_SAMPLES}, at most {MAX_TEST_SAMPLES})",
+    )
+    cores = os.cpu_count() or 1
+    run.add_argument(
+        "--num-threads",
+        type=whole_number(1, cores, f"this machine has {cores} cores; more threads than cores slow training down"),
+        metavar="N",
+        help=f"training threads per job (default: this machine's {cores} cores; give fewer when other work shares "
+        "them, e.g. two runs at once)",
     )
     run.add_argument(
         "--stop-grace-seconds",
@@ -148,6 +157,7 @@ class LocalRun:
                         run_dir=self.run_dir,
                         region=execution_input["region"],
                         bucket=execution_input["bucket"],
+                        num_threads=self.arguments.num_threads,
                         stop_grace_seconds=self.arguments.stop_grace_seconds,
                     )
                 )

@@ -172,6 +172,12 @@ CASES: dict[str, tuple[Setup, str]] = {
     "grace infinite": (args("--stop-grace-seconds", "inf"), "--stop-grace-seconds: must be a finite number of seconds (got inf)"),
     "grace zero": (args("--stop-grace-seconds", "0"), "--stop-grace-seconds: must be more than 0"),
     "grace a word": (args("--stop-grace-seconds", "ten"), "--stop-grace-seconds: must be a number of seconds"),
+    "threads zero": (args("--num-threads", "0"), f"argument --num-threads: must be from 1 to {os.cpu_count()} (got 0)"),
+    "threads above the cores": (
+        args("--num-threads", str((os.cpu_count() or 1) + 1)),
+        f"--num-threads: must be from 1 to {os.cpu_count()} (this machine has {os.cpu_count()} cores; more threads "
+        "than cores slow training down)",
+    ),
     "train-samples zero": (args("--train-samples", "0"), "argument --train-samples: must be from 1 to 50000"),
     "train-samples absurd": (args("--train-samples", "10000000"), "must be from 1 to 50000 (CIFAR-10's size"),
     "train-samples a word": (args("--train-samples", "many"), "must be a whole number from 1 to 50000 (got 'many')"),

@@ -103,9 +103,13 @@ def test_anchor_policy_climbs_the_samples_ladder(tmp_path):
         json.dumps({"policy": "anchor", "num_epochs": 1, "max_num_retraining": 3, "monitor_interval_seconds": 1})
     )
     run_dir = tmp_path / "run"
-    finished = run_cli("--run-spec", str(run_spec), "--run-dir", str(run_dir), "--train-samples", "1024", "--json")
+    finished = run_cli(
+        "--run-spec", str(run_spec), "--run-dir", str(run_dir), "--train-samples", "1024", "--num-threads", "1", "--json"
+    )  # fmt: skip
     assert finished.returncode in (0, 1), finished.stderr[-4000:]
     summary = json.loads(finished.stdout)
+    for attempt in summary["attempts"]:  # --num-threads reaches every job's framework
+        assert "; 1 threads" in (run_dir / "jobs" / attempt["job_name"] / "training.log").read_text()
     ladder = [
         (row["hyperparameters"]["warmup_learning_rate"], row["hyperparameters"]["add_batch_norm"]) for row in summary["attempts"]
     ]
