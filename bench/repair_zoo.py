@@ -4,9 +4,12 @@ and the evidence policy, side by side in one run; prints JSON (stdout) and a mar
 For every scenario and policy: the rule that fired on the first job and at which step, launches, training steps
 spent, the final objective value and whether the run met its objective. The summary gives the repair rate
 (failing scenarios whose evidence run met the objective), the detection rate (the expected rule fired first),
-false alarms on the healthy scenarios, and data errors ended without a relaunch.
+false alarms on the healthy scenarios, data errors ended without a relaunch, the median launches to the objective,
+and the compute ratio: a repaired run's training steps (every launch) over one run from step 0 of the configuration
+it ended with (the "reference" run, made once the evidence run has met its objective), against the targets
+(repair rate >= 0.95, no false alarm, median launches <= 2, compute ratio <= 1.5).
 
-    python bench/repair_zoo.py                       # every scenario, every policy (about 15 minutes on 2 cores)
+    python bench/repair_zoo.py                       # every scenario, every policy (about 11 minutes on 2 cores)
     python bench/repair_zoo.py --list
     python bench/repair_zoo.py --scenario mlp-explode --policies evidence
     python bench/repair_zoo.py --markdown zoo.md     # the table into a file as well
@@ -18,6 +21,7 @@ import argparse
 import concurrent.futures
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -34,6 +38,12 @@ from zoo_scenarios import DATA_ERROR, FAILING, HEALTHY, SCENARIOS, Scenario, by_
 
 #: "none" is one launch and no relaunch: what the user gets without the workflow.
 POLICIES = ("none", "anchor", "evidence")
+#: After a failing scenario's evidence run met its objective: its final configuration, trained once from step 0.
+REFERENCE = "reference"
+#: The issue's targets, which the summary reports against.
+TARGET_REPAIR_RATE = 0.95
+TARGET_MEDIAN_LAUNCHES = 2
+TARGET_COMPUTE_RATIO = 1.5
 #: Launches per run (the first included): room for a few remedies, and a bound on the zoo's time.
 MAX_LAUNCHES = 5
 RESNET_TRAIN_SAMPLES = 1024
@@ -50,18 +60,22 @@ def write_data(scenario: Scenario, data_root: Path) -> Path:
     return directory
 
 
-def run_one(scenario: Scenario, policy: str, work: Path, data_root: Path, timeout: float, threads: int) -> dict[str, Any]:
+def run_one(scenario: Scenario, policy: str, work: Path, data_root: Path, timeout: float, threads: int,
+            final_run_spec: dict[str, Any] | None = None) -> dict[str, Any]:
     """One `remediate local run --json` of the scenario under ``policy`` (its jobs on ``threads`` threads); its
-    figures."""
+    figures. REFERENCE: one launch from step 0 of ``final_run_spec`` (the evidence run's successful job's
+    hyperparameters and rules), the healthy configuration the repaired run's compute is compared with."""
     spec = scenario.execution_input()
-    spec["max_num_retraining"] = 1 if policy == "none" else MAX_LAUNCHES
+    if final_run_spec is not None:
+        spec.update(final_run_spec)
+    spec["max_num_retraining"] = 1 if policy in ("none", REFERENCE) else MAX_LAUNCHES
     if scenario.family == "mlp":
         spec["source_dir"] = str(ROOT / spec["source_dir"])
     run_spec = work / f"{scenario.name}-{policy}.json"
     run_spec.write_text(json.dumps(spec, indent=1))
     command = [sys.executable, "-m", "remediate.main", "local", "run", "--json", "--run-spec", str(run_spec),
                "--run-dir", str(work / f"{scenario.name}-{policy}"), "--num-threads", str(threads)]
-    command += ["--policy", "evidence" if policy == "none" else policy]
+    command += ["--policy", policy if policy in ("anchor", "evidence") else "evidence"]
     if scenario.family == "mlp":
         command += ["--channel", f"train={write_data(scenario, data_root)}"]
     else:
@@ -94,16 +108,31 @@ def summarize(summary: dict[str, Any], policy: str, wall: float) -> dict[str, An
         "objective_value": values[-1] if values else None,
         "end_reason": summary.get("end_reason"),
         "wall_seconds": wall,
+        "final_run_spec": final_run_spec(summary),
     }
 
 
-def verdict(scenario: Scenario, runs: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """What the scenario shows: detected, repaired, a false alarm, a data error ended at once."""
+def final_run_spec(summary: dict[str, Any]) -> dict[str, Any] | None:
+    """The successful job's hyperparameters and rules (the run's final payload), or None if no job succeeded."""
+    if summary.get("execution_status") != "SUCCEEDED":
+        return None
+    payload = json.loads((Path(summary["run_dir"]) / "final-payload.json").read_text())
+    run_spec = payload["state"]["run_spec"]
+    return {"hyperparameters": run_spec["hyperparameters"], "rules": run_spec["rules"]}
+
+
+def verdict(scenario: Scenario, runs: dict[str, dict[str, Any]], reference: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What the scenario shows: detected, repaired (and at what compute against ``reference``, the REFERENCE run),
+    a false alarm, a data error ended at once."""
     evidence = runs.get("evidence") or next(iter(runs.values()))
     first_rules = {run.get("first_rule") for run in runs.values() if "error" not in run}
     result = {"detected": scenario.expect in first_rules if scenario.expect else None}
     if scenario.kind == FAILING:
         result["repaired"] = bool(evidence.get("met_objective"))
+        if reference is not None and reference.get("training_steps") and evidence.get("training_steps") is not None:
+            # The repaired run's training steps, all launches together, over one clean run of its final configuration.
+            result["compute_ratio"] = round(evidence["training_steps"] / reference["training_steps"], 2)
+            result["reference_met_objective"] = bool(reference.get("met_objective"))
     elif scenario.kind == HEALTHY:
         result["false_alarm"] = any(run.get("rules_fired") for run in runs.values() if "error" not in run)
         result["met_objective"] = bool(evidence.get("met_objective"))
@@ -120,6 +149,9 @@ def totals(results: list[dict[str, Any]]) -> dict[str, Any]:
     def rate(rows, key):
         return round(sum(bool(r["verdict"].get(key)) for r in rows) / len(rows), 3) if rows else None
 
+    repaired = [r for r in failing if r["verdict"].get("repaired")]
+    launches = [r["runs"]["evidence"]["launches"] for r in repaired if "evidence" in r["runs"]]
+    ratios = [r["verdict"]["compute_ratio"] for r in repaired if "compute_ratio" in r["verdict"]]
     return {
         "failing_scenarios": len(failing),
         "healthy_scenarios": len(healthy),
@@ -129,6 +161,13 @@ def totals(results: list[dict[str, Any]]) -> dict[str, Any]:
         "false_alarms": sum(bool(r["verdict"].get("false_alarm")) for r in healthy),
         "data_errors_ended_at_once": sum(bool(r["verdict"].get("ended_without_relaunch")) for r in data_errors),
         "rules_covered": sorted({r["expect"] for r in results if r["expect"]}),
+        "median_launches_to_objective": statistics.median(launches) if launches else None,
+        "compute_ratio_median": statistics.median(ratios) if ratios else None,
+        "compute_ratio_max": max(ratios) if ratios else None,
+        "compute_ratio_within_target": sum(ratio <= TARGET_COMPUTE_RATIO for ratio in ratios),
+        "compute_ratios_measured": len(ratios),
+        "targets": {"repair_rate": TARGET_REPAIR_RATE, "false_alarms": 0, "median_launches": TARGET_MEDIAN_LAUNCHES,
+                    "compute_ratio": TARGET_COMPUTE_RATIO},
     }
 
 
@@ -144,8 +183,8 @@ def markdown(results: list[dict[str, Any]], policies: tuple[str, ...], summary: 
         return f"{run['launches']} / {run['training_steps']} / {shown} {mark}"
 
     header = "| scenario | model, data | expected rule | fired (step) | " + " | ".join(
-        f"{policy}: launches / steps / objective" for policy in policies) + " |"
-    lines = [header, "|" + "---|" * (4 + len(policies))]
+        f"{policy}: launches / steps / objective" for policy in policies) + " | evidence steps / healthy |"
+    lines = [header, "|" + "---|" * (5 + len(policies))]
     for result in results:
         runs = result["runs"]
         anyrun = runs.get("evidence") or next(iter(runs.values()))
@@ -153,13 +192,21 @@ def markdown(results: list[dict[str, Any]], policies: tuple[str, ...], summary: 
         if anyrun.get("first_issue_step") is not None:
             fired += f" ({anyrun['first_issue_step']})"
         data = result["dataset"] if result["family"] == "mlp" else "generated images"
+        reference = result.get("reference")
+        ratio = result["verdict"].get("compute_ratio")
+        compute = "" if ratio is None else f"{ratio:.2f} ({reference['training_steps']} steps)"
         lines.append(f"| {result['scenario']} | {result['family']}, {data} | {result['expect'] or 'none'} | {fired} | "
-                     + " | ".join(cell(runs.get(policy)) for policy in policies) + " |")
+                     + " | ".join(cell(runs.get(policy)) for policy in policies) + f" | {compute} |")
     lines.append("")
     lines.append(f"Repair rate (evidence) {summary['repair_rate']} over {summary['failing_scenarios']} failing "
-                 f"scenarios; detection rate {summary['detection_rate']}; false alarms {summary['false_alarms']} of "
-                 f"{summary['healthy_scenarios']} healthy; data errors ended at once "
-                 f"{summary['data_errors_ended_at_once']} of {summary['data_error_scenarios']}.")
+                 f"scenarios (target {TARGET_REPAIR_RATE}); detection rate {summary['detection_rate']}; false alarms "
+                 f"{summary['false_alarms']} of {summary['healthy_scenarios']} healthy (target 0); data errors ended "
+                 f"at once {summary['data_errors_ended_at_once']} of {summary['data_error_scenarios']}; median "
+                 f"launches to the objective {summary['median_launches_to_objective']} (target at most "
+                 f"{TARGET_MEDIAN_LAUNCHES}); training steps over one healthy run of the final configuration: median "
+                 f"{summary['compute_ratio_median']}, max {summary['compute_ratio_max']}, "
+                 f"{summary['compute_ratio_within_target']} of {summary['compute_ratios_measured']} within "
+                 f"{TARGET_COMPUTE_RATIO} (target).")
     return "\n".join(lines)
 
 
@@ -198,22 +245,33 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     runs: dict[tuple[str, str], dict[str, Any]] = {}
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, arguments.jobs)) as pool:
-        futures = {pool.submit(run_one, scenarios[name], policy, work, data_root, arguments.timeout, threads): (name, policy)
+        pending = {pool.submit(run_one, scenarios[name], policy, work, data_root, arguments.timeout, threads): (name, policy)
                    for name in names for policy in policies}
-        for future in concurrent.futures.as_completed(futures):
-            name, policy = futures[future]
-            try:
-                runs[(name, policy)] = future.result()
-            except subprocess.TimeoutExpired:
-                runs[(name, policy)] = {"policy": policy, "error": f"timed out after {arguments.timeout:g} s"}
-            print(f"  {name} / {policy}: {runs[(name, policy)].get('execution_status', 'error')}", file=sys.stderr)
+        while pending:
+            done, _ = concurrent.futures.wait(pending, return_when=concurrent.futures.FIRST_COMPLETED)
+            for future in done:
+                name, policy = pending.pop(future)
+                try:
+                    runs[(name, policy)] = future.result()
+                except subprocess.TimeoutExpired:
+                    runs[(name, policy)] = {"policy": policy, "error": f"timed out after {arguments.timeout:g} s"}
+                print(f"  {name} / {policy}: {runs[(name, policy)].get('execution_status', 'error')}", file=sys.stderr)
+                final = runs[(name, policy)].get("final_run_spec")
+                if policy == "evidence" and scenarios[name].kind == FAILING and final is not None:
+                    reference = pool.submit(run_one, scenarios[name], REFERENCE, work, data_root, arguments.timeout,
+                                            threads, final)
+                    pending[reference] = (name, REFERENCE)
     results = []
     for name in names:
         scenario = scenarios[name]
         scenario_runs = {policy: runs[(name, policy)] for policy in policies}
-        results.append({"scenario": name, "family": scenario.family, "dataset": scenario.dataset,
-                        "kind": scenario.kind, "expect": scenario.expect, "description": scenario.description,
-                        "runs": scenario_runs, "verdict": verdict(scenario, scenario_runs)})
+        reference = runs.get((name, REFERENCE))
+        result = {"scenario": name, "family": scenario.family, "dataset": scenario.dataset, "kind": scenario.kind,
+                  "expect": scenario.expect, "description": scenario.description, "runs": scenario_runs,
+                  "verdict": verdict(scenario, scenario_runs, reference)}
+        if reference is not None:
+            result["reference"] = reference
+        results.append(result)
     summary = {**totals(results), "policies": list(policies), "threads_per_job": threads, "wall_seconds": round(time.monotonic() - started, 1),
                "work_dir": str(work)}
     table = markdown(results, policies, summary)

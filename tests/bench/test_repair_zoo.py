@@ -41,11 +41,14 @@ def test_a_failing_scenario_is_repaired_and_a_healthy_one_raises_no_alarm(tmp_pa
     assert explode["runs"]["none"]["first_rule"] == "ExplodingTensor"
     assert explode["runs"]["none"]["met_objective"] is False and explode["runs"]["none"]["launches"] == 1
     assert explode["runs"]["evidence"]["met_objective"] is True and explode["runs"]["evidence"]["launches"] >= 2
-    assert explode["verdict"] == {"detected": True, "repaired": True}
+    assert explode["verdict"] == {"detected": True, "repaired": True, "compute_ratio": explode["verdict"]["compute_ratio"],
+                                  "reference_met_objective": True}  # fmt: skip
+    assert 1.0 <= explode["verdict"]["compute_ratio"] <= 1.5
     assert healthy["verdict"]["false_alarm"] is False and healthy["runs"]["evidence"]["launches"] == 1
     assert report["summary"]["repair_rate"] == 1.0 and report["summary"]["false_alarms"] == 0
     table = (tmp_path / "zoo.md").read_text()
     assert "| mlp-explode | mlp, blobs | ExplodingTensor | ExplodingTensor (" in table
+    assert "median launches to the objective" in table
 
 
 @pytest.mark.training
@@ -54,7 +57,16 @@ def test_a_rare_class_is_weighted_and_the_weighted_job_is_not_stopped_again_on_t
     answer that without changing the counts, so the next job's bound is raised and it trains to the objective."""
     finished = _zoo("--scenario", "mlp-rare-class", "--policies", "evidence", "--work-dir", str(tmp_path))
     assert finished.returncode == 0, finished.stderr[-3000:]
-    evidence = json.loads(finished.stdout)["scenarios"][0]["runs"]["evidence"]
+    report = json.loads(finished.stdout)
+    scenario = report["scenarios"][0]
+    evidence = scenario["runs"]["evidence"]
     assert evidence["first_rule"] == "ClassImbalance" and evidence["rules_fired"] == ["ClassImbalance"]
     assert evidence["remedies"][0] == "WeightClasses"
     assert evidence["met_objective"] is True and evidence["launches"] == 2
+    # The compute target's yardstick: the configuration it ended with (class weights, the raised bound), run once.
+    reference = scenario["reference"]
+    assert reference["launches"] == 1 and reference["rules_fired"] == [] and reference["met_objective"] is True
+    assert evidence["final_run_spec"]["hyperparameters"]["class-weighting"] == "balanced"
+    ratio = evidence["training_steps"] / reference["training_steps"]
+    assert scenario["verdict"]["compute_ratio"] == round(ratio, 2)
+    assert report["summary"]["median_launches_to_objective"] == 2 and report["summary"]["compute_ratios_measured"] == 1
