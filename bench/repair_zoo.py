@@ -9,7 +9,7 @@ and the compute ratio: a repaired run's training steps (every launch) over one r
 it ended with (the "reference" run, made once the evidence run has met its objective), against the targets
 (repair rate >= 0.95, no false alarm, median launches <= 2, compute ratio <= 1.5).
 
-    python bench/repair_zoo.py                       # every scenario, every policy (about 11 minutes on 2 cores)
+    python bench/repair_zoo.py                       # every scenario, every policy (about 12 minutes on 2 cores)
     python bench/repair_zoo.py --list
     python bench/repair_zoo.py --scenario mlp-explode --policies evidence
     python bench/repair_zoo.py --markdown zoo.md     # the table into a file as well
