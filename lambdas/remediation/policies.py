@@ -185,16 +185,16 @@ def plan(state: WorkflowState) -> WorkflowState:
         )
         return _end(state, reason, end_cause="budget_spent")
 
-    resume = f" The next job continues from {attempt.job_name}'s checkpoints, not from step 0." if remedy.resume else ""
+    after = f" The next job continues from {attempt.job_name}'s checkpoints, not from step 0." if remedy.resume else ""
     run_spec = state.run_spec.with_hyperparameters(updated)
     answered = answered_data_finding(state, failure, situation) if key == failure else None  # not by "*"
     if answered is not None:
         rules, sentence = answered
         run_spec = run_spec.with_rules(rules)
-        resume += f" {sentence}"
+        after += f" {sentence}"
     reason = (
         f"{headline(attempt, state)}. {_why(state, key, failure, ladder, index, remedy, facts, attempt)} "
-        f"Next: {what}.{resume}"
+        f"Next: {what}.{after}"
     )
     decision = Decision(
         remedy=remedy.label,
