@@ -220,9 +220,9 @@ def answered_data_finding(state: WorkflowState, failure: str, situation: Situati
     allows for. A remedy for any rule ("*") does not answer it."""
     parameter = rule_selection.DATA_FINDING_BOUNDS.get((failure, situation.issue_kind))
     measured = situation.issue_value
-    watching = state.run_spec.watching_rules()
     if parameter is None or measured is None or not math.isfinite(measured):
         return None
+    watching = state.run_spec.watching_rules()
     if failure not in {rule["name"] for rule in watching}:
         return None  # a finding recorded for a rule this run does not select: there is no bound to move
     bound = f"{measured * rule_selection.DATA_FINDING_MARGIN:.3g}"
