@@ -1,8 +1,49 @@
-"""Fixtures every test area shares."""
+"""Fixtures every test area shares, and the clock the suite runs on."""
+
+import datetime as dt
+import os
 
 import pytest
 
 from local_runtime.offline_aws import OFFLINE_AWS_ENVIRONMENT
+
+#: `make test` runs the fast suite a second time with the clock a year ahead: a test that holds only on the day it
+#: was written (a literal date that ages, a deadline counted from one) fails there, not on the day it ages.
+CLOCK_SHIFT_ENVIRONMENT = "REMEDIATION_TEST_CLOCK_SHIFT_DAYS"
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--clock-shift-days",
+        type=int,
+        default=int(os.environ.get(CLOCK_SHIFT_ENVIRONMENT) or 0),
+        help="run every test with the wall clock (time.time, datetime.now, date.today) moved this many days ahead; "
+        "it keeps ticking. Processes the tests start keep the real clock.",
+    )
+
+
+def pytest_configure(config):
+    days = config.getoption("--clock-shift-days")
+    if days:
+        import time_machine  # only the shifted run needs it
+
+        traveller = time_machine.travel(dt.datetime.now(dt.UTC) + dt.timedelta(days=days), tick=True)
+        traveller.start()
+        config.stash[_TRAVELLER] = traveller
+
+
+def pytest_unconfigure(config):
+    traveller = config.stash.get(_TRAVELLER, None)
+    if traveller is not None:
+        traveller.stop()
+
+
+def pytest_report_header(config):
+    days = config.getoption("--clock-shift-days")
+    return f"clock: {days} days ahead, now reads {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC" if days else None
+
+
+_TRAVELLER = pytest.StashKey()
 
 
 @pytest.fixture

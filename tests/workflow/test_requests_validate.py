@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 
 import botocore.session
@@ -41,7 +42,12 @@ def _validate(service: str, operation: str, params: dict) -> None:
 def test_create_training_job_request_is_valid(legacy, spot):
     state = initial_state({**INPUT, "legacy_sagemaker_debugger": legacy, "use_spot_instances": spot})
     name = job_request.training_job_name("execution-1", state.run_spec.base_job_name, 1)
-    request = job_request.build_create_training_job_request(state, name, execution_id="arn:aws:states:eu-west-1:123456789012:execution:m:execution-1", execution_start_time="2026-11-23T08:00:00Z")
+    # The execution started a minute before the (injected) clock reads now: the request holds on any date.
+    started = dt.datetime(2026, 11, 23, 8, tzinfo=dt.UTC)
+    request = job_request.build_create_training_job_request(
+        state, name, execution_id="arn:aws:states:eu-west-1:123456789012:execution:m:execution-1",
+        execution_start_time=f"{started:%Y-%m-%dT%H:%M:%SZ}", now=started.timestamp() + 60,
+    )  # fmt: skip
     _validate("sagemaker", "CreateTrainingJob", request)
     assert ("DebugHookConfig" in request) is legacy and ("DebugRuleConfigurations" in request) is legacy
     assert request["EnableManagedSpotTraining"] is spot
