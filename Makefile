@@ -1,6 +1,6 @@
 # Entry points on a fresh machine:
 #   make local-run   the local remediation loop with defaults (real training, no AWS account)
-#   make test        the whole test suite (what CI runs)
+#   make test        the whole test suite (what CI runs), then the fast tests with the clock a year ahead
 #   make test-fast   everything but real training and CDK synth (a couple of minutes)
 #   make synth       the CloudFormation template into cdk.out/ (offline, no AWS account)
 #   make bootstrap   once per account and region: the CDK's bootstrap stack
@@ -70,12 +70,15 @@ local-run: $(VENV)/.runtime-installed
 
 cli: $(VENV)/.runtime-installed
 
+# Then the fast tests once more with the clock a year ahead: no test may hold only on the day it was written.
 test: $(VENV)/.dev-installed node_modules/.installed node-check
 	$(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -n 2 -m "$(FAST_TESTS)" --clock-shift-days 365 $(PYTEST_ARGS)
 
 # Real training (marker "training"), CDK synth ("cdk") and the install test ("install") left out.
+FAST_TESTS := not training and not cdk and not install
 test-fast: $(VENV)/.dev-installed
-	$(BIN)/python -m pytest -q -n auto -m "not training and not cdk and not install" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -n auto -m "$(FAST_TESTS)" $(PYTEST_ARGS)
 
 # The Step Functions Data Science SDK (stepfunctions 2.3.0, sagemaker<3) is an optional extra with its own pins
 # (requirements-sdk.txt) in its own environment, layered over .venv's packages (a .pth entry) so torch and the rest
