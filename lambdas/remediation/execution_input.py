@@ -30,7 +30,8 @@ from contracts.objective import Objective
 from contracts.remedies import adapt_to_script, parse_remedies, remedies_to_json, same_kind
 from contracts.rule_feasibility import check_rule_can_fire
 from lambdas.remediation import builtin_example, training_images
-from lambdas.remediation.payload import (
+from lambdas.remediation.payload import PolicyName, WorkflowState
+from lambdas.remediation.payload_fields import (
     BaseJobName,
     BucketName,
     Channels,
@@ -45,25 +46,23 @@ from lambdas.remediation.payload import (
     MaxRunSeconds,
     MetricDefinitions,
     MonitorInterval,
-    PolicyName,
     Region,
     RetrainingBudget,
     RoleArn,
     RuleSelection,
-    RunSpec,
     S3Uri,
     SaveInterval,
     Whole,
-    WorkflowState,
-    _no_bool,
     canonical_framework_version,
+    no_bool,
 )
 from lambdas.remediation.remedy_sets import CONVENTIONAL_HYPERPARAMETERS, POLICY_REMEDIES
+from lambdas.remediation.run_spec_model import RunSpec
 from lambdas.remediation.validation_messages import InvalidExecutionInput, describe_validation_error
 
 
 def _finite_number(value: Any) -> Any:
-    _no_bool(value)  # nor a string
+    no_bool(value)  # nor a string
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"must be a finite number (got {value})")
     return value

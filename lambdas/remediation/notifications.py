@@ -22,7 +22,8 @@ from collections.abc import Mapping
 from typing import Any, Literal, get_args
 
 from contracts.remedies import show
-from lambdas.remediation.payload import Attempt, WorkflowState
+from lambdas.remediation.attempts import Attempt
+from lambdas.remediation.payload import WorkflowState
 from lambdas.remediation.policies import short_action
 from lambdas.remediation.validation_messages import clip
 

@@ -31,7 +31,8 @@ from contracts.remedies import (
     Situation,
     show,
 )
-from lambdas.remediation.payload import Attempt, Change, Decision, WorkflowState
+from lambdas.remediation.attempts import Attempt, Change, Decision
+from lambdas.remediation.payload import WorkflowState
 
 NO_REMEDY = "none"
 

@@ -5,17 +5,16 @@ import pytest
 from aws_lambda_powertools.utilities.parser import parse
 from pydantic import ValidationError
 
+from lambdas.remediation.attempts import MAX_KEPT_ATTEMPTS
 from lambdas.remediation.execution_input import initial_state
 from lambdas.remediation.payload import (
-    MAX_KEPT_ATTEMPTS,
-    MAX_METRICS,
-    MAX_RULE_STATUSES,
     STEP_FUNCTIONS_PAYLOAD_LIMIT,
     StatePayload,
     WorkflowState,
     parse_state,
     payload_size,
 )
+from lambdas.remediation.payload_fields import MAX_METRICS, MAX_RULE_STATUSES
 from lambdas.remediation.validation_messages import InvalidState
 
 
@@ -186,7 +185,7 @@ def test_attempt_evidence_has_exactly_the_debugger_contracts_fields():
     import dataclasses
 
     from contracts.rule_status import Evidence
-    from lambdas.remediation.payload import AttemptEvidence
+    from lambdas.remediation.attempts import AttemptEvidence
 
     assert set(AttemptEvidence.model_fields) == {field.name for field in dataclasses.fields(Evidence)}
     evidence = Evidence(
