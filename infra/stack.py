@@ -8,8 +8,15 @@ from pathlib import Path
 from aws_cdk import CfnOutput, Stack
 from constructs import Construct
 
+from infra.alarms import OperationsAlarms
+from infra.dead_letters import DeadLetters
 from infra.events import LoopEvents
-from infra.functions import DEFAULT_POWERTOOLS_VERSION, RemediationFunctions
+from infra.functions import (
+    DEFAULT_POWERTOOLS_VERSION,
+    POWERTOOLS_METRICS_NAMESPACE,
+    POWERTOOLS_SERVICE_NAME,
+    RemediationFunctions,
+)
 from infra.notifications import NotificationTopic
 from infra.outputs import (
     OUTPUT_BUCKET_NAME,
@@ -76,6 +83,7 @@ class TrainingRemediationStack(Stack):
             artifacts_bucket=storage.artifacts_bucket,
             job_name_prefix=job_name_prefix,
         )
+        self.dead_letters = dead_letters = DeadLetters(self, "DeadLetters")
         self.functions = functions = RemediationFunctions(
             self,
             "Functions",
@@ -83,6 +91,7 @@ class TrainingRemediationStack(Stack):
             notifications=notifications,
             sagemaker_role=sagemaker.role,
             job_name_prefix=job_name_prefix,
+            dead_letter_queue=dead_letters.queue,
             powertools_version=powertools_version,
             powertools_layer_choice=powertools_layer,
         )
@@ -102,7 +111,19 @@ class TrainingRemediationStack(Stack):
             state_machine=workflow.state_machine,
             job_events_function=functions.job_events,
             execution_cleanup_function=functions.execution_cleanup,
+            train_function=functions.train,
             job_name_prefix=job_name_prefix,
+            dead_letter_queue=dead_letters.queue,
+        )
+        self.alarms = OperationsAlarms(
+            self,
+            "Alarms",
+            state_machine=workflow.state_machine,
+            functions=functions.all,
+            dead_letter_queue=dead_letters.queue,
+            notifications=notifications,
+            metrics_namespace=POWERTOOLS_METRICS_NAMESPACE,
+            service_name=POWERTOOLS_SERVICE_NAME,
         )
 
         CfnOutput(self, OUTPUT_STATE_MACHINE_ARN, value=workflow.state_machine.state_machine_arn)

@@ -3,8 +3,12 @@ Status Change" to TIMED_OUT, ABORTED or FAILED.
 
 An execution that times out or is aborted runs no Catch, so its HandleFailure never stops the job it launched;
 one that fails outside a Catch neither. This reads the execution's last state from its history, finds the job it
-launched (or was launching) and stops it, only if the job's tags prove it is that execution's. It notifies the
-topic when the execution ended without its own cleanup (timed out, aborted) or when it stopped a job.
+launched (or was launching) and stops it, only if the job's tags prove it is that execution's; when the execution
+ended while launching, it looks again once the train Lambda's timeout has passed. It notifies the topic when the
+execution ended without its own cleanup (timed out, aborted) or when it stopped a job.
+
+A failure here is never silent: a transient one is raised (Lambda retries the asynchronous invocation twice, then
+sends the event to the stack's dead-letter queue, which raises an alarm).
 """
 
 from __future__ import annotations
@@ -24,12 +28,16 @@ tracer = Tracer(service=handler_support.SERVICE_NAME)
 
 #: The Error name of the notification, by the status the execution ended with.
 ENDED_ERRORS = {"TIMED_OUT": "ExecutionTimedOut", "ABORTED": "ExecutionAborted", "FAILED": "ExecutionFailed"}
+#: How the second look waits for a train Lambda that may still run (tests replace it: see tests/workflow).
+settle_launch = execution_cleanup.wait_until
 
 
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
+@handler_support.counting_retried_errors(metrics)
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    handler_support.begin_invocation(context)
     detail = event.get("detail") if isinstance(event, dict) else None
     if event.get("detail-type") != job_events.EXECUTION_STATUS_CHANGE or not isinstance(detail, dict):
         raise InvalidExecutionInput(
@@ -46,6 +54,8 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
             execution_cleanup.sagemaker_client,
             execution_arn,
             detail.get("startDate"),
+            stop_date=detail.get("stopDate"),
+            settle=settle_launch,
         )
     except (ClientError, BotoCoreError) as error:
         if handler_support.is_transient(error):

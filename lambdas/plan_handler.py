@@ -8,7 +8,7 @@ from typing import Any
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 
-from lambdas.remediation import handler_support, notifications, policies
+from lambdas.remediation import end_causes, handler_support, notifications, policies
 from lambdas.remediation.execution_input import initial_state
 from lambdas.remediation.payload import WorkflowState, parse_state
 
@@ -17,27 +17,15 @@ metrics = Metrics(namespace=handler_support.METRICS_NAMESPACE, service=handler_s
 tracer = Tracer(service=handler_support.SERVICE_NAME)
 
 #: The Error name the state machine's RemediationGaveUp state fails with, by the planner's end cause.
-END_ERRORS = {
-    "budget_spent": "RemediationBudgetExhausted",
-    "no_remedy_left": "NoRemedyLeft",
-    "algorithm_error": "TrainingAlgorithmError",
-    "out_of_memory": "TrainingOutOfMemory",
-    "data_error": "TrainingDataError",
-    "capacity_error": "TrainingCapacityError",
-    "stopped": "TrainingJobStopped",
-    "failed": "TrainingJobFailed",
-    "monitor_limit": "MonitorLimitReached",
-    "objective_missed": "ObjectiveMissed",
-    "objective_unmeasured": "ObjectiveUnmeasured",
-    "missing_evidence": "MissingEvidence",
-    "completed": "RemediationEnded",
-}
+END_ERRORS = end_causes.END_ERRORS
 
 
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
+@handler_support.counting_retried_errors(metrics)
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    handler_support.begin_invocation(context)
     task = handler_support.parse_task_event(event)
     logger.append_keys(execution_name=task.execution_name)
     if task.action == "initialize":

@@ -34,6 +34,7 @@ from lambdas.remediation.payload import PolicyName, WorkflowState
 from lambdas.remediation.payload_fields import (
     BaseJobName,
     BucketName,
+    CapacityWait,
     Channels,
     Distribution,
     EntryPoint,
@@ -50,6 +51,7 @@ from lambdas.remediation.payload_fields import (
     RetrainingBudget,
     RoleArn,
     RuleSelection,
+    RuleWait,
     S3Uri,
     SaveInterval,
     Whole,
@@ -118,9 +120,16 @@ class ExecutionInput(BaseModel):
     #: For the built-in remedy sets on your script: conventional name -> your script's (e.g. learning_rate -> lr).
     hyperparameter_names: dict[str, str] | None = None
     use_spot_instances: Flag = False
+    #: A spot job that never got capacity within its MaxWaitTimeInSeconds is relaunched on demand (costs more).
+    spot_fallback_on_demand: Flag = False
     legacy_sagemaker_debugger: Flag = False
     #: The wait's fallback poll: the job's state change ends the wait at once; this is only its timeout.
     monitor_interval_seconds: MonitorInterval = 600
+    #: The wait before relaunching after a capacity shortage (CapacityError, no spot capacity in time).
+    capacity_wait_seconds: CapacityWait = bounds.DEFAULT_CAPACITY_WAIT_SECONDS
+    #: The wait before looking again at a completed job's rules still evaluating (left out: 60 s, or
+    #: monitor_interval_seconds when shorter).
+    rule_wait_seconds: RuleWait | None = None
     max_run_seconds: MaxRunSeconds = 3600
     #: Where SageMaker uploads each job's TensorBoard event files (TensorBoardOutputConfig.S3OutputPath); left out:
     #: s3://{bucket}/debug-output/, so they sit at debug-output/{job}/tensorboard-output/ beside the debug output.
@@ -234,6 +243,7 @@ def _resolve(given: ExecutionInput, keys: set[str]) -> WorkflowState:
         debugger_save_interval=given.debugger_save_interval,
         rules=given.rules,
         use_spot_instances=given.use_spot_instances,
+        spot_fallback_on_demand=given.spot_fallback_on_demand,
         legacy_sagemaker_debugger=given.legacy_sagemaker_debugger,
         max_run_seconds=given.max_run_seconds,
         tensorboard_output_path=bounds.check_tensorboard_output_path(
@@ -251,6 +261,12 @@ def _resolve(given: ExecutionInput, keys: set[str]) -> WorkflowState:
         max_num_retraining=given.max_num_retraining,
         max_monitor_transitions=max_monitor_transitions,
         monitor_interval_seconds=given.monitor_interval_seconds,
+        capacity_wait_seconds=given.capacity_wait_seconds,
+        rule_wait_seconds=(
+            given.rule_wait_seconds
+            if given.rule_wait_seconds is not None
+            else min(bounds.DEFAULT_RULE_WAIT_SECONDS, given.monitor_interval_seconds)
+        ),
     )
 
 

@@ -24,7 +24,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from contracts import bucket_layout, debugger_config, distributed, rule_selection
+from contracts import aws_tags, bucket_layout, debugger_config, distributed, rule_selection
 from contracts import run_spec as bounds
 from contracts.job import (
     DEFAULT_TENSORBOARD_LOCAL_PATH,
@@ -37,6 +37,7 @@ from contracts.job import (
     split_long_value,
 )
 from contracts.run_spec import JOB_NAME_PATTERN, MAX_JOB_NAME_LENGTH
+from lambdas.remediation.checkpoint_resume import CopiedCheckpoints, Resumed
 from lambdas.remediation.payload import WorkflowState
 from lambdas.remediation.run_spec_model import RunSpec
 from lambdas.remediation.training_images import rule_evaluator_image_uri, training_image_uri
@@ -243,7 +244,7 @@ def legacy_debug_rule_configurations(run_spec: RunSpec, job_name: str) -> list[d
     for rule in run_spec.watching_rules():
         configurations.append(
             {
-                "RuleConfigurationName": f"Sagemaker{rule['name']}",
+                "RuleConfigurationName": rule_selection.LEGACY_RULE_PREFIX + rule["name"],
                 "RuleEvaluatorImage": image,
                 "RuleParameters": {"rule_to_invoke": rule["name"], **rule["parameters"], "action_json": stop},
             }
@@ -292,12 +293,18 @@ def script_mode_hyperparameters(run_spec: RunSpec, job_name: str) -> dict[str, s
 EXECUTION_TAG = "remediation:execution"
 EXECUTION_START_TAG = "remediation:execution-start"
 ATTEMPT_TAG = "remediation:attempt"
+#: What the launch started from: the job whose checkpoints were carried over, and how many files ("skipped": none).
+RESUMED_FROM_TAG = "remediation:resumed-from"
+RESUMED_FILES_TAG = "remediation:resumed-files"
+RESUME_SKIPPED = "skipped"
 
 
 def ownership_tags(execution_id: str, execution_start_time: str, attempt_number: int) -> dict[str, str]:
+    """The execution's ARN and start time as tag values: a Step Functions name may hold characters a SageMaker tag
+    may not (contracts.aws_tags), which are replaced; with the start time they still name one execution."""
     return {
-        EXECUTION_TAG: execution_id[:256],
-        EXECUTION_START_TAG: execution_start_time[:256],
+        EXECUTION_TAG: aws_tags.tag_value(execution_id),
+        EXECUTION_START_TAG: aws_tags.tag_value(execution_start_time),
         ATTEMPT_TAG: str(attempt_number),
     }
 
@@ -305,7 +312,28 @@ def ownership_tags(execution_id: str, execution_start_time: str, attempt_number:
 def owned_by(tags: list[dict[str, str]], execution_id: str, execution_start_time: str) -> bool:
     """Whether a job's tags (SageMaker ListTags) say this execution launched it."""
     found = {tag.get("Key"): tag.get("Value") for tag in tags}
-    return found.get(EXECUTION_TAG) == execution_id[:256] and found.get(EXECUTION_START_TAG) == execution_start_time[:256]
+    expected = ownership_tags(execution_id, execution_start_time, 0)
+    return found.get(EXECUTION_TAG) == expected[EXECUTION_TAG] and (
+        found.get(EXECUTION_START_TAG) == expected[EXECUTION_START_TAG]
+    )
+
+
+def resume_tags(resumed: Resumed) -> dict[str, str]:
+    """Tags recording what the launch started from, so a retried task that adopts the job knows it too."""
+    if resumed.from_job is None:
+        return {}
+    files = str(resumed.copied.files) if resumed.copied is not None else RESUME_SKIPPED
+    return {RESUMED_FROM_TAG: resumed.from_job, RESUMED_FILES_TAG: files}
+
+
+def resumed_from_tags(tags: list[dict[str, str]]) -> Resumed:
+    found = {tag.get("Key"): tag.get("Value") for tag in tags}
+    from_job, files = found.get(RESUMED_FROM_TAG), found.get(RESUMED_FILES_TAG)
+    if not from_job:
+        return Resumed()
+    if files is None or not files.isdigit():
+        return Resumed(from_job, skipped="an earlier try of this task launched the job without its checkpoints")
+    return Resumed(from_job, CopiedCheckpoints(from_job, "", files=int(files), bytes=0))
 
 
 def build_create_training_job_request(
@@ -359,7 +387,7 @@ def build_create_training_job_request(
         },
         "EnableManagedSpotTraining": run_spec.use_spot_instances,
         "Environment": {"DEBUG_OUTPUT_S3_SYNC": "on"},
-        "Tags": [{"Key": key, "Value": value} for key, value in all_tags.items()],
+        "Tags": [{"Key": key, "Value": aws_tags.tag_value(value)} for key, value in all_tags.items()],
     }
     request["TensorBoardOutputConfig"] = tensorboard_output_config(run_spec)
     if run_spec.channels:  # a script that makes its own data has none (SageMaker wants at least one if given)

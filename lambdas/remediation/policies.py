@@ -332,6 +332,9 @@ def _outcome_reason(state: WorkflowState, attempt: Attempt) -> str:
             f"Job {job} completed but its debugger never reported a rule status: no rule was evaluated, so the "
             "run cannot be called clean. Ending; create the hook in the script (smd.Hook.create_from_json_file(), "
             "register_module, register_loss) and check that debug-output/ reaches the bucket."
+            if not attempt.outcome_reason or "never reported a rule status" in attempt.outcome_reason
+            # a rule in Error, still evaluating past the bound, or a document not the job's own: the monitor's words
+            else f"{attempt.outcome_reason} Ending; look at those rules' evaluation (status details, logs)."
         ),
         "algorithm_error": (
             f"Job {job} failed in the training code, not because a rule fired{failure}. "

@@ -39,6 +39,8 @@ RESOURCE_STAR_ONLY = {
 EVERY_LAMBDA = {"logs:CreateLogStream", "logs:PutLogEvents", "xray:PutTelemetryRecords", "xray:PutTraceSegments"}
 #: Publishing to the encrypted topic.
 PUBLISH = {"sns:Publish", "kms:Decrypt", "kms:GenerateDataKey"}
+#: An asynchronously invoked Lambda's on-failure destination (the dead-letter queue), as CDK grants it.
+ASYNC_FAILURES = {"sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"}
 #: The IAM prefix of each service the handlers may call, by botocore service name.
 IAM_PREFIX = {"sagemaker": "sagemaker", "s3": "s3", "sns": "sns", "stepfunctions": "states", "cloudwatch": "cloudwatch"}
 #: boto3 method names that are also everyday Python methods (re.Pattern.search, dict.get...): not counted.
@@ -120,11 +122,17 @@ def test_train_lambda_creates_only_prefixed_jobs_tags_only_on_create_and_passes_
     role_id = synthesized.logical_id(synthesized.stack.sagemaker.role)
     assert pass_role["Resource"] == {"Fn::GetAtt": [role_id, "Arn"]}
     assert pass_role["Condition"] == {"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}}
-    assert not granted(statements, "sagemaker:StopTrainingJob")
-    # S3: only the checkpoints a resuming remedy carries over (CopyObject: read the source, write the target)
+    # It stops only the job it has just launched, when its execution ended meanwhile (lambdas/remediation/launch_guard)
+    (stop,) = granted(statements, "sagemaker:StopTrainingJob")
+    assert stop["Resource"] == training_job_arn()
+    # S3: only the checkpoints a resuming remedy carries over (CopyObject: read the source, write the target; a
+    # copy that cannot finish is deleted so the job starts from step 0)
     (copying,) = [s for s in statements if any(a.startswith("s3:") and a != "s3:ListBucket" for a in _as_list(s["Action"]))]
-    assert set(_as_list(copying["Action"])) == {"s3:GetObject", "s3:PutObject"}
+    assert set(_as_list(copying["Action"])) == {"s3:GetObject", "s3:PutObject", "s3:DeleteObject"}
     assert copying["Resource"] == bucket_object_arn(synthesized, bucket_layout.CHECKPOINTS_PREFIX)
+    # Once its job exists it asks whether its execution still runs: this state machine's executions only
+    (describe,) = granted(statements, "states:DescribeExecution")
+    assert describe["Resource"] == executions_arn(synthesized)
     (listing,) = granted(statements, "s3:ListBucket")
     assert listing["Condition"] == {"StringLike": {"s3:prefix": ["checkpoints/*"]}}
 
@@ -267,8 +275,10 @@ def test_job_events_lambda_keeps_and_reads_task_tokens_reads_jobs_and_ends_waits
     assert describe["Resource"] == training_job_arn()
     (end_waits,) = granted(statements, "states:SendTaskSuccess")
     assert end_waits["Resource"] == {"Ref": synthesized.logical_id(synthesized.stack.workflow.state_machine)}
+    (dead_letters,) = granted(statements, "sqs:SendMessage")  # its asynchronous invocations' on-failure destination
+    assert dead_letters["Resource"] == dead_letter_queue_arn(synthesized)
     actions = {a for s in statements for a in _as_list(s["Action"])}
-    assert actions == EVERY_LAMBDA | {
+    assert actions == EVERY_LAMBDA | ASYNC_FAILURES | {
         "s3:PutObject",
         "s3:GetObject",
         "s3:ListBucket",
@@ -277,11 +287,9 @@ def test_job_events_lambda_keeps_and_reads_task_tokens_reads_jobs_and_ends_waits
     }
 
 
-def test_execution_cleanup_lambda_reads_this_state_machines_histories_and_stops_only_prefixed_jobs(synthesized):
-    statements = role_statements(synthesized, synthesized.stack.functions.execution_cleanup.role)
-    (history,) = granted(statements, "states:GetExecutionHistory")
+def executions_arn(synthesized) -> dict:
     machine = synthesized.logical_id(synthesized.stack.workflow.state_machine)
-    assert history["Resource"] == {
+    return {
         "Fn::Join": [
             "",
             [
@@ -297,11 +305,23 @@ def test_execution_cleanup_lambda_reads_this_state_machines_histories_and_stops_
             ],
         ]
     }
+
+
+def dead_letter_queue_arn(synthesized) -> dict:
+    return {"Fn::GetAtt": [synthesized.logical_id(synthesized.stack.dead_letters.queue), "Arn"]}
+
+
+def test_execution_cleanup_lambda_reads_this_state_machines_histories_and_stops_only_prefixed_jobs(synthesized):
+    statements = role_statements(synthesized, synthesized.stack.functions.execution_cleanup.role)
+    (history,) = granted(statements, "states:GetExecutionHistory")
+    assert history["Resource"] == executions_arn(synthesized)
+    (dead_letters,) = granted(statements, "sqs:SendMessage")  # its asynchronous invocations' on-failure destination
+    assert dead_letters["Resource"] == dead_letter_queue_arn(synthesized)
     for action in ("sagemaker:DescribeTrainingJob", "sagemaker:ListTags", "sagemaker:StopTrainingJob"):
         (statement,) = granted(statements, action)
         assert statement["Resource"] == training_job_arn()
     actions = {a for s in statements for a in _as_list(s["Action"])}
-    assert actions == EVERY_LAMBDA | PUBLISH | {
+    assert actions == EVERY_LAMBDA | PUBLISH | ASYNC_FAILURES | {
         "states:GetExecutionHistory",
         "sagemaker:DescribeTrainingJob",
         "sagemaker:ListTags",
@@ -328,6 +348,7 @@ def _aws_operations() -> dict[str, set[str]]:
     # CopyObject is authorised as GetObject on the source and PutObject on the target (the tests of each Lambda
     # that copies check both grants on their prefix).
     operations["copy_object"] = {"s3:PutObject"}
+    operations["delete_objects"] = {"s3:DeleteObject"}  # DeleteObjects is authorised per object
     return operations
 
 
