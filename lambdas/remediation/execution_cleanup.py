@@ -156,7 +156,7 @@ def stop_jobs_of_ended_execution(
 
 
 def _epoch_seconds(value: dt.datetime | float) -> float:
-    """An event's time (epoch milliseconds) or a datetime, as epoch seconds."""
+    """An event's time (epoch milliseconds) or a datetime (DescribeExecution's, StopExecution's), as epoch seconds."""
     return value.timestamp() if isinstance(value, dt.datetime) else float(value) / 1000
 
 

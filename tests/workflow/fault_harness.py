@@ -156,13 +156,15 @@ class Abort:
     """Stop the execution (StopExecution) at one moment: ``function`` is the handler ("train", "monitor",
     "plan", "job_events"); ``moment`` is "before" (it runs), "after" (it answered) or an operation it calls
     ("CreateTrainingJob", "CopyObject", "ListObjectsV2", ...: just before that call goes out). ``occurrence``
-    counts invocations (1: the first)."""
+    counts invocations (1: the first). ``action`` (when given) runs there instead of the stop, on the handler's
+    thread, which goes on when it returns."""
 
     function: str
     moment: str = "before"
     occurrence: int = 1
     fired: bool = False
     seen: int = 0
+    action: Callable[[], None] | None = None
 
 
 # --------------------------------------------------------------------------- events on their way
@@ -319,6 +321,20 @@ class FaultHarness:
         self.aborts.append(planned)
         return planned
 
+    def at(self, function: str, moment: str, action: Callable[[], None], occurrence: int = 1) -> Abort:
+        """Run ``action`` at that moment of that handler (see :class:`Abort`)."""
+        planned = Abort(function, moment, occurrence, action=action)
+        self.aborts.append(planned)
+        return planned
+
+    def first_look_done(self) -> threading.Event:
+        """Set when a cleanup (the Lambda's, or one the test runs through settle_launch) has had its first look."""
+        return self._cleanup_looked
+
+    def settle_launch(self, _until: float) -> None:
+        """What waiting out the train Lambda's timeout guarantees: no train handler still runs."""
+        self._settle_launch(_until)
+
     def _maybe_abort(self, actor: str, moment: str) -> None:
         for planned in self.aborts:
             if planned.fired or planned.function != actor or planned.moment != moment:
@@ -327,6 +343,10 @@ class FaultHarness:
             if planned.seen != planned.occurrence:
                 continue
             planned.fired = True
+            if planned.action is not None:
+                with acting_as(None):
+                    planned.action()
+                continue
             arn = self.workflow.execution_arn
             with acting_as(None):
                 status = self.workflow.sfn.describe_execution(executionArn=arn)["status"]
