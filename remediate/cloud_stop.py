@@ -11,7 +11,6 @@ has passed and looks again, as the execution-cleanup Lambda does."""
 from __future__ import annotations
 
 import argparse
-
 import datetime as dt
 
 from contracts import time_budgets
