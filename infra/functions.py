@@ -15,6 +15,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from contracts import bucket_layout, time_budgets
+from contracts.stack_guardrails import LEGACY_DISABLED, LEGACY_ENABLED, LEGACY_SAGEMAKER_DEBUGGER_ENV, CostGuardrails
 from infra.bundling import HANDLER_PACKAGE, REPO_ROOT, handler_bundling_options
 from infra.nag import account_scoped_arn_prefix, acknowledge, attribute_placeholder
 from infra.notifications import NotificationTopic
@@ -71,6 +72,8 @@ class RemediationFunctions(Construct):
         sagemaker_role: iam.IRole,
         job_name_prefix: str,
         dead_letter_queue: sqs.IQueue,
+        cost_guardrails: CostGuardrails,
+        legacy_sagemaker_debugger: bool,
         powertools_version: str = DEFAULT_POWERTOOLS_VERSION,
         powertools_layer_choice: str = AUTO,
     ) -> None:
@@ -90,6 +93,10 @@ class RemediationFunctions(Construct):
             "POWERTOOLS_SERVICE_NAME": POWERTOOLS_SERVICE_NAME,
             "POWERTOOLS_METRICS_NAMESPACE": POWERTOOLS_METRICS_NAMESPACE,
             "POWERTOOLS_LOG_LEVEL": "INFO",
+            # The stack's guardrails: Initialize refuses what they do not allow, the train Lambda and the planner keep
+            # each execution within its instance-hours (contracts.stack_guardrails).
+            **cost_guardrails.to_environment(),
+            LEGACY_SAGEMAKER_DEBUGGER_ENV: LEGACY_ENABLED if legacy_sagemaker_debugger else LEGACY_DISABLED,
         }
         self.train = self._function(TRAIN, environment)
         self.monitor = self._function(MONITOR, environment)
@@ -109,15 +116,24 @@ class RemediationFunctions(Construct):
         )
         self.train.add_to_role_policy(
             iam.PolicyStatement(
-                sid="LaunchOwnTrainingJobs",
+                sid="LaunchOwnTrainingJobsWithinTheCostGuardrails",
+                actions=["sagemaker:CreateTrainingJob"],
+                resources=[training_jobs],
+                # Whatever an execution input says, the role launches only the allowed instance types, for at most
+                # the stack's instance-hours per job (the Null condition: a request must name its instance types).
+                conditions={
+                    "ForAllValues:StringEquals": {"sagemaker:InstanceTypes": list(cost_guardrails.allowed_instance_types)},
+                    "Null": {"sagemaker:InstanceTypes": "false"},
+                    "NumericLessThanEquals": {"sagemaker:MaxRuntimeInSeconds": str(cost_guardrails.max_instance_seconds)},
+                },
+            )
+        )
+        self.train.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="WatchOwnTrainingJobs",
                 # ListTags: a job found under our name is adopted only if its tags prove it is this execution's;
                 # StopTrainingJob: the job it just launched, when its execution ended meanwhile
-                actions=[
-                    "sagemaker:CreateTrainingJob",
-                    "sagemaker:DescribeTrainingJob",
-                    "sagemaker:ListTags",
-                    "sagemaker:StopTrainingJob",
-                ],
+                actions=["sagemaker:DescribeTrainingJob", "sagemaker:ListTags", "sagemaker:StopTrainingJob"],
                 resources=[training_jobs],
             )
         )

@@ -8,6 +8,7 @@ from pathlib import Path
 from aws_cdk import CfnOutput, Stack
 from constructs import Construct
 
+from contracts.stack_guardrails import CostGuardrails
 from infra.alarms import OperationsAlarms
 from infra.dead_letters import DeadLetters
 from infra.events import LoopEvents
@@ -66,9 +67,12 @@ class TrainingRemediationStack(Stack):
         powertools_version: str = DEFAULT_POWERTOOLS_VERSION,
         powertools_layer: str = AUTO,
         debug_output_expiration_days: int = DEFAULT_DEBUG_OUTPUT_EXPIRATION_DAYS,
+        cost_guardrails: CostGuardrails | None = None,
+        legacy_sagemaker_debugger: bool = False,
         **kwargs,
     ) -> None:
         check_job_name_prefix(job_name_prefix)
+        cost_guardrails = cost_guardrails or CostGuardrails()
         super().__init__(scope, construct_id, **kwargs)
         self.template_options.description = "Automated remediation of unstable SageMaker training: Step Functions loop of train, monitor and plan Lambdas"
         self.storage = storage = ArtifactsStorage(
@@ -82,6 +86,7 @@ class TrainingRemediationStack(Stack):
             "SageMaker",
             artifacts_bucket=storage.artifacts_bucket,
             job_name_prefix=job_name_prefix,
+            legacy_sagemaker_debugger=legacy_sagemaker_debugger,
         )
         self.dead_letters = dead_letters = DeadLetters(self, "DeadLetters")
         self.functions = functions = RemediationFunctions(
@@ -92,6 +97,8 @@ class TrainingRemediationStack(Stack):
             sagemaker_role=sagemaker.role,
             job_name_prefix=job_name_prefix,
             dead_letter_queue=dead_letters.queue,
+            cost_guardrails=cost_guardrails,
+            legacy_sagemaker_debugger=legacy_sagemaker_debugger,
             powertools_version=powertools_version,
             powertools_layer_choice=powertools_layer,
         )

@@ -3,13 +3,14 @@ or, after an attempt, prescribe the next run_spec or end with the reason."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 
 from lambdas.remediation import end_causes, handler_support, notifications, policies
-from lambdas.remediation.execution_input import initial_state
+from lambdas.remediation.execution_input import StackGuardrails, initial_state
 from lambdas.remediation.payload import WorkflowState, parse_state
 
 logger = Logger(service=handler_support.SERVICE_NAME)
@@ -29,7 +30,8 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     task = handler_support.parse_task_event(event)
     logger.append_keys(execution_name=task.execution_name)
     if task.action == "initialize":
-        state = initial_state(task.execution_input)  # InvalidExecutionInput names every bad field
+        # InvalidExecutionInput names every bad field, and what the stack's guardrails refuse
+        state = initial_state(task.execution_input, StackGuardrails.from_environment(os.environ))
         logger.info("execution input accepted", extra={"run_spec": state.run_spec.summary(), "policy": state.policy})
         return state.to_payload()
 

@@ -183,8 +183,10 @@ class Attempt(BaseModel):
     resumed_checkpoint_files: Count | None = None
     #: Why the last decision's checkpoints were not carried over (then this job started from step 0).
     resume_skipped: Text(MAX_REASON_BYTES) | None = None
-    #: Instance-seconds this job may use at most (InstanceCount x MaxRuntimeInSeconds), reserved at its launch.
+    #: Instance-seconds this job may use at most (InstanceCount x MaxRuntimeInSeconds), reserved at its launch, and
+    #: what it used once it ended (counted once in history.instance_seconds_used).
     reserved_instance_seconds: Count | None = None
+    instance_seconds: Count | None = None
     decision: Decision | None = None
 
     @model_validator(mode="after")

@@ -17,6 +17,7 @@ Two ways to say what to train:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Mapping
@@ -29,7 +30,8 @@ from contracts import run_spec as bounds
 from contracts.objective import Objective
 from contracts.remedies import adapt_to_script, parse_remedies, remedies_to_json, same_kind
 from contracts.rule_feasibility import check_rule_can_fire
-from lambdas.remediation import builtin_example, training_images
+from contracts.stack_guardrails import LEGACY_ENABLED, LEGACY_SAGEMAKER_DEBUGGER_ENV, CostGuardrails
+from lambdas.remediation import builtin_example, job_request, training_images
 from lambdas.remediation.payload import PolicyName, WorkflowState
 from lambdas.remediation.payload_fields import (
     BaseJobName,
@@ -153,8 +155,13 @@ def default_execution_input() -> dict[str, Any]:
     }
 
 
-def initial_state(execution_input: Mapping[str, Any]) -> WorkflowState:
-    """The state before the first launch. Raises InvalidExecutionInput naming each bad field and the fix."""
+def initial_state(
+    execution_input: Mapping[str, Any], guardrails: StackGuardrails | None = None
+) -> WorkflowState:
+    """The state before the first launch. Raises InvalidExecutionInput naming each bad field and the fix.
+
+    ``guardrails``: the stack's (its Lambdas' environment); an instance type or count they do not allow, or legacy
+    mode in a stack deployed without it, is refused here, and the execution keeps the instance-hours it may use."""
     if not isinstance(execution_input, Mapping):
         raise InvalidExecutionInput({"(input)": f"must be a JSON object (got {type(execution_input).__name__})"})
     problems = {
@@ -169,12 +176,44 @@ def initial_state(execution_input: Mapping[str, Any]) -> WorkflowState:
         problems.update(describe_validation_error(error, known=ExecutionInput.model_fields))
     if problems:
         raise InvalidExecutionInput(problems)
+    if guardrails is not None:
+        problems.update(guardrails.check(parsed.instance_type, parsed.instance_count, parsed.legacy_sagemaker_debugger))
+        if problems:
+            raise InvalidExecutionInput(problems)
     try:
-        return _resolve(parsed, set(execution_input))
+        state = _resolve(parsed, set(execution_input))
     except ContractError as error:
         raise InvalidExecutionInput({error.field: error.problem}) from None
     except ValidationError as error:
         raise InvalidExecutionInput(describe_validation_error(error)) from None
+    if guardrails is not None and guardrails.cost is not None:
+        state = state.updated(max_instance_seconds=guardrails.cost.max_instance_seconds)
+    return state
+
+
+@dataclasses.dataclass(frozen=True)
+class StackGuardrails:
+    """What the stack allows every execution (its Lambdas' environment): the cost guardrails, and whether SageMaker
+    Debugger's legacy mode is deployed (its grants exist only then)."""
+
+    cost: CostGuardrails | None = None
+    legacy_sagemaker_debugger: bool = True
+
+    @classmethod
+    def from_environment(cls, environment: Mapping[str, str]) -> StackGuardrails:
+        legacy = environment.get(LEGACY_SAGEMAKER_DEBUGGER_ENV, LEGACY_ENABLED)
+        return cls(CostGuardrails.from_environment(environment), legacy == LEGACY_ENABLED)
+
+    def check(self, instance_type: str, instance_count: int, legacy: bool) -> dict[str, str]:
+        problems = self.cost.check_launch(instance_type, instance_count) if self.cost is not None else {}
+        if legacy and not self.legacy_sagemaker_debugger:
+            problems["legacy_sagemaker_debugger"] = (
+                "this stack was deployed without SageMaker Debugger's legacy mode, so its grants (the rule "
+                "evaluators' images, logs and StopTraining action) do not exist; leave it out, or deploy with "
+                "-c legacy_sagemaker_debugger=true"
+            )
+        return problems
+
 
 
 def _resolve(given: ExecutionInput, keys: set[str]) -> WorkflowState:
@@ -252,6 +291,11 @@ def _resolve(given: ExecutionInput, keys: set[str]) -> WorkflowState:
         instance_count=given.instance_count,
         distribution=given.distribution or {},
     )
+    try:
+        job_request.check_hyperparameter_count(run_spec)
+    except job_request.JobRequestError as error:
+        field, _, problem = str(error).partition(": ")
+        raise ContractError(field.removeprefix("run_spec."), problem) from None
     return WorkflowState(
         run_spec=run_spec,
         policy=policy,
@@ -368,4 +412,4 @@ def _hyperparameter_names(names: Mapping[str, str] | None, hyperparameters: Mapp
     return checked
 
 
-__all__ = ["ExecutionInput", "InvalidExecutionInput", "default_execution_input", "initial_state"]
+__all__ = ["ExecutionInput", "InvalidExecutionInput", "StackGuardrails", "default_execution_input", "initial_state"]

@@ -27,10 +27,13 @@ from typing import Any
 from contracts import aws_tags, bucket_layout, debugger_config, distributed, rule_selection
 from contracts import run_spec as bounds
 from contracts.job import (
+    DEBUG_OUTPUT_S3_REGION_ENV,
+    DEBUG_OUTPUT_S3_SYNC_ENV,
     DEFAULT_TENSORBOARD_LOCAL_PATH,
     ENTRY_POINT_HYPERPARAMETER,
     HOOK_CONFIG_HYPERPARAMETER,
     LAUNCHER_PROGRAM,
+    MAX_HYPERPARAMETERS,
     RULE_CONFIGS_HYPERPARAMETER,
     HyperparameterError,
     encode_hyperparameters,
@@ -73,6 +76,10 @@ class JobRequestError(ValueError):
 
 class NotEnoughTimeLeft(JobRequestError):
     """The execution times out before a job launched now could run its shortest time (the Fail state's Error)."""
+
+
+class InstanceHoursBudgetSpent(JobRequestError):
+    """The stack's instance-hours guardrail leaves less than a job's shortest run (the Fail state's Error)."""
 
 
 def job_name_prefix() -> str:
@@ -284,9 +291,26 @@ def script_mode_hyperparameters(run_spec: RunSpec, job_name: str) -> dict[str, s
         **distributed.distribution_hyperparameters(run_spec.distribution, run_spec.instance_type),
     }
     try:
-        return encode_hyperparameters(values)
+        encoded = encode_hyperparameters(values)
     except HyperparameterError as error:
         raise JobRequestError(f"run_spec.hyperparameters.{error.field}: {error.problem}") from None
+    if len(encoded) > MAX_HYPERPARAMETERS:
+        own = len(run_spec.hyperparameters)
+        reserved = len(encoded) - own
+        raise JobRequestError(
+            f"run_spec.hyperparameters: has {own} entries but SageMaker takes at most {MAX_HYPERPARAMETERS} "
+            f"hyperparameters in all, and this run's launcher, its {len(run_spec.watching_rules())} rules' "
+            f"configuration and its distribution take {reserved}: keep at most {MAX_HYPERPARAMETERS - reserved} "
+            "(or select fewer rules)"
+        )
+    return encoded
+
+
+def check_hyperparameter_count(run_spec: RunSpec) -> None:
+    """JobRequestError (naming run_spec.hyperparameters) when the request would hold more hyperparameters than
+    SageMaker takes: the rules' configuration is split into parts of 2,500 characters and its size grows with the
+    job name (their StopTraining action names it), so this counts with the longest job name there is."""
+    script_mode_hyperparameters(run_spec, "a" * MAX_JOB_NAME_LENGTH)
 
 
 #: Tags that prove a job is this execution's own (checked before adopting or stopping a job by name).
@@ -354,7 +378,11 @@ def build_create_training_job_request(
         raise JobRequestError(f"job_name: {job_name!r} is not a valid SageMaker training job name")
     bucket = run_spec.bucket
     stopping_condition = stopping_condition_within(
-        run_spec, execution_start_time, wall_clock() if now is None else now, state.attempt_count + 1
+        run_spec,
+        execution_start_time,
+        wall_clock() if now is None else now,
+        state.attempt_count + 1,
+        instance_seconds_left=state.instance_seconds_left,
     )
     all_tags = {
         "remediation:base-job-name": run_spec.base_job_name,
@@ -386,7 +414,7 @@ def build_create_training_job_request(
             "LocalPath": CHECKPOINT_LOCAL_PATH,
         },
         "EnableManagedSpotTraining": run_spec.use_spot_instances,
-        "Environment": {"DEBUG_OUTPUT_S3_SYNC": "on"},
+        "Environment": {DEBUG_OUTPUT_S3_SYNC_ENV: "on", DEBUG_OUTPUT_S3_REGION_ENV: run_spec.region},
         "Tags": [{"Key": key, "Value": aws_tags.tag_value(value)} for key, value in all_tags.items()],
     }
     request["TensorBoardOutputConfig"] = tensorboard_output_config(run_spec)
@@ -403,11 +431,27 @@ def wall_clock() -> float:
 
 
 def stopping_condition_within(
-    run_spec: RunSpec, execution_start_time: str, now: float, attempt_number: int
+    run_spec: RunSpec,
+    execution_start_time: str,
+    now: float,
+    attempt_number: int,
+    instance_seconds_left: int | None = None,
 ) -> dict[str, int]:
     """SageMaker's StoppingCondition for the run_spec, cut to the time the execution has left (when its start time
-    is known) minus JOB_END_RESERVE_SECONDS. Raises NotEnoughTimeLeft when less than a job's shortest run is left."""
+    is known) minus JOB_END_RESERVE_SECONDS, and to the instance-hours the stack's guardrail leaves it
+    (``instance_seconds_left``: InstanceCount x MaxRuntimeInSeconds fits in it). Raises NotEnoughTimeLeft or
+    InstanceHoursBudgetSpent when less than a job's shortest run is left."""
     runtime = run_spec.max_run_seconds
+    if instance_seconds_left is not None:
+        per_instance = instance_seconds_left // run_spec.instance_count
+        if per_instance < bounds.MAX_RUN_SECONDS.low:
+            raise InstanceHoursBudgetSpent(
+                f"attempt {attempt_number} would have {instance_seconds_left} instance-seconds left under the stack's "
+                f"max_instance_hours ({per_instance} s on each of {run_spec.instance_count} instance(s)); not "
+                f"launching a job shorter than {int(bounds.MAX_RUN_SECONDS.low)} s: raise -c max_instance_hours or "
+                "start a new execution"
+            )
+        runtime = min(runtime, per_instance)
     wait = runtime * SPOT_WAIT_FACTOR if run_spec.use_spot_instances else None
     if execution_start_time:
         try:

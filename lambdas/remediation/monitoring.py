@@ -9,6 +9,7 @@ latest attempt. No AWS calls here.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -156,8 +157,10 @@ def apply_decision(
     decision: MonitorDecision,
     describe_response: Mapping[str, Any],
     reading: RuleReading,
+    now: float | None = None,
 ) -> WorkflowState:
-    """The state with the latest attempt updated and next_action set for the decision."""
+    """The state with the latest attempt updated and next_action set for the decision (``now``: epoch seconds, for
+    the instance time of a job this decision stops; default the clock)."""
     statuses = list(reading.statuses) + [rule for rule in decision.issues if rule not in reading.statuses]
     summaries = [
         RuleStatusSummary(
@@ -209,6 +212,10 @@ def apply_decision(
         ).updated(run_spec=updated.run_spec.with_changes(decision.run_spec_changes))
     overall = _overall_rule_status(statuses)
     history = updated.history.model_copy()
+    used = _instance_seconds_used(describe_response, updated, decision, now)
+    if used is not None:  # the attempt ended: its instance time counts against the stack's guardrail, once
+        updated = updated.with_last_attempt(instance_seconds=used)
+        history = updated.history.model_copy(update={"instance_seconds_used": history.instance_seconds_used + used})
     next_action = "monitor"
     end_reason = updated.end_reason
     if decision.next_step == "relaunch":
@@ -228,6 +235,34 @@ def apply_decision(
         next_action=next_action,
         end_reason=end_reason,
     )
+
+
+#: A stopped job still runs this long (SageMaker's SIGTERM window) before it ends.
+STOP_GRACE_SECONDS = 120
+
+
+def _instance_seconds_used(
+    describe_response: Mapping[str, Any], state: WorkflowState, decision: MonitorDecision, now: float | None
+) -> int | None:
+    """Instance-seconds of the attempt the decision ends, not yet counted: InstanceCount x TrainingTimeInSeconds
+    once SageMaker reports it, else (a job this decision stops) its training so far plus the stop's grace, at most
+    its reservation at launch. None while the attempt goes on, or once counted."""
+    attempt = state.last_attempt
+    if decision.next_step not in ("plan", "relaunch", "completed") or attempt is None:
+        return None
+    if attempt.instance_seconds is not None:
+        return None
+    count = int((describe_response.get("ResourceConfig") or {}).get("InstanceCount", state.run_spec.instance_count))
+    reserved = attempt.reserved_instance_seconds
+    seconds = describe_response.get("TrainingTimeInSeconds")
+    if isinstance(seconds, int) and seconds >= 0:
+        return count * seconds
+    started = describe_response.get("TrainingStartTime")
+    if hasattr(started, "timestamp"):
+        elapsed = (time.time() if now is None else now) - started.timestamp()
+        estimate = count * int(max(0.0, elapsed) + STOP_GRACE_SECONDS)
+        return min(estimate, reserved) if reserved else estimate
+    return reserved if reserved is not None else count * STOP_GRACE_SECONDS
 
 
 def _overall_rule_status(statuses: Sequence[rule_status.RuleStatus]) -> str:

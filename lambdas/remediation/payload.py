@@ -74,6 +74,8 @@ class History(BaseModel):
     consecutive_read_failures: Count = 0
     #: Looks at the latest (completed) job whose rules were still evaluating (at most contracts.run_spec.RULE_WAITS).
     rule_waits: Count = 0
+    #: Instance-seconds the ended jobs used (InstanceCount x TrainingTimeInSeconds, else their reservation).
+    instance_seconds_used: Count = 0
     num_hyperparameter_adjustments: Annotated[dict[str, Count], Field(max_length=bounds.MAX_CHANNELS * 5)] = Field(
         default_factory=dict
     )
@@ -115,6 +117,9 @@ class WorkflowState(BaseModel):
     max_num_retraining: RetrainingBudget
     max_monitor_transitions: MonitorTransitions
     monitor_interval_seconds: MonitorInterval
+    #: The stack's cost guardrail on the instance-seconds this execution may use (contracts.stack_guardrails), set
+    #: when the execution starts; None without one (the local runtime).
+    max_instance_seconds: Count | None = None
     #: The wait before a relaunch after a capacity shortage (the WaitBeforeRelaunch state's SecondsPath).
     capacity_wait_seconds: CapacityWait = bounds.DEFAULT_CAPACITY_WAIT_SECONDS
     #: The wait before looking again at a completed job's rules still evaluating (the WaitForRules state's
@@ -166,6 +171,13 @@ class WorkflowState(BaseModel):
     def retraining_budget_left(self) -> int:
         """Launches still allowed (num_retraining counts every launch, the first included, as in the sample)."""
         return max(0, self.max_num_retraining - self.history.num_retraining)
+
+    @property
+    def instance_seconds_left(self) -> int | None:
+        """Instance-seconds the execution may still use under the stack's guardrail (None: no guardrail)."""
+        if self.max_instance_seconds is None:
+            return None
+        return max(0, self.max_instance_seconds - self.history.instance_seconds_used)
 
     def declared_objective(self) -> objective_contract.Objective | None:
         return objective_contract.Objective.from_json(self.objective) if self.objective is not None else None

@@ -12,6 +12,7 @@ from botocore import xform_name
 from cdk_synth import acknowledgements
 
 from contracts import bucket_layout
+from contracts.stack_guardrails import DEFAULT_ALLOWED_INSTANCE_TYPES
 
 pytestmark = pytest.mark.cdk  # synthesizes through jsii (Node.js)
 
@@ -115,6 +116,15 @@ def test_train_lambda_creates_only_prefixed_jobs_tags_only_on_create_and_passes_
     for action in ("sagemaker:CreateTrainingJob", "sagemaker:DescribeTrainingJob"):
         (statement,) = granted(statements, action)
         assert statement["Resource"] == training_job_arn()
+    # The cost guardrails, in IAM: only the allowed instance types, named in every request, and at most the
+    # instance-hours per job (contracts.stack_guardrails; cdk.json's defaults)
+    (create,) = granted(statements, "sagemaker:CreateTrainingJob")
+    assert _as_list(create["Action"]) == ["sagemaker:CreateTrainingJob"]
+    assert create["Condition"] == {
+        "ForAllValues:StringEquals": {"sagemaker:InstanceTypes": list(DEFAULT_ALLOWED_INSTANCE_TYPES)},
+        "Null": {"sagemaker:InstanceTypes": "false"},
+        "NumericLessThanEquals": {"sagemaker:MaxRuntimeInSeconds": str(48 * 3600)},
+    }
     (tagging,) = granted(statements, "sagemaker:AddTags")
     assert tagging["Resource"] == training_job_arn()
     assert tagging["Condition"] == {"StringEquals": {"sagemaker:TaggingAction": "CreateTrainingJob"}}
@@ -171,16 +181,14 @@ def test_sagemaker_role_reads_code_data_checkpoints_and_writes_output_debug_outp
     statements = role_statements(synthesized, synthesized.stack.sagemaker.role)
     (read,) = granted(statements, "s3:GetObject")
     assert sorted(map(json.dumps, _as_list(read["Resource"]))) == sorted(
-        json.dumps(bucket_object_arn(synthesized, p)) for p in ("code/", "data/", "checkpoints/", "debug-output/")
+        json.dumps(bucket_object_arn(synthesized, p)) for p in ("code/", "data/", "checkpoints/")
     )
     (write,) = granted(statements, "s3:PutObject")
     assert sorted(map(json.dumps, _as_list(write["Resource"]))) == sorted(
         json.dumps(bucket_object_arn(synthesized, p)) for p in ("jobs/", "debug-output/", "checkpoints/")
     )
     (listing,) = granted(statements, "s3:ListBucket")
-    assert listing["Condition"] == {
-        "StringLike": {"s3:prefix": ["code/*", "data/*", "checkpoints/*", "debug-output/*"]}
-    }
+    assert listing["Condition"] == {"StringLike": {"s3:prefix": ["code/*", "data/*", "checkpoints/*"]}}
     s3_actions = {a for s in statements for a in _as_list(s["Action"]) if a.startswith("s3:")}
     assert s3_actions == {"s3:GetObject", "s3:PutObject", "s3:ListBucket"}
     (pull,) = granted(statements, "ecr:BatchGetImage")
@@ -190,24 +198,43 @@ def test_sagemaker_role_reads_code_data_checkpoints_and_writes_output_debug_outp
         (lookup,) = [p["Fn::FindInMap"] for p in parts if isinstance(p, dict) and "Fn::FindInMap" in p]
         assert lookup[1] == {"Ref": "AWS::Region"}
         repositories[parts[-1]] = lookup[2]
-    assert repositories == {
-        ":repository/pytorch": "Training",
-        ":repository/sagemaker-xgboost": "XGBoost",
-        ":repository/sagemaker-debugger-rules": "Rules",
-    }
+    assert repositories == {":repository/pytorch": "Training", ":repository/sagemaker-xgboost": "XGBoost"}
     (streams,) = [s for s in granted(statements, "logs:PutLogEvents") if "TrainingJobs" in json.dumps(s["Resource"])]
     assert json.dumps(streams["Resource"]).endswith(
         ':log-group:/aws/sagemaker/TrainingJobs:log-stream:remediation*"]]}'
     )
 
 
-def test_sagemaker_role_lets_the_legacy_rule_evaluator_read_its_tensors_stop_the_job_and_log(synthesized):
-    """Legacy mode: SageMaker runs each built-in rule as a processing job under the training job's role. The
-    evaluator reads the tensors SageMaker's hook writes under debug-output/ (smdebug lists and reads the
-    prefix), its StopTraining action lists InProgress jobs by name (ListTrainingJobs, no resource ARN) and
-    stops the one it finds (smdebug rules/action/stop_training_action.py), and it logs to
-    /aws/sagemaker/ProcessingJobs under a job name that starts with the lower-cased training job name."""
+def test_without_legacy_mode_the_sagemaker_role_cannot_stop_jobs_list_them_or_read_debug_output(synthesized):
+    """A training script runs as this role: without legacy mode it gets none of the evaluator's grants (it could
+    have stopped every remediation job of the stack, and read every run's tensors)."""
     statements = role_statements(synthesized, synthesized.stack.sagemaker.role)
+    assert not {a for s in statements for a in _as_list(s["Action"]) if a.startswith("sagemaker:")}
+    (read,) = granted(statements, "s3:GetObject")
+    assert "debug-output" not in json.dumps(read["Resource"])
+    assert "ProcessingJobs" not in json.dumps(statements)
+    assert "sagemaker-debugger-rules" not in json.dumps(statements)
+
+
+@pytest.fixture(scope="module")
+def legacy_synthesized(tmp_path_factory):
+    from cdk_synth import synthesize
+
+    return synthesize(tmp_path_factory.mktemp("cdk.out.legacy"), legacy_sagemaker_debugger="true")
+
+
+def test_sagemaker_role_lets_the_legacy_rule_evaluator_read_its_tensors_stop_the_job_and_log(legacy_synthesized):
+    """Legacy mode (-c legacy_sagemaker_debugger=true): SageMaker runs each built-in rule as a processing job under
+    the training job's role. The evaluator reads the tensors SageMaker's hook writes under debug-output/ (smdebug
+    lists and reads the prefix), its StopTraining action lists InProgress jobs by name (ListTrainingJobs, no
+    resource ARN) and stops the one it finds (smdebug rules/action/stop_training_action.py), and it logs to
+    /aws/sagemaker/ProcessingJobs under a job name that starts with the lower-cased training job name."""
+    synthesized = legacy_synthesized
+    statements = role_statements(synthesized, synthesized.stack.sagemaker.role)
+    (pull,) = granted(statements, "ecr:BatchGetImage")
+    assert any(
+        resource["Fn::Join"][1][-1] == ":repository/sagemaker-debugger-rules" for resource in pull["Resource"]
+    )  # the rule evaluator's image
     (read,) = granted(statements, "s3:GetObject")
     assert json.dumps(bucket_object_arn(synthesized, bucket_layout.DEBUG_OUTPUT_PREFIX)) in map(
         json.dumps, _as_list(read["Resource"])

@@ -8,6 +8,7 @@ import pytest
 from aws_cdk.assertions import Match
 
 from contracts import bucket_layout
+from contracts.stack_guardrails import DEFAULT_ALLOWED_INSTANCE_TYPES
 from infra.functions import POWERTOOLS_METRICS_NAMESPACE, POWERTOOLS_SERVICE_NAME
 from infra.outputs import (
     OUTPUT_BUCKET_NAME,
@@ -134,6 +135,11 @@ def test_lambdas_run_python_3_13_with_powertools_tracing_and_their_environment(s
             "POWERTOOLS_SERVICE_NAME": POWERTOOLS_SERVICE_NAME,
             "POWERTOOLS_METRICS_NAMESPACE": POWERTOOLS_METRICS_NAMESPACE,
             "POWERTOOLS_LOG_LEVEL": "INFO",
+            # the stack's guardrails (contracts.stack_guardrails), cdk.json's defaults
+            "ALLOWED_INSTANCE_TYPES": ",".join(DEFAULT_ALLOWED_INSTANCE_TYPES),
+            "MAX_INSTANCE_COUNT": "2",
+            "MAX_INSTANCE_HOURS": "48",
+            "LEGACY_SAGEMAKER_DEBUGGER": "disabled",
         }
         if properties["Handler"] == "lambdas.job_events_handler.handler":  # where the task tokens are kept
             expected["ARTIFACTS_BUCKET"] = {"Ref": bucket_id}

@@ -91,7 +91,7 @@ def test_request_parts_follow_the_bucket_layout():
         "s3://artifacts-bucket/data/test/",
     ]
     assert request["StoppingCondition"] == {"MaxRuntimeInSeconds": 7200, "MaxWaitTimeInSeconds": 14400}
-    assert request["Environment"] == {"DEBUG_OUTPUT_S3_SYNC": "on"}
+    assert request["Environment"] == {"DEBUG_OUTPUT_S3_SYNC": "on", "DEBUG_OUTPUT_S3_REGION": "us-west-2"}  # the mirror signs for it
     assert {"Key": "remediation:execution", "Value": "arn:aws:states:us-east-1:123456789012:execution:m:exec"} in request["Tags"]
     assert [definition["Name"] for definition in request["AlgorithmSpecification"]["MetricDefinitions"]][
         0

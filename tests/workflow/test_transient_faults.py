@@ -65,15 +65,19 @@ def test_a_throttled_stop_training_job_is_retried_not_a_failed_run(workflow, fau
     assert sagemaker.stopped == [sagemaker.created[0]["TrainingJobName"]] and ran["violations"] == []
 
 
-def test_an_account_quota_in_use_is_retried_after_a_delay(workflow, faults, _retries_without_their_sleep):
+def test_an_account_quota_in_use_is_retried_after_a_delay(workflow, faults):
     """ResourceLimitExceeded at CreateTrainingJob (other jobs hold the account's instance quota) failed the run at
-    once; the launch is now retried after minutes (TrainingCapacityUnavailable: 60 s, doubling)."""
+    once; the launch is now retried after minutes (TrainingCapacityUnavailable: 60 s, doubling, jittered)."""
     sagemaker = workflow.script([completed()])
     faults.schedule.add("sagemaker", "CreateTrainingJob", "quota", times=2)
     ran = run(workflow, faults)
     assert ran["described"]["status"] == "SUCCEEDED", ran["described"].get("cause")
     assert len(sagemaker.created) == 1 and ran["violations"] == []
-    assert [seconds for seconds in _retries_without_their_sleep if seconds >= 30], _retries_without_their_sleep
+    failures = [e["taskFailedEventDetails"]["error"] for e in workflow.history() if e["type"] == "TaskFailed"]
+    assert failures == ["TrainingCapacityUnavailable", "TrainingCapacityUnavailable"]
+    definition = json.loads(workflow.sfn.describe_state_machine(stateMachineArn=workflow.state_machine_arn)["definition"])
+    (retrier,) = [r for r in definition["States"]["Train"]["Retry"] if r["ErrorEquals"] == ["TrainingCapacityUnavailable"]]
+    assert retrier["IntervalSeconds"] >= 60 and retrier["BackoffRate"] > 1
 
 
 def test_a_capacity_error_is_relaunched_after_a_delay_not_at_once(workflow, faults):

@@ -24,7 +24,7 @@ from typing import Any
 
 import boto3
 
-from contracts import bucket_layout, rule_selection, rule_status, time_budgets
+from contracts import aws_tags, bucket_layout, rule_selection, rule_status, time_budgets
 from contracts import job as job_contract
 from lambdas.remediation import job_events
 from local_runtime.botocore_dispatch import LocalDispatch, OperationCall, ServiceError
@@ -245,6 +245,11 @@ class ScriptedSageMaker:
 
     def create_training_job(self, call: OperationCall) -> dict[str, Any]:
         name = call.params["TrainingJobName"]
+        for tag in call.params.get("Tags", []):  # SageMaker checks the pattern botocore's validation leaves out
+            try:
+                aws_tags.check_tag_value(tag["Value"])
+            except ValueError as error:
+                raise ServiceError("ValidationException", f"1 validation error detected: Value at 'tags' {error}") from None
         with self._lock:
             if self.create_failures:
                 raise self.create_failures.pop(0)
@@ -541,11 +546,11 @@ class Workflow:
 
     # ------------------------------------------------------------------ executions
 
-    def start(self, execution_input: Any, state_machine_arn: str | None = None) -> str:
+    def start(self, execution_input: Any, state_machine_arn: str | None = None, name: str | None = None) -> str:
         self._count += 1
         self.execution_arn = self.sfn.start_execution(
             stateMachineArn=state_machine_arn or self.state_machine_arn,
-            name=f"run-{self._count}",
+            name=name or f"run-{self._count}",
             input=json.dumps(execution_input),
         )["executionArn"]
         return self.execution_arn
