@@ -6,8 +6,9 @@ not alarms.
 * ``LambdaErrors``: a Lambda error that is not a transient fault handed back to the state machine for a retry
   (the handlers count those themselves, ``TransientFaultsDeferred``): an unhandled exception or a timeout.
 * ``WorkflowErrors``: an execution that failed for an unexpected reason (the monitor's HandleFailure counts them,
-  ``UnexpectedWorkflowErrors``); giving up after the remedies, the budget or a guardrail is a normal end, notified
-  on the topic like every step, not an alarm.
+  ``UnexpectedWorkflowErrors``), or a notification SNS kept refusing (``NotificationsNotSent``: the step went on
+  without it); giving up after the remedies, the budget or a guardrail is a normal end, notified on the topic like
+  every step, not an alarm.
 * ``ExecutionsAborted`` and ``ExecutionsTimedOut``: an execution that ended without its own cleanup.
 
 CloudWatch publishes to the encrypted topic as cloudwatch.amazonaws.com: the topic and key policies allow these
@@ -25,7 +26,11 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from infra.notifications import NotificationTopic
-from lambdas.remediation.end_causes import TRANSIENT_FAULTS_DEFERRED, UNEXPECTED_WORKFLOW_ERRORS
+from lambdas.remediation.end_causes import (
+    NOTIFICATIONS_NOT_SENT,
+    TRANSIENT_FAULTS_DEFERRED,
+    UNEXPECTED_WORKFLOW_ERRORS,
+)
 
 PERIOD = Duration.minutes(5)
 
@@ -73,8 +78,16 @@ class OperationsAlarms(Construct):
             ),
             self._alarm(
                 "WorkflowErrors",
-                "A remediation execution failed for an unexpected reason",
-                handlers_metric(UNEXPECTED_WORKFLOW_ERRORS),
+                "A remediation execution failed for an unexpected reason, or a notification could not be sent",
+                cloudwatch.MathExpression(
+                    expression="FILL(unexpected, 0) + FILL(unsent, 0)",
+                    using_metrics={
+                        "unexpected": handlers_metric(UNEXPECTED_WORKFLOW_ERRORS),
+                        "unsent": handlers_metric(NOTIFICATIONS_NOT_SENT),
+                    },
+                    label="Unexpected workflow errors and notifications not sent",
+                    period=PERIOD,
+                ),
             ),
             self._alarm(
                 "ExecutionsAborted",

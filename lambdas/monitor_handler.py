@@ -81,7 +81,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     updated = monitoring.apply_decision(state, decision, described, reading)
     if decision.next_step == "completed":
         metrics.add_metric(name="JobsCompleted", unit=MetricUnit.Count, value=1)
-        handler_support.publish(notifications.completed(updated))
+        handler_support.publish_best_effort(notifications.completed(updated), metrics, logger)
     return {**updated.to_payload(), "next_step": decision.next_step}
 
 

@@ -41,12 +41,12 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     decision = planned.last_attempt.decision if planned.last_attempt else None
     if planned.next_action == "launch_new":
         metrics.add_metric(name="RemediationsPlanned", unit=MetricUnit.Count, value=1)
-        handler_support.publish(notifications.issues_found(planned))
+        handler_support.publish_best_effort(notifications.issues_found(planned), metrics, logger)
         logger.info("remediation planned", extra={"remedy": decision.remedy if decision else None})
         return {**planned.to_payload(), "end_error": None}
 
     metrics.add_metric(name="RemediationsGivenUp", unit=MetricUnit.Count, value=1)
-    handler_support.publish(notifications.gave_up(planned))
+    handler_support.publish_best_effort(notifications.gave_up(planned), metrics, logger)
     logger.info("remediation ended", extra={"end_reason": planned.end_reason})
     return {**planned.to_payload(), "end_error": end_error(planned)}
 

@@ -74,7 +74,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         resume_skipped=resumed.skipped,
         reserved_instance_seconds=reserved,
     )
-    handler_support.publish(notifications.job_launched(launched))
+    handler_support.publish_best_effort(notifications.job_launched(launched), metrics, logger)
     logger.info("training job launched", extra={"run_spec": launched.run_spec.summary()})
     return launched.to_payload()
 

@@ -34,10 +34,24 @@ REFUSAL_ERRORS = ("InvalidExecutionInput", "NotEnoughTimeLeft", "InstanceHoursBu
 EXPECTED_ENDS = frozenset(END_ERRORS.values()) | frozenset(GUARDRAIL_ERRORS) | frozenset(REFUSAL_ERRORS)
 #: A handler's answer the workflow does not know (a bug): the one guardrail that is a fault.
 UNEXPECTED_HANDLER_RESULT = "UnexpectedHandlerResult"
-NAMED_END_ERRORS = EXPECTED_ENDS | {UNEXPECTED_HANDLER_RESULT}
+#: An AWS call that kept failing transiently through every retry of its task (minutes of an outage): the run ends
+#: saying which call, before or without a job at stake (a healthy job's steps never end on it), and alarms.
+AWS_TRANSIENT_ERROR = "AwsTransientError"
+NAMED_END_ERRORS = EXPECTED_ENDS | {UNEXPECTED_HANDLER_RESULT, AWS_TRANSIENT_ERROR}
+#: Error names Step Functions and Lambda give a task that failed outside the handler (a Lambda throttled or timed out
+#: through every retry, a task past its TimeoutSeconds): named by AWS, alarmed.
+AWS_ERROR_PREFIXES = ("Lambda.", "Sandbox.", "States.")
+
+
+def is_named(error: str | None) -> bool:
+    """Whether an execution's Error is one of the product's names, or AWS's for a task that failed outside a handler
+    (not a handler's crash: KeyError, TypeError, ...)."""
+    return bool(error) and (error in NAMED_END_ERRORS or error.startswith(AWS_ERROR_PREFIXES))
 
 # The handlers' own metrics (Powertools EMF; infra/alarms.py alarms on them).
 #: A transient fault handed back to the state machine (or EventBridge) for a retry: a Lambda error, not an alarm.
 TRANSIENT_FAULTS_DEFERRED = "TransientFaultsDeferred"
 #: An execution that failed for a reason outside EXPECTED_ENDS.
 UNEXPECTED_WORKFLOW_ERRORS = "UnexpectedWorkflowErrors"
+#: A notification SNS kept refusing (the step went on without it).
+NOTIFICATIONS_NOT_SENT = "NotificationsNotSent"

@@ -218,6 +218,22 @@ def publish(notification: notifications.Notification) -> str:
         raise
 
 
+def publish_best_effort(notification: notifications.Notification, metrics: Any, logger: Any) -> str | None:
+    """Publish, but never fail the step for it: a notification that SNS kept refusing (after the client's retries)
+    is counted (end_causes.NOTIFICATIONS_NOT_SENT, alarmed by the stack) and logged whole, and the loop goes on. A
+    training job's fate must not hang on an e-mail: failing the step would, once its retries ran out, stop a healthy
+    job (HandleFailure) or fail a run that succeeded."""
+    try:
+        return publish(notification)
+    except (AwsTransientError, ClientError, BotoCoreError) as error:
+        metrics.add_metric(name=end_causes.NOTIFICATIONS_NOT_SENT, unit=MetricUnit.Count, value=1)
+        logger.error(
+            "notification not sent",
+            extra={"error": str(error), "subject": notification.subject, "event_type": notification.event_type},
+        )
+        return None
+
+
 def stop_training_job(sagemaker: Any, job_name: str) -> bool:
     """StopTrainingJob; False when the job is no longer stoppable (it already ended or is stopping). A throttled or
     failed stop is an AwsTransientError: the state machine retries the task, which decides and stops again."""

@@ -231,9 +231,14 @@ def test_alarms_watch_what_no_one_would_otherwise_see_and_notify_the_topic(synth
     assert alarms["UndeliveredEvents"]["Dimensions"] == [
         {"Name": "QueueName", "Value": {"Fn::GetAtt": [queue_id, "QueueName"]}}
     ]
-    assert alarms["WorkflowErrors"]["MetricName"] == end_causes.UNEXPECTED_WORKFLOW_ERRORS
-    assert alarms["WorkflowErrors"]["Namespace"] == POWERTOOLS_METRICS_NAMESPACE
-    assert alarms["WorkflowErrors"]["Dimensions"] == [{"Name": "service", "Value": POWERTOOLS_SERVICE_NAME}]
+    workflow_inputs = {m["Id"]: m["MetricStat"]["Metric"] for m in alarms["WorkflowErrors"]["Metrics"] if "MetricStat" in m}
+    assert {m["MetricName"] for m in workflow_inputs.values()} == {
+        end_causes.UNEXPECTED_WORKFLOW_ERRORS,
+        end_causes.NOTIFICATIONS_NOT_SENT,
+    }
+    for metric in workflow_inputs.values():
+        assert metric["Namespace"] == POWERTOOLS_METRICS_NAMESPACE
+        assert metric["Dimensions"] == [{"Name": "service", "Value": POWERTOOLS_SERVICE_NAME}]
     (expression,) = [m for m in alarms["LambdaErrors"]["Metrics"] if "Expression" in m]
     assert expression["Expression"] == "(FILL(e0, 0) + FILL(e1, 0) + FILL(e2, 0) + FILL(e3, 0) + FILL(e4, 0)) - FILL(deferred, 0)"
     inputs = {m["Id"]: m["MetricStat"]["Metric"] for m in alarms["LambdaErrors"]["Metrics"] if "MetricStat" in m}

@@ -45,7 +45,7 @@ from botocore.exceptions import ReadTimeoutError
 from workflow_harness import ACCOUNT, REGION, Workflow, acting_as, current_actor
 
 from lambdas import execution_cleanup_handler
-from lambdas.remediation.end_causes import NAMED_END_ERRORS
+from lambdas.remediation.end_causes import is_named
 from local_runtime.botocore_dispatch import OperationCall, ServiceError
 
 FAULT_KINDS = ("throttle", "server_error", "timeout")
@@ -211,9 +211,15 @@ class FaultHarness:
         self._delivered: set[str] = set()
         self._saved_settle = execution_cleanup_handler.settle_launch
         execution_cleanup_handler.settle_launch = self._settle_launch
+        # The cleanup's pause between its own tries (2 s, doubling): recorded, not slept.
+        self.cleanup_pauses: list[float] = []
+        self._saved_pause = getattr(execution_cleanup_handler, "pause", None)
+        execution_cleanup_handler.pause = self.cleanup_pauses.append
 
     def close(self) -> None:
         execution_cleanup_handler.settle_launch = self._saved_settle
+        if self._saved_pause is not None:
+            execution_cleanup_handler.pause = self._saved_pause
         self.workflow.dispatch.remove_interceptor(self._intercept)
 
     # ------------------------------------------------------------------ wiring
@@ -459,7 +465,7 @@ def check_invariants(
             violations.append(f"healthy job {job} stopped while its execution ran")
     if status != "SUCCEEDED":
         error, cause = description.get("error"), description.get("cause")
-        if status == "FAILED" and (error not in NAMED_END_ERRORS or not cause):
+        if status == "FAILED" and (not is_named(error) or not cause):
             violations.append(f"execution failed with an unnamed cause: {error!r}: {str(cause)[:300]!r}")
         if status in ("ABORTED", "TIMED_OUT") and not aborted:
             violations.append(f"execution ended {status} though nothing stopped it")
