@@ -7,6 +7,8 @@ execution at that worst moment and lets the cleanup look first."""
 
 from __future__ import annotations
 
+import json
+
 import boto3
 from workflow_harness import BASE_INPUT, BUCKET, REGION, issues_found, running
 
@@ -61,3 +63,30 @@ def test_the_cleanups_second_look_stops_the_job_when_the_train_lambda_cannot_che
     cleanup = [d for d in workflow.events.deliveries if d.rule.startswith("ExecutionEnded")][-1]
     assert cleanup.error is None and cleanup.result["stopped"] == [second]
 
+
+
+def test_every_request_the_handlers_make_on_these_paths_passes_botocores_validation(workflow, faults):
+    """The new requests (DescribeExecution and StopTrainingJob from the train Lambda, GetExecutionHistory newest
+    first, the resume's CopyObject and ListObjectsV2) checked one by one against botocore's service models, besides
+    the clients' own validation."""
+    import botocore.session
+    from botocore.validate import validate_parameters
+
+    calls = []
+    workflow.dispatch.add_interceptor(lambda call: calls.append(call) if call.service != "lambda" else None)
+    run_stopped_at(workflow, faults, "CreateTrainingJob")
+    session = botocore.session.get_session()
+    names = {"sfn": "stepfunctions"}
+    for call in calls:
+        model = session.get_service_model(names.get(call.service, call.service)).operation_model(call.operation)
+        validate_parameters(call.params, model.input_shape)
+    seen = {(call.service, call.operation) for call in calls}
+    assert {
+        ("sfn", "DescribeExecution"),
+        ("sfn", "GetExecutionHistory"),
+        ("sagemaker", "StopTrainingJob"),
+        ("s3", "CopyObject"),
+        ("s3", "ListObjectsV2"),
+    } <= seen
+    (history,) = {json.dumps(call.params, sort_keys=True) for call in calls if call.operation == "GetExecutionHistory"}
+    assert json.loads(history)["reverseOrder"] is True and json.loads(history)["maxResults"] == 25
