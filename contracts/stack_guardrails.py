@@ -161,3 +161,27 @@ def _number(value: object, default: float, key: str) -> float:
         return float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         raise ContractError(key, f"must be a number of hours (got {value!r})") from None
+
+
+@dataclasses.dataclass(frozen=True)
+class StackGuardrails:
+    """What the stack allows every execution (its Lambdas' environment): the cost guardrails, and whether SageMaker
+    Debugger's legacy mode is deployed (its grants exist only then)."""
+
+    cost: CostGuardrails | None = None
+    legacy_sagemaker_debugger: bool = True
+
+    @classmethod
+    def from_environment(cls, environment: Mapping[str, str]) -> StackGuardrails:
+        legacy = environment.get(LEGACY_SAGEMAKER_DEBUGGER_ENV, LEGACY_ENABLED)
+        return cls(CostGuardrails.from_environment(environment), legacy == LEGACY_ENABLED)
+
+    def check(self, instance_type: str, instance_count: int, legacy: bool) -> dict[str, str]:
+        problems = self.cost.check_launch(instance_type, instance_count) if self.cost is not None else {}
+        if legacy and not self.legacy_sagemaker_debugger:
+            problems["legacy_sagemaker_debugger"] = (
+                "this stack was deployed without SageMaker Debugger's legacy mode, so its grants (the rule "
+                "evaluators' images, logs and StopTraining action) do not exist; leave it out, or deploy with "
+                "-c legacy_sagemaker_debugger=true"
+            )
+        return problems

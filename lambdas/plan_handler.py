@@ -9,8 +9,9 @@ from typing import Any
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 
+from contracts.stack_guardrails import StackGuardrails
 from lambdas.remediation import end_causes, handler_support, notifications, policies
-from lambdas.remediation.execution_input import StackGuardrails, initial_state
+from lambdas.remediation.execution_input import initial_state
 from lambdas.remediation.payload import WorkflowState, parse_state
 
 logger = Logger(service=handler_support.SERVICE_NAME)

@@ -18,7 +18,14 @@ from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 from botocore.exceptions import BotoCoreError, ClientError
 
-from lambdas.remediation import checkpoint_resume, handler_support, job_request, launch_guard, notifications
+from lambdas.remediation import (
+    checkpoint_resume,
+    handler_support,
+    job_identity,
+    job_request,
+    launch_guard,
+    notifications,
+)
 from lambdas.remediation.payload import parse_state
 
 logger = Logger(service=handler_support.SERVICE_NAME)
@@ -35,8 +42,8 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     task = handler_support.parse_task_event(event)
     state = parse_state({"state": task.state})
     attempt_number = state.attempt_count + 1
-    identity = job_request.execution_identity(task.execution_id, task.execution_start_time)
-    job_name = job_request.training_job_name(identity, state.run_spec.base_job_name, attempt_number)
+    identity = job_identity.execution_identity(task.execution_id, task.execution_start_time)
+    job_name = job_identity.training_job_name(identity, state.run_spec.base_job_name, attempt_number)
     logger.append_keys(execution_name=task.execution_name, job_name=job_name, attempt=attempt_number)
     # Checked before anything is copied or launched: a bad request must not leave half a resume behind.
     job_request.build_create_training_job_request(
@@ -57,7 +64,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
                 job_name,
                 execution_id=task.execution_id,
                 execution_start_time=task.execution_start_time,
-                tags=job_request.resume_tags(resumed),
+                tags=job_identity.resume_tags(resumed),
             )
             launch(sagemaker, request, task.execution_id, task.execution_start_time)
             reserved = request["ResourceConfig"]["InstanceCount"] * request["StoppingCondition"]["MaxRuntimeInSeconds"]
@@ -89,7 +96,7 @@ def own_job(sagemaker: Any, job_name: str, execution_id: str, execution_start_ti
             return None
         raise
     tags = handler_support.job_tags(sagemaker, existing["TrainingJobArn"])
-    if not job_request.owned_by(tags, execution_id, execution_start_time):
+    if not job_identity.owned_by(tags, execution_id, execution_start_time):
         raise JobNameTaken(
             f"training job {job_name} exists ({existing.get('TrainingJobStatus')}) but its tags do not name this "
             f"execution ({execution_id} started {execution_start_time}); not adopting another execution's job"
@@ -102,7 +109,7 @@ def own_job(sagemaker: Any, job_name: str, execution_id: str, execution_start_ti
 
 
 def checkpoint_resume_from_tags(job: dict[str, Any]) -> checkpoint_resume.Resumed:
-    return job_request.resumed_from_tags(job["Tags"])
+    return job_identity.resumed_from_tags(job["Tags"])
 
 
 @tracer.capture_method
@@ -160,7 +167,7 @@ def launch(sagemaker: Any, request: dict[str, Any], execution_id: str, execution
             raise
         existing = sagemaker.describe_training_job(TrainingJobName=job_name)
         tags = handler_support.job_tags(sagemaker, existing["TrainingJobArn"])
-        if not job_request.owned_by(tags, execution_id, execution_start_time):
+        if not job_identity.owned_by(tags, execution_id, execution_start_time):
             raise JobNameTaken(
                 f"training job {job_name} exists ({existing.get('TrainingJobStatus')}) but its tags do not name this "
                 f"execution ({execution_id} started {execution_start_time}); not adopting another execution's job"

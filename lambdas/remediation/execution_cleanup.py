@@ -1,5 +1,5 @@
 """Stopping what an execution left running, and only that: a job is stopped only if its tags prove it is the
-execution's (``job_request.owned_by``: its ARN and start time), and never because a read failed.
+execution's (``job_identity.owned_by``: its ARN and start time), and never because a read failed.
 
 Three callers: the monitor's Catch path (HandleFailure, with the failed state at hand), the execution-cleanup
 Lambda (an execution that timed out, was aborted or failed outside its Catch: the state read back from its
@@ -26,7 +26,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from contracts import time_budgets
-from lambdas.remediation import execution_history, handler_support, job_request
+from lambdas.remediation import execution_history, handler_support, job_identity
 from lambdas.remediation.payload import WorkflowState, parse_state
 from lambdas.remediation.validation_messages import InvalidExecutionInput
 
@@ -52,9 +52,9 @@ def jobs_that_may_run(state: WorkflowState, execution_id: str, execution_start_t
         jobs.append(attempt.job_name)
     if state.next_action == "launch_new":
         try:
-            identity = job_request.execution_identity(execution_id, execution_start_time)
-            jobs.append(job_request.training_job_name(identity, state.run_spec.base_job_name, state.attempt_count + 1))
-        except job_request.JobRequestError:
+            identity = job_identity.execution_identity(execution_id, execution_start_time)
+            jobs.append(job_identity.training_job_name(identity, state.run_spec.base_job_name, state.attempt_count + 1))
+        except job_identity.JobRequestError:
             pass  # no identity, no name to look for
     return jobs
 
@@ -71,7 +71,7 @@ def stop_owned_jobs(
             if described.get("TrainingJobStatus") != "InProgress":
                 continue
             tags = handler_support.job_tags(sagemaker, described["TrainingJobArn"])
-            if not job_request.owned_by(tags, execution_id, execution_start_time):
+            if not job_identity.owned_by(tags, execution_id, execution_start_time):
                 report.notes.append(f"left training job {job_name} running: its tags name another execution")
                 continue
             handler_support.stop_training_job(sagemaker, job_name)

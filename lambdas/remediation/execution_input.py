@@ -17,7 +17,6 @@ Two ways to say what to train:
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 from collections.abc import Mapping
@@ -30,7 +29,7 @@ from contracts import run_spec as bounds
 from contracts.objective import Objective
 from contracts.remedies import adapt_to_script, parse_remedies, remedies_to_json, same_kind
 from contracts.rule_feasibility import check_rule_can_fire
-from contracts.stack_guardrails import LEGACY_ENABLED, LEGACY_SAGEMAKER_DEBUGGER_ENV, CostGuardrails
+from contracts.stack_guardrails import StackGuardrails
 from lambdas.remediation import builtin_example, job_request, training_images
 from lambdas.remediation.payload import PolicyName, WorkflowState
 from lambdas.remediation.payload_fields import (
@@ -189,31 +188,6 @@ def initial_state(
     if guardrails is not None and guardrails.cost is not None:
         state = state.updated(max_instance_seconds=guardrails.cost.max_instance_seconds)
     return state
-
-
-@dataclasses.dataclass(frozen=True)
-class StackGuardrails:
-    """What the stack allows every execution (its Lambdas' environment): the cost guardrails, and whether SageMaker
-    Debugger's legacy mode is deployed (its grants exist only then)."""
-
-    cost: CostGuardrails | None = None
-    legacy_sagemaker_debugger: bool = True
-
-    @classmethod
-    def from_environment(cls, environment: Mapping[str, str]) -> StackGuardrails:
-        legacy = environment.get(LEGACY_SAGEMAKER_DEBUGGER_ENV, LEGACY_ENABLED)
-        return cls(CostGuardrails.from_environment(environment), legacy == LEGACY_ENABLED)
-
-    def check(self, instance_type: str, instance_count: int, legacy: bool) -> dict[str, str]:
-        problems = self.cost.check_launch(instance_type, instance_count) if self.cost is not None else {}
-        if legacy and not self.legacy_sagemaker_debugger:
-            problems["legacy_sagemaker_debugger"] = (
-                "this stack was deployed without SageMaker Debugger's legacy mode, so its grants (the rule "
-                "evaluators' images, logs and StopTraining action) do not exist; leave it out, or deploy with "
-                "-c legacy_sagemaker_debugger=true"
-            )
-        return problems
-
 
 
 def _resolve(given: ExecutionInput, keys: set[str]) -> WorkflowState:
@@ -412,4 +386,4 @@ def _hyperparameter_names(names: Mapping[str, str] | None, hyperparameters: Mapp
     return checked
 
 
-__all__ = ["ExecutionInput", "InvalidExecutionInput", "StackGuardrails", "default_execution_input", "initial_state"]
+__all__ = ["ExecutionInput", "InvalidExecutionInput", "default_execution_input", "initial_state"]

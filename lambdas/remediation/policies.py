@@ -31,7 +31,7 @@ from contracts.remedies import (
     Situation,
     show,
 )
-from contracts.run_spec import MAX_RUN_SECONDS
+from lambdas.remediation import run_limits
 from lambdas.remediation.attempts import Attempt, Change, Decision
 from lambdas.remediation.payload import WorkflowState
 
@@ -146,7 +146,7 @@ def plan(state: WorkflowState) -> WorkflowState:
             f"attempts[-1].outcome: job {attempt.job_name} is still running; the monitor decides when to plan"
         )
     if attempt.outcome == "max_runtime_exceeded":
-        return _continue_after_max_runtime(state, attempt)
+        return run_limits.continue_after_max_runtime(state, attempt)
     if attempt.outcome != "issues_found" and attempt.outcome not in FAILURE_KINDS:
         return _end(state, _outcome_reason(state, attempt), end_cause=attempt.outcome)
 
@@ -188,7 +188,7 @@ def plan(state: WorkflowState) -> WorkflowState:
             f"{remedy.label} ({what}). Ending."
         )
         return _end(state, reason, end_cause="budget_spent")
-    spent = instance_hours_spent(state)
+    spent = run_limits.instance_hours_spent(state)
     if spent:
         reason = f"{headline(attempt, state)}. {spent}; the next remedy would have been {remedy.label} ({what}). Ending."
         return _end(state, reason, end_cause="instance_hours_spent")
@@ -219,45 +219,6 @@ def plan(state: WorkflowState) -> WorkflowState:
         history.num_hyperparameter_adjustments[name] = history.num_hyperparameter_adjustments.get(name, 0) + 1
     planned = state.with_last_attempt(decision=decision)
     return planned.updated(run_spec=run_spec, history=history, next_action="launch_new", end_reason=None)
-
-
-def instance_hours_spent(state: WorkflowState) -> str | None:
-    """Why no job fits the instance-hours the stack's guardrail leaves this execution (None: one fits, or none set)."""
-    left = state.instance_seconds_left
-    if left is None or left // state.run_spec.instance_count >= MAX_RUN_SECONDS.low:
-        return None
-    return (
-        f"The stack's instance-hours guardrail is spent: {state.history.instance_seconds_used / 3600:.2f} of "
-        f"{state.max_instance_seconds / 3600:.2f} instance-hours used, less than a {int(MAX_RUN_SECONDS.low)} s job "
-        f"on {state.run_spec.instance_count} instance(s) left (-c max_instance_hours sets it)"
-    )
-
-
-def _continue_after_max_runtime(state: WorkflowState, attempt: Attempt) -> WorkflowState:
-    """SageMaker stopped the job at its MaxRuntimeInSeconds: the next job continues from its checkpoints with the
-    same hyperparameters (the train Lambda cuts its runtime to the time and instance-hours the execution has left,
-    and refuses, naming which, when less than a job's shortest run is left), or the run ends saying why not."""
-    why = attempt.outcome_reason or f"Job {attempt.job_name} reached its MaxRuntimeInSeconds."
-    if state.retraining_budget_left == 0:
-        reason = (
-            f"{why} The launch budget is spent ({_launches(state.history.num_retraining)} of max_num_retraining="
-            f"{state.max_num_retraining}), so it cannot be continued from its checkpoints. Ending; start a new run "
-            "with a longer max_run_seconds."
-        )
-        return _end(state, reason, end_cause="max_runtime_exceeded")
-    spent = instance_hours_spent(state)
-    if spent:
-        return _end(state, f"{why} {spent}, so it cannot be continued. Ending.", end_cause="instance_hours_spent")
-    decision = Decision(
-        remedy="ResumeWithTimeLeft",
-        reason=(
-            f"{why} It ran out of time, not into a problem: the next job continues from its checkpoints with the same "
-            f"hyperparameters ({state.run_spec.summary()}) and the time the execution has left."
-        ),
-        next_action="launch_new",
-        resume_from=attempt.job_name,
-    )
-    return state.with_last_attempt(decision=decision).updated(next_action="launch_new", end_reason=None)
 
 
 def answered_data_finding(state: WorkflowState, failure: str, situation: Situation) -> tuple[list[dict], str] | None:
