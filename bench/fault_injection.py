@@ -51,9 +51,23 @@ def _prepare() -> None:
     logging.disable(logging.CRITICAL)  # the handlers' logs: millions of lines over a long run
 
 
-def run_seeds(seeds: list[int], abort_share: float) -> list[dict]:
-    """One worker: its own moto account, the given seeds in turn; each outcome as a dict."""
+#: Executions per moto account: moto's lookups scan every execution it holds, so a fresh account keeps each
+#: execution's cost flat over a long run.
+EXECUTIONS_PER_ACCOUNT = 50
+
+
+def run_seeds(seeds: list[int], abort_share: float, per_account: int = EXECUTIONS_PER_ACCOUNT) -> list[dict]:
+    """One worker: the given seeds in turn, a fresh moto account every ``per_account``; each outcome as a dict."""
     _prepare()
+    results: list[dict] = []
+    for start in range(0, len(seeds), per_account):
+        results += _run_in_one_account(seeds[start : start + per_account], abort_share)
+        done = len(results)
+        print(f"worker {os.getpid()}: {done} of {len(seeds)} executions", file=sys.stderr, flush=True)
+    return results
+
+
+def _run_in_one_account(seeds: list[int], abort_share: float) -> list[dict]:
     import contextlib
     import io
 
@@ -96,12 +110,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--abort-share", type=float, default=0.35)
+    parser.add_argument("--per-account", type=int, default=EXECUTIONS_PER_ACCOUNT)
     arguments = parser.parse_args(argv)
     seeds = list(range(arguments.first_seed, arguments.first_seed + arguments.executions))
     shares = [seeds[index :: arguments.workers] for index in range(arguments.workers)]
     started = time.monotonic()
     with ProcessPoolExecutor(max_workers=arguments.workers) as pool:
-        results = [item for chunk in pool.map(run_seeds, shares, [arguments.abort_share] * len(shares)) for item in chunk]
+        chunks = pool.map(
+            run_seeds, shares, [arguments.abort_share] * len(shares), [arguments.per_account] * len(shares)
+        )
+        results = [item for chunk in chunks for item in chunk]
     results.sort(key=lambda item: item["seed"])
     ends: dict[str, int] = {}
     for item in results:
