@@ -117,7 +117,7 @@ def test_a_script_for_smdebugs_xgboost_hook_runs_unchanged_without_torch(tmp_pat
     # -X importtime lists every module imported: torch must not be one of them
     arguments = ["--num_round", "12", "--max_depth", "3", "--checkpoint_frequency", "5"]
     done = subprocess.run([sys.executable, "-X", "importtime", str(EXAMPLE / "train.py"), *arguments],
-                          env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+                          env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     assert "validation-accuracy=" in done.stdout
     assert " torch" not in done.stderr.replace("torch_", "")
@@ -129,7 +129,7 @@ def test_a_script_for_smdebugs_xgboost_hook_runs_unchanged_without_torch(tmp_pat
     # a new job resumes from the newest checkpoint and boosts the rounds left; the steps go on counting
     env["DEBUG_OUTPUT_DIR"] = str(tmp_path / "debug-resumed")
     done = subprocess.run([sys.executable, str(EXAMPLE / "train.py"), *arguments[:-2], "--num_round", "16"],
-                          env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+                          env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     assert "resuming from" in done.stdout and "rounds=16" in done.stdout
     assert create_trial(str(tmp_path / "debug-resumed")).steps() == [10, 15]

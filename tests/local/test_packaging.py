@@ -177,7 +177,7 @@ def run_job(code: Path, tmp_path: Path, *interpreter_options: str, python_path: 
         env=environment,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,
     )
     return job, tensorboard_dir
 

@@ -108,7 +108,7 @@ def test_a_script_that_meets_its_objective_succeeds_at_the_first_launch(tmp_path
 )
 def test_a_bad_script_declaration_fails_before_anything_starts(tmp_path, arguments, message):
     run_dir = tmp_path / "run"
-    finished = run_cli(*arguments, "--run-dir", str(run_dir), timeout=120)
+    finished = run_cli(*arguments, "--run-dir", str(run_dir), timeout=300)
     assert finished.returncode == 2, finished.stderr
     assert message in finished.stderr
     assert "Traceback" not in finished.stderr

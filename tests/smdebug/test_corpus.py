@@ -145,7 +145,7 @@ def test_realtime_analysis_follows_a_running_job(tmp_path):
     try:
         assert writer.stdout.readline().startswith("step 0")
         report = json.loads(ok(run(src, "analyse.py", str(out))))
-        assert writer.wait(timeout=120) == 0, writer.stderr.read()
+        assert writer.wait(timeout=300) == 0, writer.stderr.read()
     finally:
         writer.kill()
     assert report["train_steps"] == list(range(10))
