@@ -114,5 +114,5 @@ def test_the_wheel_ships_the_example_and_the_state_machine(installed):
     names = zipfile.ZipFile(wheel).namelist()
     assert "local_runtime/_shipped/statemachine/remediation.asl.json" in names
     assert "local_runtime/_shipped/examples/resnet/train.py" in names
-    assert "local_runtime/_shipped/examples/resnet/model/hyperparameters.py" in names
+    assert "local_runtime/_shipped/model/hyperparameters.py" in names
     assert not [name for name in names if "__pycache__" in name]

@@ -311,3 +311,18 @@ def test_an_explicit_null_objective_means_none_for_the_example(account_input):
 def test_input_that_is_not_an_object_is_refused():
     with pytest.raises(InvalidExecutionInput, match="must be a JSON object"):
         initial_state(["bucket"])  # type: ignore[arg-type]
+
+
+def test_the_examples_run_spec_file_is_the_default_run_written_out(account_input):
+    """examples/resnet/run_spec.json spells out, in the AWS sample's keys, what an input naming no script runs."""
+    from pathlib import Path
+
+    spec_file = Path(__file__).resolve().parents[2] / "examples" / "resnet" / "run_spec.json"
+    written = initial_state({**account_input, **json.loads(spec_file.read_text())})
+    default = initial_state(account_input)
+    assert written.run_spec == default.run_spec
+    assert (written.policy, written.objective, written.max_num_retraining) == (
+        default.policy,
+        default.objective,
+        default.max_num_retraining,
+    )
