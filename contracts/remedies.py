@@ -39,6 +39,7 @@ from contracts import ContractError
 from contracts.debugger_config import BUILTIN_RULE_DEFAULTS, DOCUMENTED_RULE_NAMES
 from contracts.hyperparameter_values import Value, is_number, kind_of, same_kind, show
 from contracts.remedy_conditions import HYPERPARAMETER_TESTS, Condition, Situation, parse_condition
+from contracts.suggestions import did_you_mean
 
 ANY_RULE = "*"
 #: The job completed, no rule fired, but the objective's metric missed its target.
@@ -262,7 +263,7 @@ def parse_remedies(
     for key, entries in value.items():
         if key not in keys:
             raise ContractError(
-                f"{where}.{key}", f"is not a built-in rule or failure kind; allowed: {', '.join(keys)}"
+                f"{where}.{key}", f"is not a built-in rule or failure kind{did_you_mean(key, keys)}; allowed: {', '.join(keys)}"
             )
         if not isinstance(entries, list):
             raise ContractError(f"{where}.{key}", "must be a JSON list of remedies, tried in order")
@@ -340,7 +341,7 @@ def _parse_remedy(entry: Any, hyperparameters: Mapping[str, Value], where: str) 
         raise ContractError(where, 'must be an object such as {"hyperparameter": "lr", "multiply_by": 0.5, "min": 1e-5}')
     for key in entry:
         if key not in _REMEDY_KEYS:
-            raise ContractError(f"{where}.{key}", f"is not a remedy key; allowed: {', '.join(sorted(_REMEDY_KEYS))}")
+            raise ContractError(f"{where}.{key}", f"is not a remedy key{did_you_mean(key, _REMEDY_KEYS)}; allowed: {', '.join(sorted(_REMEDY_KEYS))}")
     change = _parse_change(entry, hyperparameters, where)
     also_entries = entry.get("also", [])
     if not isinstance(also_entries, list):
@@ -352,7 +353,7 @@ def _parse_remedy(entry: Any, hyperparameters: Mapping[str, Value], where: str) 
             raise ContractError(item_where, "must be an object such as {\"hyperparameter\": \"warmup\", \"at_most\": 0.1}")
         for key in item:
             if key not in _CHANGE_KEYS:
-                raise ContractError(f"{item_where}.{key}", f"is not a change key; allowed: {', '.join(sorted(_CHANGE_KEYS))}")
+                raise ContractError(f"{item_where}.{key}", f"is not a change key{did_you_mean(key, _CHANGE_KEYS)}; allowed: {', '.join(sorted(_CHANGE_KEYS))}")
         also.append(_parse_change(item, hyperparameters, item_where))
     name = entry.get("name", "")
     if not isinstance(name, str) or len(name) > MAX_NAME_LENGTH:
@@ -375,7 +376,8 @@ def _parse_change(entry: Mapping[str, Any], hyperparameters: Mapping[str, Value]
         known = ", ".join(sorted(hyperparameters)) or "none"
         raise ContractError(
             f"{where}.hyperparameter",
-            f"{name!r} is not in run_spec.hyperparameters (known: {known}); add it there with its starting value",
+            f"{name!r} is not in run_spec.hyperparameters{did_you_mean(name, hyperparameters)} (known: {known}); add it "
+            "there with its starting value",
         )
     operations = [key for key in OPERATIONS if key in entry]
     if len(operations) != 1:

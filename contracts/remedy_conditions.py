@@ -22,6 +22,7 @@ from typing import Any
 from contracts import ContractError
 from contracts.hyperparameter_values import Value, is_number, kind_of, same_kind, show
 from contracts.rule_status import ISSUE_KIND_PATTERN, PHASES
+from contracts.suggestions import did_you_mean
 
 LOSS_TRENDS = ("rising", "falling")
 #: Without steps_per_epoch in the evidence, an issue before this step counts as "early".
@@ -163,7 +164,7 @@ def parse_condition(value: Any, hyperparameters: Mapping[str, Value], where: str
         raise ContractError(where, f"must be an object of conditions: {', '.join(CONDITION_KEYS)}")
     for key in value:
         if key not in CONDITION_KEYS:
-            raise ContractError(f"{where}.{key}", f"is not a condition; allowed: {', '.join(CONDITION_KEYS)}")
+            raise ContractError(f"{where}.{key}", f"is not a condition{did_you_mean(key, CONDITION_KEYS)}; allowed: {', '.join(CONDITION_KEYS)}")
     phase = value.get("phase")
     if phase is not None and phase not in PHASES:
         raise ContractError(f"{where}.phase", f"must be one of {', '.join(PHASES)} (got {phase!r})")

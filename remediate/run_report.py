@@ -25,7 +25,7 @@ from typing import Any
 from contracts.atomic_files import write_atomically
 from local_runtime.job_process import format_bytes
 from local_runtime.training_platform import LOG_FILE, LocalTrainingPlatform
-from remediate import run_figure
+from remediate import run_figure, run_steps
 
 SUMMARY_FILE = "summary.json"
 EXECUTION_FILE = "execution.json"
@@ -207,16 +207,17 @@ def write_run_files(
 
 
 def plot_training_curves(platform: LocalTrainingPlatform, path: Path, summary: dict[str, Any] | None = None) -> Path:
-    """The run's figure (:mod:`remediate.run_figure`) from the platform's jobs and the summary's attempts."""
+    """The run's figure (:mod:`remediate.run_figure`) from the platform's jobs and the summary's attempts: each job's
+    progress lines, filled in step by step from what its debugger saved (:func:`remediate.run_steps.job_steps`)."""
     attempts = (summary or {}).get("attempts") or attempts_summary(None, platform)
     steps = {}
     for name in platform.job_names():
         job = platform.job(name)
         platform.read_progress(job)
         with job.lock:
-            steps[name] = list(job.steps)
-        if not steps[name]:  # a script that prints no progress lines: what its debugger saved
-            steps[name] = run_figure.steps_from_debug_output(platform.debug_output_dir(job))
-    figure = run_figure.training_curves_figure(attempts, steps, (summary or {}).get("objective"))
+            log_steps = list(job.steps)
+        steps[name] = run_steps.job_steps(log_steps, platform.debug_output_dir(job), platform.tensorboard_dir(job))
+    names = ((summary or {}).get("execution_input") or {}).get("hyperparameter_names")
+    figure = run_figure.training_curves_figure(attempts, steps, (summary or {}).get("objective"), names)
     write_atomically(path, lambda handle: figure.savefig(handle, format="png", dpi=100))
     return path

@@ -256,6 +256,8 @@ BAD_INPUTS = [
     ("max_num_retraining", 51, "must be <= 50"),
     ("max_monitor_transitions", 0, "must be >= 1"),
     ("policy", "random", "must be one of 'evidence', 'anchor' or 'declared'"),
+    ("policy", "Evidence", "(got 'Evidence') (did you mean 'evidence'?)"),
+    ("hyperparamters", {"depth": 20}, "is not a known key (did you mean 'hyperparameters'?); allowed keys: "),
     ("framework_version", "latest", "has no supported SageMaker training image; use one of 2.13, 2.12, 2.11"),
     ("use_spot_instances", "sometimes", "true/false"),
     ("monitor_interval_seconds", -5, "must be >= 1 (got -5)"),
