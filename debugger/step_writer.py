@@ -47,7 +47,12 @@ class PackedTensors:
         import torch  # only PyTorch jobs pack tensors: an XGBoost job never imports torch
 
         with torch.no_grad():  # a copy, not a node of the training graph
-            self.flat = torch._C._nn.flatten_dense_tensors(tensors)
+            flat = torch._C._nn.flatten_dense_tensors(tensors)
+            if flat.data_ptr() == tensors[0].data_ptr():
+                # one contiguous tensor comes back as a view of itself, not a copy: the step would be written
+                # with whatever the parameter holds when the writer thread gets to it
+                flat = flat.clone()
+            self.flat = flat
         self.shapes = [tuple(tensor.shape) for tensor in tensors]
         self._sizes: list[int] | None = None
         self._offsets: list[int] | None = None
