@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from debugger import storage
-from debugger.reductions import reduce, reduction_key
+from debugger.reductions import reduction_key, saved_reduction
 
 LOGGER = logging.getLogger(__name__)
 #: Steps waiting to be written at most; ``submit`` blocks beyond it.
@@ -169,7 +169,7 @@ class StepRecord:
             array = to_numpy(value)
             if name in self.reductions:
                 reductions[name] = {
-                    reduction_key(reduction, absolute): reduce(array, reduction, abs=absolute)
+                    reduction_key(reduction, absolute): saved_reduction(array, reduction, abs=absolute)
                     for reduction, absolute in dict.fromkeys(self.reductions[name])
                 }
             if name in self.shapes:
