@@ -82,7 +82,7 @@ test-fast: $(VENV)/.dev-installed
 # The differential harness's reference (tests/smdebug/test_differential.py): AWS's real smdebug 1.0.34 in a throwaway
 # environment, every version pinned in requirements-smdebug-reference.txt, torch's CPU build as for .venv. `make test`
 # builds it but goes on without it: the harness then skips, saying so with the failed command and the end of its
-# output (the build log, $(SMDEBUG_REFERENCE_LOG)). About 2 minutes when pip's downloads are not cached.
+# output (the build log, $(SMDEBUG_REFERENCE_LOG)). Measured: 178 s with an empty pip cache, 62 s with it (1.6 GB).
 SMDEBUG_REFERENCE := .venv-smdebug-reference
 SMDEBUG_REFERENCE_LOG := $(SMDEBUG_REFERENCE).log
 SMDEBUG_REFERENCE_PIP := $(SMDEBUG_REFERENCE)/bin/python -m pip install --quiet --disable-pip-version-check
