@@ -104,6 +104,7 @@ class Hook(ScriptApi, StepCapture, HookBase):
         self._extra_save_steps: dict[str, set[int]] = {}
         self._extra_save_every: dict[str, set[int]] = {}
         self.trial = LiveTrial(self.out_dir, expose_signals=profile == NATIVE, flush=self._flush_writer)
+        self.trial.collection_definitions = self.collection_manager.collections
         self.trial.worker = self.worker_role.worker  # a rule in the job reads this rank's tensors
         self._stall_watchdog: StallWatchdog | None = None
         for requirement in self._load_rules(rule_specs, source_dir):
@@ -127,6 +128,9 @@ class Hook(ScriptApi, StepCapture, HookBase):
         self._epoch: int | None = None
         self._context_learning_rate: float | None = None
         self._parameters: list[tuple[str, nn.Parameter]] = []
+        #: Parameters that take no gradient (a frozen, pretrained part): saved as weights and biases, as smdebug does,
+        #: in the smdebug profile; never part of the gradient checks
+        self._frozen_parameters: list[tuple[str, nn.Parameter]] = []
         self._module_names: dict[nn.Module, str] = {}
         self._top_module: nn.Module | None = None
         self._handles: list[Any] = []
@@ -241,8 +245,11 @@ class Hook(ScriptApi, StepCapture, HookBase):
         if not isinstance(module, nn.Module):
             raise TypeError(f"register_module takes a torch.nn.Module; got {type(module).__name__}")
         prefix = f"{module._get_name()}_" if self.profile == SMDEBUG else ""
-        self._parameters = [(prefix + name, parameter) for name, parameter in module.named_parameters() if parameter.requires_grad]
-        if not self._parameters:
+        named = [(prefix + name, parameter) for name, parameter in module.named_parameters()]
+        self._parameters = [(name, parameter) for name, parameter in named if parameter.requires_grad]
+        if self.profile == SMDEBUG:
+            self._frozen_parameters = [(name, parameter) for name, parameter in named if not parameter.requires_grad]
+        elif not self._parameters:
             raise ValueError("register_module: the module has no trainable parameters to watch")
         self._top_module = module
         for name, child in module.named_modules():

@@ -73,10 +73,13 @@ def test_the_hook_saves_smdebugs_xgboost_tensors_and_a_trial_reads_them_while_tr
     assert trial.tensor("labels").value(4).shape == (169,) and trial.tensor("predictions").value(4).shape == (169,)
     weights = [trial.tensor(name).value(6) for name in trial.tensor_names(regex="^feature_importance/weight/")]
     assert sum(weights) == pytest.approx(1.0)
-    assert trial.tensor_names(regex="^feature_importance/gain/") and "average_shap/bias" in trial.tensor_names()
+    assert trial.tensor_names(regex="^feature_importance/gain/")
+    # as smdebug: one value per feature (a one-element array), no bias term
+    shap = trial.tensor_names(collection="average_shap")
+    assert shap and "average_shap/bias" not in shap and trial.tensor(shap[0]).value(6).shape == (1,)
     depths = trial.tensor("trees/Depth").value(6)
     assert 1 <= depths.max() <= 3  # max_depth 3
-    assert float(trial.tensor("hyperparameters/max_depth").value(0)) == 10
+    assert trial.tensor("hyperparameters/max_depth").value(0).tolist() == [10]
     status = json.loads((tmp_path / "rule-status.json").read_text())
     assert status["metrics"]["validation-logloss"]["step"] == 7
 
