@@ -20,11 +20,13 @@ before the optimizer can use its gradients, and a rule with a StopTraining actio
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 from typing import Any
 
 import torch
 from torch import nn
+from torch.optim.optimizer import register_optimizer_step_pre_hook
 
 from contracts import ContractError
 from contracts.rule_status import PHASES
@@ -134,6 +136,10 @@ class Hook(ScriptApi, StepCapture, HookBase):
         self._loss_name = "loss_output_0"
         self._pending_loss: torch.Tensor | None = None
         self._optimizer: torch.optim.Optimizer | None = None
+        #: The optimizer seen stepping this model's parameters (evidence only: the checks stay where they are).
+        self._observed_optimizer: torch.optim.Optimizer | None = None
+        self._parameter_ids: frozenset[int] = frozenset()
+        self._optimizer_searched = False
         self._callback_queued = False
         self._nonfinite_saved = False
 
@@ -255,6 +261,8 @@ class Hook(ScriptApi, StepCapture, HookBase):
                 self.trial.activation_kinds[name] = type(child).__name__
         self._handles.append(module.register_forward_pre_hook(self._on_forward_start))
         self._handles.append(module.register_forward_hook(self._on_module_output))
+        self._parameter_ids = frozenset(id(parameter) for _, parameter in self._parameters)
+        self._handles.append(register_optimizer_step_pre_hook(self._observe_optimizer))
         if self._optimizer is None:
             self._watch_backward()
 
@@ -282,6 +290,34 @@ class Hook(ScriptApi, StepCapture, HookBase):
         for handle in self._grad_handles:
             handle.remove()
         self._grad_handles = []
+
+    def _observe_optimizer(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        """Every optimizer's step (torch's global pre-hook): remember the one updating this model, so the evidence
+        names it and its rates although smdebug's scripts never register it."""
+        if self._observed_optimizer is None and self._updates_this_model(optimizer):
+            self._observed_optimizer = optimizer
+
+    def _updates_this_model(self, optimizer: Any) -> bool:
+        return any(
+            id(parameter) in self._parameter_ids for group in optimizer.param_groups for parameter in group["params"]
+        )
+
+    def _optimizer_in_use(self) -> torch.optim.Optimizer | None:
+        """The registered optimizer, else the one seen stepping this model; a rule that fires before the first
+        optimizer step finds it once among the live objects (the garbage collector's list)."""
+        optimizer = self._optimizer or self._observed_optimizer
+        if optimizer is None and self.evidence.first_issue_step is not None and not self._optimizer_searched:
+            self._optimizer_searched = True
+            optimizer = next(
+                (
+                    candidate
+                    for candidate in gc.get_objects()
+                    if isinstance(candidate, torch.optim.Optimizer) and self._updates_this_model(candidate)
+                ),
+                None,
+            )
+            self._observed_optimizer = optimizer
+        return optimizer
 
     def _watch_backward(self) -> None:
         for _, parameter in self._parameters:
