@@ -75,10 +75,13 @@ def test_any_documented_rule_may_have_remedies_even_one_only_sagemakers_evaluato
     assert "is not a built-in rule or failure kind" in caught.value.problem
 
 
-def test_a_whole_number_hyperparameter_rounds_and_the_reason_says_how_to_write_a_real_one():
-    change = Change("lr", "multiply_by", 0.1, minimum=1e-4)
+def test_a_whole_number_hyperparameter_rounds_and_the_reason_says_how_to_declare_a_real_one():
+    change = Change("width", "multiply_by", 0.1, minimum=1e-4)  # a JSON integer that is no rate: a whole number
     assert change.apply(2) is None  # 0.2 rounds to 0, below the bound
-    assert "lr is a whole number, so its results are rounded: exactly it would be 0.2; write 2.0" in change.why_not(2)
+    assert (
+        "width is a whole number, so its results are rounded: exactly it would be 0.2; declare it real in "
+        "run_spec.hyperparameter_kinds" in change.why_not(2)
+    )
 
 
 def test_a_built_in_set_adapts_to_a_scripts_names_and_leaves_out_what_the_script_lacks():

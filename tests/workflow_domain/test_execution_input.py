@@ -123,9 +123,11 @@ def test_a_users_script_without_declarations_gets_the_evidence_remedies_its_hype
         }
     )
     remedies = named.declared_remedies()
-    assert [remedy.name for remedy in remedies["UnchangedTensor"]] == ["LearningRateUpIntoRange", "RaiseLearningRate"]
+    assert [remedy.name for remedy in remedies["UnchangedTensor"]] == [
+        "LowerRateAfterCollapse", "LearningRateUpIntoRange", "RaiseLearningRate"
+    ]
     assert [remedy.name for remedy in remedies["DeadRelu"]] == [
-        "LearningRateIntoRange", "SwitchToLeakyReLU", "LowerLearningRate", "SwitchToLeakyReLU"
+        "LearningRateIntoRange", "LowerRateAfterCollapse", "SwitchToLeakyReLU", "LowerLearningRate", "SwitchToLeakyReLU"
     ]
     assert [remedy.change.hyperparameter for remedy in remedies["objective_missed"]] == ["lr", "epochs"]
     assert "CheckInputImages" not in remedies  # the script has no normalize_inputs
@@ -200,7 +202,7 @@ BAD_SCRIPT_INPUTS = [
     (
         {**SCRIPT, "remedies": {"*": [{"hyperparameter": "lr", "set_to": "high"}]}},
         "remedies.*[0].set_to",
-        "same kind as lr's starting value",
+        "must be a real number like lr's starting value",
     ),
     (
         {**SCRIPT, "remedies": {"*": [{"hyperparameter": "lr", "multiply_by": 1}]}},
