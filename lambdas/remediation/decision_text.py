@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from contracts.hyperparameter_values import is_number
+from contracts.hyperparameter_values import FLAG, is_number
 from contracts.remedies import DATA_ERROR, OUT_OF_MEMORY, Remedy, Situation, show
 from lambdas.remediation.attempts import Attempt, Change, Decision
 from lambdas.remediation.diagnosis import failure_of, situation_of
@@ -95,13 +95,16 @@ def resume_sentence(attempt: Attempt) -> tuple[str, bool]:
     )
 
 
-def describe_changes(changes: Mapping[str, Change]) -> str:
-    """'adding batch norm (warmup_learning_rate stays 0.1)', 'lowering lr 0.1 -> 0.05, setting grad_clip to 1'."""
+def describe_changes(changes: Mapping[str, Change], kinds: Mapping[str, str] | None = None) -> str:
+    """'adding batch norm', 'lowering lr 0.1 -> 0.05, setting activation to leaky_relu (was relu)', 'turning
+    batch-norm on (0 -> 1)' (``kinds``: the hyperparameters' kinds, for the switches among them)."""
     phrases = []
     for name, change in changes.items():
         before, after = change.before, change.after
         if name == "add_batch_norm":
             phrases.append("adding batch norm" if after else "removing batch norm")
+        elif (kinds or {}).get(name) == FLAG:
+            phrases.append(f"turning {name} {'on' if after else 'off'} ({show(before)} -> {show(after)})")
         elif is_number(before) and is_number(after):
             verb = "lowering" if after < before else "raising"
             phrases.append(f"{verb} {name} {show(before)} -> {show(after)}")

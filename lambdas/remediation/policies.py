@@ -106,7 +106,7 @@ def plan(state: WorkflowState) -> WorkflowState:
         for name, value in updated.items()
         if hyperparameters.get(name) != value
     }
-    what = describe_changes(changes)
+    what = describe_changes(changes, state.kinds())
     if state.retraining_budget_left == 0:
         reason = (
             f"{headline(attempt, state)}. The relaunch budget is spent ({_launches(state.history.num_retraining)} "

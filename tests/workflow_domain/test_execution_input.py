@@ -313,3 +313,32 @@ def test_an_explicit_null_objective_means_none_for_the_example(account_input):
 def test_input_that_is_not_an_object_is_refused():
     with pytest.raises(InvalidExecutionInput, match="must be a JSON object"):
         initial_state(["bucket"])  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("kinds", "field", "expected"),
+    [
+        ({"width": "real"}, "hyperparameter_kinds.width", "'width' is not in hyperparameters (known: epochs, grad_clip"),
+        ({"epochs": "count"}, "hyperparameter_kinds.epochs", "must be one of integer, real, flag, text (got 'count')"),
+        ({"optimizer": "real"}, "hyperparameter_kinds.optimizer", 'says real but optimizer\'s starting value is "sgd"'),
+        ({"lr": "integer"}, "hyperparameter_kinds.lr", "says integer but lr's starting value is 0.1"),
+    ],
+)
+def test_a_bad_kind_declaration_fails_before_any_launch_naming_it(account_input, kinds, field, expected):
+    with pytest.raises(InvalidExecutionInput) as caught:
+        initial_state({**account_input, **SCRIPT, "hyperparameter_kinds": kinds})
+    assert expected in caught.value.problems[field], caught.value.problems
+
+
+def test_a_declared_kind_decides_how_a_remedy_writes_the_value(account_input):
+    """A JSON integer that is no rate is a whole number, unless the run_spec says it is real."""
+    spec = {
+        **SCRIPT,
+        "hyperparameters": {**SCRIPT["hyperparameters"], "clip": 3},
+        "remedies": {"ExplodingTensor": [{"hyperparameter": "clip", "multiply_by": 0.5}]},
+    }
+    whole = initial_state({**account_input, **spec})
+    real = initial_state({**account_input, **spec, "hyperparameter_kinds": {"clip": "real"}})
+    assert whole.declared_remedies()["ExplodingTensor"][0].apply({"clip": 3}) == {"clip": 2}
+    assert real.declared_remedies()["ExplodingTensor"][0].apply({"clip": 3}) == {"clip": 1.5}
+    assert real.hyperparameter_kinds == {"clip": "real"}
