@@ -113,14 +113,17 @@ def describe_changes(changes: Mapping[str, Change], kinds: Mapping[str, str] | N
     return ", ".join(phrases)
 
 
-def short_action(decision: Decision) -> str:
-    """'adding batch norm', 'lowering warmup_learning_rate to 0.05': a few words for a notification subject."""
+def short_action(decision: Decision, kinds: Mapping[str, str] | None = None) -> str:
+    """'adding batch norm', 'lowering warmup_learning_rate to 0.05', 'turning batch-norm on': a few words for a
+    notification subject."""
     if not decision.changes:
         return "ending"
     phrases = []
     for name, change in decision.changes.items():
         if name == "add_batch_norm":
             phrases.append("adding batch norm" if change.after else "removing batch norm")
+        elif (kinds or {}).get(name) == FLAG:
+            phrases.append(f"turning {name} {'on' if change.after else 'off'}")
         elif is_number(change.before) and is_number(change.after):
             verb = "lowering" if change.after < change.before else "raising"
             phrases.append(f"{verb} {name} to {show(change.after)}")

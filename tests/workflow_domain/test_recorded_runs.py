@@ -13,6 +13,7 @@ import pytest
 from contracts.rule_status import RuleStatusDocument
 from lambdas.remediation.execution_input import initial_state
 from lambdas.remediation.monitoring import RuleReading, apply_decision, decide, metrics_saved_by_script
+from lambdas.remediation.notifications import issues_found
 from lambdas.remediation.payload import WorkflowState
 from lambdas.remediation.policies import plan
 
@@ -168,6 +169,8 @@ def test_the_evidence_set_switches_a_0_1_batch_norm_knob(account_input):
     knob = planned.run_spec.hyperparameters["batch-norm"]
     assert knob == 1 and not isinstance(knob, bool)
     assert "turning batch-norm on (0 -> 1)" in decision.reason
+    subject = issues_found(planned).subject
+    assert subject.startswith("[remediation] VanishingGradient at step 0: turning batch-norm on, relaunching")
 
 
 # --------------------------------------------------------------------------- true claims
