@@ -303,20 +303,14 @@ class Hook(ScriptApi, StepCapture, HookBase):
         )
 
     def _optimizer_in_use(self) -> torch.optim.Optimizer | None:
-        """The registered optimizer, else the one seen stepping this model; a rule that fires before the first
-        optimizer step finds it once among the live objects (the garbage collector's list)."""
+        """The registered optimizer, else the one seen stepping this model; when a rule fired before the first
+        optimizer step, the one holding this model's first parameter, found once by following what refers to it
+        (its parameter group's list, the group, the optimizer's param_groups: about 0.7 s among a ResNet job's
+        280,000 objects, paid once by a job that is stopping)."""
         optimizer = self._optimizer or self._observed_optimizer
         if optimizer is None and self.evidence.first_issue_step is not None and not self._optimizer_searched:
             self._optimizer_searched = True
-            optimizer = next(
-                (
-                    candidate
-                    for candidate in gc.get_objects()
-                    if isinstance(candidate, torch.optim.Optimizer) and self._updates_this_model(candidate)
-                ),
-                None,
-            )
-            self._observed_optimizer = optimizer
+            self._observed_optimizer = optimizer = _optimizer_holding(self._parameters[0][1]) if self._parameters else None
         return optimizer
 
     def _watch_backward(self) -> None:
@@ -351,5 +345,25 @@ class Hook(ScriptApi, StepCapture, HookBase):
         if self.tensorboard is not None:
             self.tensorboard.close()
 
+
+
+def _optimizer_holding(parameter: torch.Tensor) -> torch.optim.Optimizer | None:
+    """The optimizer whose parameter groups hold ``parameter``: parameter <- group["params"] <- group <-
+    optimizer.param_groups <- the optimizer (or its __dict__)."""
+    for params in gc.get_referrers(parameter):
+        if not isinstance(params, list):
+            continue
+        for group in gc.get_referrers(params):
+            if not isinstance(group, dict) or group.get("params") is not params:
+                continue
+            for groups in gc.get_referrers(group):
+                if not isinstance(groups, list):
+                    continue
+                for owner in gc.get_referrers(groups):
+                    if isinstance(owner, dict) and owner.get("param_groups") is groups:
+                        owner = next((item for item in gc.get_referrers(owner) if isinstance(item, torch.optim.Optimizer)), owner)
+                    if isinstance(owner, torch.optim.Optimizer) and owner.param_groups is groups:
+                        return owner
+    return None
 
 __all__ = ["Hook", "StopTrainingRequested", "ContractError", "close_open_hooks"]

@@ -87,10 +87,10 @@ def resume_sentence(attempt: Attempt) -> tuple[str, bool]:
             f"where {job} stopped; one that wrote none trains from step 0.",
             True,
         )
-    plural = "s" if files != 1 else ""
+    which = "the checkpoint file" if files == 1 else f"the {files} checkpoint files"
     return (
-        f" The next job gets the {files} checkpoint file{plural} {job} left: a script that resumes from them "
-        "continues where it stopped instead of from step 0.",
+        f" The next job gets {which} {job} left: a script that resumes from its checkpoints continues where "
+        f"{job} stopped instead of from step 0.",
         True,
     )
 

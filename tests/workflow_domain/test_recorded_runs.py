@@ -193,8 +193,9 @@ def test_a_script_that_left_checkpoints_is_told_what_a_resuming_script_does(acco
     planned = plan(finish(start(run, account_input), job))
     decision = planned.last_attempt.decision
     assert decision.resume_from == job["describe"]["TrainingJobName"]
-    assert "gets the 1 checkpoint file" in decision.reason
-    assert "a script that resumes from them continues where it stopped" in decision.reason
+    job_name = job["describe"]["TrainingJobName"]
+    assert f"The next job gets the checkpoint file {job_name} left" in decision.reason
+    assert f"a script that resumes from its checkpoints continues where {job_name} stopped" in decision.reason
 
 
 def test_the_xgboost_headline_gives_the_rules_numbers_not_its_patience_as_the_loss(xgboost_account_input):
