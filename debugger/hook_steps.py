@@ -426,6 +426,8 @@ class StepCapture:
     def _learning_rate(self) -> float | None:
         if self._optimizer is not None:
             return float(self._optimizer.param_groups[0]["lr"])
+        if self._context_learning_rate is None and self._observed_optimizer is not None:
+            return float(self._observed_optimizer.param_groups[0]["lr"])
         return self._context_learning_rate
 
     def _effective_save_config(self, collection: str) -> SaveConfig:
