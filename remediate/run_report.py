@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from contracts.atomic_files import write_atomically
+from local_runtime.job_hosts import LOG_FILE
 from local_runtime.job_process import format_bytes
-from local_runtime.training_platform import LOG_FILE, LocalTrainingPlatform
+from local_runtime.training_platform import LocalTrainingPlatform
 from remediate import run_figure
 
 SUMMARY_FILE = "summary.json"
