@@ -25,6 +25,16 @@ class JobLog:
         self.metric_values: dict[str, tuple[float, dt.datetime]] = {}
         self.steps: list[dict[str, Any]] = []
         self.epochs: list[dict[str, Any]] = []
+        #: The latest training step printed since the job's processes last (re)started (None: none yet).
+        self.run_latest_step: int | None = None
+        self._superseding = {"training_step": False, "epoch_end": False}
+
+    def restarted(self) -> None:
+        """The job's processes restart (after a spot interruption) and redo the steps after their checkpoint: the
+        first step (and epoch) line from now on supersedes the records from its number on, so each step is
+        recorded once, from the run that went on."""
+        self.run_latest_step = None
+        self._superseding = {"training_step": True, "epoch_end": True}
 
     def read(self, definitions: list[dict[str, str]]) -> None:
         """Parse the lines written since the last call with ``definitions`` (SageMaker's MetricDefinitions)."""
@@ -58,10 +68,14 @@ class JobLog:
         parsed = parse_progress_line(line)
         if parsed is None:
             return
-        if parsed["kind"] == "training_step":
-            self.steps.append(parsed)
-        else:
-            self.epochs.append(parsed)
+        kind = parsed["kind"]
+        records, key = (self.steps, "step") if kind == "training_step" else (self.epochs, "epoch")
+        if self._superseding[kind] and isinstance(parsed.get(key), int):
+            self._superseding[kind] = False
+            records[:] = [record for record in records if not record.get(key, -1) >= parsed[key]]
+        records.append(parsed)
+        if kind == "training_step" and isinstance(parsed.get("step"), int):
+            self.run_latest_step = max(self.run_latest_step or 0, parsed["step"])
 
 
 def log_tail(path: Path, lines: int = 5) -> str:

@@ -4,7 +4,10 @@
   TensorBoardOutputConfig, and each host's resourceconfig.json;
 * ``input/data/<channel>``: each channel's S3 prefix, downloaded;
 * ``code``: the ``sagemaker_submit_directory`` archive, extracted;
-* the checkpoint directory: what the CheckpointConfig's S3Uri already holds, restored before the script starts;
+* the checkpoint directory: what the CheckpointConfig's S3Uri already holds, restored before the script starts and
+  again when the job restarts after a spot interruption (:func:`restore_checkpoints`), and ``checkpointconfig.json``
+  naming it (as SageMaker writes it for a job with a CheckpointConfig; smdebug's hook keeps its spot-resume state
+  there);
 * the environment: SageMaker's training toolkit's variables (``SM_*``) and ours (``contracts.job``).
 """
 
@@ -13,6 +16,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import tarfile
 from collections.abc import Callable
 from pathlib import Path
@@ -20,7 +24,13 @@ from typing import Any
 
 from contracts.atomic_files import write_atomically
 from contracts.bucket_layout import split_s3_uri
-from contracts.job import SAGEMAKER_RESERVED_PREFIX, TENSORBOARD_CONFIG_FILE, script_mode_arguments
+from contracts.job import (
+    CHECKPOINT_CONFIG_FILE,
+    CHECKPOINT_CONFIG_FILE_ENV,
+    SAGEMAKER_RESERVED_PREFIX,
+    TENSORBOARD_CONFIG_FILE,
+    script_mode_arguments,
+)
 from local_runtime.framework_images import local_stand_in
 from local_runtime.job_hosts import LOG_FILE, prepare_host_directories
 from local_runtime.job_outputs import tensorboard_dir
@@ -63,6 +73,11 @@ def stage_inputs(job: TrainingJobRecord, mirror: BucketMirror, s3: Callable[[], 
         _write_json(
             config_dir / TENSORBOARD_CONFIG_FILE, {**tensorboard, "LocalPath": str(tensorboard_dir(job, mirror))}
         )
+    if job.checkpoint_uri:  # as SageMaker: LocalPath is where this job's checkpoint directory is (see checkpoint_dir)
+        _write_json(
+            config_dir / CHECKPOINT_CONFIG_FILE,
+            {**request["CheckpointConfig"], "LocalPath": str(checkpoint_dir(job, mirror))},
+        )
     prepare_host_directories(job.hosts, config_dir)  # each host's resourceconfig.json (current_host, hosts)
     _download_archive(s3, job.hyperparameters["sagemaker_submit_directory"], job.job_dir / "code")
     for channel in request.get("InputDataConfig", []):
@@ -80,6 +95,19 @@ def stage_inputs(job: TrainingJobRecord, mirror: BucketMirror, s3: Callable[[], 
     stand_in = local_stand_in(request.get("AlgorithmSpecification", {}).get("TrainingImage", ""))
     with open(job.job_dir / LOG_FILE, "a", encoding="utf-8") as log:
         log.write(stand_in + "\n")
+
+
+def restore_checkpoints(job: TrainingJobRecord, mirror: BucketMirror, s3: Callable[[], Any]) -> int:
+    """A restarted job's new instance: its checkpoint directory holds what the checkpoint S3Uri holds, nothing of the
+    reclaimed instance's disk. Returns how many files were restored. The caller has copied what the job wrote into S3
+    (as SageMaker's upload of the checkpoint directory would have) and holds ``job.lock``, so no copy into S3 runs
+    while the directory is being replaced."""
+    if not job.checkpoint_uri:
+        return 0
+    directory = checkpoint_dir(job, mirror)
+    shutil.rmtree(directory, ignore_errors=True)
+    _download_prefix(s3, job.checkpoint_uri, directory, required=False)
+    return sum(1 for path in directory.rglob("*") if path.is_file())
 
 
 def environment(
@@ -123,6 +151,8 @@ def environment(
             "LOCAL_TRAINING_PLATFORM_PID": str(platform_pid),
         }
     )
+    if job.checkpoint_uri:  # where the hook finds the checkpoint directory (not /opt/ml/input/config here)
+        env[CHECKPOINT_CONFIG_FILE_ENV] = str(job.job_dir / "input" / "config" / CHECKPOINT_CONFIG_FILE)
     for channel in channels:
         env[f"SM_CHANNEL_{channel.upper()}"] = str(job.job_dir / "input" / "data" / channel)
     for name, value in user_hyperparameters.items():  # as SageMaker's training toolkit sets them

@@ -54,8 +54,12 @@ def watch(
     max_runtime: float | None,
     stop_grace_seconds: float,
     request_stop: Callable[[str], None],
-) -> None:
-    """Watch the job's host processes until every one has ended, then kill what they left in their groups.
+    reclaim_due: Callable[[], bool] | None = None,
+) -> bool:
+    """Watch the job's host processes until every one has ended, then kill what they left in their groups. Returns
+    whether the instance was reclaimed (a spot interruption): ``reclaim_due()`` said so while every host still ran
+    and no stop was asked for, and the hosts' processes got SIGKILL, as a vanished instance's end: no grace period,
+    no chance to clean up.
 
     Past ``max_runtime`` seconds since ``started`` (time.monotonic()) ``request_stop("MaxRuntimeExceeded")`` is called
     with the job's lock held. Once a stop was requested (which sends SIGTERM), or a host failed on its own and its
@@ -63,6 +67,7 @@ def watch(
     group = HostGroup(job.hosts)
     term_sent_at: float | None = None
     failure_seen_at: float | None = None  # a host failed on its own: its peers get a grace period to end too
+    reclaimed = False
     while True:
         group.poll()
         if group.all_ended:
@@ -82,8 +87,14 @@ def watch(
             term_sent_at = now
         if term_sent_at is not None and now - term_sent_at > stop_grace_seconds:
             group.signal(signal.SIGKILL)
+        if reclaim_due is not None and not reclaimed and term_sent_at is None and failure_seen_at is None:
+            if all(host.running for host in job.hosts) and reclaim_due():
+                group.signal(signal.SIGKILL)
+                reclaimed = True
     # The entry point may have left children in its groups: they end with the job.
     group.kill()
+    # A job that ended on its own before the SIGKILL arrived was not interrupted.
+    return reclaimed and any(host.exit_code == -signal.SIGKILL for host in job.hosts)
 
 
 def seconds_with_a_process_running(intervals: list[tuple[float, float]]) -> float:

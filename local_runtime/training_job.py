@@ -18,6 +18,7 @@ from typing import Any
 from contracts import bucket_layout
 from contracts.bucket_layout import split_s3_uri
 from contracts.job import HOOK_CONFIG_HYPERPARAMETER
+from contracts.spot_interruptions import SpotInterruption
 from local_runtime.job_hosts import LOG_FILE, HostProcess
 from local_runtime.job_log import JobLog
 
@@ -35,6 +36,8 @@ STATUS_MESSAGES = {
     "Stopping": "Stopping the training job",
     "Stopped": "Training job stopped",
     "MaxRuntimeExceeded": "Training job stopped: it exceeded StoppingCondition.MaxRuntimeInSeconds",
+    "Interrupted": "The job stopped because the managed spot training instances were interrupted.",
+    "Restarting": "Restarting the training job on a new instance with its checkpoints restored",
 }
 
 
@@ -103,6 +106,10 @@ class TrainingJobRecord:
     killed_by_signal: str | None = None  # "SIGKILL" when a signal the platform did not send ended the process
     peak_memory_bytes: int | None = None  # the process's peak resident memory, where the kernel told it
     stop_reason: str | None = None  # "StopTrainingJob" | "MaxRuntimeExceeded" | "shutdown"
+    #: The spot interruptions the request asked for (local runs: contracts.spot_interruptions), and those that happened:
+    #: {"requested": "at step 30", "at_step": the step the job had reached, "restored_files": checkpoint files restored}.
+    spot_interruptions: list[SpotInterruption] = dataclasses.field(default_factory=list)
+    interruptions: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     process_seconds: float = 0.0
     process_started: float | None = None  # time.monotonic() at launch
     process_ended: float | None = None  # time.monotonic() at exit

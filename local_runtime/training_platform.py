@@ -19,6 +19,7 @@ This module is the API and each job's lifecycle; the parts it runs a job with:
     training_job      the job's record: request, statuses, S3 locations, the bucket mirror
     job_staging       the container contract: config files, code, channels, checkpoints restored, environment
     job_supervisor    the processes: start, watch (max runtime, grace periods), stop, kill
+    job_interruptions spot interruptions a local job asked for: when its instance is reclaimed
     job_log           the job's log: metrics (MetricDefinitions) and progress lines
     job_outputs       what it leaves in S3: the outputs mirrored, model.tar.gz
     job_description   DescribeTrainingJob's answer (and legacy mode's rule statuses)
@@ -44,6 +45,7 @@ from local_runtime import job_outputs, job_staging, job_supervisor
 from local_runtime.botocore_dispatch import ServiceError
 from local_runtime.job_description import describe
 from local_runtime.job_hosts import HostGroup, HostProcess, free_port, host_variables, job_hosts
+from local_runtime.job_interruptions import InterruptionSchedule, debugger_step_since, requested_interruptions
 from local_runtime.job_log import log_tail
 from local_runtime.job_process import format_bytes
 from local_runtime.offline_aws import ACCOUNT_ID
@@ -140,6 +142,10 @@ class LocalTrainingPlatform:
                 f"ResourceConfig.InstanceCount: the local platform runs 1 to {LOCAL_INSTANCE_COUNT_HIGH} instances, each "
                 f"a process on this machine (got {instance_count})",
             )
+        try:
+            spot_interruptions = requested_interruptions(request)
+        except ContractError as error:
+            raise SageMakerError("ValidationException", str(error)) from None
         arn = f"arn:aws:sagemaker:{self.region}:{ACCOUNT_ID}:training-job/{name.lower()}"
         with self._lock:
             if self._shutting_down:
@@ -159,6 +165,7 @@ class LocalTrainingPlatform:
                 hyperparameters=hyperparameters,
                 debug_output_uri=debug_output_uri(request, hyperparameters),
                 hosts=job_hosts(self.job_dir(name), instance_count),
+                spot_interruptions=spot_interruptions,
             )
             job.transition("Starting")
             self._jobs[name] = job
@@ -334,27 +341,38 @@ class LocalTrainingPlatform:
         launcher = launcher_from_hyperparameters(hyperparameters)
         master_port = free_port() if len(hosts) > 1 or launcher else 0
         threads = max(1, self.num_threads // len(hosts))  # the hosts share this machine's cores
-        with job.lock:
-            if job.status == STOPPING:  # stopped before the process could start
-                job.finish(STOPPED, "Stopped")
-                return
-            job.transition("Training")
-            job.training_start = now()
-            started = time.monotonic()
-            job.process_started = started
-            for host in hosts:
-                host_env = {**env, **host_variables(host, hosts, launcher, master_port, threads)}
-                host.process = job_supervisor.start_process(
-                    self.python, program, arguments, job.job_dir / "code", host_env, host.log_path
-                )
-            job.process = hosts[0].process
-        job_supervisor.watch(
-            job,
-            started=started,
-            max_runtime=max_runtime,
-            stop_grace_seconds=self.stop_grace_seconds,
-            request_stop=lambda reason: self._request_stop(job, reason),
-        )
+        schedule = InterruptionSchedule(job.spot_interruptions)
+        started: float | None = None
+        while True:  # once, and again after each spot interruption
+            with job.lock:
+                if job.status == STOPPING and started is None:  # stopped before the process could start
+                    job.finish(STOPPED, "Stopped")
+                    return
+                if job.status == STOPPING:  # stopped while it was restarting: it ends as it was left
+                    break
+                job.transition("Training")
+                if started is None:
+                    job.training_start = now()
+                    started = time.monotonic()
+                    job.process_started = started
+                schedule.start_run()
+                for host in hosts:
+                    host_env = {**env, **host_variables(host, hosts, launcher, master_port, threads)}
+                    host.process = job_supervisor.start_process(
+                        self.python, program, arguments, job.job_dir / "code", host_env, host.log_path
+                    )
+                job.process = hosts[0].process
+            reclaimed = job_supervisor.watch(
+                job,
+                started=started,
+                max_runtime=max_runtime,
+                stop_grace_seconds=self.stop_grace_seconds,
+                request_stop=lambda reason: self._request_stop(job, reason),
+                reclaim_due=lambda: self._interruption_due(job, schedule, debug_dir),
+            )
+            if not reclaimed:
+                break
+            self._restart(job)
         group = HostGroup(hosts)
         failed = group.first_failure()
         exit_code = failed.exit_code if failed is not None else 0
@@ -364,6 +382,47 @@ class LocalTrainingPlatform:
             job.process_ended = time.monotonic()
             job.process_seconds = job.process_ended - started
         self._conclude(job, exit_code, failed or hosts[0])
+
+    def _interruption_due(self, job: TrainingJobRecord, schedule: InterruptionSchedule, debug_dir: Path) -> bool:
+        """Whether the job's next spot interruption is due (it is then recorded as happened)."""
+
+        def progress() -> int | None:
+            self.read_progress(job)
+            with job.lock:
+                printed = job.log.run_latest_step
+            written = debugger_step_since(debug_dir, schedule.run_started_ns)
+            return max((step for step in (printed, written) if step is not None), default=None)
+
+        interruption = schedule.due(progress)
+        if interruption is None:
+            return False
+        reached = progress()
+        with job.lock:
+            job.interruptions.append({"requested": interruption.describe(), "at_step": reached, "restored_files": None})
+        return True
+
+    def _restart(self, job: TrainingJobRecord) -> None:
+        """After a spot interruption: what the reclaimed instance had written is in S3 (SageMaker uploads the
+        checkpoint directory as the job writes it), the job's new instance gets its checkpoint directory from the
+        checkpoint S3Uri, and the job trains again (SecondaryStatus Interrupted, Restarting, then Training)."""
+        self.read_progress(job)
+        with job.lock:
+            interruption = job.interruptions[-1]
+            job.transition("Interrupted")
+            self.sync_outputs(job)
+            job.transition("Restarting")
+            restored = job_staging.restore_checkpoints(job, self.mirror, self._client)
+            interruption["restored_files"] = restored
+            for host in job.hosts:
+                host.process, host.exit_code, host.ended_at = None, None, None
+            job.log.restarted()
+            for host in job.hosts:
+                with open(host.log_path, "a", encoding="utf-8") as log:
+                    log.write(
+                        f"[local training platform] spot interruption {len(job.interruptions)} "
+                        f"({interruption['requested']}): the instance was reclaimed; restarting with {restored} "
+                        f"checkpoint file{'s' if restored != 1 else ''} restored from {job.checkpoint_uri}\n"
+                    )
 
     def _conclude(self, job: TrainingJobRecord, exit_code: int, host: HostProcess) -> None:
         """The job's end from the exit code of ``host``: the first host that failed, else algo-1."""

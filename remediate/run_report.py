@@ -76,6 +76,9 @@ def job_figures(platform: LocalTrainingPlatform, name: str) -> dict[str, Any]:
             "last_gradient_norm": steps[-1].get("gradient_norm") if steps else None,
             "held_out_accuracy": epochs[-1].get("test_accuracy") if epochs else None,
             "training_process_seconds": round(job.process_seconds, 3),
+            # a local run's spot interruptions (run_spec spot_interruptions): what was asked, the step reached, the
+            # checkpoint files the restarted job found
+            "spot_interruptions": [dict(interruption) for interruption in job.interruptions],
             "log": str(job.job_dir / LOG_FILE),
         }
     return figures
