@@ -30,47 +30,69 @@ def requested_interruptions(request: dict) -> list[SpotInterruption]:
     return []
 
 
-def debugger_step_since(debug_dir: Path, since_ns: int) -> int | None:
-    """The latest step the job's debugger wrote at or after ``since_ns`` (time.time_ns()): a step file, or the
-    rule-status document's last step. None when it wrote nothing since."""
-    latest = None
-    try:
-        entries = list(os.scandir(debug_dir / STEPS_DIR))
-    except FileNotFoundError:
-        entries = []
-    for entry in entries:
-        step = step_from_file_name(entry.name)
-        if step is None or (latest is not None and step <= latest):
-            continue
-        try:
-            if entry.stat().st_mtime_ns >= since_ns:
+class DebuggerSteps:
+    """The steps a job's debugger writes in its current run: step files and the rule-status document written since
+    the run started, told apart from what an earlier run of the job left by each file's modification stamp as the run
+    started (the file system's clock against itself, never against the platform's)."""
+
+    def __init__(self, debug_dir: Path):
+        self.debug_dir = debug_dir
+        self._before: dict[str, int] = {}
+
+    def run_started(self) -> None:
+        self._before = self._stamps()
+
+    def latest(self) -> int | None:
+        """The latest step written since the run started, or None."""
+        latest = None
+        for name, stamp in self._stamps().items():
+            if self._before.get(name) == stamp:
+                continue  # an earlier run's, untouched
+            if name == RULE_STATUS_FILE:
+                try:
+                    step = RuleStatusDocument.from_json((self.debug_dir / name).read_bytes()).last_step
+                except (OSError, ContractError):
+                    continue
+                step = step if step >= 0 else None
+            else:
+                step = step_from_file_name(name)
+            if step is not None and (latest is None or step > latest):
                 latest = step
+        return latest
+
+    def _stamps(self) -> dict[str, int]:
+        stamps = {}
+        try:
+            entries = list(os.scandir(self.debug_dir / STEPS_DIR))
         except FileNotFoundError:
-            continue
-    status = debug_dir / RULE_STATUS_FILE
-    try:
-        if os.stat(status).st_mtime_ns >= since_ns:
-            last = RuleStatusDocument.from_json(status.read_bytes()).last_step
-            if last >= 0 and (latest is None or last > latest):
-                latest = last
-    except (OSError, ContractError):
-        pass
-    return latest
+            entries = []
+        for entry in entries:
+            if step_from_file_name(entry.name) is not None:
+                try:
+                    stamps[entry.name] = entry.stat().st_mtime_ns
+                except FileNotFoundError:
+                    continue
+        try:
+            stamps[RULE_STATUS_FILE] = os.stat(self.debug_dir / RULE_STATUS_FILE).st_mtime_ns
+        except FileNotFoundError:
+            pass
+        return stamps
 
 
 class InterruptionSchedule:
     """A job's interruptions still to come, and the run (the instance's life) they are counted in."""
 
-    def __init__(self, interruptions: list[SpotInterruption]):
+    def __init__(self, interruptions: list[SpotInterruption], debug_dir: Path):
         self.pending = list(interruptions)
         self.happened: list[SpotInterruption] = []
+        self.debugger_steps = DebuggerSteps(debug_dir)
         self._run_started = time.monotonic()
-        self.run_started_ns = time.time_ns()
 
     def start_run(self) -> None:
-        """The job's processes (re)started now."""
+        """The job's processes (re)start now."""
         self._run_started = time.monotonic()
-        self.run_started_ns = time.time_ns()
+        if self.pending:
+            self.debugger_steps.run_started()
 
     def due(self, progress: Callable[[], int | None]) -> SpotInterruption | None:
         """The next interruption if it is due now (it is then counted as happened), else None. ``progress`` gives the

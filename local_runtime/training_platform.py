@@ -45,7 +45,7 @@ from local_runtime import job_outputs, job_staging, job_supervisor
 from local_runtime.botocore_dispatch import ServiceError
 from local_runtime.job_description import describe
 from local_runtime.job_hosts import HostGroup, HostProcess, free_port, host_variables, job_hosts
-from local_runtime.job_interruptions import InterruptionSchedule, debugger_step_since, requested_interruptions
+from local_runtime.job_interruptions import InterruptionSchedule, requested_interruptions
 from local_runtime.job_log import log_tail
 from local_runtime.job_process import format_bytes
 from local_runtime.offline_aws import ACCOUNT_ID
@@ -341,7 +341,7 @@ class LocalTrainingPlatform:
         launcher = launcher_from_hyperparameters(hyperparameters)
         master_port = free_port() if len(hosts) > 1 or launcher else 0
         threads = max(1, self.num_threads // len(hosts))  # the hosts share this machine's cores
-        schedule = InterruptionSchedule(job.spot_interruptions)
+        schedule = InterruptionSchedule(job.spot_interruptions, debug_dir)
         started: float | None = None
         while True:  # once, and again after each spot interruption
             with job.lock:
@@ -368,7 +368,7 @@ class LocalTrainingPlatform:
                 max_runtime=max_runtime,
                 stop_grace_seconds=self.stop_grace_seconds,
                 request_stop=lambda reason: self._request_stop(job, reason),
-                reclaim_due=lambda: self._interruption_due(job, schedule, debug_dir),
+                reclaim_due=lambda: self._interruption_due(job, schedule),
             )
             if not reclaimed:
                 break
@@ -383,14 +383,14 @@ class LocalTrainingPlatform:
             job.process_seconds = job.process_ended - started
         self._conclude(job, exit_code, failed or hosts[0])
 
-    def _interruption_due(self, job: TrainingJobRecord, schedule: InterruptionSchedule, debug_dir: Path) -> bool:
+    def _interruption_due(self, job: TrainingJobRecord, schedule: InterruptionSchedule) -> bool:
         """Whether the job's next spot interruption is due (it is then recorded as happened)."""
 
         def progress() -> int | None:
             self.read_progress(job)
             with job.lock:
                 printed = job.log.run_latest_step
-            written = debugger_step_since(debug_dir, schedule.run_started_ns)
+            written = schedule.debugger_steps.latest()
             return max((step for step in (printed, written) if step is not None), default=None)
 
         interruption = schedule.due(progress)
