@@ -102,11 +102,11 @@ def restore_checkpoints(job: TrainingJobRecord, mirror: BucketMirror, s3: Callab
     reclaimed instance's disk. Returns how many files were restored. The caller has copied what the job wrote into S3
     (as SageMaker's upload of the checkpoint directory would have) and holds ``job.lock``, so no copy into S3 runs
     while the directory is being replaced."""
-    if not job.checkpoint_uri:
-        return 0
     directory = checkpoint_dir(job, mirror)
     shutil.rmtree(directory, ignore_errors=True)
-    _download_prefix(s3, job.checkpoint_uri, directory, required=False)
+    directory.mkdir(parents=True)
+    if job.checkpoint_uri:  # else the new instance's checkpoint directory is empty: the job starts over
+        _download_prefix(s3, job.checkpoint_uri, directory, required=False)
     return sum(1 for path in directory.rglob("*") if path.is_file())
 
 

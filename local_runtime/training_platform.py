@@ -416,12 +416,16 @@ class LocalTrainingPlatform:
             for host in job.hosts:
                 host.process, host.exit_code, host.ended_at = None, None, None
             job.log.restarted()
+            restart = (
+                f"with {restored} checkpoint file{'s' if restored != 1 else ''} restored from {job.checkpoint_uri}"
+                if job.checkpoint_uri
+                else "from the start (the job has no CheckpointConfig)"
+            )
             for host in job.hosts:
                 with open(host.log_path, "a", encoding="utf-8") as log:
                     log.write(
                         f"[local training platform] spot interruption {len(job.interruptions)} "
-                        f"({interruption['requested']}): the instance was reclaimed; restarting with {restored} "
-                        f"checkpoint file{'s' if restored != 1 else ''} restored from {job.checkpoint_uri}\n"
+                        f"({interruption['requested']}): the instance was reclaimed; restarting {restart}\n"
                     )
 
     def _conclude(self, job: TrainingJobRecord, exit_code: int, host: HostProcess) -> None:

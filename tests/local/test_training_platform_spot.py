@@ -60,6 +60,20 @@ def test_a_job_interrupted_twice_restarts_from_its_restored_checkpoints_and_comp
     assert keys == {f"checkpoints/{name}/checkpoint-000{epoch}.txt" for epoch in range(3)}
 
 
+def test_a_job_without_checkpoint_config_starts_over_on_its_new_instance(platform_env):
+    platform, sagemaker, _ = platform_env
+    name = "remediation-spot-nocheckpoints-1"
+    body = spot_request(name, [{"at_step": 5}], steps="8", per_epoch="4", hold_at="5")
+    del body["CheckpointConfig"]
+    sagemaker.create_training_job(**body)
+    assert wait_for(sagemaker, name)["TrainingJobStatus"] == "Completed"
+    log = platform.job(name).log.path.read_text()
+    # its checkpoint after step 3 was on the reclaimed instance's disk only
+    assert re.findall(r"checkpoints found: (.*)", log) == ["", ""]
+    assert "restarting from the start (the job has no CheckpointConfig)" in log
+    assert [step["step"] for step in platform.job(name).steps] == list(range(8))
+
+
 def test_a_job_without_the_tag_is_never_interrupted_and_a_bad_tag_is_refused(platform_env):
     _, sagemaker, _ = platform_env
     body = request("remediation-spot-bad-1", mode="complete")
