@@ -19,6 +19,7 @@ from contracts import ContractError
 from contracts.debug_output import STEPS_DIR, step_from_file_name
 from contracts.rule_status import RULE_STATUS_FILE, RuleStatusDocument
 from contracts.spot_interruptions import AFTER_SECONDS, LOCAL_SPOT_INTERRUPTIONS_TAG, SpotInterruption, from_tag_value
+from local_runtime.training_job import TrainingJobRecord
 
 
 def requested_interruptions(request: dict) -> list[SpotInterruption]:
@@ -109,3 +110,39 @@ class InterruptionSchedule:
             return None
         self.happened.append(self.pending.pop(0))
         return interruption
+
+    def reclaim_due(self, job: TrainingJobRecord, read_log: Callable[[], object]) -> bool:
+        """Whether ``job``'s next interruption is due; if so it is recorded in ``job.interruptions`` (what was asked,
+        the step the job had reached). ``read_log`` brings the job's log up to date."""
+
+        def progress() -> int | None:
+            read_log()
+            with job.lock:
+                printed = job.log.run_latest_step
+            written = self.debugger_steps.latest()
+            return max((step for step in (printed, written) if step is not None), default=None)
+
+        interruption = self.due(progress)
+        if interruption is None:
+            return False
+        reached = progress()
+        with job.lock:
+            job.interruptions.append({"requested": interruption.describe(), "at_step": reached, "restored_files": None})
+        return True
+
+
+def note_restart(job: TrainingJobRecord) -> None:
+    """A line in each host's log: the latest interruption, and what the restarted job starts from."""
+    interruption = job.interruptions[-1]
+    restored = interruption["restored_files"]
+    restart = (
+        f"with {restored} checkpoint file{'s' if restored != 1 else ''} restored from {job.checkpoint_uri}"
+        if job.checkpoint_uri
+        else "from the start (the job has no CheckpointConfig)"
+    )
+    for host in job.hosts:
+        with open(host.log_path, "a", encoding="utf-8") as log:
+            log.write(
+                f"[local training platform] spot interruption {len(job.interruptions)} "
+                f"({interruption['requested']}): the instance was reclaimed; restarting {restart}\n"
+            )

@@ -45,7 +45,7 @@ from local_runtime import job_outputs, job_staging, job_supervisor
 from local_runtime.botocore_dispatch import ServiceError
 from local_runtime.job_description import describe
 from local_runtime.job_hosts import HostGroup, HostProcess, free_port, host_variables, job_hosts
-from local_runtime.job_interruptions import InterruptionSchedule, requested_interruptions
+from local_runtime.job_interruptions import InterruptionSchedule, note_restart, requested_interruptions
 from local_runtime.job_log import log_tail
 from local_runtime.job_process import format_bytes
 from local_runtime.offline_aws import ACCOUNT_ID
@@ -385,21 +385,7 @@ class LocalTrainingPlatform:
 
     def _interruption_due(self, job: TrainingJobRecord, schedule: InterruptionSchedule) -> bool:
         """Whether the job's next spot interruption is due (it is then recorded as happened)."""
-
-        def progress() -> int | None:
-            self.read_progress(job)
-            with job.lock:
-                printed = job.log.run_latest_step
-            written = schedule.debugger_steps.latest()
-            return max((step for step in (printed, written) if step is not None), default=None)
-
-        interruption = schedule.due(progress)
-        if interruption is None:
-            return False
-        reached = progress()
-        with job.lock:
-            job.interruptions.append({"requested": interruption.describe(), "at_step": reached, "restored_files": None})
-        return True
+        return schedule.reclaim_due(job, lambda: self.read_progress(job))
 
     def _restart(self, job: TrainingJobRecord) -> None:
         """After a spot interruption: what the reclaimed instance had written is in S3 (SageMaker uploads the
@@ -416,17 +402,7 @@ class LocalTrainingPlatform:
             for host in job.hosts:
                 host.process, host.exit_code, host.ended_at = None, None, None
             job.log.restarted()
-            restart = (
-                f"with {restored} checkpoint file{'s' if restored != 1 else ''} restored from {job.checkpoint_uri}"
-                if job.checkpoint_uri
-                else "from the start (the job has no CheckpointConfig)"
-            )
-            for host in job.hosts:
-                with open(host.log_path, "a", encoding="utf-8") as log:
-                    log.write(
-                        f"[local training platform] spot interruption {len(job.interruptions)} "
-                        f"({interruption['requested']}): the instance was reclaimed; restarting {restart}\n"
-                    )
+            note_restart(job)
 
     def _conclude(self, job: TrainingJobRecord, exit_code: int, host: HostProcess) -> None:
         """The job's end from the exit code of ``host``: the first host that failed, else algo-1."""
