@@ -67,6 +67,12 @@ DEBUG_OUTPUT_S3_SYNC_ENV = "DEBUG_OUTPUT_S3_SYNC"
 TENSORBOARD_CONFIG_FILE_ENV = "TENSORBOARD_CONFIG_FILE_PATH"
 TENSORBOARD_CONFIG_FILE = "tensorboardoutputconfig.json"
 INPUT_CONFIG_DIR_ENV = "SM_INPUT_CONFIG_DIR"
+#: SageMaker's CheckpointConfig in the container: it writes {"LocalPath": ..., "S3Uri": ...} to this file, copies the
+#: S3Uri into LocalPath when the job (re)starts and uploads what the job writes there (smdebug's variable and default
+#: path; smdebug keeps its spot-resume state beside the checkpoints: debugger.state_store).
+CHECKPOINT_CONFIG_FILE_ENV = "CHECKPOINT_CONFIG_FILE_PATH"
+CHECKPOINT_CONFIG_FILE = "checkpointconfig.json"
+DEFAULT_CHECKPOINT_CONFIG_FILE = "/opt/ml/input/config/checkpointconfig.json"
 DEFAULT_TENSORBOARD_LOCAL_PATH = "/opt/ml/output/tensorboard"
 #: SageMaker turns the text of this file into DescribeTrainingJob's FailureReason.
 FAILURE_FILE_ENV = "TRAINING_FAILURE_FILE"

@@ -21,6 +21,7 @@ before the optimizer can use its gradients, and a rule with a StopTraining actio
 from __future__ import annotations
 
 import gc
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -60,9 +61,11 @@ from debugger.rules import TOTAL_GRADIENT_NORM
 from debugger.s3_mirror import mirroring_enabled
 from debugger.save_config import SaveConfig
 from debugger.stall_watchdog import StallWatchdog
+from debugger.state_store import StateStore, TrainingState, previous_status, remove_steps_from
 from debugger.stop_training import StopTrainingRequested
 from debugger.tensorboard_events import TensorBoardEvents
 
+LOGGER = logging.getLogger("debugger.hook")
 LEARNING_RATE_TENSOR = LEARNING_RATE
 #: Collections our own profile saves when the configuration names none (activations are opt-in).
 DEFAULT_COLLECTIONS = (GRADIENTS, "weights", "biases", LOSSES, METRICS, LEARNING_RATE)
@@ -153,8 +156,52 @@ class Hook(ScriptApi, StepCapture, HookBase):
         self.tensorboard = None if self.dry_run else TensorBoardEvents.for_hook(
             settings.export_tensorboard, settings.tensorboard_dir, self.out_dir
         )
+        self._resume_interrupted_run()
         self._opened()
         self._stall_watchdog = StallWatchdog.for_hook(self)  # StalledTrainingRule's clock starts now
+
+    def _resume_interrupted_run(self) -> None:
+        """smdebug's spot-resume state (:mod:`debugger.state_store`): the steps of a restarted job go on from the last
+        state this job kept beside its checkpoints, in the debug output of the run that was interrupted."""
+        store = StateStore.from_environment(self.job_name)
+        self._state_store = store if self.worker_role.is_chief else None  # one writer per checkpoint directory
+        self._training_run = 0
+        self._last_saved_step: int | None = None
+        self._judged_through = -1  # steps the interrupted run's rules judged: not judged again
+        self._resuming = False
+        last = store.last_state()
+        if last is None:
+            return
+        self._training_run = last.training_run + 1
+        self._last_saved_step = last.latest_global_step_saved
+        self._next_step = last.next_step
+        for mode, step in last.next_mode_steps().items():
+            if mode in ModeKeys.__members__:
+                self._next_mode_step[ModeKeys[mode]] = step
+        previous = previous_status(self.out_dir, self.job_name)
+        if previous is not None:
+            self._restore_status(previous)
+            self._judged_through = previous.last_step
+        self._resuming = not self.dry_run
+        LOGGER.info(
+            "debugger: training run %d of job %s resumes at step %d (the state kept with its checkpoints in %s)",
+            self._training_run, self.job_name, self._next_step, store.checkpoint_dir,
+        )
+
+    def _record_state_if_checkpointed(self) -> None:
+        """As a step begins: a checkpoint written since the last step is recorded with the step it follows; the first
+        step of a resumed run removes the interrupted run's step files from its own on (it redoes them from the
+        checkpoint, a script that numbers its steps itself included), so the trial holds each step once."""
+        if self._resuming:
+            self._resuming = False
+            remove_steps_from(self.out_dir, self._next_step)
+        if self._state_store is None or not self._state_store.checkpoint_updated():
+            return
+        seen = self._next_step - 1
+        self._flush_writer()  # the steps the state covers are on disk before it says so: a restart never lacks them
+        modes = {mode.name: step - 1 for mode, step in self._next_mode_step.items()}
+        modes[ModeKeys.GLOBAL.name] = seen
+        self._state_store.record(TrainingState(self._training_run, self._last_saved_step, seen, modes, self.job_name))
 
     def _setup_collections(self, settings: HookSettings, include_collections: list[str] | None) -> None:
         patterns = dict(PYTORCH_COLLECTION_PATTERNS)

@@ -163,6 +163,21 @@ class RuleRunner:
 
     # ------------------------------------------------------------------ status document
 
+    def _restore_status(self, document: RuleStatusDocument) -> None:
+        """Go on from ``document``, the status an interrupted run of this job left: each rule's status and issue, the
+        evidence, actions and metrics, the last step checked."""
+        found = {rule.RuleConfigurationName: rule for rule in document.rules}
+        for state in self._rules:
+            rule = found.get(state.spec.name)
+            if rule is not None:
+                state.status, state.details, state.modified = rule.RuleEvaluationStatus, rule.StatusDetails, rule.LastModifiedTime
+                state.issue = rule.issue
+        self.evidence = dataclasses.replace(document.evidence)
+        self._initial_recorded = document.last_step >= 0  # the job's initial loss and gradient norm are the first run's
+        self.actions = list(document.actions)
+        self.metrics.update(document.metrics)
+        self._last_checked_step = document.last_step
+
     def status_document(self, training_ended: bool = False) -> RuleStatusDocument:
         self._note_job_state()
         return RuleStatusDocument(

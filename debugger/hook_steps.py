@@ -95,7 +95,8 @@ def _flatten(value: Any) -> list[torch.Tensor]:
 
 class StepCapture:
     """State set up by Hook.__init__: profile, collection_manager, include_collections, save_config,
-    reduction_config, trial (LiveTrial), writer, evidence, _extra_save_steps, _extra_save_every."""
+    reduction_config, trial (LiveTrial), writer, evidence, _extra_save_steps, _extra_save_every; and the spot-resume
+    state (_state_store, _training_run, _last_saved_step, _judged_through: Hook._resume_interrupted_run)."""
 
     # ------------------------------------------------------------------ collections
 
@@ -188,6 +189,7 @@ class StepCapture:
 
     def _begin_step(self) -> None:
         self._prepare_collections()
+        self._record_state_if_checkpointed()
         step = self._next_step
         mode = self.mode
         mode_step = self._next_mode_step.get(mode, 0)
@@ -284,7 +286,8 @@ class StepCapture:
         if open_step.record:
             self.trial.add_saved_step(step, dict(open_step.record.tensors), open_step.record.membership, open_step.mode, open_step.mode_step)
         self._pending_loss = None
-        self._evaluate_rules(step, learning_rate)
+        if step > self._judged_through:  # a restarted job's rules do not judge again what the interrupted run did
+            self._evaluate_rules(step, learning_rate)
         if self.tensorboard is not None:
             self._write_tensorboard(open_step, training, loss, gradient_norm, learning_rate)
         if collective and self.worker_role.distributed:
@@ -337,6 +340,7 @@ class StepCapture:
                 open_step.record.add(name, value, saving, raw=raw, reductions=reductions, shape=shape)
         if open_step.record and not self.dry_run:
             self._writer.submit(open_step.record)
+            self._last_saved_step = open_step.step
             if not self._collections_written:
                 self._write_collections()
 

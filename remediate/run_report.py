@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from contracts.atomic_files import write_atomically
+from local_runtime.job_hosts import LOG_FILE
 from local_runtime.job_process import format_bytes
-from local_runtime.training_platform import LOG_FILE, LocalTrainingPlatform
+from local_runtime.training_platform import LocalTrainingPlatform
 from remediate import run_figure, run_steps
 
 SUMMARY_FILE = "summary.json"
@@ -94,6 +95,9 @@ def job_figures(platform: LocalTrainingPlatform, name: str) -> dict[str, Any]:
             "held_out_accuracy": epochs[-1].get("test_accuracy") if epochs else None,
             "held_out_accuracy_metric": EPOCH_LINE_ACCURACY if epochs else None,
             "training_process_seconds": round(job.process_seconds, 3),
+            # a local run's spot interruptions (run_spec spot_interruptions): what was asked, the step reached, the
+            # checkpoint files the restarted job found
+            "spot_interruptions": [dict(interruption) for interruption in job.interruptions],
             "log": str(job.job_dir / LOG_FILE),
         }
     if figures["held_out_accuracy"] is None and status is not None:

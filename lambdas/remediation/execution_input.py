@@ -53,6 +53,7 @@ from lambdas.remediation.payload_fields import (
     RuleSelection,
     S3Uri,
     SaveInterval,
+    SpotInterruptions,
     Whole,
     canonical_framework_version,
     no_bool,
@@ -128,6 +129,9 @@ class ExecutionInput(BaseModel):
     #: Where SageMaker uploads each job's TensorBoard event files (TensorBoardOutputConfig.S3OutputPath); left out:
     #: s3://{bucket}/debug-output/, so they sit at debug-output/{job}/tensorboard-output/ beside the debug output.
     tensorboard_output_path: S3Uri | None = None
+    #: Local runs (instance_type local) only: the local platform reclaims each job's instance at these points, as EC2
+    #: reclaims spot capacity, e.g. [{"at_step": 30}, {"after_seconds": 600}] (contracts.spot_interruptions).
+    spot_interruptions: SpotInterruptions | None = None
 
     SAMPLE_KEYS: ClassVar[tuple[str, ...]] = tuple(builtin_example.SAMPLE_KEYS)
 
@@ -245,6 +249,7 @@ def _resolve(given: ExecutionInput, keys: set[str]) -> WorkflowState:
         ),
         instance_count=given.instance_count,
         distribution=given.distribution or {},
+        spot_interruptions=given.spot_interruptions or [],
     )
     return WorkflowState(
         run_spec=run_spec,

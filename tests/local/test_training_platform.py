@@ -287,7 +287,8 @@ def test_legacy_debugger_rules_report_sagemakers_rule_evaluation_statuses(platfo
 
 
 def test_overlapping_process_lifetimes_count_once(tmp_path):
-    from local_runtime.training_platform import LocalTrainingPlatform, TrainingJobRecord
+    from local_runtime.training_job import TrainingJobRecord
+    from local_runtime.training_platform import LocalTrainingPlatform
 
     platform = LocalTrainingPlatform(tmp_path, lambda: None)
     for name, (start, end) in {"a": (10.0, 20.0), "b": (18.0, 25.0), "c": (30.0, 31.0)}.items():

@@ -297,6 +297,25 @@ def test_spot_instances_cannot_be_local(account_input):
     assert list(caught.value.problems) == ["use_spot_instances"]
 
 
+def test_spot_interruptions_are_a_local_runs_only_and_are_checked_entry_by_entry(account_input):
+    """The local platform's simulation of spot reclaims: refused, naming the field and the fix, for a cloud instance."""
+    with pytest.raises(InvalidExecutionInput) as caught:
+        initial_state({**account_input, "spot_interruptions": [{"at_step": 30}]})
+    assert list(caught.value.problems) == ["spot_interruptions"]
+    assert "set instance_type to local or local_gpu (got ml.m5.xlarge)" in caught.value.problems["spot_interruptions"]
+    with pytest.raises(InvalidExecutionInput) as caught:
+        initial_state({**account_input, "instance_type": "local", "spot_interruptions": [{"at_step": 30}, {"at_step": 20}]})
+    assert list(caught.value.problems) == ["spot_interruptions[1].at_step"]
+    local = {**account_input, "instance_type": "local"}
+    assert initial_state(local).run_spec.spot_interruptions == []
+    state = initial_state({**local, "spot_interruptions": [{"at_step": 30}, {"after_seconds": 600}]})
+    assert state.run_spec.spot_interruptions == [{"at_step": 30}, {"after_seconds": 600}]
+    # every job of the run gets them: the planner's next run_spec keeps them
+    assert state.run_spec.with_hyperparameters({"add_batch_norm": True}).spot_interruptions == [
+        {"at_step": 30}, {"after_seconds": 600}
+    ]  # fmt: skip
+
+
 @pytest.mark.parametrize(("given", "expected"), [(0, False), (1, True), (True, True), (False, False)])
 def test_add_batch_norm_accepts_the_samples_0_1_and_booleans(account_input, given, expected):
     assert initial_state({**account_input, "add_batch_norm": given}).run_spec.hyperparameters["add_batch_norm"] is expected
