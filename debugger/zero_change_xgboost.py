@@ -3,8 +3,8 @@
 Installed by the job launcher when the script imports xgboost (:mod:`debugger.zero_change`). ``xgboost.train`` (also
 where ``xgboost.training`` and the scikit-learn estimators' ``fit`` call it) is wrapped: the first call gets the job's
 :class:`debugger.xgboost_hook.XGBoostHook` appended to its ``callbacks``, built from the job's configuration files
-with the call's ``params`` as its hyperparameters, ``dtrain`` as its training data and the last of ``evals`` that is
-not ``dtrain`` as its validation data (the one XGBoost's early stopping reads). Every rule then runs after every
+with the call's ``params`` as its hyperparameters, ``dtrain`` as its training data (for the SHAP values; not a
+QuantileDMatrix, which cannot be sliced) and the last of ``evals`` that is not ``dtrain`` as its validation data (the one XGBoost's early stopping reads). Every rule then runs after every
 boosting round, with StopTraining, as with ``callbacks=[Hook.create_from_json_file()]``.
 
 A call whose callbacks already hold a debugger hook, or a script that creates one (``Hook.create_from_json_file()``),
@@ -97,9 +97,12 @@ class XGBoostWatcher:
             params = bound.arguments.get("params")
             params = dict(params) if params is not None else {}
             dtrain = bound.arguments.get("dtrain")
+            # the SHAP sample is a slice of the training data, which a QuantileDMatrix (the scikit-learn estimators'
+            # with the hist method) cannot give: no SHAP tensors then
+            shap_data = None if isinstance(dtrain, xgboost.QuantileDMatrix) else dtrain
             self._starting = True
             try:
-                self.hook = self._factory(params, dtrain, _validation_data(bound.arguments.get("evals"), dtrain))
+                self.hook = self._factory(params, shap_data, _validation_data(bound.arguments.get("evals"), dtrain))
             finally:
                 self._starting = False
             print(
