@@ -264,15 +264,16 @@ def test_a_nonfinite_loss_under_amp_is_an_explosion(watch):
     model = mlp()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     scaler = torch.amp.GradScaler("cpu")
+    iteration = None
     with pytest.raises(StopTrainingRequested) as stopped:
-        for step, (inputs, labels) in enumerate(batches(10)):
+        for iteration, (inputs, labels) in enumerate(batches(10)):
             optimizer.zero_grad()
             with torch.autocast("cpu", dtype=torch.float16):
-                loss = nn.functional.cross_entropy(model(inputs * (math.inf if step == 4 else 1.0)), labels)
+                loss = nn.functional.cross_entropy(model(inputs * (math.inf if iteration == 4 else 1.0)), labels)
             scaler.scale(loss).backward()
-            scaler.step(optimizer)  # skipped at step 4: the scaler finds the gradients non-finite
-            scaler.update()
-    assert stopped.value.step == 4
+            scaler.step(optimizer)  # skipped at iteration 4: the scaler finds the gradients non-finite
+            scaler.update()  # where that step is judged, on its loss
+    assert stopped.value.step == 4 and iteration == 4
 
 
 def test_a_hook_the_script_creates_before_training_wins_and_nothing_is_saved_twice(watch, tmp_path):
