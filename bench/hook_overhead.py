@@ -7,7 +7,9 @@
    (one block of steps of each per repetition, the first repetition discarded as warm-up):
    no hook (twice: the second is an A/A control whose difference is the noise floor); the hook with default settings (save_interval 500, ExplodingTensor with StopTraining +
    VanishingGradient + LossNotDecreasing, every-step cheap checks); save_interval 10; save_interval 1; and
-   save_interval 1 with dry_run (everything but writing the step files).
+   save_interval 1 with dry_run (everything but writing the step files); and the zero-change hook (the script
+   creates no hook: debugger.zero_change_torch's global module and optimizer hooks and wrapped backward, installed
+   only while its own runner trains, so the other runners never meet them) at the default save interval.
    Reports the median step time per configuration, its ratio to no hook (overall, and the median of the
    per-repetition ratios, which cancels slow drifts in machine load), and the hook's own time on the training
    thread per step: every hook entry point (forward pre-hook, module and loss hooks, the step's check) timed
@@ -47,6 +49,7 @@ from contracts.job import HOOK_CONFIG_FILE_ENV, RULE_CONFIGS_FILE_ENV  # noqa: E
 from contracts.progress_log import parse_progress_line  # noqa: E402
 from contracts.rule_status import RuleStatusDocument  # noqa: E402
 from debugger import Hook  # noqa: E402
+from debugger.zero_change_torch import AutomaticHook, TorchWatcher  # noqa: E402
 
 STOP = '[{"name":"StopTraining"}]'
 DEFAULT_RULES = [
@@ -67,12 +70,16 @@ CONFIGURATIONS = {
     # the same without writing (dry_run): what the step files cost beside the hook's work on the training thread
     "hook_save_interval_1_dry_run": {"HookParameters": {"save_interval": "1", "dry_run": "true"}},
 }
+#: The zero-change hook: the plain loop creates no hook; the job's watcher attaches through PyTorch's global hooks.
+ZERO_CHANGE_CONFIGURATIONS = {"zero_change_default_save_interval_500": {}}
+#: The zero-change watcher's entry points on the training thread (module hooks, backward, optimizer hooks).
+ZERO_CHANGE_ENTRIES = ("_forward_pre", "_forward_post", "_before_backward", "_after_backward", "_before_optimizer_step", "_after_optimizer_step")
 
 
 class Runner:
     """One configuration: its own model, optimizer and (maybe) hook."""
 
-    def __init__(self, name: str, hook_config: dict | None, out_root: Path):
+    def __init__(self, name: str, hook_config: dict | None, out_root: Path, zero_change: bool = False):
         from model.resnet import build_resnet
 
         torch.manual_seed(0)
@@ -82,8 +89,16 @@ class Runner:
         # a small learning rate keeps the BN-free network finite for the whole benchmark
         self.optimizer = torch.optim.SGD(self.model.parameters(), lr=1e-4, momentum=0.9)
         self.hook = None
+        self.watcher = None
         self.hook_seconds: list[float] = []
-        if hook_config is not None:
+        if zero_change:
+            # nothing registered: the watcher finds the model, the loss and the optimizer as the loop runs them
+            self.watcher = TorchWatcher(
+                lambda: AutomaticHook.from_configs(hook_config, DEFAULT_RULES, out_dir=out_root / name, job_name=name)
+            )
+            for entry in ZERO_CHANGE_ENTRIES:
+                setattr(self.watcher, entry, self._timed(getattr(self.watcher, entry)))
+        elif hook_config is not None:
             self.hook = Hook.from_configs(hook_config, DEFAULT_RULES, out_dir=out_root / name, job_name=name)
             # Time every entry point the training thread runs through (torch calls the bound methods it was
             # given at registration, so they are wrapped before registering): the hook's own work per step.
@@ -111,6 +126,15 @@ class Runner:
         return timed
 
     def run(self, batches: list[tuple[torch.Tensor, torch.Tensor]], record: bool) -> None:
+        if self.watcher is not None:
+            self.watcher.install()  # the global hooks see every module: only while this runner trains
+        try:
+            self._run(batches, record)
+        finally:
+            if self.watcher is not None:
+                self.watcher.uninstall()
+
+    def _run(self, batches: list[tuple[torch.Tensor, torch.Tensor]], record: bool) -> None:
         for images, labels in batches:
             self._step_hook_seconds = self._step_hook_cpu_seconds = 0.0
             started = time.perf_counter()
@@ -120,7 +144,7 @@ class Runner:
             elapsed = time.perf_counter() - started
             if record:
                 self.step_seconds.append(elapsed)
-                if self.hook is not None:
+                if self.hook is not None or self.watcher is not None:
                     self.hook_seconds.append(self._step_hook_seconds)
                     self.hook_cpu_seconds.append(self._step_hook_cpu_seconds)
         if record:
@@ -136,6 +160,8 @@ def measure_overhead(repetitions: int, steps_per_repetition: int) -> dict:
     ]
     with tempfile.TemporaryDirectory() as scratch:
         runners = [Runner(name, config, Path(scratch)) for name, config in CONFIGURATIONS.items()]
+        # after the explicit hooks exist: a hook created while a watcher is installed makes it stand aside
+        runners += [Runner(name, config, Path(scratch), zero_change=True) for name, config in ZERO_CHANGE_CONFIGURATIONS.items()]
         for repetition in range(repetitions + 1):
             order = runners if repetition % 2 == 0 else list(reversed(runners))
             for runner in order:
@@ -153,7 +179,8 @@ def measure_overhead(repetitions: int, steps_per_repetition: int) -> dict:
                 "overhead_vs_no_hook": round(median / baseline - 1.0, 4),
                 "paired_overhead_median": round(statistics.median(paired), 4),
             }
-            if runner.hook is not None:
+            hook = runner.hook if runner.watcher is None else runner.watcher.hook
+            if hook is not None:
                 hook_median = statistics.median(runner.hook_seconds)
                 entry["median_hook_seconds_per_step"] = round(hook_median, 5)
                 entry["hook_share_of_no_hook_step"] = round(hook_median / baseline, 4)
@@ -163,7 +190,8 @@ def measure_overhead(repetitions: int, steps_per_repetition: int) -> dict:
                 entry["median_hook_thread_cpu_seconds_per_step"] = round(cpu_median, 5)
                 entry["hook_thread_cpu_share_of_no_hook_step"] = round(cpu_median / baseline, 4)
                 entry["saved_steps"] = len(list((Path(scratch) / runner.name / "steps").glob("*.npz")))
-                runner.hook.close()
+                entry["steps_recorded_by_hook"] = hook.status_document().last_step + 1
+                hook.close()
             results[runner.name] = entry
     return {
         "model": "ResNet-20 ELU, no batch norm",

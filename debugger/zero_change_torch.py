@@ -8,11 +8,12 @@ Installed by the job launcher when the script imports torch (:mod:`debugger.zero
   through to the model it wraps. Global module forward hooks (``torch.nn.modules.module.
   register_module_forward_pre_hook`` / ``register_module_forward_hook``) see every call.
 * the step: one optimizer step, a TRAIN step. It begins at the model's first training forward (train mode, gradients
-  on) after the previous step and is checked in the optimizer's pre-hook (``torch.optim.optimizer.register_optimizer_step_pre_hook``), before the update:
-  the gradients of every watched parameter (the models' and the optimizers'), the loss, the learning rate, then every
-  rule, with StopTraining, exactly as an explicit hook with ``register_optimizer`` does. Gradient accumulation
-  (several ``backward()`` calls per optimizer step) is one step; several optimizers stepping after one backward are
-  one step. An optimizer that runs its closure inside ``step()`` (LBFGS) is checked after its step.
+  on) after the previous step and is checked in the optimizer's pre-hook (``torch.optim.optimizer.
+  register_optimizer_step_pre_hook``), before the update: the gradients of every watched parameter (the models' and
+  the optimizers'), the loss, the learning rate, then every rule, with StopTraining, exactly as an explicit hook with
+  ``register_optimizer`` does. Gradient accumulation (several ``backward()`` calls per optimizer step) is one step;
+  several optimizers stepping after one backward are one step. ``optimizer.step(closure)`` (LBFGS, PyTorch
+  Lightning) is checked at the end of the closure's first ``backward()``, still before the update.
 * evaluation: a forward of a watched model in eval mode or without gradients is an EVAL step (ended by the next
   forward), as a script written for smdebug marks it with ``set_mode(EVAL)``; its loss is the loss module's output.
   Rules that prefer evaluation steps (LossNotDecreasing) read those, as they would for that script.
@@ -199,6 +200,7 @@ class TorchWatcher:
         self._optimizer_seen = False
         self._versions: list[int] | None = None
         self._stepping_without_backward: torch.optim.Optimizer | None = None
+        self._checked_in_closure = False
         self._checkers: list[torch.optim.Optimizer] = []
         self._loss_output: weakref.ref | None = None
         self._loss_output_name = FUNCTIONAL_LOSS_NAME
@@ -326,6 +328,8 @@ class TorchWatcher:
         if getattr(local, "outer", None) is not None or self._forked:
             return
         local.outer = module
+        if self._checked_in_closure and self._stepping_without_backward is not None:
+            return  # the closure evaluated again inside a step already judged (LBFGS's line search)
         training = module.training and torch.is_grad_enabled()
         hook = self.hook
         if hook is not None and module in hook._module_names:
@@ -391,6 +395,11 @@ class TorchWatcher:
         self._backward_since_check = True
         if not self._optimizer_seen and self.hook is not None:
             self._versions = self._parameter_versions()
+        stepping = self._stepping_without_backward
+        if stepping is not None and not self._checked_in_closure:
+            # optimizer.step(closure) (LBFGS, PyTorch Lightning): the closure's backward, before the update
+            self._checked_in_closure = True
+            self._check(stepping)
 
     def _parameter_versions(self) -> list[int]:
         return [parameter._version for _, parameter in self.hook._parameters] if self.hook is not None else []
@@ -404,17 +413,18 @@ class TorchWatcher:
         self._optimizer_seen = True
         if not self._backward_since_check:
             # another optimizer of a step already checked, or one whose closure runs backward inside step()
-            self._stepping_without_backward = optimizer
+            self._stepping_without_backward, self._checked_in_closure = optimizer, False
             return
         self._check(optimizer)
 
     def _after_optimizer_step(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
         if self._stepping_without_backward is optimizer:
             self._stepping_without_backward = None
-            if self._backward_since_check and not self._forked:
-                self._check(optimizer, closure=True)  # step(closure): its backward ran inside; checked after it
+            if self._checked_in_closure:
+                # the closure evaluated again (LBFGS's line search): the step was judged on its first evaluation
+                self._losses, self._backward_since_check = [], False
 
-    def _check(self, optimizer: torch.optim.Optimizer | None, judge_gradients: bool = True, closure: bool = False) -> None:
+    def _check(self, optimizer: torch.optim.Optimizer | None, judge_gradients: bool = True) -> None:
         """The step's check (the hook's ``end_step``): StopTrainingRequested when a rule stops training."""
         hook = self.hook
         if hook is None:
@@ -424,8 +434,6 @@ class TorchWatcher:
             hook.watch_optimizer(optimizer)
         losses, self._losses = self._losses, []
         self._backward_since_check = False
-        if closure:
-            losses = losses[:1]  # a closure optimizer re-evaluates the loss: the step's is its first
         if hook._open is not None and hook._open.mode is ModeKeys.EVAL:
             hook._close_open_step()  # an evaluation forward came after this step's (functional) forward
         hook.mode = ModeKeys.TRAIN

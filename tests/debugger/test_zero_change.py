@@ -201,6 +201,47 @@ def test_several_models_under_one_optimizer_and_several_optimizers_after_one_bac
     assert {"gradient/0.weight", "gradient/Linear.weight", "gradient/Linear.bias"} <= set(gradients)
 
 
+def test_a_step_whose_closure_runs_backward_is_checked_before_the_update(watch):
+    """optimizer.step(closure), as PyTorch Lightning and LBFGS run a step: judged at the closure's first backward."""
+    watcher = watch(rules=RULES[:1])
+    model = mlp()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with pytest.raises(StopTrainingRequested) as stopped:
+        for step, (inputs, labels) in enumerate(batches(6)):
+            weights_before = [p.detach().clone() for p in model.parameters()]
+
+            def closure(inputs=inputs, labels=labels, step=step):
+                optimizer.zero_grad()
+                loss = nn.functional.cross_entropy(model(inputs), labels) * (math.inf if step == 3 else 1.0)
+                loss.backward()
+                return loss
+
+            optimizer.step(closure)
+    assert stopped.value.step == 3
+    assert all(torch.equal(p.detach(), before) for p, before in zip(model.parameters(), weights_before, strict=True))
+
+    lbfgs_model = mlp()
+    lbfgs = torch.optim.LBFGS(lbfgs_model.parameters(), max_iter=4)  # evaluates the closure several times a step
+    watcher.uninstall()
+    watcher = watch(rules=RULES[:1], out_dir=watcher.hook.out_dir.parent / "lbfgs")
+    inputs, labels = batches(1)[0]
+    first_losses = []
+
+    def lbfgs_closure():
+        lbfgs.zero_grad()
+        loss = nn.functional.cross_entropy(lbfgs_model(inputs), labels)
+        loss.backward()
+        return loss
+
+    for _ in range(3):
+        first_losses.append(nn.functional.cross_entropy(lbfgs_model(inputs), labels).item())
+        lbfgs.step(lbfgs_closure)
+    watcher.hook.close()
+    trial = create_trial(watcher.hook.out_dir)
+    assert trial.steps(mode=ModeKeys.TRAIN) == [0, 1, 2]  # one step per optimizer step
+    assert values(trial, "loss_output_0") == pytest.approx(first_losses, rel=1e-5)  # each step's first evaluation
+
+
 def test_optimizers_taking_turns_each_after_its_own_backward_are_refused(watch):
     watcher = watch()
     torch.manual_seed(0)
