@@ -1,6 +1,6 @@
 """Cost of the debugger hook on ResNet-20 training steps, and how fast a StopTraining rule ends a job.
 
-    python bench/hook_overhead.py [--quick] [--skip-latency]
+    python bench/hook_overhead.py [--quick] [--skip-latency] [--configurations no_hook,...]
 
 1. Overhead: ResNet-20 (model.resnet.build_resnet, no batch norm), batch 128, random CIFAR-shaped data,
    CPU, 2 threads. Four configurations train side by side in this one process, in interleaved repetitions
@@ -151,7 +151,7 @@ class Runner:
             self.block_medians.append(statistics.median(self.step_seconds[-len(batches) :]))
 
 
-def measure_overhead(repetitions: int, steps_per_repetition: int) -> dict:
+def measure_overhead(repetitions: int, steps_per_repetition: int, only: set[str] | None = None) -> dict:
     torch.set_num_threads(2)
     generator = torch.Generator().manual_seed(0)
     batches = [
@@ -159,9 +159,14 @@ def measure_overhead(repetitions: int, steps_per_repetition: int) -> dict:
         for _ in range(steps_per_repetition)
     ]
     with tempfile.TemporaryDirectory() as scratch:
-        runners = [Runner(name, config, Path(scratch)) for name, config in CONFIGURATIONS.items()]
+        chosen = {name: config for name, config in CONFIGURATIONS.items() if only is None or name in only or name == "no_hook"}
+        runners = [Runner(name, config, Path(scratch)) for name, config in chosen.items()]
         # after the explicit hooks exist: a hook created while a watcher is installed makes it stand aside
-        runners += [Runner(name, config, Path(scratch), zero_change=True) for name, config in ZERO_CHANGE_CONFIGURATIONS.items()]
+        runners += [
+            Runner(name, config, Path(scratch), zero_change=True)
+            for name, config in ZERO_CHANGE_CONFIGURATIONS.items()
+            if only is None or name in only
+        ]
         for repetition in range(repetitions + 1):
             order = runners if repetition % 2 == 0 else list(reversed(runners))
             for runner in order:
@@ -294,9 +299,20 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a short run (2 repetitions of 3 steps)")
     parser.add_argument("--skip-latency", action="store_true", help="only the overhead measurement")
     parser.add_argument("--repetitions", type=int, default=8, help="measured repetitions (default 8)")
+    names = [*CONFIGURATIONS, *ZERO_CHANGE_CONFIGURATIONS]
+    parser.add_argument(
+        "--configurations",
+        help=f"comma-separated, of {', '.join(names)} (default: all; no_hook, the baseline, always runs)",
+    )
     arguments = parser.parse_args()
+    only = None
+    if arguments.configurations:
+        only = {name.strip() for name in arguments.configurations.split(",") if name.strip()}
+        unknown = sorted(only - set(names))
+        if unknown:
+            parser.error(f"--configurations: unknown {', '.join(unknown)}; choose from {', '.join(names)}")
     repetitions, steps = (2, 3) if arguments.quick else (arguments.repetitions, 6)
-    report = {"overhead": measure_overhead(repetitions, steps)}
+    report = {"overhead": measure_overhead(repetitions, steps, only)}
     if not arguments.skip_latency:
         report["detection_latency"] = measure_detection_latency(640 if arguments.quick else 2560)
         report["detection_latency"]["bare_torch_process_exit_seconds"] = measure_torch_teardown()

@@ -259,7 +259,7 @@ class TorchWatcher:
         def scale(scaler: Any, outputs: Any) -> Any:
             scaled = original(scaler, outputs)
             if isinstance(outputs, torch.Tensor) and isinstance(scaled, torch.Tensor) and scaled is not outputs:
-                self._scaled = (weakref.ref(scaled), outputs.detach())
+                self._scaled = (weakref.ref(scaled), outputs)  # until the backward of ``scaled`` takes it
             return scaled
 
         return scale
@@ -330,12 +330,14 @@ class TorchWatcher:
         local.outer = module
         if self._checked_in_closure and self._stepping_without_backward is not None:
             return  # the closure evaluated again inside a step already judged (LBFGS's line search)
+        if isinstance(module, LOSS_MODULES):
+            return  # a loss (even one the model holds) begins no step
         training = module.training and torch.is_grad_enabled()
         hook = self.hook
         if hook is not None and module in hook._module_names:
             hook.forward_start(hook.model_of(module), args, training)
             return
-        if not training or isinstance(module, LOSS_MODULES) or not _has_trainable_parameters(module):
+        if not training or not _has_trainable_parameters(module):
             return
         hook = self._start()
         if hook is not None:
