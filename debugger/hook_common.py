@@ -114,9 +114,16 @@ class HookBase(RuleRunner):
         if getattr(self, "_writer", None) is not None:  # the trial may ask before the writer exists
             self._writer.flush()
 
+    @property
+    def _writes_run_files(self) -> bool:
+        """Whether this process writes the run's collections file and end marker: when it records tensors, and in a
+        dry run the script asked for, as smdebug does (not on a rank that records nothing)."""
+        settings = self.settings
+        return not self.dry_run or (settings.dry_run and self.worker_role.records(settings.include_workers))
+
     def _write_collections(self) -> None:
         self._collections_written = True
-        if not self.dry_run:
+        if self._writes_run_files:
             storage.write_collections(
                 self.out_dir, {name: c.to_json_dict() for name, c in self.collection_manager.collections.items()}
             )
@@ -152,7 +159,7 @@ class HookBase(RuleRunner):
                     state.status, state.details, state.modified = NO_ISSUES_FOUND, "", _now()
         document = self.write_status(training_ended=training_ended)
         extra = [self.out_dir / RULE_STATUS_FILE, self.out_dir / storage.METRICS_FILE, self.out_dir / storage.COLLECTIONS_FILE]
-        if training_ended and not self.dry_run:
+        if training_ended and self._writes_run_files:
             extra.append(storage.mark_training_ended(self.out_dir))
         if self.mirror is not None:
             self.mirror.close(extra)

@@ -57,9 +57,12 @@ class _OpenStep:
 
 
 def _copy(value: Any) -> Any:
-    """A copy the training loop cannot change under the writer (in-place updates, zero_grad)."""
+    """A copy the training loop cannot change under the writer (in-place updates, zero_grad). A Python or numpy scalar
+    becomes a one-element array, as smdebug saves it (np.array([value]))."""
     if isinstance(value, torch.Tensor):
         return value.detach().clone()
+    if np.isscalar(value):
+        return np.array([value])
     return np.array(value, copy=True)
 
 
@@ -115,7 +118,8 @@ class StepCapture:
                 module_name = self._module_names.get(module)
                 if module_name is None:
                     continue  # not a module of the registered model (yet)
-                patterns = ([f"^{module_name}_input_"] if inputs else []) + ([f"^{module_name}_output_"] if outputs else [])
+                # smdebug's patterns, unanchored: "fc2_input_" (its tensors are named <module>_input_<i>)
+                patterns = ([f"{module_name}_input_"] if inputs else []) + ([f"{module_name}_output_"] if outputs else [])
                 for pattern in patterns:
                     if pattern not in collection.include_regex:
                         collection.include(pattern)
@@ -212,7 +216,7 @@ class StepCapture:
     def _snapshot_parameters(self) -> None:
         """Parameters are saved as the step starts, before this step's update (as smdebug does)."""
         if self._open.saving:
-            self._offer_many([(name, parameter, ()) for name, parameter in self._parameters])
+            self._offer_many([(name, parameter, ()) for name, parameter in self._parameters + self._frozen_parameters])
 
     def _builtin_of(self, name: str) -> tuple[str, ...]:
         return tuple(collection for collection in (WEIGHTS, BIASES) if self.collection_manager.get(collection).matches(name))
@@ -364,7 +368,16 @@ class StepCapture:
         if self._capture_io:
             self._offer_module_tensors(self._module_names[module], inputs, "_input_")
 
+    def _take_saved_tensors(self) -> None:
+        """What the script handed save_tensor joins the step under way when the hook next sees the model work (a
+        module's output, a gradient), as smdebug's hook writes it then: a tensor saved before the forward pass goes
+        with that pass's step, one saved after an evaluation step's forward pass with the next step."""
+        if self._pending_custom and self._open is not None:
+            self._open.custom.update(self._pending_custom)
+            self._pending_custom = {}
+
     def _on_module_output(self, module: torch.nn.Module, inputs: Any, output: Any) -> None:
+        self._take_saved_tensors()
         if not self._capture_io:
             return
         name = self._module_names[module]
@@ -381,6 +394,7 @@ class StepCapture:
             self._offer(f"{key}{index}", tensor)
 
     def _on_loss(self, module: torch.nn.Module, inputs: Any, output: Any) -> None:
+        self._take_saved_tensors()
         if not isinstance(output, torch.Tensor):
             return
         if self.profile == NATIVE:
@@ -394,6 +408,7 @@ class StepCapture:
             self._offer_module_tensors(name, output, "_output_")
 
     def _on_gradient(self, parameter: torch.Tensor) -> None:
+        self._take_saved_tensors()
         if not self._callback_queued:
             self._callback_queued = True
             torch.autograd.Variable._execution_engine.queue_callback(self._on_backward_end)
@@ -414,6 +429,8 @@ class StepCapture:
     def _learning_rate(self) -> float | None:
         if self._optimizer is not None:
             return float(self._optimizer.param_groups[0]["lr"])
+        if self._context_learning_rate is None and self._observed_optimizer is not None:
+            return float(self._observed_optimizer.param_groups[0]["lr"])
         return self._context_learning_rate
 
     def _effective_save_config(self, collection: str) -> SaveConfig:

@@ -37,7 +37,8 @@ from contracts.job import (
     split_long_value,
 )
 from contracts.run_spec import JOB_NAME_PATTERN, MAX_JOB_NAME_LENGTH
-from lambdas.remediation.payload import RunSpec, WorkflowState
+from lambdas.remediation.payload import WorkflowState
+from lambdas.remediation.run_spec_model import RunSpec
 from lambdas.remediation.training_images import rule_evaluator_image_uri, training_image_uri
 
 # --------------------------------------------------------------------------- job settings
