@@ -52,7 +52,13 @@ from debugger.container_config import (  # noqa: F401 - importable from here as 
 )
 from debugger.distributed import StopExchange, WorkerRole
 from debugger.hook_api import ScriptApi
-from debugger.hook_common import HookBase, apply_collection_spec, close_open_hooks, included_collections
+from debugger.hook_common import (
+    HookBase,
+    announce_hook_creation,
+    apply_collection_spec,
+    close_open_hooks,
+    included_collections,
+)
 from debugger.hook_steps import NATIVE, SMDEBUG, StepCapture
 from debugger.live_trial import LiveTrial
 from debugger.modes import ModeKeys
@@ -94,6 +100,7 @@ class Hook(ScriptApi, StepCapture, HookBase):
     ):
         if profile not in (NATIVE, SMDEBUG):
             raise ValueError(f"profile must be {NATIVE!r} or {SMDEBUG!r}; got {profile!r}")
+        announce_hook_creation(self)  # a hook of the script's own: the zero-change hook stands aside
         self.profile = profile
         self.settings = settings
         #: Under torch.distributed: this process's rank; the chief writes the job's output, the others their own.
@@ -305,14 +312,10 @@ class Hook(ScriptApi, StepCapture, HookBase):
         elif not self._parameters:
             raise ValueError("register_module: the module has no trainable parameters to watch")
         self._top_module = module
-        for name, child in module.named_modules():
-            self._module_names[child] = name if child is not module else module._get_name()
+        self._name_modules(module)
+        for child in module.modules():
             if child is not module:
                 self._handles.append(child.register_forward_hook(self._on_module_output))
-            if self.profile == NATIVE and isinstance(child, ACTIVATION_TYPES) and child is not module:
-                self.collection_manager.get(ACTIVATIONS).include([f"^{name}_input_0$", f"^{name}_output_0$"])
-                # DeadRelu / SaturatedActivation find nn.ReLU / nn.Tanh modules by type, whatever their names
-                self.trial.activation_kinds[name] = type(child).__name__
         self._handles.append(module.register_forward_pre_hook(self._on_forward_start))
         self._handles.append(module.register_forward_hook(self._on_module_output))
         self._parameter_ids = frozenset(id(parameter) for _, parameter in self._parameters)
@@ -321,6 +324,20 @@ class Hook(ScriptApi, StepCapture, HookBase):
             self._watch_backward()
 
     register_hook = register_module  # smdebug's other name for it
+
+    def _name_modules(self, module: nn.Module, prefix: str = "") -> None:
+        """Name ``module`` (its class name) and its submodules (their paths, after ``prefix``) for the tensors of
+        their inputs and outputs; activation modules join the ``activations`` collection."""
+        for name, child in module.named_modules():
+            if child is module:
+                self._module_names[child] = module._get_name()
+                continue
+            name = prefix + name
+            self._module_names[child] = name
+            if self.profile == NATIVE and isinstance(child, ACTIVATION_TYPES):
+                self.collection_manager.get(ACTIVATIONS).include([f"^{name}_input_0$", f"^{name}_output_0$"])
+                # DeadRelu / SaturatedActivation find nn.ReLU / nn.Tanh modules by type, whatever their names
+                self.trial.activation_kinds[name] = type(child).__name__
 
     def register_loss(self, criterion: nn.Module) -> None:
         """Record ``criterion``'s output every step (collection "losses": ``<LossClass>_output_0``)."""

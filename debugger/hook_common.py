@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 from contracts.rule_status import (
@@ -163,6 +164,28 @@ class HookBase(RuleRunner):
         if self.mirror is not None:
             self.mirror.close(extra)
         return document
+
+
+#: Called with every hook about to be created, before it touches its output directory (with None when smdebug's
+#: constructor has not built the hook object yet): the zero-change hook (debugger.zero_change) stands aside for a
+#: hook the script creates itself.
+_CREATION_LISTENERS: list[Callable[[HookBase | None], None]] = []
+
+
+def add_creation_listener(listener: Callable[[HookBase | None], None]) -> None:
+    if listener not in _CREATION_LISTENERS:
+        _CREATION_LISTENERS.append(listener)
+
+
+def remove_creation_listener(listener: Callable[[HookBase | None], None]) -> None:
+    if listener in _CREATION_LISTENERS:
+        _CREATION_LISTENERS.remove(listener)
+
+
+def announce_hook_creation(hook: HookBase | None = None) -> None:
+    """A hook is being created (``hook``: the object under construction, when there is one yet)."""
+    for listener in list(_CREATION_LISTENERS):
+        listener(hook)
 
 
 #: Hooks (of either framework) created and not closed yet: closed by the job launcher, which knows how the script

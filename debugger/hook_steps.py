@@ -223,11 +223,13 @@ class StepCapture:
     def _builtin_of(self, name: str) -> tuple[str, ...]:
         return tuple(collection for collection in (WEIGHTS, BIASES) if self.collection_manager.get(collection).matches(name))
 
-    def _check_step(self, collective: bool = False) -> None:
+    def _check_step(self, collective: bool = False, judge_gradients: bool = True) -> None:
         """The step's check: signals, gradients, rules. Raises StopTrainingRequested when a rule stops training.
 
         ``collective``: a training step's check, which every rank makes at the same step (the end of backward or
-        the optimizer step), so the ranks can exchange whether one of them stops (debugger.distributed)."""
+        the optimizer step), so the ranks can exchange whether one of them stops (debugger.distributed).
+        ``judge_gradients=False``: the gradients are not this step's to judge (AMP's GradScaler found them
+        non-finite at its loss scale and skipped the optimizer step): neither measured nor saved."""
         if self._stop is not None:
             raise self._stop
         if self._open is None:
@@ -237,7 +239,8 @@ class StepCapture:
             return
         step = open_step.step
         training = open_step.mode not in (ModeKeys.EVAL, ModeKeys.PREDICT)
-        gradients = [parameter.grad for _, parameter in self._parameters if parameter.grad is not None] if training else []
+        with_gradients = training and judge_gradients
+        gradients = [parameter.grad for _, parameter in self._parameters if parameter.grad is not None] if with_gradients else []
         # None when no parameter has a gradient (no backward this step): nothing to judge, not a vanishing gradient
         gradient_norm = float(torch.nn.utils.get_total_norm(gradients, 2.0)) if gradients else None
         loss = float(self._pending_loss.float().mean()) if self._pending_loss is not None else None
@@ -262,7 +265,7 @@ class StepCapture:
             )
             if loss is not None:
                 open_step.record.add(self._loss_name, np.float64(loss), [LOSSES])
-        if training and open_step.saving & (self._io_collections | {GRADIENTS}):
+        if with_gradients and open_step.saving & (self._io_collections | {GRADIENTS}):
             extra = (GRADIENTS,) if forced else ()
             self._offer_many(
                 [(GRADIENT_PREFIX + name, parameter.grad, extra) for name, parameter in self._parameters if parameter.grad is not None]
@@ -421,9 +424,9 @@ class StepCapture:
     def _on_optimizer_step(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
         self.end_step()
 
-    def end_step(self) -> None:
+    def end_step(self, judge_gradients: bool = True) -> None:
         """The step's check (called by the torch hooks); our profile also ends the step here."""
-        self._check_step(collective=True)
+        self._check_step(collective=True, judge_gradients=judge_gradients)
         if self.profile == NATIVE:
             self._finalize_open_step()
 

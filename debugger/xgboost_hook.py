@@ -53,6 +53,7 @@ from debugger.container_config import (
 from debugger.distributed import WorkerRole
 from debugger.hook_common import (  # noqa: F401 - close_open_hooks importable from here as before
     HookBase,
+    announce_hook_creation,
     apply_collection_spec,
     close_open_hooks,
     included_collections,
@@ -145,6 +146,7 @@ class XGBoostHook(HookBase, xgb.callback.TrainingCallback):
         default_collections: tuple[str, ...] = NATIVE_DEFAULT_COLLECTIONS,
         status_heartbeat_seconds: float = 60.0,
     ):
+        announce_hook_creation(self)  # a hook of the script's own: the zero-change hook stands aside
         xgb.callback.TrainingCallback.__init__(self)
         self.settings = settings
         # Several XGBoost instances (SM_HOSTS) write one rule-status document: the chief's (rank 0).
