@@ -28,7 +28,7 @@ CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 #: must match NOT_RUN_HERE, with the reason, so a new command is either run here or its reason stated.
 RUN_HERE = (
     r"^\.venv/bin/python examples/(mlp|xgboost)/make_data\.py ",
-    r"^\.venv/bin/remediate local run --run-spec examples/xgboost/run_spec\.json ",
+    r"^\.venv/bin/remediate local run --run-spec examples/(xgboost|plain)/run_spec\.json ",
 )
 NOT_RUN_HERE = {
     r"^\.venv/bin/remediate cloud ": "needs an AWS account and a deployed stack",
@@ -165,8 +165,9 @@ def test_the_readme_commands_run_as_written_in_a_fresh_checkout(checkout):
             assert done.returncode == 0, f"{command}\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
             assert "Traceback" not in done.stderr, command
     assert (checkout / "data" / "xgboost" / "train").is_dir() and (checkout / "data" / "mlp" / "train").is_dir()
-    (summary,) = checkout.glob("runs/*/summary.json")
-    assert json.loads(summary.read_text())["successful_job"]  # the XGBoost example meets its objective, as the README says
+    summaries = [json.loads(path.read_text()) for path in checkout.glob("runs/*/summary.json")]
+    # the XGBoost example and the plain PyTorch script meet their objectives, as the README says
+    assert len(summaries) == 2 and all(summary["successful_job"] for summary in summaries)
 
 
 @pytest.mark.install

@@ -104,9 +104,10 @@ def test_a_script_without_progress_lines_gets_every_point_its_jobs_saved_for_eve
         assert line_points(norm, row["number"]) == finite(saved["gradient_norm/total"])
         # the training loss only: the script's evaluation steps (smdebug's EVAL mode) are not on this panel
         assert line_points(loss, row["number"]) == finite(saved["loss"])
-    # the script registers no optimizer with the hook, so no learning rate was saved: each attempt's lr as launched
-    launched = [line.get_ydata().tolist() for line in rate.get_lines() if line.get_gid() == "launched-learning-rate"]
-    assert launched == [[20.0, 20.0], [0.2, 0.2]]
+        # the script registers no optimizer with the hook; the debugger sees the one it creates and saves its rate
+        assert line_points(rate, row["number"]) == finite(saved["learning_rate"])
+    assert [line_points(rate, row["number"])[0][1] for row in rows] == [20.0, pytest.approx(0.2)]
+    assert not [line for line in rate.get_lines() if line.get_gid() == "launched-learning-rate"]
     # the rule's marker sits on the last finite gradient norm up to its step, not at a made-up 1.0
     exploded = rows[0]
     (marker,) = [c for c in norm.collections if c.get_gid() == "rule-fired"]
@@ -131,5 +132,6 @@ def test_a_script_printing_some_progress_fields_gets_the_rest_from_its_debugger_
         assert line_points(norm, row["number"]) == finite(saved["gradient_norm/total"])
     completed = rows[1]
     assert [step for step, _ in line_points(norm, completed["number"])] == list(range(12))
-    launched = [line.get_ydata().tolist() for line in rate.get_lines() if line.get_gid() == "launched-learning-rate"]
-    assert launched == [[1e38, 1e38], [0.5, 0.5]]
+    # the rate as the debugger saved it from the script's optimizer, for every attempt
+    assert [line_points(rate, row["number"])[0][1] for row in rows] == [pytest.approx(1e38), pytest.approx(0.5)]
+    assert not [line for line in rate.get_lines() if line.get_gid() == "launched-learning-rate"]
