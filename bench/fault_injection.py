@@ -29,7 +29,7 @@ HARNESS = REPO_ROOT / "tests" / "workflow"
 
 
 def _prepare() -> None:
-    for path in (str(REPO_ROOT), str(HARNESS)):
+    for path in (str(REPO_ROOT), str(HARNESS), str(HARNESS.parent)):
         if path not in sys.path:
             sys.path.insert(0, path)
     from local_runtime.offline_aws import OFFLINE_AWS_ENVIRONMENT
@@ -37,15 +37,13 @@ def _prepare() -> None:
     os.environ.update(OFFLINE_AWS_ENVIRONMENT)
     os.environ.pop("AWS_PROFILE", None)
     # moto's interpreter really sleeps between Retry attempts (the ASL's intervals, up to 15 minutes): shortened,
-    # as the tests do; the definition is unchanged.
-    from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
+    # as the tests do (for the worker's life); the definition is unchanged.
+    from interpreter_clock import retry_waits_shortened
 
-    class RetryClock:
-        @staticmethod
-        def sleep(seconds: float) -> None:
-            time.sleep(min(seconds, 0.01))
+    retry_waits_shortened().__enter__()
+    from asl_parse_cache import parse_each_definition_once
 
-    retrier_decl.time = RetryClock
+    parse_each_definition_once().__enter__()  # moto parses the definition once per worker, not per execution
     import logging
 
     logging.disable(logging.CRITICAL)  # the handlers' logs: millions of lines over a long run

@@ -44,6 +44,8 @@ class LiveTrial(BaseTrial):
         self._model_inputs: tuple[int, dict[str, Any]] = (-1, {})
         #: module path -> class name ("ReLU", "Tanh", ...) of the activation modules the hook records
         self.activation_kinds: dict[str, str] = {}
+        #: The hook's collections by name (set by the hook): what tensor_names(collection=...) matches names against.
+        self.collection_definitions: dict[str, Any] = {}
 
     # --- written by the hook
     def begin_step(self, step: int, mode: ModeKeys = ModeKeys.GLOBAL, mode_step: int | None = None) -> None:
@@ -129,6 +131,9 @@ class LiveTrial(BaseTrial):
 
     def _names(self) -> dict[str, set[str]]:
         return self._membership
+
+    def _collection_definitions(self) -> dict[str, Any]:
+        return self.collection_definitions
 
     def _value(self, name: str, step: int) -> np.ndarray | None:
         series = self._scalars.get(name)

@@ -3,12 +3,13 @@ the issue, the debugger's evidence, metrics) and the planner's decision; and the
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, Field, model_validator
 
-from contracts.rule_status import ISSUE_KIND_PATTERN, Evidence
+from contracts.rule_status import ISSUE_KIND_PATTERN, MAX_REPORTED_LEARNING_RATES, Evidence
 from lambdas.remediation.payload_fields import (
     MAX_CHANGES,
     MAX_FAILURE_REASON_BYTES,
@@ -92,8 +93,20 @@ class Issue(BaseModel):
     kind: Annotated[str, Field(pattern=ISSUE_KIND_PATTERN.pattern)] | None = None
 
 
+class Peak(BaseModel):
+    """Where the loss or the total gradient norm peaked, and the rate and phase then (``contracts.rule_status.Peak``)."""
+
+    model_config = STRICT
+
+    value: float
+    step: Whole
+    learning_rate: float | None = None
+    phase: Phase | None = None
+
+
 class AttemptEvidence(BaseModel):
-    """The debugger's evidence for the planner (the fields of ``contracts.rule_status.Evidence``)."""
+    """The debugger's evidence for the planner (the fields of ``contracts.rule_status.Evidence``): a few numbers
+    per attempt, so the payload stays small however long the job trained."""
 
     model_config = STRICT
 
@@ -106,11 +119,20 @@ class AttemptEvidence(BaseModel):
     last_finite_loss: float | None = None
     max_gradient_norm: float | None = None
     learning_rate_at_issue: float | None = None
+    optimizer: Text(MAX_NAME_BYTES) | None = None
+    learning_rates: Annotated[list[float], Field(max_length=MAX_REPORTED_LEARNING_RATES)] | None = None
+    loss_peak: Peak | None = None
+    gradient_norm_peak: Peak | None = None
+    checkpoint_files: Count | None = None
 
     @classmethod
     def from_contract(cls, evidence: Evidence) -> AttemptEvidence:
         return cls.model_validate(
-            {key: value for key, value in vars(evidence).items() if value is not None and key in cls.model_fields}
+            {
+                key: value
+                for key, value in dataclasses.asdict(evidence).items()
+                if value is not None and key in cls.model_fields
+            }
         )
 
 

@@ -105,8 +105,9 @@ def judge_completed(
             outcome="missing_evidence",
             reason=(
                 f"Job {job} completed but its debugger never reported a rule status, so no rule was evaluated "
-                "and quiet rules cannot be claimed: the script created no hook (smd.Hook.create_from_json_file()) "
-                "or its debug output never reached the bucket."
+                "and quiet rules cannot be claimed: the debugger did not start in the job (its log says why: a "
+                "script it cannot watch unchanged is named there with the fix) or its debug output never reached "
+                "the bucket."
             ),
             objective_value=objective_value,
         )

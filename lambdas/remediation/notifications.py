@@ -97,7 +97,7 @@ def issues_found(state: WorkflowState) -> Notification:
     elif attempt.outcome == "out_of_memory":
         rule, where = "Out of memory", ""
     if decision is not None and decision.next_action == "launch_new":
-        action = f"{short_action(decision)}, relaunching (attempt {_attempt_of(state, attempt.number + 1)})"
+        action = f"{short_action(decision, state.kinds())}, relaunching (attempt {_attempt_of(state, attempt.number + 1)})"
     else:
         action = "planning the next step"
     subject = f"{SUBJECT_PREFIX} {rule}{where}: {action}"

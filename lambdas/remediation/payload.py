@@ -113,6 +113,11 @@ class WorkflowState(BaseModel):
     remedies: Annotated[dict[str, list[dict[str, Any]]], BeforeValidator(_remedies_json)] = Field(default_factory=dict)
     #: For a built-in remedy set (policy evidence or anchor): conventional hyperparameter name -> the script's.
     hyperparameter_names: Annotated[dict[str, Text(MAX_NAME_BYTES)], Field(max_length=32)] = Field(default_factory=dict)
+    #: What the run_spec declares a hyperparameter to be, where its name and value would say otherwise
+    #: (``contracts.hyperparameter_values.KINDS``).
+    hyperparameter_kinds: Annotated[
+        dict[str, Literal["integer", "real", "flag", "text"]], Field(max_length=bounds.MAX_HYPERPARAMETERS)
+    ] = Field(default_factory=dict)
     objective: ObjectiveJson = None
     max_num_retraining: RetrainingBudget
     max_monitor_transitions: MonitorTransitions
@@ -182,18 +187,31 @@ class WorkflowState(BaseModel):
     def declared_objective(self) -> objective_contract.Objective | None:
         return objective_contract.Objective.from_json(self.objective) if self.objective is not None else None
 
-    def declared_remedies(self) -> remedies_contract.Remedies:
+    def kinds(self) -> dict[str, str]:
+        """What each hyperparameter is (a whole number, a real number, a flag, text): declared, else what its
+        conventional name means, else from its name and value (``remedy_sets.hyperparameter_kinds``)."""
+        names = {} if self.policy == "declared" else self.hyperparameter_names
+        return remedy_sets.hyperparameter_kinds(self.run_spec.hyperparameters, names, self.hyperparameter_kinds)
+
+    def declared_remedies(self, preset: Mapping[str, Any] | None = None) -> remedies_contract.Remedies:
         """The remedies the planner applies, parsed: the run's own (policy declared, kept in the state), or the
         built-in set the policy names on the run's hyperparameters (lambdas.remediation.remedy_sets: code, not
-        state, so the state stays small). Both were checked against the starting hyperparameters at the start."""
+        state, so the state stays small; ``preset``: that set as the planner tuned it to the job, e.g. to its
+        optimizer's rates). Both were checked against the starting hyperparameters at the start."""
         if self.policy == "declared":
             declaration = self.remedies
         else:
             declaration = remedies_contract.adapt_to_script(
-                remedy_sets.POLICY_REMEDIES[self.policy], self.hyperparameter_names, self.run_spec.hyperparameters
+                preset if preset is not None else remedy_sets.POLICY_REMEDIES[self.policy],
+                self.hyperparameter_names,
+                self.run_spec.hyperparameters,
             )
         return remedies_contract.parse_remedies(
-            declaration, self.run_spec.hyperparameters, check_reachable=False, check_size=self.policy == "declared"
+            declaration,
+            self.run_spec.hyperparameters,
+            check_reachable=False,
+            check_size=self.policy == "declared",
+            kinds=self.kinds(),
         )
 
     # ----- writing (each returns a new, validated state)

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field
 
-from contracts import distributed, rule_selection
+from contracts import distributed, rule_selection, spot_interruptions
 from contracts import objective as objective_contract
 from contracts import run_spec as bounds
 from lambdas.remediation import training_images
@@ -132,6 +132,10 @@ RuleWait = Annotated[Whole, _within(bounds.RULE_WAIT_SECONDS)]
 InstanceCount = Annotated[int, BeforeValidator(distributed.check_instance_count)]
 #: The SDK's PyTorch ``distribution``: {} or {"torch_distributed" | "pytorchddp": {"enabled": bool}}.
 Distribution = Annotated[dict[str, dict[str, bool]], BeforeValidator(distributed.check_distribution)]
+#: Local runs only: when the local platform reclaims each job's instance (contracts.spot_interruptions).
+SpotInterruptions = Annotated[
+    list[dict[str, int | float]], BeforeValidator(spot_interruptions.check_spot_interruptions)
+]
 
 
 def _objective_json(value: Any) -> dict[str, Any] | None:

@@ -32,6 +32,7 @@ from lambdas.remediation.payload_fields import (
     RuleSelection,
     S3Uri,
     SaveInterval,
+    SpotInterruptions,
     canonical_framework_version,
 )
 from lambdas.remediation.validation_messages import clip
@@ -70,6 +71,8 @@ class RunSpec(BaseModel):
     #: Instances per job (ResourceConfig.InstanceCount) and how the container launches the script on them.
     instance_count: InstanceCount = 1
     distribution: Distribution = Field(default_factory=dict)
+    #: Local runs only: the local platform reclaims each job's instance at these points (contracts.spot_interruptions).
+    spot_interruptions: SpotInterruptions = Field(default_factory=list)
 
     _framework_version = model_validator(mode="before")(canonical_framework_version)
 
@@ -77,6 +80,12 @@ class RunSpec(BaseModel):
     def _local_instances_cannot_use_spot(self) -> RunSpec:
         if self.use_spot_instances and self.instance_type in bounds.LOCAL_INSTANCE_TYPES:
             raise ValueError("use_spot_instances: must be false when instance_type is local (spot is a cloud option)")
+        if self.spot_interruptions and self.instance_type not in bounds.LOCAL_INSTANCE_TYPES:
+            raise ValueError(
+                f"spot_interruptions: simulates spot interruptions on the local training platform only; set "
+                f"instance_type to {' or '.join(bounds.LOCAL_INSTANCE_TYPES)} (got {self.instance_type}), or leave it "
+                "out (in the cloud, use_spot_instances asks SageMaker for spot capacity and EC2 interrupts it)"
+            )
         return self
 
     def summary(self, limit: int = 70) -> str:

@@ -2,34 +2,15 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
+from interpreter_clock import retry_waits_shortened
 from workflow_harness import open_workflow
 
 
 @pytest.fixture
-def workflow(monkeypatch, offline_aws_credentials):
-    with open_workflow(monkeypatch.setenv) as opened:
+def workflow(monkeypatch, offline_aws_credentials, asl_parsed_once):
+    with retry_waits_shortened(), open_workflow(monkeypatch.setenv) as opened:
         yield opened
-
-
-@pytest.fixture(autouse=True)
-def _retries_without_their_sleep(monkeypatch):
-    """moto's interpreter really sleeps between the ASL's Retry attempts (2-300 s, jittered): the interval is
-    recorded and the sleep shortened, so a test exercises the Retry declarations themselves in milliseconds."""
-    from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
-
-    slept: list[float] = []
-
-    class RetryClock:
-        @staticmethod
-        def sleep(seconds: float) -> None:
-            slept.append(seconds)
-            time.sleep(min(seconds, 0.01))
-
-    monkeypatch.setattr(retrier_decl, "time", RetryClock)
-    return slept
 
 
 @pytest.fixture
