@@ -61,6 +61,10 @@ DEBUG_OUTPUT_DIR_ENV = "DEBUG_OUTPUT_DIR"
 DEFAULT_DEBUG_OUTPUT_DIR = "/opt/ml/output/tensors"
 #: Whether the debugger mirrors its output to the hook configuration's S3 path itself.
 DEBUG_OUTPUT_S3_SYNC_ENV = "DEBUG_OUTPUT_S3_SYNC"
+#: The artifacts bucket's region, for the mirror's S3 client (the job request sets it; AWS_REGION and
+#: AWS_DEFAULT_REGION are the fallbacks): a client without a region signs for us-east-1, and a bucket elsewhere
+#: refuses it.
+DEBUG_OUTPUT_S3_REGION_ENV = "DEBUG_OUTPUT_S3_REGION"
 #: SageMaker's TensorBoardOutputConfig in the container: it writes {"LocalPath": ..., "S3OutputPath": ...} to this
 #: file and uploads what the job writes under LocalPath to {S3OutputPath}/{job}/tensorboard-output/ (smdebug's
 #: variable and default path; the training toolkit also names the directory in SM_INPUT_CONFIG_DIR).

@@ -83,6 +83,18 @@ def watching_rules(rules: list[dict[str, Any]] | None, framework: str = "pytorch
     return default_rules(framework) if rules is None else rules
 
 
+#: Legacy mode: SageMaker Debugger's own evaluation of a selected rule is named this prefix + the rule's name, so it
+#: never clashes with ours (both report, under their own names).
+LEGACY_RULE_PREFIX = "Sagemaker"
+
+
+def reporting_rule_names(rules: list[dict[str, Any]] | None, framework: str, legacy: bool) -> list[str]:
+    """Every rule configuration that must report on a job: each watching rule (our in-job evaluation), and in
+    legacy mode SageMaker's evaluation of it besides. A job is clean only when all of them say NoIssuesFound."""
+    names = [rule["name"] for rule in watching_rules(rules, framework)]
+    return names + [LEGACY_RULE_PREFIX + name for name in names] if legacy else names
+
+
 def with_rule_parameter(rules: list[dict[str, Any]], name: str, parameter: str, value: str) -> list[dict[str, Any]]:
     """The selection with one rule's parameter set (the rule's other parameters kept; ``name`` must be selected)."""
     if name not in {rule["name"] for rule in rules}:

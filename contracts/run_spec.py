@@ -75,6 +75,17 @@ EXECUTION_TIME_RESERVE_SECONDS = 3600
 JOB_END_RESERVE_SECONDS = 1800
 #: Relaunches with the same run_spec after a capacity error (each counted in max_num_retraining, as any launch).
 CAPACITY_RELAUNCHES = 1
+#: The wait before such a relaunch (the state's capacity_wait_seconds, a Wait state's SecondsPath): capacity comes
+#: back in minutes, not at once.
+CAPACITY_WAIT_SECONDS = Bounds(0, 3600)
+DEFAULT_CAPACITY_WAIT_SECONDS = 300
+#: A completed job whose rules are still evaluating (SageMaker's legacy rule evaluators finish after the job) is
+#: looked at again after rule_wait_seconds, at most RULE_WAITS times; then its missing verdicts end the attempt as
+#: missing evidence. Each wait is a monitor pass (it counts in num_monitor_transitions and writes fewer history
+#: events than one), and rule_wait_seconds may not exceed monitor_interval_seconds: the bounds above hold.
+RULE_WAITS = 15
+RULE_WAIT_SECONDS = Bounds(0, 600)
+DEFAULT_RULE_WAIT_SECONDS = 60
 #: The pass that finds num_monitor_transitions > max_monitor_transitions and ends the run (the sample's meaning).
 MONITOR_PASSES_PAST_THE_GUARDRAIL = 1
 

@@ -14,14 +14,22 @@ import threading
 from pathlib import Path
 from urllib.parse import urlparse
 
+from contracts.job import DEBUG_OUTPUT_S3_REGION_ENV, DEBUG_OUTPUT_S3_SYNC_ENV
 from contracts.rule_status import RULE_STATUS_FILE
 
-SYNC_ENV = "DEBUG_OUTPUT_S3_SYNC"
+SYNC_ENV = DEBUG_OUTPUT_S3_SYNC_ENV
+#: Where the bucket's region is read, in order (the job request sets the first).
+REGION_ENVS = (DEBUG_OUTPUT_S3_REGION_ENV, "AWS_REGION", "AWS_DEFAULT_REGION")
 LOGGER = logging.getLogger(__name__)
 
 
 def mirroring_enabled(s3_output_path: str | None) -> bool:
     return bool(s3_output_path) and os.environ.get(SYNC_ENV, "").strip().lower() != "off"
+
+
+def bucket_region() -> str | None:
+    """The artifacts bucket's region from the job's environment (None: boto3's own default)."""
+    return next((os.environ[name] for name in REGION_ENVS if os.environ.get(name)), None)
 
 
 def split_s3_uri(uri: str) -> tuple[str, str]:
@@ -40,7 +48,7 @@ class S3Mirror:
 
         self.out_dir = out_dir
         self.bucket, self.prefix = split_s3_uri(s3_output_path)
-        self.client = client or boto3.client("s3")
+        self.client = client or boto3.client("s3", region_name=bucket_region())
         self.failed: list[Path] = []
         self._queue: queue.Queue[Path | None] = queue.Queue()
         self._thread = threading.Thread(target=self._upload_loop, name="debugger-s3-mirror", daemon=True)

@@ -10,6 +10,7 @@ from typing import Any
 from aws_cdk import App, Environment, Validations
 from cdk_nag import AwsSolutionsChecks
 
+from contracts.stack_guardrails import CostGuardrails
 from infra.bundling import REPO_ROOT
 from infra.functions import DEFAULT_POWERTOOLS_VERSION
 from infra.outputs import DEFAULT_STACK_NAME
@@ -30,7 +31,9 @@ def build_app(
     context: Mapping[str, Any] | None = None, outdir: str | None = None
 ) -> tuple[App, TrainingRemediationStack]:
     """Context values: stack_name, job_name_prefix, notification_email, state_machine_definition,
-    powertools_version, powertools_layer (auto, public or bundled), debug_output_expiration_days, account, region."""
+    powertools_version, powertools_layer (auto, public or bundled), debug_output_expiration_days, account, region,
+    the cost guardrails allowed_instance_types, max_instance_count, max_instance_hours (contracts.stack_guardrails),
+    and legacy_sagemaker_debugger (false: SageMaker Debugger's legacy grants are not deployed)."""
     merged = {**cdk_json_context(), **dict(context or {})}
     app = App(context=merged, outdir=outdir, analytics_reporting=False)
 
@@ -45,6 +48,12 @@ def build_app(
         expiration_days = int(expiration)
     except (TypeError, ValueError):
         raise ValueError(f"debug_output_expiration_days: must be a whole number of days (got {expiration!r})") from None
+    cost_guardrails = CostGuardrails.from_values(
+        {key: value(key) for key in ("allowed_instance_types", "max_instance_count", "max_instance_hours")}
+    )
+    legacy = value("legacy_sagemaker_debugger", False)
+    if str(legacy).lower() not in ("true", "false"):
+        raise ValueError(f"legacy_sagemaker_debugger: must be true or false (got {legacy!r})")
     stack = TrainingRemediationStack(
         app,
         value("stack_name", DEFAULT_STACK_NAME),
@@ -54,6 +63,8 @@ def build_app(
         powertools_version=str(value("powertools_version", DEFAULT_POWERTOOLS_VERSION)),
         powertools_layer=str(value("powertools_layer", AUTO)),
         debug_output_expiration_days=expiration_days,
+        cost_guardrails=cost_guardrails,
+        legacy_sagemaker_debugger=str(legacy).lower() == "true",
         env=env,
     )
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))

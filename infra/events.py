@@ -6,6 +6,10 @@
   Lambda, which reads the execution's history (GetExecutionHistory on this state machine's executions only) and
   stops the job it left.
 
+An event neither target could take after EventBridge's retries goes to the dead-letter queue (infra/dead_letters.py,
+alarmed). The train Lambda may DescribeExecution this state machine's executions: once its job exists it checks
+that its execution still runs, and stops the job if not.
+
 The patterns come from ``lambdas.remediation.job_events`` (the local runtime matches the same ones).
 """
 
@@ -16,6 +20,7 @@ from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
@@ -35,7 +40,9 @@ class LoopEvents(Construct):
         state_machine: sfn.StateMachine,
         job_events_function: lambda_.Function,
         execution_cleanup_function: lambda_.Function,
+        train_function: lambda_.Function,
         job_name_prefix: str,
+        dead_letter_queue: sqs.IQueue,
     ) -> None:
         super().__init__(scope, construct_id)
         self.job_state_change = events.Rule(
@@ -43,7 +50,14 @@ class LoopEvents(Construct):
             "JobStateChange",
             description="A training job of this stack reached a final status: end the workflow's wait for it",
             event_pattern=_pattern(job_events.training_job_state_change_pattern(job_name_prefix)),
-            targets=[targets.LambdaFunction(job_events_function, retry_attempts=4, max_event_age=MAX_EVENT_AGE)],
+            targets=[
+                targets.LambdaFunction(
+                    job_events_function,
+                    retry_attempts=4,
+                    max_event_age=MAX_EVENT_AGE,
+                    dead_letter_queue=dead_letter_queue,
+                )
+            ],
         )
         self.execution_ended = events.Rule(
             self,
@@ -51,7 +65,12 @@ class LoopEvents(Construct):
             description="A remediation execution timed out, was aborted or failed: stop the job it left",
             event_pattern=_pattern(job_events.execution_status_change_pattern(state_machine.state_machine_arn)),
             targets=[
-                targets.LambdaFunction(execution_cleanup_function, retry_attempts=4, max_event_age=MAX_EVENT_AGE)
+                targets.LambdaFunction(
+                    execution_cleanup_function,
+                    retry_attempts=4,
+                    max_event_age=MAX_EVENT_AGE,
+                    dead_letter_queue=dead_letter_queue,
+                )
             ],
         )
         # A policy of its own, not the role's default one: the function's default policy is a dependency of the
@@ -81,12 +100,29 @@ class LoopEvents(Construct):
                 resources=[executions],
             )
         )
-        acknowledge(
-            execution_cleanup_function.role,
-            f"AwsSolutions-IAM5[Resource::{account_scoped_arn_prefix(self, 'states')}execution:"
-            f"{attribute_placeholder(state_machine.node.default_child, 'Name')}:*]",
-            "Executions are named at start; this state machine's execution ARNs are their scope.",
+        # A policy of its own (the state machine's definition names the train function, as for job-events).
+        train_checks = iam.Policy(
+            self,
+            "TrainChecksItsExecution",
+            roles=[train_function.role],
+            statements=[
+                iam.PolicyStatement(
+                    sid="SeeWhetherTheExecutionStillRuns",
+                    actions=["states:DescribeExecution"],
+                    resources=[executions],
+                )
+            ],
         )
+        executions_finding = (
+            f"AwsSolutions-IAM5[Resource::{account_scoped_arn_prefix(self, 'states')}execution:"
+            f"{attribute_placeholder(state_machine.node.default_child, 'Name')}:*]"
+        )
+        for scope in (execution_cleanup_function.role, train_checks):
+            acknowledge(
+                scope,
+                executions_finding,
+                "Executions are named at start; this state machine's execution ARNs are their scope.",
+            )
 
 
 def _pattern(pattern: dict) -> events.EventPattern:

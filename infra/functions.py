@@ -8,11 +8,14 @@ from dataclasses import dataclass
 from aws_cdk import AssetHashType, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_destinations as destinations
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from contracts import bucket_layout
+from contracts import bucket_layout, time_budgets
+from contracts.stack_guardrails import LEGACY_DISABLED, LEGACY_ENABLED, LEGACY_SAGEMAKER_DEBUGGER_ENV, CostGuardrails
 from infra.bundling import HANDLER_PACKAGE, REPO_ROOT, handler_bundling_options
 from infra.nag import account_scoped_arn_prefix, acknowledge, attribute_placeholder
 from infra.notifications import NotificationTopic
@@ -32,18 +35,30 @@ class HandlerSpec:
     timeout_seconds: int
 
 
-TRAIN = HandlerSpec("Train", "lambdas.train_handler", "Launches the next SageMaker training job of a remediation", 60)
-MONITOR = HandlerSpec("Monitor", "lambdas.monitor_handler", "Reads a training job and its debugger rule statuses", 60)
-PLAN = HandlerSpec("Plan", "lambdas.plan_handler", "Prescribes the next run_spec after an issue", 60)
+#: Each function's timeout is contracts.time_budgets' (the handlers keep their AWS calls inside it).
+TIMEOUTS = time_budgets.LAMBDA_TIMEOUT_SECONDS
+TRAIN = HandlerSpec(
+    "Train", "lambdas.train_handler", "Launches the next SageMaker training job of a remediation", TIMEOUTS["train"]
+)
+MONITOR = HandlerSpec(
+    "Monitor", "lambdas.monitor_handler", "Reads a training job and its debugger rule statuses", TIMEOUTS["monitor"]
+)
+PLAN = HandlerSpec("Plan", "lambdas.plan_handler", "Prescribes the next run_spec after an issue", TIMEOUTS["plan"])
 JOB_EVENTS = HandlerSpec(
-    "JobEvents", "lambdas.job_events_handler", "Keeps a wait's task token; a training job's state change ends the wait", 60
+    "JobEvents",
+    "lambdas.job_events_handler",
+    "Keeps a wait's task token; a training job's state change ends the wait",
+    TIMEOUTS["job_events"],
 )
 EXECUTION_CLEANUP = HandlerSpec(
     "ExecutionCleanup",
     "lambdas.execution_cleanup_handler",
     "Stops the training job an execution left when it timed out, was aborted or failed",
-    120,
+    TIMEOUTS["execution_cleanup"],
 )
+#: Lambda retries a failed asynchronous invocation (an EventBridge delivery) this many times, then sends the event to
+#: the dead-letter queue.
+ASYNC_RETRY_ATTEMPTS = 2
 
 
 class RemediationFunctions(Construct):
@@ -56,6 +71,9 @@ class RemediationFunctions(Construct):
         notifications: NotificationTopic,
         sagemaker_role: iam.IRole,
         job_name_prefix: str,
+        dead_letter_queue: sqs.IQueue,
+        cost_guardrails: CostGuardrails,
+        legacy_sagemaker_debugger: bool,
         powertools_version: str = DEFAULT_POWERTOOLS_VERSION,
         powertools_layer_choice: str = AUTO,
     ) -> None:
@@ -75,21 +93,47 @@ class RemediationFunctions(Construct):
             "POWERTOOLS_SERVICE_NAME": POWERTOOLS_SERVICE_NAME,
             "POWERTOOLS_METRICS_NAMESPACE": POWERTOOLS_METRICS_NAMESPACE,
             "POWERTOOLS_LOG_LEVEL": "INFO",
+            # The stack's guardrails: Initialize refuses what they do not allow, the train Lambda and the planner keep
+            # each execution within its instance-hours (contracts.stack_guardrails).
+            **cost_guardrails.to_environment(),
+            LEGACY_SAGEMAKER_DEBUGGER_ENV: LEGACY_ENABLED if legacy_sagemaker_debugger else LEGACY_DISABLED,
         }
         self.train = self._function(TRAIN, environment)
         self.monitor = self._function(MONITOR, environment)
         self.plan = self._function(PLAN, environment)
         self.job_events = self._function(JOB_EVENTS, {**environment, "ARTIFACTS_BUCKET": artifacts_bucket.bucket_name})
         self.execution_cleanup = self._function(EXECUTION_CLEANUP, environment)
+        # EventBridge invokes these two asynchronously: an event whose handler fails on every try is kept, not lost.
+        for function in (self.job_events, self.execution_cleanup):
+            function.configure_async_invoke(
+                on_failure=destinations.SqsDestination(dead_letter_queue),
+                retry_attempts=ASYNC_RETRY_ATTEMPTS,
+                max_event_age=Duration.hours(2),
+            )
 
         training_jobs = stack.format_arn(
             service="sagemaker", resource="training-job", resource_name=f"{job_name_prefix}*"
         )
         self.train.add_to_role_policy(
             iam.PolicyStatement(
-                sid="LaunchOwnTrainingJobs",
-                # ListTags: a job found under our name is adopted only if its tags prove it is this execution's
-                actions=["sagemaker:CreateTrainingJob", "sagemaker:DescribeTrainingJob", "sagemaker:ListTags"],
+                sid="LaunchOwnTrainingJobsWithinTheCostGuardrails",
+                actions=["sagemaker:CreateTrainingJob"],
+                resources=[training_jobs],
+                # Whatever an execution input says, the role launches only the allowed instance types, for at most
+                # the stack's instance-hours per job (the Null condition: a request must name its instance types).
+                conditions={
+                    "ForAllValues:StringEquals": {"sagemaker:InstanceTypes": list(cost_guardrails.allowed_instance_types)},
+                    "Null": {"sagemaker:InstanceTypes": "false"},
+                    "NumericLessThanEquals": {"sagemaker:MaxRuntimeInSeconds": str(cost_guardrails.max_instance_seconds)},
+                },
+            )
+        )
+        self.train.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="WatchOwnTrainingJobs",
+                # ListTags: a job found under our name is adopted only if its tags prove it is this execution's;
+                # StopTrainingJob: the job it just launched, when its execution ended meanwhile
+                actions=["sagemaker:DescribeTrainingJob", "sagemaker:ListTags", "sagemaker:StopTrainingJob"],
                 resources=[training_jobs],
             )
         )
@@ -109,11 +153,14 @@ class RemediationFunctions(Construct):
                 conditions={"StringEquals": {"iam:PassedToService": SAGEMAKER_SERVICE}},
             )
         )
-        # A remedy that resumes carries the last job's checkpoints over to the next one (server-side CopyObject).
+        # A remedy that resumes carries the last job's checkpoints over to the next one (server-side CopyObject); a
+        # copy that cannot finish is deleted, so the job starts from step 0 rather than from half a checkpoint.
         checkpoints = artifacts_bucket.arn_for_objects(bucket_layout.CHECKPOINTS_PREFIX + "*")
         self.train.add_to_role_policy(
             iam.PolicyStatement(
-                sid="CarryCheckpointsOver", actions=["s3:GetObject", "s3:PutObject"], resources=[checkpoints]
+                sid="CarryCheckpointsOver",
+                actions=["s3:GetObject", "s3:PutObject", "s3:DeleteObject"],
+                resources=[checkpoints],
             )
         )
         self.train.add_to_role_policy(

@@ -1,4 +1,13 @@
-"""The execution role SageMaker training jobs run as."""
+"""The execution role SageMaker training jobs run as.
+
+Trust boundary: every training job of the stack runs under this one role, so one run's training script can write
+another run's objects under debug-output/ and checkpoints/ (their keys are named per job at run time; IAM has no
+per-job condition for a SageMaker job's own calls). The monitor refuses a rule-status document that names another
+job (lambdas/remediation/rule_reading.py), but a script that forges its own job's document, or overwrites another
+run's checkpoints, is inside the boundary: a stack is one trust domain; run untrusted scripts in a stack of their
+own. In legacy mode the role may also stop any of the stack's training jobs (the StopTraining rule action): those
+grants exist only when the stack is deployed with -c legacy_sagemaker_debugger=true.
+"""
 
 from __future__ import annotations
 
@@ -22,13 +31,9 @@ TRAINING_METRICS_NAMESPACE = "/aws/sagemaker/TrainingJobs"
 #: Legacy mode: SageMaker runs each built-in rule as a processing job (under this role), logging here.
 RULE_EVALUATION_LOG_GROUP = "/aws/sagemaker/ProcessingJobs"
 
-#: debug-output/ is read back by SageMaker Debugger's rule evaluator in legacy mode (the tensors its hook wrote).
-READ_PREFIXES = (
-    bucket_layout.CODE_PREFIX,
-    bucket_layout.DATA_PREFIX,
-    bucket_layout.CHECKPOINTS_PREFIX,
-    bucket_layout.DEBUG_OUTPUT_PREFIX,
-)
+READ_PREFIXES = (bucket_layout.CODE_PREFIX, bucket_layout.DATA_PREFIX, bucket_layout.CHECKPOINTS_PREFIX)
+#: debug-output/ is read back by SageMaker Debugger's rule evaluator in legacy mode only (the tensors its hook wrote).
+LEGACY_READ_PREFIXES = (bucket_layout.DEBUG_OUTPUT_PREFIX,)
 WRITE_PREFIXES = (bucket_layout.JOBS_PREFIX, bucket_layout.DEBUG_OUTPUT_PREFIX, bucket_layout.CHECKPOINTS_PREFIX)
 
 
@@ -40,6 +45,7 @@ class SageMakerExecutionRole(Construct):
         *,
         artifacts_bucket: s3.IBucket,
         job_name_prefix: str,
+        legacy_sagemaker_debugger: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
@@ -52,21 +58,22 @@ class SageMakerExecutionRole(Construct):
             ),
         )
         bucket = artifacts_bucket
-        # Channels and source archive in, checkpoints both ways (a spot restart reads them back), debug
-        # output both ways (the legacy rule evaluator reads what the hook wrote).
+        read_prefixes = READ_PREFIXES + (LEGACY_READ_PREFIXES if legacy_sagemaker_debugger else ())
+        # Channels and source archive in, checkpoints both ways (a spot restart reads them back); in legacy mode
+        # debug output both ways (the rule evaluator reads what the hook wrote).
         self.role.add_to_policy(
             iam.PolicyStatement(
-                sid="ReadCodeDataCheckpointsAndDebugOutput",
+                sid="ReadCodeDataAndCheckpoints" + ("AndDebugOutput" if legacy_sagemaker_debugger else ""),
                 actions=["s3:GetObject"],
-                resources=[bucket.arn_for_objects(prefix + "*") for prefix in READ_PREFIXES],
+                resources=[bucket.arn_for_objects(prefix + "*") for prefix in read_prefixes],
             )
         )
         self.role.add_to_policy(
             iam.PolicyStatement(
-                sid="ListCodeDataCheckpointsAndDebugOutput",
+                sid="ListCodeDataAndCheckpoints" + ("AndDebugOutput" if legacy_sagemaker_debugger else ""),
                 actions=["s3:ListBucket"],
                 resources=[bucket.bucket_arn],
-                conditions={"StringLike": {"s3:prefix": [prefix + "*" for prefix in READ_PREFIXES]}},
+                conditions={"StringLike": {"s3:prefix": [prefix + "*" for prefix in read_prefixes]}},
             )
         )
         self.role.add_to_policy(
@@ -96,46 +103,47 @@ class SageMakerExecutionRole(Construct):
                 resources=[f"{training_log_group_arn}:log-stream:{job_name_prefix}*"],
             )
         )
-        # Legacy mode (SageMaker Debugger's built-in rules): each rule runs as a processing job under this role,
-        # named after the lower-cased training job, so its log streams start with the job-name prefix.
-        rule_log_group_arn = stack.format_arn(
-            service="logs",
-            resource="log-group",
-            resource_name=RULE_EVALUATION_LOG_GROUP,
-            arn_format=ArnFormat.COLON_RESOURCE_NAME,
-        )
-        self.role.add_to_policy(
-            iam.PolicyStatement(
-                sid="CreateRuleEvaluationLogGroup",
-                actions=["logs:CreateLogGroup", "logs:DescribeLogStreams"],
-                resources=[rule_log_group_arn + ":*"],
+        if legacy_sagemaker_debugger:
+            # Legacy mode (SageMaker Debugger's built-in rules): each rule runs as a processing job under this role,
+            # named after the lower-cased training job, so its log streams start with the job-name prefix.
+            rule_log_group_arn = stack.format_arn(
+                service="logs",
+                resource="log-group",
+                resource_name=RULE_EVALUATION_LOG_GROUP,
+                arn_format=ArnFormat.COLON_RESOURCE_NAME,
             )
-        )
-        self.role.add_to_policy(
-            iam.PolicyStatement(
-                sid="WriteOwnRuleEvaluationLogStreams",
-                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
-                resources=[f"{rule_log_group_arn}:log-stream:{job_name_prefix}*"],
+            self.role.add_to_policy(
+                iam.PolicyStatement(
+                    sid="CreateRuleEvaluationLogGroup",
+                    actions=["logs:CreateLogGroup", "logs:DescribeLogStreams"],
+                    resources=[rule_log_group_arn + ":*"],
+                )
             )
-        )
-        # The StopTraining action (smdebug rules/action/stop_training_action.py) finds the InProgress job by
-        # name with ListTrainingJobs (no resource-level scoping) and stops it.
-        self.role.add_to_policy(
-            iam.PolicyStatement(
-                sid="RuleActionFindsItsTrainingJob",
-                actions=["sagemaker:ListTrainingJobs"],
-                resources=["*"],
+            self.role.add_to_policy(
+                iam.PolicyStatement(
+                    sid="WriteOwnRuleEvaluationLogStreams",
+                    actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+                    resources=[f"{rule_log_group_arn}:log-stream:{job_name_prefix}*"],
+                )
             )
-        )
-        self.role.add_to_policy(
-            iam.PolicyStatement(
-                sid="RuleActionStopsOwnTrainingJobs",
-                actions=["sagemaker:StopTrainingJob"],
-                resources=[
-                    stack.format_arn(service="sagemaker", resource="training-job", resource_name=f"{job_name_prefix}*")
-                ],
+            # The StopTraining action (smdebug rules/action/stop_training_action.py) finds the InProgress job by
+            # name with ListTrainingJobs (no resource-level scoping) and stops it.
+            self.role.add_to_policy(
+                iam.PolicyStatement(
+                    sid="RuleActionFindsItsTrainingJob",
+                    actions=["sagemaker:ListTrainingJobs"],
+                    resources=["*"],
+                )
             )
-        )
+            self.role.add_to_policy(
+                iam.PolicyStatement(
+                    sid="RuleActionStopsOwnTrainingJobs",
+                    actions=["sagemaker:StopTrainingJob"],
+                    resources=[
+                        stack.format_arn(service="sagemaker", resource="training-job", resource_name=f"{job_name_prefix}*")
+                    ],
+                )
+            )
         self.role.add_to_policy(
             iam.PolicyStatement(
                 sid="PublishTrainingMetrics",
@@ -155,7 +163,8 @@ class SageMakerExecutionRole(Construct):
         registries = CfnMapping(self, "ImageRegistries", mapping=image_registries_by_region())
         repositories = [("Training", repository) for repository in training_repositories()]
         repositories.append(("XGBoost", XGBOOST_REPOSITORY))
-        repositories.append(("Rules", RULE_EVALUATOR_REPOSITORY))
+        if legacy_sagemaker_debugger:
+            repositories.append(("Rules", RULE_EVALUATOR_REPOSITORY))
         self.role.add_to_policy(
             iam.PolicyStatement(
                 sid="PullTrainingAndRuleImages",
@@ -168,13 +177,16 @@ class SageMakerExecutionRole(Construct):
             )
         )
         bucket_arn = attribute_placeholder(bucket.node.default_child)
-        for prefix in sorted(set(READ_PREFIXES + WRITE_PREFIXES)):
+        for prefix in sorted(set(read_prefixes + WRITE_PREFIXES)):
             acknowledge(
                 self.role,
                 f"AwsSolutions-IAM5[Resource::{bucket_arn}/{prefix}*]",
                 f"Objects under {prefix} are named per job at run time; the prefix is their scope.",
             )
-        for group, what in ((TRAINING_LOG_GROUP, "training"), (RULE_EVALUATION_LOG_GROUP, "rule evaluation")):
+        log_groups = [(TRAINING_LOG_GROUP, "training")]
+        if legacy_sagemaker_debugger:
+            log_groups.append((RULE_EVALUATION_LOG_GROUP, "rule evaluation"))
+        for group, what in log_groups:
             logs_arn = account_scoped_arn_prefix(self, "logs") + f"log-group:{group}"
             acknowledge(
                 self.role,
@@ -186,17 +198,18 @@ class SageMakerExecutionRole(Construct):
                 f"AwsSolutions-IAM5[Resource::{logs_arn}:log-stream:{job_name_prefix}*]",
                 f"{what.capitalize()} log streams are named after the job at run time; the job-name prefix is their scope.",
             )
-        acknowledge(
-            self.role,
-            "AwsSolutions-IAM5[Resource::"
-            + account_scoped_arn_prefix(self, "sagemaker")
-            + f"training-job/{job_name_prefix}*]",
-            "The legacy StopTraining rule action stops jobs named at run time; the job-name prefix is their scope.",
-        )
+        if legacy_sagemaker_debugger:
+            acknowledge(
+                self.role,
+                "AwsSolutions-IAM5[Resource::"
+                + account_scoped_arn_prefix(self, "sagemaker")
+                + f"training-job/{job_name_prefix}*]",
+                "The legacy StopTraining rule action stops jobs named at run time; the job-name prefix is their scope.",
+            )
         acknowledge(
             self.role,
             "AwsSolutions-IAM5[Resource::*]",
-            "ecr:GetAuthorizationToken, sagemaker:ListTrainingJobs and namespace-scoped PutMetricData take no ARN.",
+            "ecr:GetAuthorizationToken, namespace-scoped PutMetricData (legacy: sagemaker:ListTrainingJobs) take no ARN.",
         )
 
 

@@ -8,8 +8,16 @@ from pathlib import Path
 from aws_cdk import CfnOutput, Stack
 from constructs import Construct
 
+from contracts.stack_guardrails import CostGuardrails
+from infra.alarms import OperationsAlarms
+from infra.dead_letters import DeadLetters
 from infra.events import LoopEvents
-from infra.functions import DEFAULT_POWERTOOLS_VERSION, RemediationFunctions
+from infra.functions import (
+    DEFAULT_POWERTOOLS_VERSION,
+    POWERTOOLS_METRICS_NAMESPACE,
+    POWERTOOLS_SERVICE_NAME,
+    RemediationFunctions,
+)
 from infra.notifications import NotificationTopic
 from infra.outputs import (
     OUTPUT_BUCKET_NAME,
@@ -59,9 +67,12 @@ class TrainingRemediationStack(Stack):
         powertools_version: str = DEFAULT_POWERTOOLS_VERSION,
         powertools_layer: str = AUTO,
         debug_output_expiration_days: int = DEFAULT_DEBUG_OUTPUT_EXPIRATION_DAYS,
+        cost_guardrails: CostGuardrails | None = None,
+        legacy_sagemaker_debugger: bool = False,
         **kwargs,
     ) -> None:
         check_job_name_prefix(job_name_prefix)
+        cost_guardrails = cost_guardrails or CostGuardrails()
         super().__init__(scope, construct_id, **kwargs)
         self.template_options.description = "Automated remediation of unstable SageMaker training: Step Functions loop of train, monitor and plan Lambdas"
         self.storage = storage = ArtifactsStorage(
@@ -75,7 +86,9 @@ class TrainingRemediationStack(Stack):
             "SageMaker",
             artifacts_bucket=storage.artifacts_bucket,
             job_name_prefix=job_name_prefix,
+            legacy_sagemaker_debugger=legacy_sagemaker_debugger,
         )
+        self.dead_letters = dead_letters = DeadLetters(self, "DeadLetters")
         self.functions = functions = RemediationFunctions(
             self,
             "Functions",
@@ -83,6 +96,9 @@ class TrainingRemediationStack(Stack):
             notifications=notifications,
             sagemaker_role=sagemaker.role,
             job_name_prefix=job_name_prefix,
+            dead_letter_queue=dead_letters.queue,
+            cost_guardrails=cost_guardrails,
+            legacy_sagemaker_debugger=legacy_sagemaker_debugger,
             powertools_version=powertools_version,
             powertools_layer_choice=powertools_layer,
         )
@@ -102,7 +118,19 @@ class TrainingRemediationStack(Stack):
             state_machine=workflow.state_machine,
             job_events_function=functions.job_events,
             execution_cleanup_function=functions.execution_cleanup,
+            train_function=functions.train,
             job_name_prefix=job_name_prefix,
+            dead_letter_queue=dead_letters.queue,
+        )
+        self.alarms = OperationsAlarms(
+            self,
+            "Alarms",
+            state_machine=workflow.state_machine,
+            functions=functions.all,
+            dead_letter_queue=dead_letters.queue,
+            notifications=notifications,
+            metrics_namespace=POWERTOOLS_METRICS_NAMESPACE,
+            service_name=POWERTOOLS_SERVICE_NAME,
         )
 
         CfnOutput(self, OUTPUT_STATE_MACHINE_ARN, value=workflow.state_machine.state_machine_arn)

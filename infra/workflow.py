@@ -1,4 +1,4 @@
-"""The remediation state machine (the ASL file inlined, Lambda ARNs substituted) and its alarms."""
+"""The remediation state machine (the ASL file inlined, Lambda ARNs substituted); its alarms are in infra/alarms.py."""
 
 from __future__ import annotations
 
@@ -6,13 +6,10 @@ import json
 import re
 from pathlib import Path
 
-from aws_cdk import ArnFormat, Duration, RemovalPolicy, Stack
-from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
+from aws_cdk import RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
-from aws_cdk import aws_sns as sns
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
@@ -147,47 +144,3 @@ class RemediationWorkflow(Construct):
             "AwsSolutions-IAM5[Resource::*]",
             "X-Ray tracing and CloudWatch Logs vended-log delivery actions support no resource-level scoping.",
         )
-
-        self.failed_alarm = self._alarm_to_topic(
-            "ExecutionsFailedAlarm",
-            "A training remediation execution failed",
-            self.state_machine.metric_failed(period=Duration.minutes(5), statistic="Sum"),
-            topic,
-        )
-        self.timed_out_alarm = self._alarm_to_topic(
-            "ExecutionsTimedOutAlarm",
-            "A training remediation execution timed out",
-            self.state_machine.metric_timed_out(period=Duration.minutes(5), statistic="Sum"),
-            topic,
-        )
-        notifications.allow_cloudwatch_alarms([self.alarm_arn(self.failed_alarm), self.alarm_arn(self.timed_out_alarm)])
-
-    def alarm_arn(self, alarm: cloudwatch.Alarm) -> str:
-        """The alarm's ARN from its (fixed) name, so policies can name it without referencing the alarm."""
-        return Stack.of(self).format_arn(
-            service="cloudwatch",
-            resource="alarm",
-            resource_name=self._alarm_name(alarm.node.id),
-            arn_format=ArnFormat.COLON_RESOURCE_NAME,
-        )
-
-    def _alarm_name(self, construct_id: str) -> str:
-        return f"{Stack.of(self).stack_name}-{construct_id.removesuffix('Alarm')}"
-
-    def _alarm_to_topic(
-        self, construct_id: str, description: str, metric: cloudwatch.Metric, topic: sns.ITopic
-    ) -> cloudwatch.Alarm:
-        """An alarm on one or more occurrences in five minutes, notifying the topic; named <stack>-<what>."""
-        alarm = cloudwatch.Alarm(
-            self,
-            construct_id,
-            alarm_name=self._alarm_name(construct_id),
-            alarm_description=description,
-            metric=metric,
-            threshold=1,
-            evaluation_periods=1,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-        )
-        alarm.add_alarm_action(cloudwatch_actions.SnsAction(topic))
-        return alarm

@@ -33,8 +33,10 @@ ARTIFACTS_BUCKET_ENV = "ARTIFACTS_BUCKET"
 
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
+@handler_support.counting_retried_errors(metrics)
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    handler_support.begin_invocation(context)
     try:
         if isinstance(event, dict) and event.get("detail-type") == job_events.TRAINING_JOB_STATE_CHANGE:
             return job_state_changed(event)

@@ -13,7 +13,7 @@ from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 from botocore.exceptions import BotoCoreError, ClientError
 
-from lambdas.remediation import execution_cleanup, handler_support, monitoring, notifications
+from lambdas.remediation import end_causes, execution_cleanup, handler_support, monitoring, notifications, rule_reading
 from lambdas.remediation.payload import WorkflowState, parse_state
 from lambdas.remediation.validation_messages import InvalidExecutionInput, clip
 
@@ -26,8 +26,10 @@ MAX_CAUSE_LENGTH = 32_000  # Step Functions caps a Fail cause at 32,768 characte
 
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
+@handler_support.counting_retried_errors(metrics)
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    handler_support.begin_invocation(context)
     task = handler_support.parse_task_event(event)
     logger.append_keys(execution_name=task.execution_name)
     if task.action == "cleanup":
@@ -45,7 +47,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     sagemaker = handler_support.client("sagemaker", region)
     try:
         described = sagemaker.describe_training_job(TrainingJobName=job_name)
-        reading = monitoring.read_rule_statuses(handler_support.client("s3", region), state, job_name, described)
+        reading = rule_reading.read_rule_statuses(handler_support.client("s3", region), state, job_name, described)
     except (ClientError, BotoCoreError) as error:
         if not handler_support.is_transient(error):
             raise
@@ -56,8 +58,9 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         described,
         reading.statuses,
         state,
-        monitoring.metrics_saved_by_script(reading.document),
-        rules_reported=bool(reading.statuses),
+        rule_reading.metrics_saved_by_script(reading.document),
+        rules_reported=bool(reading.statuses) or reading.foreign_job is not None,
+        foreign_job=reading.foreign_job,
     )
     logger.info(
         "monitor decision",
@@ -78,7 +81,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     updated = monitoring.apply_decision(state, decision, described, reading)
     if decision.next_step == "completed":
         metrics.add_metric(name="JobsCompleted", unit=MetricUnit.Count, value=1)
-        handler_support.publish(notifications.completed(updated))
+        handler_support.publish_best_effort(notifications.completed(updated), metrics, logger)
     return {**updated.to_payload(), "next_step": decision.next_step}
 
 
@@ -121,6 +124,8 @@ def clean_up(failed_input: dict[str, Any], execution_id: str, execution_start_ti
         )
     if report.stopped:
         metrics.add_metric(name="JobsStoppedOnError", unit=MetricUnit.Count, value=len(report.stopped))
+    if error_name not in end_causes.EXPECTED_ENDS:
+        metrics.add_metric(name=end_causes.UNEXPECTED_WORKFLOW_ERRORS, unit=MetricUnit.Count, value=1)
     logger.error("workflow failed", extra={"error": error_name, "cause": clip(message, 2000), "cleanup": report.notes})
     handler_support.publish(notifications.workflow_error(error_name, cause, state))
     cleanup_note = f" Cleanup: {'; '.join(report.notes)}." if report.notes else ""

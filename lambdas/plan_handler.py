@@ -3,12 +3,14 @@ or, after an attempt, prescribe the next run_spec or end with the reason."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 
-from lambdas.remediation import handler_support, notifications, policies
+from contracts.stack_guardrails import StackGuardrails
+from lambdas.remediation import end_causes, handler_support, notifications, policies
 from lambdas.remediation.execution_input import initial_state
 from lambdas.remediation.payload import WorkflowState, parse_state
 
@@ -17,31 +19,20 @@ metrics = Metrics(namespace=handler_support.METRICS_NAMESPACE, service=handler_s
 tracer = Tracer(service=handler_support.SERVICE_NAME)
 
 #: The Error name the state machine's RemediationGaveUp state fails with, by the planner's end cause.
-END_ERRORS = {
-    "budget_spent": "RemediationBudgetExhausted",
-    "no_remedy_left": "NoRemedyLeft",
-    "algorithm_error": "TrainingAlgorithmError",
-    "out_of_memory": "TrainingOutOfMemory",
-    "data_error": "TrainingDataError",
-    "capacity_error": "TrainingCapacityError",
-    "stopped": "TrainingJobStopped",
-    "failed": "TrainingJobFailed",
-    "monitor_limit": "MonitorLimitReached",
-    "objective_missed": "ObjectiveMissed",
-    "objective_unmeasured": "ObjectiveUnmeasured",
-    "missing_evidence": "MissingEvidence",
-    "completed": "RemediationEnded",
-}
+END_ERRORS = end_causes.END_ERRORS
 
 
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
+@handler_support.counting_retried_errors(metrics)
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    handler_support.begin_invocation(context)
     task = handler_support.parse_task_event(event)
     logger.append_keys(execution_name=task.execution_name)
     if task.action == "initialize":
-        state = initial_state(task.execution_input)  # InvalidExecutionInput names every bad field
+        # InvalidExecutionInput names every bad field, and what the stack's guardrails refuse
+        state = initial_state(task.execution_input, StackGuardrails.from_environment(os.environ))
         logger.info("execution input accepted", extra={"run_spec": state.run_spec.summary(), "policy": state.policy})
         return state.to_payload()
 
@@ -51,12 +42,12 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     decision = planned.last_attempt.decision if planned.last_attempt else None
     if planned.next_action == "launch_new":
         metrics.add_metric(name="RemediationsPlanned", unit=MetricUnit.Count, value=1)
-        handler_support.publish(notifications.issues_found(planned))
+        handler_support.publish_best_effort(notifications.issues_found(planned), metrics, logger)
         logger.info("remediation planned", extra={"remedy": decision.remedy if decision else None})
         return {**planned.to_payload(), "end_error": None}
 
     metrics.add_metric(name="RemediationsGivenUp", unit=MetricUnit.Count, value=1)
-    handler_support.publish(notifications.gave_up(planned))
+    handler_support.publish_best_effort(notifications.gave_up(planned), metrics, logger)
     logger.info("remediation ended", extra={"end_reason": planned.end_reason})
     return {**planned.to_payload(), "end_error": end_error(planned)}
 

@@ -11,7 +11,10 @@ the modelled ``ClientError`` subclass). This module uses that seam to:
   ``{"errorType": <exception class>, "errorMessage": ...}``, so Step Functions
   Retry/Catch match on the exception's name), and
 * let the local runtime or a test put its own implementation behind any other
-  operation (the SageMaker training API, say).
+  operation (the SageMaker training API, say), and
+* let a test look at every call first (:meth:`LocalDispatch.add_interceptor`),
+  dispatched or answered by moto, and answer some with a fault: a throttle, a 5xx,
+  a timeout, an action of its own (a fault-injection harness).
 
 Every dispatched request is checked against the service model with
 ``botocore.validate.validate_parameters`` first, even from clients built with
@@ -55,6 +58,8 @@ from botocore.validate import validate_parameters
 
 #: Where the captured request parameters travel from ``before-parameter-build`` to ``before-call``.
 _PARAMS_CONTEXT_KEY = "local_dispatch_params"
+#: The same, for the interceptors' look at calls the dispatch does not answer itself.
+_INTERCEPTED_PARAMS_CONTEXT_KEY = "local_dispatch_intercepted_params"
 
 
 class ServiceError(Exception):
@@ -85,6 +90,9 @@ class OperationCall:
 
 Implementation = Callable[[OperationCall], Mapping[str, Any] | None]
 LambdaHandler = Callable[[Any, Any], Any]
+#: Called with every call before it is answered; raises ServiceError (the call answers that error), any botocore
+#: exception (the caller sees it raised, as a timeout would be) or returns None (the call goes on).
+Interceptor = Callable[[OperationCall], None]
 
 
 @dataclasses.dataclass
@@ -126,6 +134,8 @@ class LocalDispatch:
         self._lock = threading.Lock()
         self._installed: list[tuple[str, Callable[..., Any]]] = []
         self._sessions: list[Any] = []
+        self._interceptors: list[Interceptor] = []
+        self._lambda_timeouts: dict[str, float] = {}
         self.calls: list[OperationCall] = []
 
     # ------------------------------------------------------------------ registration
@@ -143,11 +153,37 @@ class LocalDispatch:
             if self._installed and not any(event.endswith(f".{service}.{operation}") for event, _ in self._installed):
                 self._install_operation(service, operation)
 
-    def register_lambda_function(self, function_name: str, handler: LambdaHandler) -> None:
-        """Run ``handler(event, context)`` for ``lambda.Invoke`` of this function (by name or any ARN of it)."""
+    def register_lambda_function(
+        self, function_name: str, handler: LambdaHandler, timeout_seconds: float | None = None
+    ) -> None:
+        """Run ``handler(event, context)`` for ``lambda.Invoke`` of this function (by name or any ARN of it);
+        ``timeout_seconds`` is the function's timeout its context reports (default 900 s, Lambda's most)."""
         self._lambda_functions[function_name_from(function_name)] = handler
+        if timeout_seconds is not None:
+            self._lambda_timeouts[function_name_from(function_name)] = timeout_seconds
         if ("lambda", "Invoke") not in self._implementations:
             self.register("lambda", "Invoke", self.invoke_lambda_function)
+
+    def lambda_functions(self) -> dict[str, LambdaHandler]:
+        """The registered Lambda handlers by function name (to wrap one: register the wrapper under its name)."""
+        return dict(self._lambda_functions)
+
+    def lambda_timeout(self, function_name: str) -> float | None:
+        return self._lambda_timeouts.get(function_name_from(function_name))
+
+    def add_interceptor(self, interceptor: Interceptor) -> None:
+        """Show ``interceptor`` every call from now on: the dispatched ones and those moto (or the network) answers.
+        It runs before the call is answered and may answer it with a fault instead (see :data:`Interceptor`)."""
+        with self._lock:
+            first = not self._interceptors
+            self._interceptors.append(interceptor)
+            if first and self._installed:
+                self._install_interception()
+
+    def remove_interceptor(self, interceptor: Interceptor) -> None:
+        with self._lock:
+            if interceptor in self._interceptors:
+                self._interceptors.remove(interceptor)
 
     def calls_to(self, service: str, operation: str) -> list[OperationCall]:
         with self._lock:
@@ -163,6 +199,8 @@ class LocalDispatch:
             self._sessions = [default_session._session] if default_session is not None else []
             for service, operation in list(self._implementations):
                 self._install_operation(service, operation)
+            if self._interceptors:
+                self._install_interception()
 
     def uninstall(self) -> None:
         with self._lock:
@@ -183,6 +221,48 @@ class LocalDispatch:
     def __exit__(self, *exc_info: Any) -> None:
         self.uninstall()
 
+    def _install_interception(self) -> None:
+        """Generic handlers (every service and operation): botocore calls a more specific handler first, so these
+        see only the calls no registered implementation answers."""
+
+        def capture_params(params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+            if self._installed and self._interceptors:
+                context[_INTERCEPTED_PARAMS_CONTEXT_KEY] = params
+
+        def intercept(model: Any, context: dict[str, Any], **_: Any) -> tuple[AWSResponse, dict[str, Any]] | None:
+            params = context.pop(_INTERCEPTED_PARAMS_CONTEXT_KEY, None)
+            if not self._installed or not self._interceptors or params is None:
+                return None
+            call = OperationCall(
+                service=model.service_model.service_id.hyphenize(),
+                operation=model.name,
+                params=params,
+                region=context.get("client_region"),
+            )
+            try:
+                self._intercept(call)
+            except ServiceError as error:
+                return _error_response(error.code, error.message, error.status_code)
+            return None
+
+        self._add_handlers([("before-parameter-build", capture_params), ("before-call", intercept)])
+
+    def _intercept(self, call: OperationCall) -> None:
+        with self._lock:
+            interceptors = list(self._interceptors)
+        for interceptor in interceptors:
+            interceptor(call)
+
+    def _add_handlers(self, specs: list[tuple[str, Callable[..., Any]]]) -> None:
+        default_session = boto3.DEFAULT_SESSION
+        if default_session is not None and default_session._session not in self._sessions:
+            self._sessions.append(default_session._session)
+        for spec in specs:
+            botocore_handlers.BUILTIN_HANDLERS.append(spec)
+            for session in self._sessions:
+                session.register(spec[0], spec[1])
+            self._installed.append(spec)
+
     def _install_operation(self, service: str, operation: str) -> None:
         # Sessions created while installed keep these closures after uninstall: they answer only while active.
         def capture_params(params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
@@ -194,19 +274,13 @@ class LocalDispatch:
                 return None
             return self._dispatch(service, operation, model, context)
 
-        specs = [
-            (f"before-parameter-build.{service}.{operation}", capture_params),
-            (f"before-call.{service}.{operation}", dispatch),
-        ]
         # boto3's default session may have been created (from BUILTIN_HANDLERS) since install(): reach it too.
-        default_session = boto3.DEFAULT_SESSION
-        if default_session is not None and default_session._session not in self._sessions:
-            self._sessions.append(default_session._session)
-        for spec in specs:
-            botocore_handlers.BUILTIN_HANDLERS.append(spec)
-            for session in self._sessions:
-                session.register(spec[0], spec[1])
-            self._installed.append(spec)
+        self._add_handlers(
+            [
+                (f"before-parameter-build.{service}.{operation}", capture_params),
+                (f"before-call.{service}.{operation}", dispatch),
+            ]
+        )
 
     # ------------------------------------------------------------------ dispatch
 
@@ -218,6 +292,10 @@ class LocalDispatch:
         with self._lock:
             self.calls.append(call)
             implementation = self._implementations[(service, operation)]
+        try:
+            self._intercept(call)  # a ServiceError answers the call; a botocore exception reaches the caller raised
+        except ServiceError as error:
+            return _error_response(error.code, error.message, error.status_code)
         try:
             parsed = dict(implementation(call) or {})
         except ServiceError as error:
@@ -269,6 +347,7 @@ class LocalDispatch:
             invoked_function_arn=arn,
             aws_request_id=str(uuid.uuid4()),
             log_group_name=f"/aws/lambda/{name}",
+            timeout_seconds=self._lambda_timeouts.get(name, 900.0),
         )
         response: dict[str, Any] = {"StatusCode": 202 if call.params.get("InvocationType") == "Event" else 200}
         try:

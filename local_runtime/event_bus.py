@@ -71,6 +71,13 @@ class LocalEventBus:
         with self._lock:
             self._rules.append(_Rule(name, EventPattern(raw, parsed), target))
 
+    def wrap_target(self, name: str, wrapper: Callable[[Target], Target]) -> None:
+        """Put ``wrapper(target)`` in place of rule ``name``'s target (a test's view of each delivery)."""
+        with self._lock:
+            for rule in self._rules:
+                if rule.name == name:
+                    rule.target = wrapper(rule.target)
+
     def put(self, event: Mapping[str, Any], delay_seconds: float = 0.0) -> None:
         """Deliver ``event`` (after ``delay_seconds``) to every matching rule's target; returns at once."""
         if self._closed.is_set():

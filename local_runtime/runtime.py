@@ -185,10 +185,13 @@ class LocalRuntime:
         self.state_machine_arn = self.client("stepfunctions").create_state_machine(
             name=STATE_MACHINE_NAME, definition=definition, roleArn=STATES_ROLE_ARN
         )["stateMachineArn"]
+        cleanup = importlib.import_module("lambdas.execution_cleanup_handler")
+        # moto ends a stopped execution only once the Lambda in flight has returned (the watch above sees its end
+        # then), so a launch has settled when the cleanup runs: no need to wait out the train Lambda's timeout.
+        self._saved_settle_launch = cleanup.settle_launch
+        cleanup.settle_launch = _launch_already_settled
         self.events.add_rule(
-            "ExecutionEnded",
-            job_events.execution_status_change_pattern(self.state_machine_arn),
-            importlib.import_module("lambdas.execution_cleanup_handler").handler,
+            "ExecutionEnded", job_events.execution_status_change_pattern(self.state_machine_arn), cleanup.handler
         )
 
     def close(self) -> None:
@@ -205,6 +208,9 @@ class LocalRuntime:
                 self.platform.shutdown()
             if self.events is not None:
                 self.events.close()
+            if getattr(self, "_saved_settle_launch", None) is not None:
+                importlib.import_module("lambdas.execution_cleanup_handler").settle_launch = self._saved_settle_launch
+                self._saved_settle_launch = None
             if self.dispatch is not None:
                 self.dispatch.uninstall()
             for handler, stream in self._redirected_handlers:
@@ -353,6 +359,10 @@ class LocalRuntime:
 
 #: The error release_pending_waits fails a stopped execution's wait with; describe() shows that execution ABORTED.
 ABORTED_WAIT_ERROR = "LocalStop"
+
+
+def _launch_already_settled(_until: float) -> None:
+    """The local cleanup's second look needs no wait (see LocalRuntime._open)."""
 
 
 def release_pending_waits(s3: Any, stepfunctions: Any, bucket: str, execution_arn: str) -> int:

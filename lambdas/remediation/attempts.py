@@ -45,6 +45,7 @@ Outcome = Literal[
     "stopped",  # stopped by someone or something other than the workflow
     "failed",  # any other failure
     "monitor_limit",  # max_monitor_transitions reached while the job ran
+    "max_runtime_exceeded",  # SageMaker stopped the job at its MaxRuntimeInSeconds
 ]
 Phase = Literal["warmup", "main"]
 EndCause = Literal[
@@ -61,6 +62,8 @@ EndCause = Literal[
     "stopped",
     "failed",
     "monitor_limit",
+    "max_runtime_exceeded",
+    "instance_hours_spent",
 ]
 
 
@@ -186,6 +189,8 @@ class Attempt(BaseModel):
     #: hyperparameters only).
     hyperparameters: Hyperparameters
     outcome: Outcome = "running"
+    #: The monitor's reason for the outcome, in its own words (which rule gave no verdict, what SageMaker said).
+    outcome_reason: Text(MAX_REASON_BYTES) | None = None
     job_status: Text(MAX_STATUS_BYTES) = ""
     failure_reason: Text(MAX_FAILURE_REASON_BYTES) = ""
     rule_statuses: Annotated[list[RuleStatusSummary], Field(max_length=MAX_RULE_STATUSES)] = Field(default_factory=list)
@@ -198,6 +203,12 @@ class Attempt(BaseModel):
     #: (0: that job left none, so this one started from step 0).
     resumed_from: JobName | None = None
     resumed_checkpoint_files: Count | None = None
+    #: Why the last decision's checkpoints were not carried over (then this job started from step 0).
+    resume_skipped: Text(MAX_REASON_BYTES) | None = None
+    #: Instance-seconds this job may use at most (InstanceCount x MaxRuntimeInSeconds), reserved at its launch, and
+    #: what it used once it ended (counted once in history.instance_seconds_used).
+    reserved_instance_seconds: Count | None = None
+    instance_seconds: Count | None = None
     decision: Decision | None = None
 
     @model_validator(mode="after")

@@ -199,8 +199,11 @@ def outcome_reason(state: WorkflowState, attempt: Attempt) -> str:
         ),
         "missing_evidence": (
             f"Job {job} completed but its debugger never reported a rule status: no rule was evaluated, so the "
-            "run cannot be called clean. Ending; create the hook in the script (smd.Hook.create_from_json_file(), "
-            "register_module, register_loss) and check that debug-output/ reaches the bucket."
+            "run cannot be called clean. Ending; the job's log says why its debugger did not start (a script it "
+            "cannot watch unchanged is named there with the fix), and check that debug-output/ reaches the bucket."
+            if not attempt.outcome_reason or "never reported a rule status" in attempt.outcome_reason
+            # a rule in Error, still evaluating past the bound, or a document not the job's own: the monitor's words
+            else f"{attempt.outcome_reason} Ending; look at those rules' evaluation (status details, logs)."
         ),
         "algorithm_error": (
             f"Job {job} failed in the training code, not because a rule fired{failure}. "
@@ -211,6 +214,7 @@ def outcome_reason(state: WorkflowState, attempt: Attempt) -> str:
             f"retries{failure}. Ending; try another instance type or region."
         ),
         "stopped": f"Job {job} was stopped outside the workflow{failure}; ending.",
+        "max_runtime_exceeded": f"Job {job} reached its MaxRuntimeInSeconds{failure}; ending.",
         "failed": f"Job {job} failed{failure}; ending.",
         "monitor_limit": (
             f"Job {job} was still running after {state.history.num_monitor_transitions} monitor transitions "

@@ -3,11 +3,19 @@ GetExecutionHistory), the same for a local run, one in an AWS account, and the e
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 _OUTPUT_DETAILS = ("stateExitedEventDetails", "taskSucceededEventDetails", "lambdaFunctionSucceededEventDetails")
+
+
+#: What one page of a newest-first read asks for: the cleanup needs the few newest events, and an event may carry a
+#: 256 KiB payload, so pages stay small.
+NEWEST_FIRST_PAGE = 25
+#: The most events the cleanup reads: the last state's output is at most a task's retries away from the end.
+NEWEST_FIRST_LIMIT = 500
 
 
 def latest_state_payload(description: Mapping[str, Any], history: list[Mapping[str, Any]]) -> dict[str, Any] | None:
@@ -43,16 +51,63 @@ def execution_start_time(history: list[Mapping[str, Any]]) -> str:
     """$$.Execution.StartTime as the tasks got it (the jobs' tags carry it), from a Lambda task's parameters in the
     history ('' when no task was scheduled)."""
     for event in history:
-        parameters = (event.get("taskScheduledEventDetails") or {}).get("parameters")
-        if not parameters:
-            continue
-        try:
-            payload = json.loads(parameters).get("Payload")
-        except (TypeError, json.JSONDecodeError, AttributeError):
-            continue
-        if isinstance(payload, dict) and isinstance(payload.get("execution_start_time"), str):
-            return payload["execution_start_time"]
+        found = _task_start_time(event)
+        if found:
+            return found
     return ""
+
+
+def _task_start_time(event: Mapping[str, Any]) -> str:
+    parameters = (event.get("taskScheduledEventDetails") or {}).get("parameters")
+    if not parameters:
+        return ""
+    try:
+        payload = json.loads(parameters).get("Payload")
+    except (TypeError, json.JSONDecodeError, AttributeError):
+        return ""
+    if isinstance(payload, dict) and isinstance(payload.get("execution_start_time"), str):
+        return payload["execution_start_time"]
+    return ""
+
+
+@dataclasses.dataclass
+class LastMoments:
+    """What the newest events of an execution say: the state it was in, its last state payload and the start time
+    its tasks got. ``events_read`` counts the events it took."""
+
+    current_state: str = ""
+    state_payload: dict[str, Any] | None = None
+    start_time: str = ""
+    events_read: int = 0
+
+
+def read_last_moments(stepfunctions: Any, execution_arn: str, limit: int = NEWEST_FIRST_LIMIT) -> LastMoments:
+    """Read the history newest first and stop as soon as the current state, the newest state payload and the start
+    time are known (a few events, whatever the length of the history: an execution may hold 25,000 events with
+    payloads of up to 256 KiB each)."""
+    found = LastMoments()
+    for event in _newest_first(stepfunctions, execution_arn):
+        found.events_read += 1
+        if not found.current_state:
+            found.current_state = (event.get("stateEnteredEventDetails") or {}).get("name", "")
+        if not found.start_time:
+            found.start_time = _task_start_time(event)
+        if found.state_payload is None:
+            found.state_payload = latest_state_payload({}, [event])
+        if (found.current_state and found.start_time and found.state_payload is not None) or found.events_read >= limit:
+            break
+    return found
+
+
+def _newest_first(stepfunctions: Any, execution_arn: str) -> Iterator[dict[str, Any]]:
+    request: dict[str, Any] = {"executionArn": execution_arn, "maxResults": NEWEST_FIRST_PAGE, "reverseOrder": True}
+    while True:
+        page = stepfunctions.get_execution_history(**request)
+        # Each page newest first even where reverseOrder is not honoured (moto returns every event, oldest first).
+        yield from sorted(page["events"], key=lambda event: event.get("id", 0), reverse=True)
+        if not page.get("nextToken"):
+            return
+        request["nextToken"] = page["nextToken"]
 
 
 def read_history(stepfunctions: Any, execution_arn: str) -> list[dict[str, Any]]:

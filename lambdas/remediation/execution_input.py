@@ -30,11 +30,13 @@ from contracts.hyperparameter_values import KINDS, describe_kind, fits_kind
 from contracts.objective import Objective
 from contracts.remedies import adapt_to_script, parse_remedies, remedies_to_json, same_kind
 from contracts.rule_feasibility import check_rule_can_fire
-from lambdas.remediation import builtin_example, training_images
+from contracts.stack_guardrails import StackGuardrails
+from lambdas.remediation import builtin_example, job_request, training_images
 from lambdas.remediation.payload import PolicyName, WorkflowState
 from lambdas.remediation.payload_fields import (
     BaseJobName,
     BucketName,
+    CapacityWait,
     Channels,
     Distribution,
     EntryPoint,
@@ -51,6 +53,7 @@ from lambdas.remediation.payload_fields import (
     RetrainingBudget,
     RoleArn,
     RuleSelection,
+    RuleWait,
     S3Uri,
     SaveInterval,
     SpotInterruptions,
@@ -122,9 +125,16 @@ class ExecutionInput(BaseModel):
     #: What a hyperparameter is where its name and value say otherwise: name -> integer, real, flag or text.
     hyperparameter_kinds: dict[str, str] | None = None
     use_spot_instances: Flag = False
+    #: A spot job that never got capacity within its MaxWaitTimeInSeconds is relaunched on demand (costs more).
+    spot_fallback_on_demand: Flag = False
     legacy_sagemaker_debugger: Flag = False
     #: The wait's fallback poll: the job's state change ends the wait at once; this is only its timeout.
     monitor_interval_seconds: MonitorInterval = 600
+    #: The wait before relaunching after a capacity shortage (CapacityError, no spot capacity in time).
+    capacity_wait_seconds: CapacityWait = bounds.DEFAULT_CAPACITY_WAIT_SECONDS
+    #: The wait before looking again at a completed job's rules still evaluating (left out: 60 s, or
+    #: monitor_interval_seconds when shorter).
+    rule_wait_seconds: RuleWait | None = None
     max_run_seconds: MaxRunSeconds = 3600
     #: Where SageMaker uploads each job's TensorBoard event files (TensorBoardOutputConfig.S3OutputPath); left out:
     #: s3://{bucket}/debug-output/, so they sit at debug-output/{job}/tensorboard-output/ beside the debug output.
@@ -151,8 +161,13 @@ def default_execution_input() -> dict[str, Any]:
     }
 
 
-def initial_state(execution_input: Mapping[str, Any]) -> WorkflowState:
-    """The state before the first launch. Raises InvalidExecutionInput naming each bad field and the fix."""
+def initial_state(
+    execution_input: Mapping[str, Any], guardrails: StackGuardrails | None = None
+) -> WorkflowState:
+    """The state before the first launch. Raises InvalidExecutionInput naming each bad field and the fix.
+
+    ``guardrails``: the stack's (its Lambdas' environment); an instance type or count they do not allow, or legacy
+    mode in a stack deployed without it, is refused here, and the execution keeps the instance-hours it may use."""
     if not isinstance(execution_input, Mapping):
         raise InvalidExecutionInput({"(input)": f"must be a JSON object (got {type(execution_input).__name__})"})
     problems = {
@@ -167,12 +182,19 @@ def initial_state(execution_input: Mapping[str, Any]) -> WorkflowState:
         problems.update(describe_validation_error(error, known=ExecutionInput.model_fields))
     if problems:
         raise InvalidExecutionInput(problems)
+    if guardrails is not None:
+        problems.update(guardrails.check(parsed.instance_type, parsed.instance_count, parsed.legacy_sagemaker_debugger))
+        if problems:
+            raise InvalidExecutionInput(problems)
     try:
-        return _resolve(parsed, set(execution_input))
+        state = _resolve(parsed, set(execution_input))
     except ContractError as error:
         raise InvalidExecutionInput({error.field: error.problem}) from None
     except ValidationError as error:
         raise InvalidExecutionInput(describe_validation_error(error)) from None
+    if guardrails is not None and guardrails.cost is not None:
+        state = state.updated(max_instance_seconds=guardrails.cost.max_instance_seconds)
+    return state
 
 
 def _resolve(given: ExecutionInput, keys: set[str]) -> WorkflowState:
@@ -242,6 +264,7 @@ def _resolve(given: ExecutionInput, keys: set[str]) -> WorkflowState:
         debugger_save_interval=given.debugger_save_interval,
         rules=given.rules,
         use_spot_instances=given.use_spot_instances,
+        spot_fallback_on_demand=given.spot_fallback_on_demand,
         legacy_sagemaker_debugger=given.legacy_sagemaker_debugger,
         max_run_seconds=given.max_run_seconds,
         tensorboard_output_path=bounds.check_tensorboard_output_path(
@@ -251,6 +274,11 @@ def _resolve(given: ExecutionInput, keys: set[str]) -> WorkflowState:
         distribution=given.distribution or {},
         spot_interruptions=given.spot_interruptions or [],
     )
+    try:
+        job_request.check_hyperparameter_count(run_spec)
+    except job_request.JobRequestError as error:
+        field, _, problem = str(error).partition(": ")
+        raise ContractError(field.removeprefix("run_spec."), problem) from None
     return WorkflowState(
         run_spec=run_spec,
         policy=policy,
@@ -261,6 +289,12 @@ def _resolve(given: ExecutionInput, keys: set[str]) -> WorkflowState:
         max_num_retraining=given.max_num_retraining,
         max_monitor_transitions=max_monitor_transitions,
         monitor_interval_seconds=given.monitor_interval_seconds,
+        capacity_wait_seconds=given.capacity_wait_seconds,
+        rule_wait_seconds=(
+            given.rule_wait_seconds
+            if given.rule_wait_seconds is not None
+            else min(bounds.DEFAULT_RULE_WAIT_SECONDS, given.monitor_interval_seconds)
+        ),
     )
 
 

@@ -1,13 +1,20 @@
-"""What the three Lambda handlers share: the task event they get from the ASL, AWS clients
+"""What the Lambda handlers share: the task event they get from the ASL, AWS clients
 (created per call, so each picks up the environment it runs in: Lambda, or the
-local runtime inside moto), SNS notifications and stopping a job."""
+local runtime inside moto) with a time budget inside the invocation's deadline,
+SNS notifications and stopping a job."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
+import threading
+import time
+from collections.abc import Iterator
 from typing import Any, Literal
 
 import boto3
+from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.parser import parse
 from botocore.config import Config
 from botocore.exceptions import (
@@ -20,7 +27,8 @@ from botocore.exceptions import (
 )
 from pydantic import BaseModel, ConfigDict
 
-from lambdas.remediation import notifications
+from contracts import time_budgets
+from lambdas.remediation import end_causes, notifications
 
 SERVICE_NAME = os.environ.get("POWERTOOLS_SERVICE_NAME", "training-remediation")
 METRICS_NAMESPACE = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "TrainingRemediation")
@@ -56,9 +64,14 @@ def parse_task_event(event: Any) -> TaskEvent:
     return parse(event=event, model=TaskEvent)
 
 
-#: botocore's standard retry mode retries throttling and transient errors with jittered exponential backoff;
-#: a call that still fails is a transient failure the state machine retries later (AwsTransientError).
-CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 8}, connect_timeout=10, read_timeout=60)
+#: botocore's standard retry mode retries throttling and transient errors with jittered exponential backoff, a few
+#: short tries (contracts.time_budgets.CALL_BUDGET); a call that still fails is a transient failure the state
+#: machine retries later, with its own backoff (AwsTransientError).
+CLIENT_CONFIG = Config(
+    retries={"mode": "standard", "total_max_attempts": time_budgets.CALL_BUDGET.attempts},
+    connect_timeout=time_budgets.CALL_BUDGET.connect_seconds,
+    read_timeout=time_budgets.CALL_BUDGET.read_seconds,
+)
 #: Error codes AWS services use for throttling and transient faults (botocore's standard retry list and more).
 TRANSIENT_ERROR_CODES = frozenset(
     {
@@ -77,17 +90,84 @@ TRANSIENT_ERROR_CODES = frozenset(
         "InternalFailure",
         "InternalServerError",
         "BandwidthLimitExceeded",
+        "ServiceUnavailableException",
+        "InternalServerException",
     }
 )
 
 
-class AwsTransientError(RuntimeError):
+class RetriedLater(RuntimeError):
+    """An error the state machine (or EventBridge) retries with backoff: a Lambda error, not a fault to alarm on."""
+
+
+class AwsTransientError(RetriedLater):
     """An AWS call kept failing with throttling or a transient fault after the client's own retries; the state
     machine retries the task later (statemachine/remediation.asl.json: Retry on AwsTransientError)."""
 
 
-def client(service: str, region: str) -> Any:
-    return boto3.client(service, region_name=region, config=CLIENT_CONFIG)
+def counting_retried_errors(metrics: Any) -> Any:
+    """Decorator (under ``@metrics.log_metrics``): a RetriedLater raised by the handler is counted
+    (end_causes.TRANSIENT_FAULTS_DEFERRED), so the stack's Lambda-errors alarm leaves it out."""
+
+    def decorate(handler: Any) -> Any:
+        @functools.wraps(handler)
+        def counted(event: Any, context: Any) -> Any:
+            try:
+                return handler(event, context)
+            except RetriedLater:
+                metrics.add_metric(name=end_causes.TRANSIENT_FAULTS_DEFERRED, unit=MetricUnit.Count, value=1)
+                raise
+
+        return counted
+
+    return decorate
+
+
+class DeadlineExceeded(BotoCoreError):
+    """The invocation is too close to its timeout for another AWS call (or another try of one): transient."""
+
+    fmt = "{operation}: not attempted, {seconds_left:.1f} s left before the Lambda's deadline"
+
+
+#: The clock the deadlines are read on (tests replace it).
+monotonic = time.monotonic
+_invocation = threading.local()
+
+
+def begin_invocation(context: Any, margin_seconds: float = time_budgets.DEADLINE_MARGIN_SECONDS) -> None:
+    """Start this invocation's deadline: its remaining time (Lambda's context) less ``margin_seconds``. Handlers
+    run on their own threads (one per invocation), so the deadline is the thread's."""
+    remaining = getattr(context, "get_remaining_time_in_millis", None)
+    seconds = remaining() / 1000 if callable(remaining) else None
+    _invocation.deadline = None if seconds is None else monotonic() + seconds - margin_seconds
+
+
+def seconds_left() -> float | None:
+    """Seconds before this invocation's deadline (None outside an invocation: no deadline)."""
+    deadline = getattr(_invocation, "deadline", None)
+    return None if deadline is None else deadline - monotonic()
+
+
+def check_deadline(operation: str, needed_seconds: float = 0.0) -> None:
+    """DeadlineExceeded if less than ``needed_seconds`` are left before the invocation's deadline."""
+    left = seconds_left()
+    if left is not None and left <= needed_seconds:
+        raise DeadlineExceeded(operation=operation, seconds_left=max(left, 0.0))
+
+
+def _refuse_past_the_deadline(model: Any = None, **_: Any) -> None:
+    check_deadline(getattr(model, "name", "AWS call"))
+
+
+def client(service: str, region: str, read_timeout: float | None = None) -> Any:
+    """A client whose every call (and every try of it) is refused once the invocation's deadline has passed, so
+    no call runs past the Lambda's timeout; ``read_timeout`` for calls that answer only when their work is done."""
+    config = CLIENT_CONFIG if read_timeout is None else CLIENT_CONFIG.merge(Config(read_timeout=read_timeout))
+    made = boto3.client(service, region_name=region, config=config)
+    # before-parameter-build: before each call (a dispatched one too); before-send: before each try of it.
+    made.meta.events.register("before-parameter-build", _refuse_past_the_deadline)
+    made.meta.events.register("before-send", _refuse_past_the_deadline)
+    return made
 
 
 def is_transient(error: BaseException) -> bool:
@@ -95,7 +175,22 @@ def is_transient(error: BaseException) -> bool:
         code = error.response.get("Error", {}).get("Code", "")
         status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
         return code in TRANSIENT_ERROR_CODES or status in (500, 502, 503, 504)
-    return isinstance(error, (EndpointConnectionError, ConnectionClosedError, ReadTimeoutError, ConnectTimeoutError))
+    return isinstance(
+        error,
+        (EndpointConnectionError, ConnectionClosedError, ReadTimeoutError, ConnectTimeoutError, DeadlineExceeded),
+    )
+
+
+@contextlib.contextmanager
+def transient_errors_retried(what: str) -> Iterator[None]:
+    """Inside: an AWS call's throttling, 5xx, timeout or the invocation's deadline becomes AwsTransientError (the
+    state machine retries the task with backoff); any other error stays as it is."""
+    try:
+        yield
+    except (ClientError, BotoCoreError) as error:
+        if is_transient(error):
+            raise AwsTransientError(f"{what}: {error}") from error
+        raise
 
 
 def environment_value(name: str, what: str) -> str:
@@ -123,14 +218,34 @@ def publish(notification: notifications.Notification) -> str:
         raise
 
 
+def publish_best_effort(notification: notifications.Notification, metrics: Any, logger: Any) -> str | None:
+    """Publish, but never fail the step for it: a notification that SNS kept refusing (after the client's retries)
+    is counted (end_causes.NOTIFICATIONS_NOT_SENT, alarmed by the stack) and logged whole, and the loop goes on. A
+    training job's fate must not hang on an e-mail: failing the step would, once its retries ran out, stop a healthy
+    job (HandleFailure) or fail a run that succeeded."""
+    try:
+        return publish(notification)
+    except (AwsTransientError, ClientError, BotoCoreError) as error:
+        metrics.add_metric(name=end_causes.NOTIFICATIONS_NOT_SENT, unit=MetricUnit.Count, value=1)
+        logger.error(
+            "notification not sent",
+            extra={"error": str(error), "subject": notification.subject, "event_type": notification.event_type},
+        )
+        return None
+
+
 def stop_training_job(sagemaker: Any, job_name: str) -> bool:
-    """StopTrainingJob; False when the job is no longer stoppable (it already ended or is stopping)."""
+    """StopTrainingJob; False when the job is no longer stoppable (it already ended or is stopping). A throttled or
+    failed stop is an AwsTransientError: the state machine retries the task, which decides and stops again."""
     try:
         sagemaker.stop_training_job(TrainingJobName=job_name)
         return True
-    except ClientError as error:
-        if error.response.get("Error", {}).get("Code") in NO_SUCH_JOB_OR_NOT_STOPPABLE:
+    except (ClientError, BotoCoreError) as error:
+        code = error.response.get("Error", {}).get("Code") if isinstance(error, ClientError) else ""
+        if code in NO_SUCH_JOB_OR_NOT_STOPPABLE:
             return False
+        if is_transient(error):
+            raise AwsTransientError(f"StopTrainingJob {job_name}: {error}") from error
         raise
 
 

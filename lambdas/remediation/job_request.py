@@ -16,21 +16,21 @@ Standard library + the shared contracts only: imported by the train Lambda.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import re
 import time
 from collections.abc import Mapping
 from typing import Any
 
-from contracts import bucket_layout, debugger_config, distributed, rule_selection
+from contracts import aws_tags, bucket_layout, debugger_config, distributed, rule_selection
 from contracts import run_spec as bounds
 from contracts.job import (
+    DEBUG_OUTPUT_S3_REGION_ENV,
+    DEBUG_OUTPUT_S3_SYNC_ENV,
     DEFAULT_TENSORBOARD_LOCAL_PATH,
     ENTRY_POINT_HYPERPARAMETER,
     HOOK_CONFIG_HYPERPARAMETER,
     LAUNCHER_PROGRAM,
+    MAX_HYPERPARAMETERS,
     RULE_CONFIGS_HYPERPARAMETER,
     HyperparameterError,
     encode_hyperparameters,
@@ -38,6 +38,7 @@ from contracts.job import (
 )
 from contracts.run_spec import JOB_NAME_PATTERN, MAX_JOB_NAME_LENGTH
 from contracts.spot_interruptions import LOCAL_SPOT_INTERRUPTIONS_TAG, to_tag_value
+from lambdas.remediation.job_identity import JobRequestError, ownership_tags
 from lambdas.remediation.payload import WorkflowState
 from lambdas.remediation.run_spec_model import RunSpec
 from lambdas.remediation.training_images import rule_evaluator_image_uri, training_image_uri
@@ -50,8 +51,6 @@ VOLUME_SIZE_GB = 30
 #: Spot capacity may take a while; the job may wait this many times its run time in total.
 SPOT_WAIT_FACTOR = 2
 STOP_TRAINING_ACTION = "StopTraining"
-DEFAULT_JOB_NAME_PREFIX = "remediation"
-_NOT_NAME_CHARACTER = re.compile(r"[^a-zA-Z0-9-]+")
 #: smdebug's built-in PyTorch collections the default rules read (a script's smdebug hook refuses a collection it does
 #: not know, as smdebug does); scalars a script saves reach the status document whatever is configured.
 HOOK_COLLECTIONS = ("losses", "gradients", "weights")
@@ -67,59 +66,12 @@ FRAMEWORK_HOOK_COLLECTIONS = {"pytorch": HOOK_COLLECTIONS, "xgboost": XGBOOST_HO
 LEGACY_COLLECTIONS = {"pytorch": ("losses", "gradients"), "xgboost": ("metrics", "losses")}
 
 
-class JobRequestError(ValueError):
-    """The request cannot be built for this run_spec; the message names the field and the fix."""
-
-
 class NotEnoughTimeLeft(JobRequestError):
     """The execution times out before a job launched now could run its shortest time (the Fail state's Error)."""
 
 
-def job_name_prefix() -> str:
-    """env JOB_NAME_PREFIX (the IAM policy allows jobs whose names start with it), default "remediation"."""
-    prefix = os.environ.get("JOB_NAME_PREFIX", DEFAULT_JOB_NAME_PREFIX)
-    if not prefix or len(prefix) > 24 or not JOB_NAME_PATTERN.match(prefix):
-        raise JobRequestError(
-            f"JOB_NAME_PREFIX: must be 1-24 letters, digits and hyphens starting with a letter or digit (got {prefix!r})"
-        )
-    return prefix
-
-
-def execution_identity(execution_id: str, execution_start_time: str) -> str:
-    """What names an execution's jobs: its ARN and its start time (a name alone can be reused, by another state
-    machine or after Step Functions forgets a closed execution)."""
-    if not execution_id or not execution_start_time:
-        raise JobRequestError(
-            "execution_id, execution_start_time: the task payload must carry $$.Execution.Id and "
-            "$$.Execution.StartTime (statemachine/remediation.asl.json passes both)"
-        )
-    return f"{execution_id}@{execution_start_time}"
-
-
-def training_job_name(
-    execution_identity: str, base_job_name: str, attempt_number: int, prefix: str | None = None
-) -> str:
-    """``{prefix}-{base}-{execution digest}-{attempt}``: the same inputs always give the same name.
-
-    So a retried Train task finds its own job (ResourceInUse) instead of launching
-    a second one. The identity is the execution's ARN and start time, so two
-    executions never share a name, even one that reuses another's name. At most 63 characters.
-    """
-    if attempt_number < 1:
-        raise JobRequestError(f"attempt_number: must be >= 1 (got {attempt_number})")
-    prefix = job_name_prefix() if prefix is None else prefix
-    digest = hashlib.sha256(execution_identity.encode()).hexdigest()[:10]
-    suffix = f"{digest}-{attempt_number:03d}"
-    base = _NOT_NAME_CHARACTER.sub("-", base_job_name).strip("-")
-    if base == prefix or base.startswith(prefix + "-"):  # "remediation" + "remediation-resnet": say it once
-        base = base[len(prefix) :].strip("-")
-    room = MAX_JOB_NAME_LENGTH - len(prefix) - len(suffix) - 2
-    base = base[: max(room, 0)].strip("-")
-    name = "-".join(part for part in (prefix, base, suffix) if part)
-    name = re.sub("-{2,}", "-", name)
-    if len(name) > MAX_JOB_NAME_LENGTH or not JOB_NAME_PATTERN.match(name):  # pragma: no cover - by construction
-        raise JobRequestError(f"job name {name!r} is not a valid SageMaker training job name")
-    return name
+class InstanceHoursBudgetSpent(JobRequestError):
+    """The stack's instance-hours guardrail leaves less than a job's shortest run (the Fail state's Error)."""
 
 
 # --------------------------------------------------------------------------- debugger configuration
@@ -244,7 +196,7 @@ def legacy_debug_rule_configurations(run_spec: RunSpec, job_name: str) -> list[d
     for rule in run_spec.watching_rules():
         configurations.append(
             {
-                "RuleConfigurationName": f"Sagemaker{rule['name']}",
+                "RuleConfigurationName": rule_selection.LEGACY_RULE_PREFIX + rule["name"],
                 "RuleEvaluatorImage": image,
                 "RuleParameters": {"rule_to_invoke": rule["name"], **rule["parameters"], "action_json": stop},
             }
@@ -284,29 +236,26 @@ def script_mode_hyperparameters(run_spec: RunSpec, job_name: str) -> dict[str, s
         **distributed.distribution_hyperparameters(run_spec.distribution, run_spec.instance_type),
     }
     try:
-        return encode_hyperparameters(values)
+        encoded = encode_hyperparameters(values)
     except HyperparameterError as error:
         raise JobRequestError(f"run_spec.hyperparameters.{error.field}: {error.problem}") from None
+    if len(encoded) > MAX_HYPERPARAMETERS:
+        own = len(run_spec.hyperparameters)
+        reserved = len(encoded) - own
+        raise JobRequestError(
+            f"run_spec.hyperparameters: has {own} entries but SageMaker takes at most {MAX_HYPERPARAMETERS} "
+            f"hyperparameters in all, and this run's launcher, its {len(run_spec.watching_rules())} rules' "
+            f"configuration and its distribution take {reserved}: keep at most {MAX_HYPERPARAMETERS - reserved} "
+            "(or select fewer rules)"
+        )
+    return encoded
 
 
-#: Tags that prove a job is this execution's own (checked before adopting or stopping a job by name).
-EXECUTION_TAG = "remediation:execution"
-EXECUTION_START_TAG = "remediation:execution-start"
-ATTEMPT_TAG = "remediation:attempt"
-
-
-def ownership_tags(execution_id: str, execution_start_time: str, attempt_number: int) -> dict[str, str]:
-    return {
-        EXECUTION_TAG: execution_id[:256],
-        EXECUTION_START_TAG: execution_start_time[:256],
-        ATTEMPT_TAG: str(attempt_number),
-    }
-
-
-def owned_by(tags: list[dict[str, str]], execution_id: str, execution_start_time: str) -> bool:
-    """Whether a job's tags (SageMaker ListTags) say this execution launched it."""
-    found = {tag.get("Key"): tag.get("Value") for tag in tags}
-    return found.get(EXECUTION_TAG) == execution_id[:256] and found.get(EXECUTION_START_TAG) == execution_start_time[:256]
+def check_hyperparameter_count(run_spec: RunSpec) -> None:
+    """JobRequestError (naming run_spec.hyperparameters) when the request would hold more hyperparameters than
+    SageMaker takes: the rules' configuration is split into parts of 2,500 characters and its size grows with the
+    job name (their StopTraining action names it), so this counts with the longest job name there is."""
+    script_mode_hyperparameters(run_spec, "a" * MAX_JOB_NAME_LENGTH)
 
 
 def build_create_training_job_request(
@@ -327,7 +276,11 @@ def build_create_training_job_request(
         raise JobRequestError(f"job_name: {job_name!r} is not a valid SageMaker training job name")
     bucket = run_spec.bucket
     stopping_condition = stopping_condition_within(
-        run_spec, execution_start_time, wall_clock() if now is None else now, state.attempt_count + 1
+        run_spec,
+        execution_start_time,
+        wall_clock() if now is None else now,
+        state.attempt_count + 1,
+        instance_seconds_left=state.instance_seconds_left,
     )
     all_tags = {
         "remediation:base-job-name": run_spec.base_job_name,
@@ -361,8 +314,8 @@ def build_create_training_job_request(
             "LocalPath": CHECKPOINT_LOCAL_PATH,
         },
         "EnableManagedSpotTraining": run_spec.use_spot_instances,
-        "Environment": {"DEBUG_OUTPUT_S3_SYNC": "on"},
-        "Tags": [{"Key": key, "Value": value} for key, value in all_tags.items()],
+        "Environment": {DEBUG_OUTPUT_S3_SYNC_ENV: "on", DEBUG_OUTPUT_S3_REGION_ENV: run_spec.region},
+        "Tags": [{"Key": key, "Value": aws_tags.tag_value(value)} for key, value in all_tags.items()],
     }
     request["TensorBoardOutputConfig"] = tensorboard_output_config(run_spec)
     if run_spec.channels:  # a script that makes its own data has none (SageMaker wants at least one if given)
@@ -378,11 +331,27 @@ def wall_clock() -> float:
 
 
 def stopping_condition_within(
-    run_spec: RunSpec, execution_start_time: str, now: float, attempt_number: int
+    run_spec: RunSpec,
+    execution_start_time: str,
+    now: float,
+    attempt_number: int,
+    instance_seconds_left: int | None = None,
 ) -> dict[str, int]:
     """SageMaker's StoppingCondition for the run_spec, cut to the time the execution has left (when its start time
-    is known) minus JOB_END_RESERVE_SECONDS. Raises NotEnoughTimeLeft when less than a job's shortest run is left."""
+    is known) minus JOB_END_RESERVE_SECONDS, and to the instance-hours the stack's guardrail leaves it
+    (``instance_seconds_left``: InstanceCount x MaxRuntimeInSeconds fits in it). Raises NotEnoughTimeLeft or
+    InstanceHoursBudgetSpent when less than a job's shortest run is left."""
     runtime = run_spec.max_run_seconds
+    if instance_seconds_left is not None:
+        per_instance = instance_seconds_left // run_spec.instance_count
+        if per_instance < bounds.MAX_RUN_SECONDS.low:
+            raise InstanceHoursBudgetSpent(
+                f"attempt {attempt_number} would have {instance_seconds_left} instance-seconds left under the stack's "
+                f"max_instance_hours ({per_instance} s on each of {run_spec.instance_count} instance(s)); not "
+                f"launching a job shorter than {int(bounds.MAX_RUN_SECONDS.low)} s: raise -c max_instance_hours or "
+                "start a new execution"
+            )
+        runtime = min(runtime, per_instance)
     wait = runtime * SPOT_WAIT_FACTOR if run_spec.use_spot_instances else None
     if execution_start_time:
         try:

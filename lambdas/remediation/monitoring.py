@@ -1,98 +1,29 @@
-"""What the monitor makes of a training job: keep waiting, plan, relaunch or finish.
+"""What the monitor makes of a training job: keep waiting, plan, relaunch, wait for its rules, or finish.
 
-:func:`read_rule_statuses` gathers the debugger's rule statuses (our
-``rule-status.json`` in the artifacts bucket; in legacy mode also SageMaker's
-``DebugRuleEvaluationStatuses``); :func:`decide` turns them and
-``DescribeTrainingJob`` into a :class:`MonitorDecision`; :func:`apply_decision`
-records it on the state's latest attempt. No AWS calls in ``decide`` or
-``apply_decision``.
+:func:`decide` turns ``DescribeTrainingJob`` and every rule's status (read by
+:mod:`lambdas.remediation.rule_reading`) into a :class:`MonitorDecision`: an issue first, a running job next, and
+what an ended job means (:mod:`lambdas.remediation.job_endings`); :func:`apply_decision` records it on the state's
+latest attempt. No AWS calls here.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
+import time
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
-from botocore.exceptions import ClientError
-
-import contracts
-from contracts import bucket_layout, rule_status
-from contracts.job import DATA_ERROR_FAILURE, OUT_OF_MEMORY_FAILURE, STOP_TRAINING_FAILURE
-from contracts.remedies import show
-from contracts.run_spec import CAPACITY_RELAUNCHES
-from lambdas.remediation.attempts import AttemptEvidence, Issue, Outcome, RuleStatusSummary
+from contracts import rule_status
+from contracts.job import STOP_TRAINING_FAILURE
+from lambdas.remediation.attempts import AttemptEvidence, Change, Decision, Issue, RuleStatusSummary
+from lambdas.remediation.job_endings import MonitorDecision, judge_completed, judge_failed, judge_stopped
 from lambdas.remediation.payload import WorkflowState
 from lambdas.remediation.payload_fields import MAX_METRICS, MAX_RULE_STATUSES
+from lambdas.remediation.rule_reading import RuleReading
 from lambdas.remediation.validation_messages import clip
 
-NextStep = Literal["wait", "plan", "relaunch", "completed"]
-
-#: Capacity and internal errors are SageMaker's, not the run_spec's: relaunch this many times with the same spec
-#: (stated with the execution's bounds, which count these launches).
-CAPACITY_RETRIES = CAPACITY_RELAUNCHES
-#: FailureReason prefixes SageMaker uses when it could not run the job (not the training code's fault).
-CAPACITY_FAILURES = ("CapacityError", "InsufficientCapacityError", "InternalServerError", "InternalFailure")
 #: Spot capacity was reclaimed; SageMaker restarts the job from its checkpoint by itself.
 SPOT_INTERRUPTION_SECONDARY_STATUSES = ("Interrupted", "Restarting")
-
-
-@dataclasses.dataclass(frozen=True)
-class MonitorDecision:
-    next_step: NextStep
-    outcome: Outcome
-    reason: str
-    stop_job: bool = False
-    issues: tuple[rule_status.RuleStatus, ...] = ()
-    #: The objective's metric as the job reported it, when there is an objective and a value.
-    objective_value: float | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class RuleReading:
-    """The rule statuses for a job, and our status document when there is one."""
-
-    statuses: tuple[rule_status.RuleStatus, ...]
-    document: rule_status.RuleStatusDocument | None = None
-
-
-# --------------------------------------------------------------------------- reading
-
-
-def read_rule_statuses(
-    s3_client: Any, state: WorkflowState, job_name: str, describe_response: Mapping[str, Any]
-) -> RuleReading:
-    """Our rule-status.json (absent while the job starts: no statuses yet), plus SageMaker's in legacy mode."""
-    document = read_rule_status_document(s3_client, state.run_spec.bucket, job_name)
-    statuses = list(document.rules) if document else []
-    if state.run_spec.legacy_sagemaker_debugger:
-        statuses += rule_status.rule_statuses_from_sagemaker(describe_response.get("DebugRuleEvaluationStatuses", []))
-    return RuleReading(statuses=tuple(statuses), document=document)
-
-
-def read_rule_status_document(s3_client: Any, bucket: str, job_name: str) -> rule_status.RuleStatusDocument | None:
-    """None while the job has not written its status yet.
-
-    The key is listed before it is read: the monitor's s3:ListBucket grant is
-    conditioned on the debug-output/ prefix, and a GetObject of a missing key
-    answers 403 (not 404) to a caller whose ListBucket does not cover the request.
-    """
-    key = bucket_layout.rule_status_key(job_name)
-    listing = s3_client.list_objects_v2(Bucket=bucket, Prefix=key, MaxKeys=1)
-    if not any(item["Key"] == key for item in listing.get("Contents", [])):
-        return None
-    try:
-        response = s3_client.get_object(Bucket=bucket, Key=key)
-    except ClientError as error:
-        if error.response.get("Error", {}).get("Code") in ("NoSuchKey", "404", "NotFound"):
-            return None
-        raise
-    body = response["Body"].read()
-    try:
-        return rule_status.RuleStatusDocument.from_json(body)
-    except contracts.ContractError as error:
-        raise contracts.ContractError(f"s3://{bucket}/{key}", str(error)) from None
 
 
 # --------------------------------------------------------------------------- deciding
@@ -105,14 +36,16 @@ def decide(
     saved_metrics: Mapping[str, float] | None = None,
     *,
     rules_reported: bool = True,
+    foreign_job: str | None = None,
 ) -> MonitorDecision:
     """The next step for the state's latest job, from its description, every rule's status and (for the
     objective) the scalars the script saved.
 
     IssuesFound from any rule wins over the job status (a job that completed with
-    a rule's issue is still planned); a rule in Error is reported, not acted on. A
-    job that completes is a success only if its rules reported (``rules_reported``:
-    a rule status was read) and it meets the declared objective.
+    a rule's issue is still planned). A job that completes is a success only if every
+    rule that must report on it said NoIssuesFound (``rules_reported``: a rule status
+    was read at all; ``foreign_job``: the status document under its key named that
+    other job) and it meets the declared objective (job_endings.judge_completed).
     """
     objective_value = objective_metric_value(state, describe_response, saved_metrics)
     job = describe_response.get("TrainingJobName", state.history.latest_job_name)
@@ -185,95 +118,14 @@ def decide(
         return MonitorDecision(next_step="wait", outcome="running", reason=reason)
 
     if status == "Completed":
-        if not rules_reported:
-            return MonitorDecision(
-                next_step="plan",
-                outcome="missing_evidence",
-                reason=(
-                    f"Job {job} completed but its debugger never reported a rule status, so no rule was evaluated "
-                    "and quiet rules cannot be claimed: the script created no hook (smd.Hook.create_from_json_file()) "
-                    "or its debug output never reached the bucket."
-                ),
-                objective_value=objective_value,
-            )
-        return _judge_completed(job, state, objective_value)
+        return judge_completed(
+            job, state, rule_statuses, objective_value, rules_reported=rules_reported, foreign_job=foreign_job
+        )
     if status == "Stopped":
-        return MonitorDecision(
-            next_step="plan", outcome="stopped", reason=f"Job {job} was stopped outside the workflow."
-        )
+        return judge_stopped(job, secondary, state)
     if status == "Failed":
-        if failure.startswith(CAPACITY_FAILURES):
-            # A relaunch is a launch like any other: it counts against max_num_retraining, as in the AWS sample.
-            if state.history.capacity_retries < CAPACITY_RETRIES and state.retraining_budget_left > 0:
-                return MonitorDecision(
-                    next_step="relaunch",
-                    outcome="capacity_error",
-                    reason=f"Job {job} could not run ({clip(failure, 300)}); relaunching once with the same run_spec.",
-                )
-            again = (
-                f"again ({clip(failure, 300)}) after {CAPACITY_RETRIES} relaunch"
-                if state.history.capacity_retries
-                else f"({clip(failure, 300)}) and the launch budget is spent (max_num_retraining="
-                f"{state.max_num_retraining})"
-            )
-            return MonitorDecision(next_step="plan", outcome="capacity_error", reason=f"Job {job} could not run {again}.")
-        if DATA_ERROR_FAILURE.search(failure):
-            return MonitorDecision(
-                next_step="plan",
-                outcome="data_error",
-                reason=f"Job {job} failed on its data: {clip(failure, 500)}",
-            )
-        if OUT_OF_MEMORY_FAILURE.search(failure):
-            return MonitorDecision(
-                next_step="plan",
-                outcome="out_of_memory",
-                reason=f"Job {job} ran out of memory: {clip(failure, 500)}",
-            )
-        if failure.startswith("AlgorithmError") or "ExitCode" in failure or "ExecuteUserScriptError" in failure:
-            return MonitorDecision(
-                next_step="plan",
-                outcome="algorithm_error",
-                reason=f"Job {job} failed in the training code: {clip(failure, 500)}",
-            )
-        return MonitorDecision(
-            next_step="plan", outcome="failed", reason=f"Job {job} failed: {clip(failure, 500) or 'no reason given'}"
-        )
+        return judge_failed(job, failure, state)
     raise ValueError(f"TrainingJobStatus: unknown status {status!r} for job {job}")
-
-
-def _judge_completed(job: str, state: WorkflowState, value: float | None) -> MonitorDecision:
-    """A completed job with quiet rules is a success only if it meets the declared objective."""
-    objective = state.declared_objective()
-    if objective is None:
-        return MonitorDecision(
-            next_step="completed",
-            outcome="completed",
-            reason=f"Job {job} completed and no rule found an issue; no objective was declared. Final "
-            f"hyperparameters: {state.run_spec.summary(400)}.",
-            objective_value=value,
-        )
-    if value is None:
-        return MonitorDecision(
-            next_step="plan",
-            outcome="objective_unmeasured",
-            reason=f"Job {job} completed but never reported {objective.metric_name}, so {objective.describe()} "
-            "cannot be judged.",
-        )
-    if objective.met(value):
-        return MonitorDecision(
-            next_step="completed",
-            outcome="completed",
-            reason=f"Job {job} completed, no rule found an issue and {objective.metric_name} = {show(value)} meets "
-            f"{objective.describe()}. Final hyperparameters: {state.run_spec.summary(400)}.",
-            objective_value=value,
-        )
-    return MonitorDecision(
-        next_step="plan",
-        outcome="objective_missed",
-        reason=f"Job {job} completed with quiet rules but {objective.metric_name} = {show(value)} misses "
-        f"{objective.describe()} by {show(objective.shortfall(value))}.",
-        objective_value=value,
-    )
 
 
 def objective_metric_value(
@@ -291,12 +143,6 @@ def objective_metric_value(
     return value if value is not None and math.isfinite(value) else None
 
 
-def metrics_saved_by_script(document: rule_status.RuleStatusDocument | None) -> dict[str, float]:
-    if document is None:
-        return {}
-    return {name: metric.value for name, metric in document.metrics.items() if metric.value is not None}
-
-
 def _describe_issue(rule: rule_status.RuleStatus) -> str:
     if rule.issue is not None:
         return f"{rule.RuleConfigurationName} at step {rule.issue.step}"
@@ -311,8 +157,10 @@ def apply_decision(
     decision: MonitorDecision,
     describe_response: Mapping[str, Any],
     reading: RuleReading,
+    now: float | None = None,
 ) -> WorkflowState:
-    """The state with the latest attempt updated and next_action set for the decision."""
+    """The state with the latest attempt updated and next_action set for the decision (``now``: epoch seconds, for
+    the instance time of a job this decision stops; default the clock)."""
     statuses = list(reading.statuses) + [rule for rule in decision.issues if rule not in reading.statuses]
     summaries = [
         RuleStatusSummary(
@@ -324,6 +172,7 @@ def apply_decision(
     ]
     changes: dict[str, Any] = {
         "outcome": decision.outcome,
+        "outcome_reason": decision.reason,
         "job_status": describe_response.get("TrainingJobStatus", "")[:64],
         "failure_reason": describe_response.get("FailureReason", "") or "",
         "rule_statuses": summaries,
@@ -347,13 +196,33 @@ def apply_decision(
         changes["evidence"] = AttemptEvidence.from_contract(reading.document.evidence)
     updated = state.with_last_attempt(**changes)
 
+    if decision.next_step == "relaunch" and (decision.resume_from or decision.run_spec_changes):
+        # Recorded as the attempt's decision: the train step resumes from it, and the run_spec changes with it.
+        updated = updated.with_last_attempt(
+            decision=Decision(
+                remedy="CapacityRelaunch",
+                reason=decision.reason,
+                next_action="launch_new",
+                changes={
+                    name: Change(before=getattr(updated.run_spec, name), after=value)
+                    for name, value in decision.run_spec_changes.items()
+                },
+                resume_from=decision.resume_from,
+            )
+        ).updated(run_spec=updated.run_spec.with_changes(decision.run_spec_changes))
     overall = _overall_rule_status(statuses)
     history = updated.history.model_copy()
+    used = _instance_seconds_used(describe_response, updated, decision, now)
+    if used is not None:  # the attempt ended: its instance time counts against the stack's guardrail, once
+        updated = updated.with_last_attempt(instance_seconds=used)
+        history = updated.history.model_copy(update={"instance_seconds_used": history.instance_seconds_used + used})
     next_action = "monitor"
     end_reason = updated.end_reason
     if decision.next_step == "relaunch":
         history.capacity_retries += 1
         next_action = "launch_new"
+    elif decision.next_step == "wait_rules":
+        history.rule_waits += 1
     elif decision.next_step == "completed":
         next_action = "end"
         end_reason = decision.reason
@@ -366,6 +235,34 @@ def apply_decision(
         next_action=next_action,
         end_reason=end_reason,
     )
+
+
+#: A stopped job still runs this long (SageMaker's SIGTERM window) before it ends.
+STOP_GRACE_SECONDS = 120
+
+
+def _instance_seconds_used(
+    describe_response: Mapping[str, Any], state: WorkflowState, decision: MonitorDecision, now: float | None
+) -> int | None:
+    """Instance-seconds of the attempt the decision ends, not yet counted: InstanceCount x TrainingTimeInSeconds
+    once SageMaker reports it, else (a job this decision stops) its training so far plus the stop's grace, at most
+    its reservation at launch. None while the attempt goes on, or once counted."""
+    attempt = state.last_attempt
+    if decision.next_step not in ("plan", "relaunch", "completed") or attempt is None:
+        return None
+    if attempt.instance_seconds is not None:
+        return None
+    count = int((describe_response.get("ResourceConfig") or {}).get("InstanceCount", state.run_spec.instance_count))
+    reserved = attempt.reserved_instance_seconds
+    seconds = describe_response.get("TrainingTimeInSeconds")
+    if isinstance(seconds, int) and seconds >= 0:
+        return count * seconds
+    started = describe_response.get("TrainingStartTime")
+    if hasattr(started, "timestamp"):
+        elapsed = (time.time() if now is None else now) - started.timestamp()
+        estimate = count * int(max(0.0, elapsed) + STOP_GRACE_SECONDS)
+        return min(estimate, reserved) if reserved else estimate
+    return reserved if reserved is not None else count * STOP_GRACE_SECONDS
 
 
 def _overall_rule_status(statuses: Sequence[rule_status.RuleStatus]) -> str:

@@ -271,6 +271,8 @@ def _objective_text(state: WorkflowState, attempt: Attempt) -> str:
 def _give_up_cause(attempt: Attempt | None) -> str:
     if attempt is None:
         return "no job was launched"
+    if attempt.decision is not None and attempt.decision.end_cause == "instance_hours_spent":
+        return "the stack's instance-hours guardrail is spent"
     if attempt.outcome == "issues_found":
         rule, step = _rule_and_step(attempt)
         where = f" at step {step}" if step is not None else ""
@@ -292,6 +294,7 @@ def _give_up_cause(attempt: Attempt | None) -> str:
         if attempt.decision is None or attempt.decision.end_cause != "budget_spent"
         else "out of memory, relaunch budget spent",
         "data_error": "the data is wrong, not remediable",
+        "max_runtime_exceeded": "the job reached its MaxRuntimeInSeconds, no launch left to continue it",
         "running": "ended while the job was running",
         "completed": "ended",
     }[attempt.outcome]

@@ -36,11 +36,13 @@ from lambdas.remediation.payload_fields import (
     MAX_REASON_BYTES,
     MAX_STATUS_BYTES,
     STRICT,
+    CapacityWait,
     Count,
     MonitorInterval,
     MonitorTransitions,
     ObjectiveJson,
     RetrainingBudget,
+    RuleWait,
     Text,
 )
 from lambdas.remediation.run_spec_model import RunSpec
@@ -70,6 +72,10 @@ class History(BaseModel):
     capacity_retries: Count = 0
     #: Monitor polls in a row whose AWS reads kept failing transiently (throttling): waited out, not acted on.
     consecutive_read_failures: Count = 0
+    #: Looks at the latest (completed) job whose rules were still evaluating (at most contracts.run_spec.RULE_WAITS).
+    rule_waits: Count = 0
+    #: Instance-seconds the ended jobs used (InstanceCount x TrainingTimeInSeconds, else their reservation).
+    instance_seconds_used: Count = 0
     num_hyperparameter_adjustments: Annotated[dict[str, Count], Field(max_length=bounds.MAX_CHANNELS * 5)] = Field(
         default_factory=dict
     )
@@ -116,9 +122,26 @@ class WorkflowState(BaseModel):
     max_num_retraining: RetrainingBudget
     max_monitor_transitions: MonitorTransitions
     monitor_interval_seconds: MonitorInterval
+    #: The stack's cost guardrail on the instance-seconds this execution may use (contracts.stack_guardrails), set
+    #: when the execution starts; None without one (the local runtime).
+    max_instance_seconds: Count | None = None
+    #: The wait before a relaunch after a capacity shortage (the WaitBeforeRelaunch state's SecondsPath).
+    capacity_wait_seconds: CapacityWait = bounds.DEFAULT_CAPACITY_WAIT_SECONDS
+    #: The wait before looking again at a completed job's rules still evaluating (the WaitForRules state's
+    #: SecondsPath); at most monitor_interval_seconds.
+    rule_wait_seconds: RuleWait = bounds.DEFAULT_RULE_WAIT_SECONDS
     attempts: Annotated[list[Attempt], Field(max_length=MAX_KEPT_ATTEMPTS)] = Field(default_factory=list)
     attempts_dropped: Count = 0
     end_reason: Text(MAX_REASON_BYTES) | None = None
+
+    @model_validator(mode="after")
+    def _rule_wait_within_the_poll(self) -> WorkflowState:
+        if self.rule_wait_seconds > self.monitor_interval_seconds:
+            raise ValueError(
+                f"rule_wait_seconds: must be at most monitor_interval_seconds ({self.monitor_interval_seconds}); got "
+                f"{self.rule_wait_seconds} (each wait is a monitor pass, bounded as one)"
+            )
+        return self
 
     @model_validator(mode="after")
     def _attempts_numbered_in_order(self) -> WorkflowState:
@@ -154,6 +177,13 @@ class WorkflowState(BaseModel):
         """Launches still allowed (num_retraining counts every launch, the first included, as in the sample)."""
         return max(0, self.max_num_retraining - self.history.num_retraining)
 
+    @property
+    def instance_seconds_left(self) -> int | None:
+        """Instance-seconds the execution may still use under the stack's guardrail (None: no guardrail)."""
+        if self.max_instance_seconds is None:
+            return None
+        return max(0, self.max_instance_seconds - self.history.instance_seconds_used)
+
     def declared_objective(self) -> objective_contract.Objective | None:
         return objective_contract.Objective.from_json(self.objective) if self.objective is not None else None
 
@@ -187,21 +217,29 @@ class WorkflowState(BaseModel):
     # ----- writing (each returns a new, validated state)
 
     def with_new_attempt(
-        self, job_name: str, resumed_from: str | None = None, resumed_checkpoint_files: int | None = None
+        self,
+        job_name: str,
+        resumed_from: str | None = None,
+        resumed_checkpoint_files: int | None = None,
+        resume_skipped: str | None = None,
+        reserved_instance_seconds: int | None = None,
     ) -> WorkflowState:
         """Record that ``job_name`` was launched with the current run_spec (from ``resumed_from``'s checkpoints,
-        when the last decision said so); the job is now monitored."""
+        when the last decision said so, or from step 0 for the reason ``resume_skipped``); the job is now
+        monitored."""
         attempt = Attempt(
             number=self.attempt_count + 1,
             job_name=job_name,
             hyperparameters=dict(self.run_spec.hyperparameters),
             resumed_from=resumed_from,
             resumed_checkpoint_files=resumed_checkpoint_files,
+            resume_skipped=resume_skipped,
+            reserved_instance_seconds=reserved_instance_seconds,
         )
         attempts, dropped = bound_attempts([*self.attempts, attempt], self.attempts_dropped)
         # The AWS sample's train step counts every launch in num_retraining (its reference run ends at 7 after 7).
         history = self.history.model_copy(
-            update={"latest_job_name": job_name, "num_retraining": self.history.num_retraining + 1}
+            update={"latest_job_name": job_name, "num_retraining": self.history.num_retraining + 1, "rule_waits": 0}
         )
         return self.updated(
             attempts=attempts,

@@ -127,6 +127,8 @@ MaxRunSeconds = Annotated[Whole, _within(bounds.MAX_RUN_SECONDS)]
 RetrainingBudget = Annotated[Whole, _within(bounds.RETRAINING_BUDGET)]
 MonitorTransitions = Annotated[Whole, _within(bounds.MONITOR_TRANSITIONS)]
 MonitorInterval = Annotated[Whole, _within(bounds.MONITOR_INTERVAL_SECONDS)]
+CapacityWait = Annotated[Whole, _within(bounds.CAPACITY_WAIT_SECONDS)]
+RuleWait = Annotated[Whole, _within(bounds.RULE_WAIT_SECONDS)]
 InstanceCount = Annotated[int, BeforeValidator(distributed.check_instance_count)]
 #: The SDK's PyTorch ``distribution``: {} or {"torch_distributed" | "pytorchddp": {"enabled": bool}}.
 Distribution = Annotated[dict[str, dict[str, bool]], BeforeValidator(distributed.check_distribution)]

@@ -28,7 +28,7 @@ from contracts.remedies import (
     Situation,
     show,
 )
-from lambdas.remediation import remedy_sets
+from lambdas.remediation import remedy_sets, run_limits
 from lambdas.remediation.attempts import Attempt, Change, Decision
 from lambdas.remediation.decision_text import (
     describe_changes,
@@ -71,6 +71,8 @@ def plan(state: WorkflowState) -> WorkflowState:
         raise PlanningError(
             f"attempts[-1].outcome: job {attempt.job_name} is still running; the monitor decides when to plan"
         )
+    if attempt.outcome == "max_runtime_exceeded":
+        return run_limits.continue_after_max_runtime(state, attempt)
     if attempt.outcome != "issues_found" and attempt.outcome not in FAILURE_KINDS:
         return _end(state, outcome_reason(state, attempt), end_cause=attempt.outcome)
 
@@ -114,6 +116,10 @@ def plan(state: WorkflowState) -> WorkflowState:
             f"{remedy.label} ({what}). Ending."
         )
         return _end(state, reason, end_cause="budget_spent")
+    spent = run_limits.instance_hours_spent(state)
+    if spent:
+        reason = f"{headline(attempt, state)}. {spent}; the next remedy would have been {remedy.label} ({what}). Ending."
+        return _end(state, reason, end_cause="instance_hours_spent")
 
     after, resumable = resume_sentence(attempt) if remedy.resume else ("", False)
     run_spec = state.run_spec.with_hyperparameters(updated)

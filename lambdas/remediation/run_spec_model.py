@@ -60,6 +60,9 @@ class RunSpec(BaseModel):
     debugger_save_interval: SaveInterval
     rules: RuleSelection | None = None
     use_spot_instances: Flag
+    #: A spot job that never got capacity (MaxWaitTimeExceeded) is relaunched on demand (costs more) instead of on
+    #: spot again. States written before the field: false.
+    spot_fallback_on_demand: Flag = False
     legacy_sagemaker_debugger: Flag
     max_run_seconds: MaxRunSeconds
     #: TensorBoardOutputConfig.S3OutputPath: each job's event files land at {it}{job}/tensorboard-output/.
@@ -98,6 +101,9 @@ class RunSpec(BaseModel):
 
     def with_rules(self, rules: list[dict[str, Any]]) -> RunSpec:
         return RunSpec.model_validate({**self.model_dump(), "rules": rules})
+
+    def with_changes(self, changes: Mapping[str, Any]) -> RunSpec:
+        return RunSpec.model_validate({**self.model_dump(), **dict(changes)})
 
 
 def summarize_hyperparameters(hyperparameters: Mapping[str, HyperparameterValue], limit: int = 70) -> str:

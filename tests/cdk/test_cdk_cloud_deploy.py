@@ -50,8 +50,14 @@ def run_cli(*argv: str) -> int:
 
 def test_the_template_deploys_to_create_complete_with_the_resources_it_declares(deployed, synthesized):
     assert deployed["StackStatus"] == "CREATE_COMPLETE", deployed.get("StackStatusReason")
-    # Everything else is really created by moto; these three types it accepts without creating.
-    assert deployed["SkippedByMoto"] == ["AWS::CloudWatch::Alarm", "AWS::S3::BucketPolicy", "AWS::SNS::TopicPolicy"]
+    # Everything else is really created by moto; these types it accepts without creating.
+    assert deployed["SkippedByMoto"] == [
+        "AWS::CloudWatch::Alarm",
+        "AWS::Lambda::EventInvokeConfig",
+        "AWS::S3::BucketPolicy",
+        "AWS::SNS::TopicPolicy",
+        "AWS::SQS::QueuePolicy",
+    ]
     outputs = {o["OutputKey"]: o["OutputValue"] for o in deployed["Outputs"]}
     assert outputs["JobNamePrefix"] == "remediation"
 

@@ -50,6 +50,12 @@ def test_a_job_name_prefix_with_capitals_is_refused_naming_the_key_and_the_lower
         ({"notification_email": "not-an-address"}, "notification_email"),
         ({"debug_output_expiration_days": "soon"}, "debug_output_expiration_days"),
         ({"debug_output_expiration_days": 0}, "debug_output_expiration_days"),
+        ({"allowed_instance_types": "ml.m5.xlarge,p4d"}, "allowed_instance_types"),
+        ({"max_instance_count": "2.5"}, "max_instance_count"),
+        ({"max_instance_count": 0}, "max_instance_count"),
+        ({"max_instance_hours": "a day"}, "max_instance_hours"),
+        ({"max_instance_hours": 0}, "max_instance_hours"),
+        ({"legacy_sagemaker_debugger": "maybe"}, "legacy_sagemaker_debugger"),
     ],
 )
 def test_a_bad_context_value_is_refused_naming_it(tmp_path, context, named):
@@ -100,3 +106,16 @@ def test_the_deployed_powertools_layer_is_the_version_the_handlers_are_tested_wi
     context = json.loads((Path(__file__).resolve().parents[2] / "cdk.json").read_text())["context"]
     tested = version("aws-lambda-powertools")
     assert context["powertools_version"] == DEFAULT_POWERTOOLS_VERSION == tested
+
+
+def test_the_cost_guardrails_from_the_context_reach_iam_and_every_lambda(tmp_path):
+    synthesized = synthesize(
+        tmp_path, allowed_instance_types="ml.g5.xlarge, ml.m5.large", max_instance_count=4, max_instance_hours=10
+    )
+    text = json.dumps(synthesized.template)
+    assert '"sagemaker:InstanceTypes": ["ml.g5.xlarge", "ml.m5.large"]' in text
+    assert '"sagemaker:MaxRuntimeInSeconds": "36000"' in text
+    for function in synthesized.resources("AWS::Lambda::Function").values():
+        variables = function["Properties"]["Environment"]["Variables"]
+        assert variables["ALLOWED_INSTANCE_TYPES"] == "ml.g5.xlarge,ml.m5.large"
+        assert (variables["MAX_INSTANCE_COUNT"], variables["MAX_INSTANCE_HOURS"]) == ("4", "10")

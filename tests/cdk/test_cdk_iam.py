@@ -12,6 +12,7 @@ from botocore import xform_name
 from cdk_synth import acknowledgements
 
 from contracts import bucket_layout
+from contracts.stack_guardrails import DEFAULT_ALLOWED_INSTANCE_TYPES
 
 pytestmark = pytest.mark.cdk  # synthesizes through jsii (Node.js)
 
@@ -39,6 +40,8 @@ RESOURCE_STAR_ONLY = {
 EVERY_LAMBDA = {"logs:CreateLogStream", "logs:PutLogEvents", "xray:PutTelemetryRecords", "xray:PutTraceSegments"}
 #: Publishing to the encrypted topic.
 PUBLISH = {"sns:Publish", "kms:Decrypt", "kms:GenerateDataKey"}
+#: An asynchronously invoked Lambda's on-failure destination (the dead-letter queue), as CDK grants it.
+ASYNC_FAILURES = {"sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"}
 #: The IAM prefix of each service the handlers may call, by botocore service name.
 IAM_PREFIX = {"sagemaker": "sagemaker", "s3": "s3", "sns": "sns", "stepfunctions": "states", "cloudwatch": "cloudwatch"}
 #: boto3 method names that are also everyday Python methods (re.Pattern.search, dict.get...): not counted.
@@ -113,6 +116,15 @@ def test_train_lambda_creates_only_prefixed_jobs_tags_only_on_create_and_passes_
     for action in ("sagemaker:CreateTrainingJob", "sagemaker:DescribeTrainingJob"):
         (statement,) = granted(statements, action)
         assert statement["Resource"] == training_job_arn()
+    # The cost guardrails, in IAM: only the allowed instance types, named in every request, and at most the
+    # instance-hours per job (contracts.stack_guardrails; cdk.json's defaults)
+    (create,) = granted(statements, "sagemaker:CreateTrainingJob")
+    assert _as_list(create["Action"]) == ["sagemaker:CreateTrainingJob"]
+    assert create["Condition"] == {
+        "ForAllValues:StringEquals": {"sagemaker:InstanceTypes": list(DEFAULT_ALLOWED_INSTANCE_TYPES)},
+        "Null": {"sagemaker:InstanceTypes": "false"},
+        "NumericLessThanEquals": {"sagemaker:MaxRuntimeInSeconds": str(48 * 3600)},
+    }
     (tagging,) = granted(statements, "sagemaker:AddTags")
     assert tagging["Resource"] == training_job_arn()
     assert tagging["Condition"] == {"StringEquals": {"sagemaker:TaggingAction": "CreateTrainingJob"}}
@@ -120,11 +132,17 @@ def test_train_lambda_creates_only_prefixed_jobs_tags_only_on_create_and_passes_
     role_id = synthesized.logical_id(synthesized.stack.sagemaker.role)
     assert pass_role["Resource"] == {"Fn::GetAtt": [role_id, "Arn"]}
     assert pass_role["Condition"] == {"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}}
-    assert not granted(statements, "sagemaker:StopTrainingJob")
-    # S3: only the checkpoints a resuming remedy carries over (CopyObject: read the source, write the target)
+    # It stops only the job it has just launched, when its execution ended meanwhile (lambdas/remediation/launch_guard)
+    (stop,) = granted(statements, "sagemaker:StopTrainingJob")
+    assert stop["Resource"] == training_job_arn()
+    # S3: only the checkpoints a resuming remedy carries over (CopyObject: read the source, write the target; a
+    # copy that cannot finish is deleted so the job starts from step 0)
     (copying,) = [s for s in statements if any(a.startswith("s3:") and a != "s3:ListBucket" for a in _as_list(s["Action"]))]
-    assert set(_as_list(copying["Action"])) == {"s3:GetObject", "s3:PutObject"}
+    assert set(_as_list(copying["Action"])) == {"s3:GetObject", "s3:PutObject", "s3:DeleteObject"}
     assert copying["Resource"] == bucket_object_arn(synthesized, bucket_layout.CHECKPOINTS_PREFIX)
+    # Once its job exists it asks whether its execution still runs: this state machine's executions only
+    (describe,) = granted(statements, "states:DescribeExecution")
+    assert describe["Resource"] == executions_arn(synthesized)
     (listing,) = granted(statements, "s3:ListBucket")
     assert listing["Condition"] == {"StringLike": {"s3:prefix": ["checkpoints/*"]}}
 
@@ -163,16 +181,14 @@ def test_sagemaker_role_reads_code_data_checkpoints_and_writes_output_debug_outp
     statements = role_statements(synthesized, synthesized.stack.sagemaker.role)
     (read,) = granted(statements, "s3:GetObject")
     assert sorted(map(json.dumps, _as_list(read["Resource"]))) == sorted(
-        json.dumps(bucket_object_arn(synthesized, p)) for p in ("code/", "data/", "checkpoints/", "debug-output/")
+        json.dumps(bucket_object_arn(synthesized, p)) for p in ("code/", "data/", "checkpoints/")
     )
     (write,) = granted(statements, "s3:PutObject")
     assert sorted(map(json.dumps, _as_list(write["Resource"]))) == sorted(
         json.dumps(bucket_object_arn(synthesized, p)) for p in ("jobs/", "debug-output/", "checkpoints/")
     )
     (listing,) = granted(statements, "s3:ListBucket")
-    assert listing["Condition"] == {
-        "StringLike": {"s3:prefix": ["code/*", "data/*", "checkpoints/*", "debug-output/*"]}
-    }
+    assert listing["Condition"] == {"StringLike": {"s3:prefix": ["code/*", "data/*", "checkpoints/*"]}}
     s3_actions = {a for s in statements for a in _as_list(s["Action"]) if a.startswith("s3:")}
     assert s3_actions == {"s3:GetObject", "s3:PutObject", "s3:ListBucket"}
     (pull,) = granted(statements, "ecr:BatchGetImage")
@@ -182,24 +198,43 @@ def test_sagemaker_role_reads_code_data_checkpoints_and_writes_output_debug_outp
         (lookup,) = [p["Fn::FindInMap"] for p in parts if isinstance(p, dict) and "Fn::FindInMap" in p]
         assert lookup[1] == {"Ref": "AWS::Region"}
         repositories[parts[-1]] = lookup[2]
-    assert repositories == {
-        ":repository/pytorch": "Training",
-        ":repository/sagemaker-xgboost": "XGBoost",
-        ":repository/sagemaker-debugger-rules": "Rules",
-    }
+    assert repositories == {":repository/pytorch": "Training", ":repository/sagemaker-xgboost": "XGBoost"}
     (streams,) = [s for s in granted(statements, "logs:PutLogEvents") if "TrainingJobs" in json.dumps(s["Resource"])]
     assert json.dumps(streams["Resource"]).endswith(
         ':log-group:/aws/sagemaker/TrainingJobs:log-stream:remediation*"]]}'
     )
 
 
-def test_sagemaker_role_lets_the_legacy_rule_evaluator_read_its_tensors_stop_the_job_and_log(synthesized):
-    """Legacy mode: SageMaker runs each built-in rule as a processing job under the training job's role. The
-    evaluator reads the tensors SageMaker's hook writes under debug-output/ (smdebug lists and reads the
-    prefix), its StopTraining action lists InProgress jobs by name (ListTrainingJobs, no resource ARN) and
-    stops the one it finds (smdebug rules/action/stop_training_action.py), and it logs to
-    /aws/sagemaker/ProcessingJobs under a job name that starts with the lower-cased training job name."""
+def test_without_legacy_mode_the_sagemaker_role_cannot_stop_jobs_list_them_or_read_debug_output(synthesized):
+    """A training script runs as this role: without legacy mode it gets none of the evaluator's grants (it could
+    have stopped every remediation job of the stack, and read every run's tensors)."""
     statements = role_statements(synthesized, synthesized.stack.sagemaker.role)
+    assert not {a for s in statements for a in _as_list(s["Action"]) if a.startswith("sagemaker:")}
+    (read,) = granted(statements, "s3:GetObject")
+    assert "debug-output" not in json.dumps(read["Resource"])
+    assert "ProcessingJobs" not in json.dumps(statements)
+    assert "sagemaker-debugger-rules" not in json.dumps(statements)
+
+
+@pytest.fixture(scope="module")
+def legacy_synthesized(tmp_path_factory):
+    from cdk_synth import synthesize
+
+    return synthesize(tmp_path_factory.mktemp("cdk.out.legacy"), legacy_sagemaker_debugger="true")
+
+
+def test_sagemaker_role_lets_the_legacy_rule_evaluator_read_its_tensors_stop_the_job_and_log(legacy_synthesized):
+    """Legacy mode (-c legacy_sagemaker_debugger=true): SageMaker runs each built-in rule as a processing job under
+    the training job's role. The evaluator reads the tensors SageMaker's hook writes under debug-output/ (smdebug
+    lists and reads the prefix), its StopTraining action lists InProgress jobs by name (ListTrainingJobs, no
+    resource ARN) and stops the one it finds (smdebug rules/action/stop_training_action.py), and it logs to
+    /aws/sagemaker/ProcessingJobs under a job name that starts with the lower-cased training job name."""
+    synthesized = legacy_synthesized
+    statements = role_statements(synthesized, synthesized.stack.sagemaker.role)
+    (pull,) = granted(statements, "ecr:BatchGetImage")
+    assert any(
+        resource["Fn::Join"][1][-1] == ":repository/sagemaker-debugger-rules" for resource in pull["Resource"]
+    )  # the rule evaluator's image
     (read,) = granted(statements, "s3:GetObject")
     assert json.dumps(bucket_object_arn(synthesized, bucket_layout.DEBUG_OUTPUT_PREFIX)) in map(
         json.dumps, _as_list(read["Resource"])
@@ -267,8 +302,10 @@ def test_job_events_lambda_keeps_and_reads_task_tokens_reads_jobs_and_ends_waits
     assert describe["Resource"] == training_job_arn()
     (end_waits,) = granted(statements, "states:SendTaskSuccess")
     assert end_waits["Resource"] == {"Ref": synthesized.logical_id(synthesized.stack.workflow.state_machine)}
+    (dead_letters,) = granted(statements, "sqs:SendMessage")  # its asynchronous invocations' on-failure destination
+    assert dead_letters["Resource"] == dead_letter_queue_arn(synthesized)
     actions = {a for s in statements for a in _as_list(s["Action"])}
-    assert actions == EVERY_LAMBDA | {
+    assert actions == EVERY_LAMBDA | ASYNC_FAILURES | {
         "s3:PutObject",
         "s3:GetObject",
         "s3:ListBucket",
@@ -277,11 +314,9 @@ def test_job_events_lambda_keeps_and_reads_task_tokens_reads_jobs_and_ends_waits
     }
 
 
-def test_execution_cleanup_lambda_reads_this_state_machines_histories_and_stops_only_prefixed_jobs(synthesized):
-    statements = role_statements(synthesized, synthesized.stack.functions.execution_cleanup.role)
-    (history,) = granted(statements, "states:GetExecutionHistory")
+def executions_arn(synthesized) -> dict:
     machine = synthesized.logical_id(synthesized.stack.workflow.state_machine)
-    assert history["Resource"] == {
+    return {
         "Fn::Join": [
             "",
             [
@@ -297,11 +332,23 @@ def test_execution_cleanup_lambda_reads_this_state_machines_histories_and_stops_
             ],
         ]
     }
+
+
+def dead_letter_queue_arn(synthesized) -> dict:
+    return {"Fn::GetAtt": [synthesized.logical_id(synthesized.stack.dead_letters.queue), "Arn"]}
+
+
+def test_execution_cleanup_lambda_reads_this_state_machines_histories_and_stops_only_prefixed_jobs(synthesized):
+    statements = role_statements(synthesized, synthesized.stack.functions.execution_cleanup.role)
+    (history,) = granted(statements, "states:GetExecutionHistory")
+    assert history["Resource"] == executions_arn(synthesized)
+    (dead_letters,) = granted(statements, "sqs:SendMessage")  # its asynchronous invocations' on-failure destination
+    assert dead_letters["Resource"] == dead_letter_queue_arn(synthesized)
     for action in ("sagemaker:DescribeTrainingJob", "sagemaker:ListTags", "sagemaker:StopTrainingJob"):
         (statement,) = granted(statements, action)
         assert statement["Resource"] == training_job_arn()
     actions = {a for s in statements for a in _as_list(s["Action"])}
-    assert actions == EVERY_LAMBDA | PUBLISH | {
+    assert actions == EVERY_LAMBDA | PUBLISH | ASYNC_FAILURES | {
         "states:GetExecutionHistory",
         "sagemaker:DescribeTrainingJob",
         "sagemaker:ListTags",
@@ -328,6 +375,7 @@ def _aws_operations() -> dict[str, set[str]]:
     # CopyObject is authorised as GetObject on the source and PutObject on the target (the tests of each Lambda
     # that copies check both grants on their prefix).
     operations["copy_object"] = {"s3:PutObject"}
+    operations["delete_objects"] = {"s3:DeleteObject"}  # DeleteObjects is authorised per object
     return operations
 
 

@@ -8,6 +8,7 @@ import pytest
 from aws_cdk.assertions import Match
 
 from contracts import bucket_layout
+from contracts.stack_guardrails import DEFAULT_ALLOWED_INSTANCE_TYPES
 from infra.functions import POWERTOOLS_METRICS_NAMESPACE, POWERTOOLS_SERVICE_NAME
 from infra.outputs import (
     OUTPUT_BUCKET_NAME,
@@ -16,7 +17,7 @@ from infra.outputs import (
     OUTPUT_STATE_MACHINE_ARN,
     OUTPUT_TOPIC_ARN,
 )
-from lambdas.remediation import job_events
+from lambdas.remediation import end_causes, job_events
 
 pytestmark = pytest.mark.cdk  # synthesizes through jsii (Node.js)
 
@@ -31,7 +32,8 @@ def test_resource_inventory(synthesized):
     assert counts["AWS::S3::Bucket"] == 2  # artifacts + its access logs
     assert counts["AWS::SNS::Topic"] == 1
     assert counts["AWS::KMS::Key"] == 1
-    assert counts["AWS::CloudWatch::Alarm"] == 2
+    assert counts["AWS::CloudWatch::Alarm"] == 5
+    assert counts["AWS::SQS::Queue"] == 1  # the dead-letter queue
     # No custom-resource Lambdas (log retention, bucket auto-delete...) sneaked in.
     assert "Custom::LogRetention" not in counts and "AWS::CloudFormation::CustomResource" not in counts
 
@@ -133,6 +135,11 @@ def test_lambdas_run_python_3_13_with_powertools_tracing_and_their_environment(s
             "POWERTOOLS_SERVICE_NAME": POWERTOOLS_SERVICE_NAME,
             "POWERTOOLS_METRICS_NAMESPACE": POWERTOOLS_METRICS_NAMESPACE,
             "POWERTOOLS_LOG_LEVEL": "INFO",
+            # the stack's guardrails (contracts.stack_guardrails), cdk.json's defaults
+            "ALLOWED_INSTANCE_TYPES": ",".join(DEFAULT_ALLOWED_INSTANCE_TYPES),
+            "MAX_INSTANCE_COUNT": "2",
+            "MAX_INSTANCE_HOURS": "48",
+            "LEGACY_SAGEMAKER_DEBUGGER": "disabled",
         }
         if properties["Handler"] == "lambdas.job_events_handler.handler":  # where the task tokens are kept
             expected["ARTIFACTS_BUCKET"] = {"Ref": bucket_id}
@@ -195,19 +202,73 @@ def test_the_event_rules_wake_the_wait_on_our_jobs_final_states_and_clean_up_aft
         assert permission["SourceArn"]["Fn::GetAtt"][0] in rule_ids  # only its own rule may invoke it
 
 
-def test_alarms_on_failed_and_timed_out_executions_notify_the_topic(synthesized):
+def _alarms(synthesized) -> dict[str, dict]:
+    stack_name = synthesized.stack.stack_name
+    return {
+        a["Properties"]["AlarmName"].removeprefix(f"{stack_name}-"): a["Properties"]
+        for a in synthesized.resources("AWS::CloudWatch::Alarm").values()
+    }
+
+
+def test_alarms_watch_what_no_one_would_otherwise_see_and_notify_the_topic(synthesized):
+    """Aborted and timed-out executions, an undelivered event or failed asynchronous invocation (the dead-letter
+    queue), an unexpected workflow error and a Lambda error that is not a transient fault handed back for a retry.
+    A run that gives up (RemediationGaveUp) alarms no one: there is no alarm on ExecutionsFailed."""
     machine_id = synthesized.logical_id(synthesized.stack.workflow.state_machine)
     topic_id = synthesized.logical_id(synthesized.stack.notifications.topic)
-    alarms = {
-        a["Properties"]["MetricName"]: a["Properties"] for a in synthesized.resources("AWS::CloudWatch::Alarm").values()
-    }
-    assert set(alarms) == {"ExecutionsFailed", "ExecutionsTimedOut"}
+    alarms = _alarms(synthesized)
+    assert set(alarms) == {"ExecutionsAborted", "ExecutionsTimedOut", "UndeliveredEvents", "WorkflowErrors", "LambdaErrors"}
     for alarm in alarms.values():
-        assert alarm["Namespace"] == "AWS/States"
-        assert alarm["Dimensions"] == [{"Name": "StateMachineArn", "Value": {"Ref": machine_id}}]
         assert alarm["Threshold"] == 1 and alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
         assert alarm["AlarmActions"] == [{"Ref": topic_id}]
         assert alarm["TreatMissingData"] == "notBreaching"
+        assert alarm.get("MetricName") != "ExecutionsFailed"
+    for name in ("ExecutionsAborted", "ExecutionsTimedOut"):
+        assert alarms[name]["MetricName"] == name and alarms[name]["Namespace"] == "AWS/States"
+        assert alarms[name]["Dimensions"] == [{"Name": "StateMachineArn", "Value": {"Ref": machine_id}}]
+    queue_id = synthesized.logical_id(synthesized.stack.dead_letters.queue)
+    assert alarms["UndeliveredEvents"]["MetricName"] == "ApproximateNumberOfMessagesVisible"
+    assert alarms["UndeliveredEvents"]["Dimensions"] == [
+        {"Name": "QueueName", "Value": {"Fn::GetAtt": [queue_id, "QueueName"]}}
+    ]
+    workflow_inputs = {m["Id"]: m["MetricStat"]["Metric"] for m in alarms["WorkflowErrors"]["Metrics"] if "MetricStat" in m}
+    assert {m["MetricName"] for m in workflow_inputs.values()} == {
+        end_causes.UNEXPECTED_WORKFLOW_ERRORS,
+        end_causes.NOTIFICATIONS_NOT_SENT,
+    }
+    for metric in workflow_inputs.values():
+        assert metric["Namespace"] == POWERTOOLS_METRICS_NAMESPACE
+        assert metric["Dimensions"] == [{"Name": "service", "Value": POWERTOOLS_SERVICE_NAME}]
+    (expression,) = [m for m in alarms["LambdaErrors"]["Metrics"] if "Expression" in m]
+    assert expression["Expression"] == "(FILL(e0, 0) + FILL(e1, 0) + FILL(e2, 0) + FILL(e3, 0) + FILL(e4, 0)) - FILL(deferred, 0)"
+    inputs = {m["Id"]: m["MetricStat"]["Metric"] for m in alarms["LambdaErrors"]["Metrics"] if "MetricStat" in m}
+    assert inputs["deferred"]["MetricName"] == end_causes.TRANSIENT_FAULTS_DEFERRED
+    functions = {synthesized.logical_id(f) for f in synthesized.stack.functions.all}
+    assert {inputs[f"e{i}"]["Dimensions"][0]["Value"]["Ref"] for i in range(5)} == functions
+
+
+def test_undelivered_events_and_failed_asynchronous_invocations_go_to_the_dead_letter_queue(synthesized):
+    queue_id = synthesized.logical_id(synthesized.stack.dead_letters.queue)
+    queue = synthesized.template["Resources"][queue_id]["Properties"]
+    assert queue["SqsManagedSseEnabled"] is True and queue["MessageRetentionPeriod"] == 14 * 24 * 3600
+    for rule in synthesized.resources("AWS::Events::Rule").values():
+        (target,) = rule["Properties"]["Targets"]
+        assert target["DeadLetterConfig"] == {"Arn": {"Fn::GetAtt": [queue_id, "Arn"]}}
+        assert target["RetryPolicy"]["MaximumRetryAttempts"] == 4
+    configs = synthesized.resources("AWS::Lambda::EventInvokeConfig").values()
+    functions = {synthesized.logical_id(f) for f in (synthesized.stack.functions.job_events, synthesized.stack.functions.execution_cleanup)}
+    assert {c["Properties"]["FunctionName"]["Ref"] for c in configs} == functions
+    for config in configs:
+        assert config["Properties"]["DestinationConfig"] == {
+            "OnFailure": {"Destination": {"Fn::GetAtt": [queue_id, "Arn"]}}
+        }
+        assert config["Properties"]["MaximumRetryAttempts"] == 2
+
+
+def _alarm_order(synthesized):
+    """The order the stack lists its alarms in (infra/alarms.py)."""
+    order = [f"{synthesized.stack.stack_name}-{alarm.node.id}" for alarm in synthesized.stack.alarms.alarms]
+    return order.index
 
 
 def _cloudwatch_statements(statements: list[dict]) -> list[dict]:
@@ -222,8 +283,8 @@ def test_the_alarms_can_publish_to_the_encrypted_topic(synthesized):
     topic_id = synthesized.logical_id(synthesized.stack.notifications.topic)
     key_id = synthesized.logical_id(synthesized.stack.notifications.key)
     alarms = synthesized.resources("AWS::CloudWatch::Alarm").values()
-    alarm_names = sorted(alarm["Properties"]["AlarmName"] for alarm in alarms)
-    assert len(alarm_names) == 2 and all(isinstance(name, str) for name in alarm_names)
+    alarm_names = [alarm["Properties"]["AlarmName"] for alarm in alarms]
+    assert len(alarm_names) == 5 and all(isinstance(name, str) for name in alarm_names)
 
     def alarm_arn(name: str) -> dict:
         return {
@@ -243,7 +304,7 @@ def test_the_alarms_can_publish_to_the_encrypted_topic(synthesized):
 
     expected_condition = {
         "StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}},
-        "ArnLike": {"aws:SourceArn": [alarm_arn(name) for name in alarm_names]},
+        "ArnLike": {"aws:SourceArn": [alarm_arn(name) for name in sorted(alarm_names, key=_alarm_order(synthesized))]},
     }
     topic_statements = [
         statement

@@ -100,3 +100,23 @@ def test_out_dir_resolution(monkeypatch, tmp_path):
     monkeypatch.delenv("DEBUG_OUTPUT_DIR")
     hook = Hook.from_configs(hook_config={"LocalPath": str(tmp_path / "from-config")}, job_name="j")
     assert hook.out_dir == tmp_path / "from-config" and (hook.out_dir / "rule-status.json").exists()
+
+
+def test_the_mirror_signs_for_the_buckets_region_the_job_request_names(monkeypatch, offline_aws_credentials, tmp_path):
+    """Without a region the client signed for us-east-1, and a bucket in another region refuses that (finding 4 of
+    issue 23): the job request passes the run_spec's region (DEBUG_OUTPUT_S3_REGION)."""
+    from debugger.s3_mirror import S3Mirror
+    from lambdas.remediation import job_request
+    from lambdas.remediation.execution_input import initial_state
+
+    for name in ("AWS_REGION", "AWS_DEFAULT_REGION"):
+        monkeypatch.delenv(name, raising=False)
+    state = initial_state({"bucket": "artifacts-eu", "region": "eu-west-1", "sm_role": "arn:aws:iam::123456789012:role/R"})
+    request = job_request.build_create_training_job_request(state, "remediation-job-0123456789-001")
+    for name, value in request["Environment"].items():
+        monkeypatch.setenv(name, value)
+    mirror = S3Mirror(tmp_path, "s3://artifacts-eu/debug-output/remediation-job-0123456789-001/")
+    try:
+        assert mirror.client.meta.region_name == "eu-west-1"
+    finally:
+        mirror.close([])

@@ -67,3 +67,40 @@ def test_a_prefix_with_more_files_than_a_checkpoint_directory_keeps_is_not_copie
         checkpoint_resume.copy_checkpoints(s3, BUCKET, "remediation-job-0123-001", "remediation-job-0123-002")
     assert f"more than {checkpoint_resume.MAX_CHECKPOINT_FILES} files" in str(caught.value)
     assert "Contents" not in s3.list_objects_v2(Bucket=BUCKET, Prefix=bucket_layout.checkpoint_prefix("remediation-job-0123-002"))
+
+
+def test_a_copy_that_runs_out_of_time_half_way_is_removed_and_the_job_starts_from_step_0(workflow):
+    """The copy is planned within the Lambda's time, but the time runs out after two files: the files already
+    copied are deleted (a job must not resume from half a checkpoint) and the launch starts from step 0."""
+    s3 = boto3.client("s3", region_name=REGION)
+    source, target = "remediation-job-0123-001", "remediation-job-0123-002"
+    for index in range(3):
+        s3.put_object(Bucket=BUCKET, Key=f"{bucket_layout.checkpoint_prefix(source)}shard-{index}", Body=b"x" * 10)
+    left = iter([100.0, 100.0, 100.0, 0.0])  # the plan, two files, then nothing left
+    resumed = checkpoint_resume.resume_or_start_over(
+        s3, s3, BUCKET, source, target, seconds_left=lambda: next(left) + checkpoint_resume.time_budgets.LAUNCH_RESERVE_SECONDS
+    )
+    assert resumed.copied is None and resumed.from_job == source
+    assert "train Lambda has 0 s left" in resumed.skipped and "2 file(s) already copied were removed" in resumed.skipped
+    assert "Contents" not in s3.list_objects_v2(Bucket=BUCKET, Prefix=bucket_layout.checkpoint_prefix(target))
+
+
+def test_a_retried_copy_goes_on_where_the_last_try_stopped(workflow):
+    s3 = boto3.client("s3", region_name=REGION)
+    source, target = "remediation-job-0123-001", "remediation-job-0123-002"
+    for index in range(3):
+        s3.put_object(Bucket=BUCKET, Key=f"{bucket_layout.checkpoint_prefix(source)}shard-{index}", Body=b"x" * 10)
+    s3.copy_object(
+        Bucket=BUCKET,
+        Key=f"{bucket_layout.checkpoint_prefix(target)}shard-0",
+        CopySource={"Bucket": BUCKET, "Key": f"{bucket_layout.checkpoint_prefix(source)}shard-0"},
+    )
+    copies = []
+
+    class Counting:
+        def copy_object(self, **request):
+            copies.append(request["Key"])
+            return s3.copy_object(**request)
+
+    copied = checkpoint_resume.copy_checkpoints(s3, BUCKET, source, target, copy_client=Counting())
+    assert copied.files == 3 and [key.rsplit("/", 1)[1] for key in copies] == ["shard-1", "shard-2"]

@@ -144,3 +144,36 @@ def test_watching_reads_only_the_new_events(workflow):
     events = reader.read()
     assert events == workflow.history(arn) and len(events) > len(first)
     assert pages == [(100, min(100, len(events)))]  # one small page, newest first
+
+
+def test_cloud_stop_during_a_launch_looks_again_once_the_train_lambda_has_ended(workflow, faults, capsys, monkeypatch):
+    """`remediate cloud stop` while the train Lambda is about to call CreateTrainingJob (and cannot check its
+    execution: its DescribeExecution is throttled): the first look finds no job; the command waits out the train
+    Lambda's timeout and looks again, and stops the job the Lambda created meanwhile."""
+    import threading
+
+    from remediate import cloud_stop
+
+    sagemaker = workflow.script([running()])
+    stack_for(workflow)
+    faults.schedule.add("sfn", "DescribeExecution", "throttle", times=10, when=lambda call: True)
+    monkeypatch.setattr(cloud_stop, "wait_until", faults.settle_launch)
+    results: list[int] = []
+
+    def stop_from_the_command_line() -> None:
+        faults.first_look_done().clear()
+        thread = threading.Thread(target=lambda: results.append(run_cli("cloud", "stop", workflow.execution_arn)))
+        thread.start()
+        assert faults.first_look_done().wait(30), "the command never looked"
+        stop_from_the_command_line.thread = thread
+
+    faults.at("train", "CreateTrainingJob", stop_from_the_command_line)
+    arn = workflow.start(SLOW_FALLBACK)
+    workflow.wait(arn)
+    stop_from_the_command_line.thread.join(60)
+
+    assert results == [0]
+    job = sagemaker.created[0]["TrainingJobName"]
+    assert sagemaker.final_statuses() == {job: "Stopped"}
+    printed = capsys.readouterr().out
+    assert "waiting" in printed and "before looking again" in printed and f"stopped training job {job}" in printed

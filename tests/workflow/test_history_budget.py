@@ -63,3 +63,14 @@ def test_the_guardrail_run_stays_within_the_bound_it_was_accepted_with(workflow)
     assert len(history) <= worst_case
     # the sample's meaning: max_monitor_transitions passes are allowed, the next one ends the run
     assert entered_states(history).count("Monitor") == limit + 1
+
+
+def test_the_new_waits_cost_no_more_than_the_bounds_count():
+    """A look at rules still evaluating (WaitForRules, Monitor, AfterMonitor) is a monitor pass, counted in
+    num_monitor_transitions, and costs fewer events than one; a relaunch after a capacity shortage
+    (WaitBeforeRelaunch, Train) costs fewer than an attempt's Train, Plan and AfterPlan."""
+    rule_wait = history_budget.path_events(DEFINITION, ("AfterMonitor", "WaitForRules", "Monitor")) - history_budget.state_events(DEFINITION["States"]["AfterMonitor"])
+    assert rule_wait + history_budget.state_events(DEFINITION["States"]["AfterMonitor"]) <= bounds.HISTORY_EVENTS_PER_MONITOR_PASS
+    relaunch = history_budget.path_events(DEFINITION, ("WaitBeforeRelaunch", "Train"))
+    assert relaunch <= bounds.HISTORY_EVENTS_PER_ATTEMPT
+    assert history_budget.path_events(DEFINITION, ("AfterMonitor", "WaitBeforeRelaunch")) > 0

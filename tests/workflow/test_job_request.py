@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from lambdas.remediation import job_request
+from lambdas.remediation import job_identity, job_request
 from lambdas.remediation.execution_input import initial_state
 
 NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
@@ -16,22 +16,22 @@ INPUT = {"bucket": "artifacts-bucket", "region": "us-west-2", "sm_role": "arn:aw
 
 def test_job_names_are_deterministic_valid_and_distinct(monkeypatch):
     monkeypatch.setenv("JOB_NAME_PREFIX", "remediation")
-    name = job_request.training_job_name("a" * 80, "b" * 32, 7)
-    assert name == job_request.training_job_name("a" * 80, "b" * 32, 7)
+    name = job_identity.training_job_name("a" * 80, "b" * 32, 7)
+    assert name == job_identity.training_job_name("a" * 80, "b" * 32, 7)
     assert len(name) <= 63 and NAME.match(name) and name.startswith("remediation-")
-    assert name != job_request.training_job_name("a" * 80, "b" * 32, 8)
-    assert name != job_request.training_job_name("a" * 79 + "c", "b" * 32, 7)
-    assert NAME.match(job_request.training_job_name("run_1", "-x--y-", 1))
-    assert job_request.training_job_name("e", "remediation-resnet", 1).startswith("remediation-resnet-")
-    assert job_request.training_job_name("e", "remediation", 1).count("remediation") == 1
+    assert name != job_identity.training_job_name("a" * 80, "b" * 32, 8)
+    assert name != job_identity.training_job_name("a" * 79 + "c", "b" * 32, 7)
+    assert NAME.match(job_identity.training_job_name("run_1", "-x--y-", 1))
+    assert job_identity.training_job_name("e", "remediation-resnet", 1).startswith("remediation-resnet-")
+    assert job_identity.training_job_name("e", "remediation", 1).count("remediation") == 1
 
 
 def test_job_name_prefix_comes_from_the_environment(monkeypatch):
     monkeypatch.setenv("JOB_NAME_PREFIX", "team-a")
-    assert job_request.training_job_name("e", "resnet", 1).startswith("team-a-resnet-")
+    assert job_identity.training_job_name("e", "resnet", 1).startswith("team-a-resnet-")
     monkeypatch.setenv("JOB_NAME_PREFIX", "bad prefix!")
     with pytest.raises(job_request.JobRequestError, match="JOB_NAME_PREFIX"):
-        job_request.training_job_name("e", "resnet", 1)
+        job_identity.training_job_name("e", "resnet", 1)
 
 
 def test_training_image_by_region_and_instance_family():
@@ -91,7 +91,7 @@ def test_request_parts_follow_the_bucket_layout():
         "s3://artifacts-bucket/data/test/",
     ]
     assert request["StoppingCondition"] == {"MaxRuntimeInSeconds": 7200, "MaxWaitTimeInSeconds": 14400}
-    assert request["Environment"] == {"DEBUG_OUTPUT_S3_SYNC": "on"}
+    assert request["Environment"] == {"DEBUG_OUTPUT_S3_SYNC": "on", "DEBUG_OUTPUT_S3_REGION": "us-west-2"}  # the mirror signs for it
     assert {"Key": "remediation:execution", "Value": "arn:aws:states:us-east-1:123456789012:execution:m:exec"} in request["Tags"]
     assert [definition["Name"] for definition in request["AlgorithmSpecification"]["MetricDefinitions"]][
         0
@@ -115,15 +115,15 @@ def test_loss_not_decreasing_window_is_in_steps_whatever_the_save_interval(save_
 
 def test_job_names_differ_for_a_reused_execution_name_and_tags_prove_ownership():
     arn = "arn:aws:states:us-east-1:123456789012:execution:remediation:nightly"
-    first = job_request.training_job_name(job_request.execution_identity(arn, "2026-11-01T10:00:00Z"), "resnet", 1)
-    again = job_request.training_job_name(job_request.execution_identity(arn, "2026-12-20T10:00:00Z"), "resnet", 1)
+    first = job_identity.training_job_name(job_identity.execution_identity(arn, "2026-11-01T10:00:00Z"), "resnet", 1)
+    again = job_identity.training_job_name(job_identity.execution_identity(arn, "2026-12-20T10:00:00Z"), "resnet", 1)
     assert first != again  # the same name, 90 days later: a different execution, a different job
-    tags = [{"Key": key, "Value": value} for key, value in job_request.ownership_tags(arn, "2026-11-01T10:00:00Z", 1).items()]
-    assert job_request.owned_by(tags, arn, "2026-11-01T10:00:00Z")
-    assert not job_request.owned_by(tags, arn, "2026-12-20T10:00:00Z")
-    assert not job_request.owned_by([], arn, "2026-11-01T10:00:00Z")
+    tags = [{"Key": key, "Value": value} for key, value in job_identity.ownership_tags(arn, "2026-11-01T10:00:00Z", 1).items()]
+    assert job_identity.owned_by(tags, arn, "2026-11-01T10:00:00Z")
+    assert not job_identity.owned_by(tags, arn, "2026-12-20T10:00:00Z")
+    assert not job_identity.owned_by([], arn, "2026-11-01T10:00:00Z")
     with pytest.raises(job_request.JobRequestError, match="execution_start_time"):
-        job_request.execution_identity(arn, "")
+        job_identity.execution_identity(arn, "")
 
 
 # --------------------------------------------------------------------------- the job's time within the execution's

@@ -20,7 +20,7 @@ from contracts.job import (
     script_mode_arguments,
 )
 from debugger.launcher import split_arguments
-from lambdas.remediation import job_request, notifications
+from lambdas.remediation import job_identity, job_request, notifications
 from lambdas.remediation.execution_input import initial_state
 from lambdas.remediation.validation_messages import InvalidExecutionInput
 from model.hyperparameters import parse_hyperparameters
@@ -56,7 +56,7 @@ def test_a_local_runs_spot_interruptions_reach_the_local_platform_as_a_tag():
 @pytest.mark.parametrize("spot", [False, True])
 def test_create_training_job_request_is_valid(legacy, spot):
     state = initial_state({**INPUT, "legacy_sagemaker_debugger": legacy, "use_spot_instances": spot})
-    name = job_request.training_job_name("execution-1", state.run_spec.base_job_name, 1)
+    name = job_identity.training_job_name("execution-1", state.run_spec.base_job_name, 1)
     # The execution started a minute before the (injected) clock reads now: the request holds on any date.
     started = dt.datetime(2026, 11, 23, 8, tzinfo=dt.UTC)
     request = job_request.build_create_training_job_request(
@@ -121,7 +121,7 @@ def test_sns_publish_requests_are_valid():
 def test_hyperparameters_reach_the_script_as_it_parses_them_and_the_launcher_gets_the_debugger():
     """CreateTrainingJob's map -> script mode's argv -> the launcher's split -> the example's own parser."""
     state = initial_state({**INPUT, "add_batch_norm": True, "init_warmup_learning_rate": 0.05})
-    name = job_request.training_job_name("execution-1", state.run_spec.base_job_name, 2)
+    name = job_identity.training_job_name("execution-1", state.run_spec.base_job_name, 2)
     hyperparameters = job_request.build_create_training_job_request(state, name)["HyperParameters"]
     reserved, user_args = split_arguments(script_mode_arguments(hyperparameters))
     parsed = parse_hyperparameters(parse_script_mode_arguments(user_args))  # what examples/resnet does

@@ -334,6 +334,24 @@ def test_a_throttled_launch_is_retried_by_the_state_machine_and_launches_one_job
 
 
 def test_the_cleanup_never_stops_a_job_it_could_not_read(workflow):
+    """A read refused for good (AccessDenied) proves nothing about the job: it is left alone, and said so."""
+    from local_runtime.botocore_dispatch import ServiceError
+
+    sagemaker = workflow.script([running(), running(rule_status="{not json")])
+    workflow.on_launch(
+        lambda name: sagemaker.describe_failures.update(
+            {(name, 3): ServiceError("AccessDeniedException", "not authorized", status_code=400)}
+        )
+    )
+    execution = workflow.run(BASE_INPUT)
+
+    assert execution.status == "FAILED" and execution.error == "ContractError"
+    assert sagemaker.stopped == []
+    assert "could not check or stop training job" in execution.cause and "left it as it is" in execution.cause
+
+
+def test_a_cleanup_read_that_fails_transiently_is_retried_and_stops_the_job(workflow):
+    """A throttled read in HandleFailure is retried (AwsTransientError): the job is stopped at the next try."""
     from local_runtime.botocore_dispatch import ServiceError
 
     sagemaker = workflow.script([running(), running(rule_status="{not json")])
@@ -345,8 +363,8 @@ def test_the_cleanup_never_stops_a_job_it_could_not_read(workflow):
     execution = workflow.run(BASE_INPUT)
 
     assert execution.status == "FAILED" and execution.error == "ContractError"
-    assert sagemaker.stopped == []
-    assert "could not check or stop training job" in execution.cause and "left it as it is" in execution.cause
+    assert sagemaker.stopped == [sagemaker.created[0]["TrainingJobName"]]
+    assert "stopped training job" in execution.cause
 
 
 def test_no_job_is_launched_when_the_execution_is_about_to_time_out(workflow, monkeypatch):

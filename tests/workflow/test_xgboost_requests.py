@@ -19,7 +19,7 @@ from contracts.job import (
     script_mode_arguments,
 )
 from debugger.launcher import split_arguments
-from lambdas.remediation import job_request, training_images
+from lambdas.remediation import job_identity, job_request, training_images
 from lambdas.remediation.execution_input import InvalidExecutionInput, initial_state
 from lambdas.remediation.xgboost_images import DEFAULT_XGBOOST_VERSION, XGBOOST_ACCOUNT_BY_REGION, XGBOOST_IMAGES
 
@@ -41,7 +41,7 @@ XGBOOST_INPUT = {
 
 def _request(region: str, instance_type: str = "ml.m5.xlarge", **changes) -> dict:
     state = initial_state({**XGBOOST_INPUT, "region": region, "instance_type": instance_type, **changes})
-    name = job_request.training_job_name("execution-1", state.run_spec.base_job_name, 1)
+    name = job_identity.training_job_name("execution-1", state.run_spec.base_job_name, 1)
     request = job_request.build_create_training_job_request(
         state, name, execution_id=f"arn:aws:states:{region}:123456789012:execution:m:e-1",
         execution_start_time="2026-11-23T08:00:00Z", now=0,

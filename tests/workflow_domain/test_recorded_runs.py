@@ -12,7 +12,8 @@ import pytest
 
 from contracts.rule_status import RuleStatusDocument
 from lambdas.remediation.execution_input import initial_state
-from lambdas.remediation.monitoring import RuleReading, apply_decision, decide, metrics_saved_by_script
+from lambdas.remediation.monitoring import apply_decision, decide
+from lambdas.remediation.rule_reading import RuleReading, metrics_saved_by_script
 from lambdas.remediation.notifications import issues_found
 from lambdas.remediation.payload import WorkflowState
 from lambdas.remediation.policies import plan

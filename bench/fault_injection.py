@@ -1,0 +1,147 @@
+"""The long fault-injection run (issue 23): whole executions of the real state machine in moto under randomised
+fault schedules, one seed each; after each, the product's promises are checked. Prints JSON.
+
+    python bench/fault_injection.py [--executions 200] [--first-seed 0] [--workers 2] [--abort-share 0.35]
+
+Each execution draws (tests/workflow/fault_scenarios.py): what its jobs do (healthy, exploding, vanishing, out of
+capacity, failing code, missing the objective, a rule in Error, out of time, stopped by someone), a fault rate
+(5-20% of every AWS call the Lambdas make and every Lambda invoke of the state machine: throttles, 5xx, timeouts,
+Lambda timeouts before or after the handler ran, the account's instance quota at launch; at most two in a row per
+operation), late, duplicated or reordered job events, and in a share of them a StopExecution at one of 16 handler
+moments. The promises (tests/workflow/fault_harness.check_invariants): no training job running once the execution
+has ended, at most one job per attempt, no success without every selected rule NoIssuesFound and the objective met,
+no healthy job stopped while its execution ran, every end cause named. `make test` runs a bounded number of seeds
+(tests/workflow/test_fault_injection.py); this runs as many as asked, in worker processes of their own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+HARNESS = REPO_ROOT / "tests" / "workflow"
+
+
+def _prepare() -> None:
+    for path in (str(REPO_ROOT), str(HARNESS), str(HARNESS.parent)):
+        if path not in sys.path:
+            sys.path.insert(0, path)
+    from local_runtime.offline_aws import OFFLINE_AWS_ENVIRONMENT
+
+    os.environ.update(OFFLINE_AWS_ENVIRONMENT)
+    os.environ.pop("AWS_PROFILE", None)
+    # moto's interpreter really sleeps between Retry attempts (the ASL's intervals, up to 15 minutes): shortened,
+    # as the tests do (for the worker's life); the definition is unchanged.
+    from interpreter_clock import retry_waits_shortened
+
+    retry_waits_shortened().__enter__()
+    from asl_parse_cache import parse_each_definition_once
+
+    parse_each_definition_once().__enter__()  # moto parses the definition once per worker, not per execution
+    import logging
+
+    logging.disable(logging.CRITICAL)  # the handlers' logs: millions of lines over a long run
+
+
+#: Executions per moto account: moto's lookups scan every execution it holds, so a fresh account keeps each
+#: execution's cost flat over a long run.
+EXECUTIONS_PER_ACCOUNT = 50
+
+
+def run_seeds(seeds: list[int], abort_share: float, per_account: int = EXECUTIONS_PER_ACCOUNT) -> list[dict]:
+    """One worker: the given seeds in turn, a fresh moto account every ``per_account``; each outcome as a dict."""
+    _prepare()
+    results: list[dict] = []
+    for start in range(0, len(seeds), per_account):
+        results += _run_in_one_account(seeds[start : start + per_account], abort_share)
+        done = len(results)
+        print(f"worker {os.getpid()}: {done} of {len(seeds)} executions", file=sys.stderr, flush=True)
+    return results
+
+
+def _run_in_one_account(seeds: list[int], abort_share: float) -> list[dict]:
+    import contextlib
+    import io
+
+    from fault_harness import FaultHarness
+    from fault_scenarios import draw, run_drawn
+    from workflow_harness import open_workflow
+
+    results = []
+    with open_workflow(os.environ.__setitem__) as workflow:
+        faults = FaultHarness(workflow)
+        try:
+            for seed in seeds:
+                started = time.monotonic()
+                with contextlib.redirect_stdout(io.StringIO()):  # Powertools prints its JSON log lines
+                    try:
+                        outcome = run_drawn(workflow, faults, draw(seed, abort_share=abort_share))
+                    except Exception as error:  # noqa: BLE001 - a harness failure is reported, not a crash of the run
+                        results.append({"seed": seed, "harness_error": f"{type(error).__name__}: {error}"})
+                        continue
+                results.append(
+                    {
+                        "seed": seed,
+                        "status": outcome.status,
+                        "error": outcome.error,
+                        "faults": outcome.faults,
+                        "aborted": outcome.drawn.abort is not None,
+                        "violations": outcome.violations,
+                        "line": outcome.line(),
+                        "seconds": round(time.monotonic() - started, 2),
+                    }
+                )
+        finally:
+            faults.close()
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--executions", type=int, default=200)
+    parser.add_argument("--first-seed", type=int, default=0)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--abort-share", type=float, default=0.35)
+    parser.add_argument("--per-account", type=int, default=EXECUTIONS_PER_ACCOUNT)
+    arguments = parser.parse_args(argv)
+    seeds = list(range(arguments.first_seed, arguments.first_seed + arguments.executions))
+    shares = [seeds[index :: arguments.workers] for index in range(arguments.workers)]
+    started = time.monotonic()
+    with ProcessPoolExecutor(max_workers=arguments.workers) as pool:
+        chunks = pool.map(
+            run_seeds, shares, [arguments.abort_share] * len(shares), [arguments.per_account] * len(shares)
+        )
+        results = [item for chunk in chunks for item in chunk]
+    results.sort(key=lambda item: item["seed"])
+    ends: dict[str, int] = {}
+    for item in results:
+        key = item.get("status", "HARNESS_ERROR")
+        if key == "FAILED":
+            key = f"FAILED:{item['error']}"
+        ends[key] = ends.get(key, 0) + 1
+    report = {
+        "command": "python bench/fault_injection.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "executions": len(results),
+        "faults_injected": sum(item.get("faults", 0) for item in results),
+        "executions_stopped_on_purpose": sum(1 for item in results if item.get("aborted")),
+        "invariant_violations": sum(len(item.get("violations", [])) for item in results),
+        "harness_errors": [item for item in results if "harness_error" in item],
+        "violations": [f"{item['line']}: {v}" for item in results for v in item.get("violations", [])],
+        "ends": dict(sorted(ends.items())),
+        "wall_seconds": round(time.monotonic() - started, 1),
+        "seconds_per_execution_median": sorted(item.get("seconds", 0) for item in results)[len(results) // 2]
+        if results
+        else None,
+    }
+    print(json.dumps(report, indent=2))
+    return 0 if report["invariant_violations"] == 0 and not report["harness_errors"] else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
