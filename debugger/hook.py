@@ -28,6 +28,7 @@ from torch import nn
 
 from contracts import ContractError
 from contracts.rule_status import PHASES
+from debugger import storage
 from debugger.collection import (
     ACTIVATIONS,
     GRADIENTS,
@@ -52,6 +53,7 @@ from debugger.hook_api import ScriptApi
 from debugger.hook_common import HookBase, apply_collection_spec, close_open_hooks, included_collections
 from debugger.hook_steps import NATIVE, SMDEBUG, StepCapture
 from debugger.live_trial import LiveTrial
+from debugger.model_structure import StructureTrace, frozen_reason
 from debugger.modes import ModeKeys
 from debugger.reductions import ReductionConfig
 from debugger.rules import TOTAL_GRADIENT_NORM
@@ -59,6 +61,7 @@ from debugger.s3_mirror import mirroring_enabled
 from debugger.save_config import SaveConfig
 from debugger.stall_watchdog import StallWatchdog
 from debugger.stop_training import StopTrainingRequested
+from debugger.tensor_signal import parameter_tensor_names
 from debugger.tensorboard_events import TensorBoardEvents
 
 LEARNING_RATE_TENSOR = LEARNING_RATE
@@ -127,6 +130,8 @@ class Hook(ScriptApi, StepCapture, HookBase):
         self._epoch: int | None = None
         self._context_learning_rate: float | None = None
         self._parameters: list[tuple[str, nn.Parameter]] = []
+        self._parameter_names: dict[int, str] = {}
+        self._structure: StructureTrace | None = None
         self._module_names: dict[nn.Module, str] = {}
         self._top_module: nn.Module | None = None
         self._handles: list[Any] = []
@@ -245,6 +250,13 @@ class Hook(ScriptApi, StepCapture, HookBase):
         if not self._parameters:
             raise ValueError("register_module: the module has no trainable parameters to watch")
         self._top_module = module
+        # what cannot carry a training signal, for the rules to skip (debugger.tensor_signal): frozen parameters now,
+        # biases a normalization removes once the first training forward pass shows the layers' wiring
+        self._parameter_names = {id(parameter): prefix + name for name, parameter in module.named_parameters()}
+        self._note_silent({prefix + name: frozen_reason() for name, parameter in module.named_parameters() if not parameter.requires_grad})
+        if self._structure is not None:
+            self._structure.remove()
+        self._structure = StructureTrace(module, self._on_silent_parameter)
         for name, child in module.named_modules():
             self._module_names[child] = name if child is not module else module._get_name()
             if child is not module:
@@ -283,6 +295,25 @@ class Hook(ScriptApi, StepCapture, HookBase):
             handle.remove()
         self._grad_handles = []
 
+    def _on_silent_parameter(self, parameter: nn.Parameter, kind: str, reason: str) -> None:
+        name = self._parameter_names.get(id(parameter))
+        if name is not None:
+            self._note_silent({name: reason})
+
+    def _note_silent(self, parameters: dict[str, str]) -> None:
+        """Parameters that cannot carry a training signal (name -> why): their value and gradient tensors are
+        skipped by the rules that judge them, on the live trial and on the saved one."""
+        added = {}
+        for name, reason in parameters.items():
+            for tensor in parameter_tensor_names(name):
+                if tensor not in self.trial.silent_tensors:
+                    added[tensor] = reason
+        if not added:
+            return
+        self.trial.silent_tensors.update(added)
+        if not self.dry_run:
+            storage.write_silent_tensors(self.out_dir, self.trial.silent_tensors)
+
     def _watch_backward(self) -> None:
         for _, parameter in self._parameters:
             self._grad_handles.append(parameter.register_post_accumulate_grad_hook(self._on_gradient))
@@ -312,6 +343,8 @@ class Hook(ScriptApi, StepCapture, HookBase):
             pass  # already recorded in the status document
         for handle in [*self._handles, *self._grad_handles]:
             handle.remove()
+        if self._structure is not None:
+            self._structure.remove()
         if self.tensorboard is not None:
             self.tensorboard.close()
 

@@ -31,6 +31,7 @@ from debugger.collection import (
     WEIGHTS,
 )
 from debugger.distributed import exchange_stop
+from debugger.model_structure import frozen_reason
 from debugger.modes import ModeKeys
 from debugger.reductions import ReductionConfig
 from debugger.rules import GRADIENT_PREFIX, TOTAL_GRADIENT_NORM
@@ -256,6 +257,11 @@ class StepCapture:
             )
             if loss is not None:
                 open_step.record.add(self._loss_name, np.float64(loss), [LOSSES])
+        if training and open_step.saving:
+            # a parameter frozen after register_module (fine-tuning schedules): the rules skip it from now on
+            frozen = {name: frozen_reason() for name, parameter in self._parameters if not parameter.requires_grad}
+            if frozen:
+                self._note_silent(frozen)
         if training and open_step.saving & (self._io_collections | {GRADIENTS}):
             extra = (GRADIENTS,) if forced else ()
             self._offer_many(

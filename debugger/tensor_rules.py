@@ -18,7 +18,7 @@ import numpy as np
 
 from contracts.rule_status import NAN_INPUT
 from debugger import rule_checks
-from debugger.collection import ACTIVATIONS, DEFAULT, SCALAR_COLLECTIONS
+from debugger.collection import ACTIVATIONS, BIASES, DEFAULT, SCALAR_COLLECTIONS, WEIGHTS
 from debugger.rules import TOTAL_GRADIENT_NORM, Requirement, Rule
 from debugger.step_writer import to_numpy
 from debugger.tensor_selection import Selection
@@ -26,6 +26,10 @@ from debugger.tensor_selection import Selection
 #: CheckInputImages' documented default regex: MXNet's name for a HybridSequential model's input. Our hook reads
 #: it as "the registered model's first input" (``<ModelClass>_input_0``), whatever the model is called.
 MXNET_MODEL_INPUT = ".*hybridsequential0_input_0"
+#: The collections of a model's parameters (their values, not their gradients).
+PARAMETER_COLLECTIONS = frozenset({WEIGHTS, BIASES})
+#: smdebug's save_scalar names the script's scalars ``scalar/<name>`` (debugger.hook_steps.SCALAR_PREFIX).
+SCRIPT_SCALAR_PREFIX = "scalar/"
 
 
 def _requirements(collection_names: list[str], regex: tuple[re.Pattern[str], ...]) -> list[Requirement]:
@@ -36,14 +40,18 @@ def _requirements(collection_names: list[str], regex: tuple[re.Pattern[str], ...
 
 def _values_at(selection: Selection, step: int, skip_scalars: bool):
     """(name, array) of the selected tensors saved at ``step``. With ``skip_scalars`` (nothing selected: every
-    tensor), the hook's scalars (losses, metrics, learning rate, total gradient norm) are left out: a constant
-    learning rate is not an unchanged tensor, nor a warmup starting at 0 an all-zero one."""
+    tensor), the hook's scalars (losses, metrics, learning rate, total gradient norm) and the script's own
+    (smdebug's ``save_scalar``: ``scalar/<name>``) are left out: a constant learning rate is not an unchanged
+    tensor, nor a warmup starting at 0 an all-zero one, nor a validation accuracy that holds at 0.99 a stuck model."""
     available = selection.trial.names_at(step)
     membership = selection.trial._names() if skip_scalars else {}
     for name in selection.names():
         if name not in available:
             continue
-        if skip_scalars and (name == TOTAL_GRADIENT_NORM or membership.get(name, set()) & SCALAR_COLLECTIONS):
+        if skip_scalars and (
+            name == TOTAL_GRADIENT_NORM or name.startswith(SCRIPT_SCALAR_PREFIX)
+            or membership.get(name, set()) & SCALAR_COLLECTIONS
+        ):
             continue
         yield name, np.asarray(selection.trial.tensor(name).value(step))
 
@@ -175,7 +183,7 @@ class _SelectedTensors(Rule):
         self.collection_names = list(collection_names or [])
         self.regex = tuple(tensor_regex)
         self._everything = not self.collection_names and not self.regex
-        self._selection = Selection(base_trial, self.collection_names, self.regex)
+        self._selection = Selection(base_trial, self.collection_names, self.regex, skip_silent=True)
 
     def requirements(self) -> list[Requirement]:
         return _requirements(self.collection_names, self.regex)
@@ -186,22 +194,35 @@ class _SelectedTensors(Rule):
 
 class AllZero(_SelectedTensors):
     """Fires when at least ``threshold`` percent (default 100: all) of a selected tensor's values are zero;
-    value: the percent of zeros."""
+    value: the percent of zeros.
+
+    A parameter (a tensor of the weights or biases collections) is judged once training has updated it, not at
+    the first saved step it is seen: an initial value is the user's choice (PyTorch starts every normalization's
+    bias at zero, many recipes zero a bias or a last layer), while a parameter that training leaves at zero is
+    the problem this rule looks for (zero weights that never break their symmetry)."""
 
     def __init__(self, base_trial, collection_names: list[str] | None = None, tensor_regex=(), threshold: float = 100.0):
         super().__init__(base_trial, collection_names, tensor_regex)
         self.threshold = threshold
+        self._first_seen: dict[str, int] = {}
+
+    def _initial_value(self, name: str, step: int) -> bool:
+        if not self.base_trial._names().get(name, set()) & PARAMETER_COLLECTIONS:
+            return False
+        return self._first_seen.setdefault(name, step) == step
 
     def invoke_at_step(self, step: int) -> bool:
         for name, values in self._values_at(step):
-            if values.size == 0:
+            if values.size == 0 or self._initial_value(name, step):
                 continue
             percent = rule_checks.zero_percent(values)
             if percent >= self.threshold:
+                since = self._first_seen.get(name)
+                updated = f", {step - since} training steps after step {since}" if since is not None else ""
                 self.report(
                     name,
                     percent,
-                    f"{percent:.3g}% of the {values.size} values of {name} are zero at step {step} "
+                    f"{percent:.3g}% of the {values.size} values of {name} are zero at step {step}{updated} "
                     f"(threshold {self.threshold:g}%)",
                 )
                 return True

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from debugger.tensor_signal import silent_tensors
 from debugger.trial import BaseTrial
 
 
@@ -20,11 +21,20 @@ def first_value(array: Any) -> float:
 
 class Selection:
     """A rule's tensors: the union of some collections and regex matches (everything when both are empty),
-    recomputed only when new tensor names appear; plus the trial's every-step signals that match."""
+    recomputed only when new tensor names appear; plus the trial's every-step signals that match.
 
-    def __init__(self, trial: BaseTrial, collections: list[str], regex: tuple[re.Pattern[str], ...], order=None):
+    With ``skip_silent`` the tensors that cannot show the rule's problem (:mod:`debugger.tensor_signal`: frozen
+    parameters, biases a normalization removes) are left out, and kept in ``skipped`` with why."""
+
+    def __init__(
+        self, trial: BaseTrial, collections: list[str], regex: tuple[re.Pattern[str], ...], order=None,
+        skip_silent: bool = False,
+    ):
         self.trial, self.collections, self.regex, self.order = trial, collections, regex, order
-        self._known = -1
+        self.skip_silent = skip_silent
+        #: selected tensors left out because they cannot show the problem -> why
+        self.skipped: dict[str, str] = {}
+        self._known: tuple[int, int] = (-1, -1)
         self._names: list[str] = []
 
     def selects(self, name: str, member_of) -> bool:
@@ -36,9 +46,12 @@ class Selection:
 
     def names(self) -> list[str]:
         membership = self.trial._names()
-        if len(membership) != self._known:
-            self._known = len(membership)
+        silent = silent_tensors(self.trial) if self.skip_silent else {}
+        if (len(membership), len(silent)) != self._known:
+            self._known = (len(membership), len(silent))
             names = [name for name, member_of in membership.items() if self.selects(name, member_of)]
+            self.skipped.update({name: silent[name] for name in names if name in silent})
+            names = [name for name in names if name not in silent]
             self._names = sorted(names, key=self.order) if self.order else names
         return self._names
 

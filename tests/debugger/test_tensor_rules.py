@@ -156,11 +156,19 @@ def test_saturated_activation_uses_the_bounds_of_the_function(tmp_path):
 def test_all_zero_fires_at_threshold_percent(tmp_path, zeros, threshold, fires):
     values = np.ones(100, dtype=np.float32)
     values[:zeros] = 0.0
-    trial = trial_with(tmp_path, {5: {"fc.weight": ("weights", values)}})
+    trial = trial_with(tmp_path, {0: {"fc.weight": ("weights", values)}, 5: {"fc.weight": ("weights", values)}})
     rule = make("AllZero", trial, collection_names="weights", threshold=threshold)
-    assert rule.invoke_at_step(5) is fires
+    assert rule.invoke_at_step(0) is False  # a parameter's initial value is the user's choice
+    assert rule.invoke_at_step(5) is fires  # still zero after training has updated it
     if fires:
         assert rule.finding.value == pytest.approx(zeros) and "fc.weight" in rule.finding.message
+        assert "5 training steps after step 0" in rule.finding.message
+
+
+def test_all_zero_judges_gradients_and_activations_at_once(tmp_path):
+    trial = trial_with(tmp_path, {0: {"gradient/fc.weight": ("gradients", np.zeros(4)), "fc.bias": ("biases", np.zeros(4))}})
+    rule = make("AllZero", trial)
+    assert rule.invoke_at_step(0) is True and rule.finding.tensor == "gradient/fc.weight"
 
 
 def test_all_zero_without_selection_leaves_the_hooks_scalars_out(tmp_path):
