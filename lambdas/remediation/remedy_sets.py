@@ -237,8 +237,8 @@ EVIDENCE_REMEDIES: dict[str, list[dict[str, Any]]] = {
     "Overfit": [
         {**_EARLY_STOPPING, "note": "The validation loss rises while the training loss falls: the best model is "
          "behind, so stop at the best epoch and keep it, continuing from the checkpoints."},
-        {**_START_WEIGHT_DECAY, "note": "Early stopping is on and the model still memorises its training set: L2 "
-         "regularisation, trained again from the start."},
+        {**_START_WEIGHT_DECAY, "note": "The model memorises its training set: L2 regularisation, trained again from "
+         "the start."},
         {**_RAISE_WEIGHT_DECAY, "note": "Stronger L2 regularisation narrows the gap, trained again from the start."},
         {"name": "AddDropout", "hyperparameter": "dropout", "set_to": OVERFIT_DROPOUT,
          "note": "Dropout regularises a model that memorises its training set, trained again from the start."},
