@@ -49,22 +49,32 @@ def assert_refused(tmp_path: Path, rule_name: str, parameter: str, value: str, h
 TRAJECTORIES = Path(__file__).resolve().parent / "trajectories"
 
 
-def recorded_steps(name: str) -> list[tuple[int, str, int, float, dict[str, float]]]:
-    """(step, mode, mode step, loss, the script's latest metrics) at every step of a recorded real job."""
+def recorded_steps(name: str) -> list[tuple]:
+    """(step, mode, mode step, loss, the script's latest metrics[, {gradient tensor: mean |g|}, [silent tensors]])
+    at every step of a recorded real job; the gradients at the steps the job saved them, when it recorded them."""
     with gzip.open(TRAJECTORIES / f"{name}.jsonl.gz", "rt", encoding="utf-8") as handle:
         return [tuple(json.loads(line)) for line in handle]
 
 
 def replay(tmp_path: Path, name: str, rule_name: str, **parameters: str):
     """Run ``rule_name`` (RuleParameters as strings) over the recorded job ``name`` as the hook runs it in the job:
-    each step begins in its mode, the script's metrics so far are visible, the loss is the step's signal. Returns
-    the rule and the step it first fired at (None: quiet)."""
+    each step begins in its mode, the script's metrics so far are visible, the loss is the step's signal, and where
+    the job saved gradients they are saved tensors (holding the recorded mean |g|, all VanishingGradient compares),
+    with the tensors the hook found cannot carry a signal. Returns the rule and the step it first fired at (None:
+    quiet)."""
     trial = LiveTrial(tmp_path, keep_saved_steps=1)
     rule = make(rule_name, trial, **parameters)
-    for step, mode, mode_step, loss, metrics in recorded_steps(name):
+    for step, mode, mode_step, loss, metrics, *saved in recorded_steps(name):
         trial.begin_step(step, ModeKeys[mode], mode_step)
         trial.latest_metrics.update(metrics)
         trial.add_signal("CrossEntropyLoss_output_0", ("losses",), step, loss)
+        if saved:
+            gradients, silent = saved
+            trial.silent_tensors.update({tensor: "the hook found it cannot carry a signal" for tensor in silent})
+            trial.add_saved_step(
+                step, {tensor: np.full(4, magnitude) for tensor, magnitude in gradients.items()},
+                {tensor: ["gradients"] for tensor in gradients}, ModeKeys[mode], mode_step,
+            )
         if rule.invoke_at_step(step):
             return rule, step
     return rule, None

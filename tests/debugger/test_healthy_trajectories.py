@@ -54,6 +54,35 @@ def test_the_other_rules_that_judge_gradients_skip_the_bias_too(rule_name):
     assert "gradient/Sequential_0.bias" in rule.skipped_tensors()
 
 
+def test_a_converged_models_small_gradients_are_not_reported_as_vanishing(tmp_path):
+    # a CNN with batch norm on the built-in ResNet's pictures: accuracy 1.0 from epoch 1, its training loss down from
+    # 2.4 to 1e-5, and with it every gradient: its first convolution's weights at 3e-8 by step 100, under the
+    # documented threshold 1e-7
+    steps = recorded_steps("cnn_images_converged")
+    judged = [
+        (step, tensor, magnitude)
+        for step, _, _, _, _, *saved in steps if saved
+        for tensor, magnitude in saved[0].items() if tensor not in saved[1]
+    ]
+    assert min(magnitude for _, _, magnitude in judged) < 1e-7
+    assert steps[-1][4]["validation:accuracy"] == 1.0
+    rule, fired = replay(tmp_path, "cnn_images_converged", "VanishingGradient")
+    assert fired is None, rule.finding
+
+
+def test_a_gradient_that_dies_while_the_loss_has_not_fallen_is_still_reported(tmp_path):
+    # the loss scale is only the loss's fall: at the first steps the documented threshold stands
+    trial = LiveTrial(tmp_path)
+    rule = make("VanishingGradient", trial)
+    for step in range(3):
+        trial.begin_step(step, ModeKeys.TRAIN, step)
+        trial.add_signal("CrossEntropyLoss_output_0", ("losses",), step, 2.3)
+        magnitude = 1e-2 if step < 2 else 5e-8
+        trial.add_saved_step(step, {"gradient/fc.weight": np.full(4, magnitude)}, {"gradient/fc.weight": ["gradients"]})
+        fired = rule.invoke_at_step(step)
+    assert fired and rule.finding.tensor == "gradient/fc.weight"
+
+
 # --------------------------------------------------------------------------- minibatch noise
 
 

@@ -15,7 +15,9 @@ mode runs them, with our debugger.
   ``mlp_batch512_tabular`` (Adam on batches of 512, 60 epochs: held-out accuracy 0.91 from epoch 8 on, while the
   held-out loss creeps up from 0.24 to 0.38),
   ``cnn_digits_global_mode`` (a CNN whose script never calls set_mode: its evaluation losses sit among the training
-  losses, as global steps).
+  losses, as global steps); ``cnn_images_converged`` (a CNN with batch norm, SGD and a step schedule on the built-in
+  ResNet's pictures: accuracy 1.0, its training loss down to 1e-5), with, at every saved step, each gradient
+  tensor's mean |g| (all VanishingGradient compares) and the tensors the hook found cannot carry a signal.
 """
 
 from __future__ import annotations
@@ -44,6 +46,11 @@ RECORDED = {
                                                           "lr": 0.003, "epochs": 60}),
     "cnn_digits_global_mode": ("cnn_train.py", "digits", {"activation": "tanh", "norm": "none", "optimizer": "sgd",
                                                            "lr": 0.02, "epochs": 8}),
+}
+#: Recorded with each gradient tensor's mean |g| at the saved steps (the hook's default interval, 10).
+RECORDED_WITH_GRADIENTS = {
+    "cnn_images_converged": ("cnn_train.py", "images", {"activation": "gelu", "norm": "batch", "optimizer": "sgd",
+                                                         "lr": 0.05, "step-lr": 3, "epochs": 6, "channels": 16}),
 }
 
 
@@ -74,15 +81,24 @@ def make_saved_trial(work: Path) -> None:
     shutil.copytree(debug, target, ignore=shutil.ignore_patterns("tensorboard*", "metrics.jsonl"))
 
 
-def record(name: str, script: str, dataset: str, hyperparameters: dict, work: Path) -> None:
+def record(name: str, script: str, dataset: str, hyperparameters: dict, work: Path, gradients: bool = False) -> None:
     path = work / f"{name}.jsonl"
     rules = [{"RuleConfigurationName": "LossRecorder",
               "RuleParameters": {"rule_to_invoke": "LossRecorder", "custom_rule_source": str(HERE / "loss_recorder.py"),
-                                 "path": str(path)}}]
-    hook = {"HookParameters": {"save_interval": "1000000"}, "CollectionConfigurations": [{"CollectionName": "losses"}]}
+                                 "path": str(path), "gradients": "true" if gradients else "false"}}]
+    if gradients:  # the gradients at the product's default save interval
+        hook = {"HookParameters": {"save_interval": "10"}, "CollectionConfigurations": [{"CollectionName": "losses"},
+                                                                                         {"CollectionName": "gradients"}]}
+    else:
+        hook = {"HookParameters": {"save_interval": "1000000"}, "CollectionConfigurations": [{"CollectionName": "losses"}]}
     run_job(script, dataset, hyperparameters, hook, rules, work / name)
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     compact = [[row["step"], row["mode"], row["mode_step"], float(f"{row['loss']:.6g}"), row["metrics"]] for row in lines]
+    if gradients:
+        for row, line in zip(compact, lines, strict=True):
+            if line["gradients"]:
+                row.append({tensor: float(f"{value:.6g}") for tensor, value in line["gradients"].items()})
+                row.append(line["silent"])
     with gzip.open(HERE / f"{name}.jsonl.gz", "wt", encoding="utf-8") as handle:
         for row in compact:
             handle.write(json.dumps(row, separators=(",", ":")) + "\n")
@@ -97,6 +113,9 @@ def main(names: list[str]) -> None:
         for name, (script, dataset, hyperparameters) in RECORDED.items():
             if not names or name in names:
                 record(name, script, dataset, hyperparameters, work)
+        for name, (script, dataset, hyperparameters) in RECORDED_WITH_GRADIENTS.items():
+            if not names or name in names:
+                record(name, script, dataset, hyperparameters, work, gradients=True)
 
 
 if __name__ == "__main__":
