@@ -168,7 +168,8 @@ class LossNotDecreasing(Rule):
     windows are full: fires "rising" when the mean of the latest window is above the lowest window mean of the run
     by more than ``increase_threshold_percent`` percent plus the noise of the means, "flat" when it fell from the
     previous window's mean by less than ``diff_percent`` percent (with 0: not at all). In EVAL mode each evaluation
-    pass counts once, by its mean. ``mode`` picks the steps; by default EVAL, else TRAIN, else GLOBAL.
+    pass counts once, by its mean. ``mode`` picks the steps; by default EVAL once its curve spans two windows, else
+    TRAIN, else GLOBAL (SageMaker's: EVAL as soon as there is an evaluation step).
 
     SageMaker's rule compares two single losses ``num_steps`` apart; one minibatch's loss is noisy (measured: a
     healthy run's loss rose 44.7% between two saved steps), so the product compares window means, and a rise must
@@ -205,30 +206,44 @@ class LossNotDecreasing(Rule):
     def requirements(self) -> list[Requirement]:
         return [Requirement(LOSSES)]
 
+    def _judgeable(self, mode: ModeKeys) -> bool:
+        """Whether a loss of ``mode`` has two full windows of points: a curve that can be judged."""
+        return any(
+            key[1] is mode and series.first_step is not None and series.points
+            and series.first_step <= series.points[-1][0] - 2 * self.num_steps + 1
+            for key, series in self._series.items()
+        )
+
     def _chosen_mode(self) -> ModeKeys:
+        """The given mode; by default EVAL once its curve can be judged (evaluation passes over two windows), else
+        TRAIN, else GLOBAL: a script that evaluates once an epoch would otherwise leave its first 2 * num_steps
+        epochs unwatched, since its training steps no longer count once an evaluation step exists."""
         if self.mode is not None:
             return self.mode
-        return next((mode for mode in AUTO_MODES if mode in self._modes_seen), ModeKeys.GLOBAL)
+        if ModeKeys.EVAL in self._modes_seen and self._judgeable(ModeKeys.EVAL):
+            return ModeKeys.EVAL
+        return next((mode for mode in AUTO_MODES[1:] if mode in self._modes_seen), ModeKeys.GLOBAL)
 
     def invoke_at_step(self, step: int) -> bool:
         if not self._needs_selection:
             return False
         mode, mode_step = self.base_trial._global_to_mode.get(step, (ModeKeys.GLOBAL, step))
         self._modes_seen.add(mode)
-        chosen = self._chosen_mode()
-        if chosen is ModeKeys.EVAL and mode is not ModeKeys.EVAL:
+        fired = False
+        if mode is not ModeKeys.EVAL:
             # an evaluation pass ended: its mean is one point of the evaluation curve
-            return any(self._close_phase(name, series) for name, series in self._series.items())
-        if mode is not chosen:
-            return False
+            for key, series in self._series.items():
+                fired = fired or (key[1] is ModeKeys.EVAL and self._close_phase(key[0], series))
+        if fired:
+            return True
         for name, value in self._selection.values_at(step):
             loss = _first_value(value)
             if not math.isfinite(loss):
                 continue
-            series = self._series.setdefault(name, _LossSeries())
+            series = self._series.setdefault((name, mode), _LossSeries())
             if mode is ModeKeys.EVAL:
                 series.open_phase.append((mode_step, loss))
-            elif self._add_point(name, series, mode_step, loss):
+            elif mode is not ModeKeys.PREDICT and self._add_point(name, mode, series, mode_step, loss):
                 return True
         return False
 
@@ -238,9 +253,10 @@ class LossNotDecreasing(Rule):
         last_step = series.open_phase[-1][0]
         mean = float(np.mean([loss for _, loss in series.open_phase]))
         series.open_phase = []
-        return self._add_point(name, series, last_step, mean)
+        return self._add_point(name, ModeKeys.EVAL, series, last_step, mean)
 
-    def _add_point(self, name: str, series: _LossSeries, mode_step: int, loss: float) -> bool:
+    def _add_point(self, name: str, mode: ModeKeys, series: _LossSeries, mode_step: int, loss: float) -> bool:
+        """Add a point to the curve of ``mode``; judge the curve if it is the one the rule watches now."""
         series.points.append((mode_step, loss))
         if series.first_step is None:
             series.first_step = mode_step
@@ -248,9 +264,11 @@ class LossNotDecreasing(Rule):
         # keep the windows the noise is measured on: older points are neither compared nor measured
         while series.points and series.points[0][0] <= mode_step - NOISE_WINDOWS * window:
             series.points.pop(0)
+        if mode is not self._chosen_mode():
+            return False
         if series.last_check is not None and mode_step - series.last_check < window:
             return False
-        if series.first_step is None or series.first_step > mode_step - 2 * window + 1:
+        if series.first_step > mode_step - 2 * window + 1:
             return False  # the previous window is not full yet
         previous = [loss for step, loss in series.points if mode_step - 2 * window < step <= mode_step - window]
         current = [loss for step, loss in series.points if step > mode_step - window]

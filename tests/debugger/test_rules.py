@@ -19,6 +19,7 @@ from debugger.rules import (
     WeightUpdateRatio,
     builtin_rule_parameters,
 )
+from debugger.modes import ModeKeys
 from debugger.trial import LiveTrial
 
 
@@ -168,13 +169,12 @@ def test_loss_not_decreasing_checks_every_num_steps_on_saved_steps(tmp_path):
     checked = []
     for step in range(0, 40, 3):
         rule.invoke_at_step(step)
-        if rule._series["CrossEntropyLoss_output_0"].last_check == step:
+        if rule._series[("CrossEntropyLoss_output_0", ModeKeys.GLOBAL)].last_check == step:
             checked.append(step)
     assert checked == [21, 33]
 
 
 def test_loss_not_decreasing_mode_picks_eval_steps_first(tmp_path):
-    from debugger.modes import ModeKeys
 
     trial = LiveTrial(tmp_path)
     for step in range(48):
