@@ -47,6 +47,9 @@ XGBOOST_RULES = (
 #:   XGBoost's rounds carry one exact metric each (no batch noise): the documented 10 there.
 #: * CheckInputImages threshold_mean 1.0 (SageMaker: 0.2): pictures scaled to [0, 1] (channel means 0.3-0.5, what
 #:   torchvision's ToTensor gives) train well; 0.2 stops them. Raw pixel values (0-255, or 0-16) still fire.
+#: * PoorWeightInitialization threshold 100 (SageMaker: 10): a ReLU after a residual add sees the block's output plus
+#:   its input, whose variance grows with the blocks by design: a healthy ResNet measured 10.04 in its first 10 steps
+#:   (learning rate 0.2); four ReLU layers at 8 times Xavier's scale measure 2e5.
 #: * Overfit patience 3 (SageMaker: 1): the gap must come with a validation loss above its best at three evaluations in
 #:   a row. Early in training batch norm's running statistics can put one evaluation far above the last (a healthy
 #:   ResNet at learning rate 0.2: 2.14 at epoch 0, 2.84 at epoch 1, 1.46 at epoch 2, accuracy 0.16, 0.35, 0.54).
@@ -55,6 +58,7 @@ PRODUCT_RULE_DEFAULTS: dict[str, dict[str, dict[str, str]]] = {
         "LossNotDecreasing": {"num_steps": "20"},
         "CheckInputImages": {"threshold_mean": "1.0"},
         "Overfit": {"patience": "3"},
+        "PoorWeightInitialization": {"threshold": "100"},
     },
     "xgboost": {},
 }

@@ -7,7 +7,6 @@ explosion is caught at the step it happens whatever the save interval; full tens
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import math
 import re
@@ -21,6 +20,7 @@ from debugger.collection import ACTIVATIONS, GRADIENTS, LOSSES, WEIGHTS
 from debugger.modes import ModeKeys
 from debugger.rules import GRADIENT_PREFIX, TOTAL_GRADIENT_NORM, Requirement, Rule
 from debugger.run_objective import objective_met
+from debugger.tensor_selection import LossFall
 from debugger.tensor_selection import Selection as _Selection
 from debugger.tensor_selection import first_value as _first_value
 from debugger.trial import BaseTrial
@@ -101,29 +101,13 @@ class VanishingGradient(Rule):
         self.threshold = threshold
         # a frozen parameter or a bias a normalization removes has no gradient to speak of, by construction
         self._selection = _Selection(base_trial, [GRADIENTS], (), skip_silent=True)
-        self._losses = _Selection(base_trial, [LOSSES], ())
-        self._initial_loss: float | None = None
-        self._recent_losses: collections.deque[float] = collections.deque(maxlen=LOSS_SCALE_STEPS)
+        self._loss_fall = LossFall(base_trial, LOSS_SCALE_STEPS)
 
     def requirements(self) -> list[Requirement]:
         return [Requirement(GRADIENTS)]
 
-    def _loss_fall(self, step: int) -> float:
-        """How many times smaller the recent training loss is than the first one (at least 1)."""
-        mode = self.base_trial._global_to_mode.get(step, (ModeKeys.GLOBAL, step))[0]
-        if mode in (ModeKeys.TRAIN, ModeKeys.GLOBAL):
-            for _, value in self._losses.values_at(step):
-                loss = _first_value(value)
-                if math.isfinite(loss) and loss > 0:
-                    self._initial_loss = loss if self._initial_loss is None else self._initial_loss
-                    self._recent_losses.append(loss)
-                    break
-        if self._initial_loss is None or not self._recent_losses:
-            return 1.0
-        return max(1.0, self._initial_loss / float(np.mean(self._recent_losses)))
-
     def invoke_at_step(self, step: int) -> bool:
-        fall = self._loss_fall(step)
+        fall = self._loss_fall.at(step)
         threshold = self.threshold / fall
         # In the job: mean |g| = ||g||_1 / n >= ||g||_2 / n, and the L2 norms come from one fused torch call per
         # step; only a tensor whose L2 norm over its size falls below the threshold is read and checked exactly.
@@ -134,10 +118,7 @@ class VanishingGradient(Rule):
         for name, value in self._selection.values_at(step, skip=clear.__contains__):
             mean_abs = float(np.mean(np.abs(np.asarray(value, dtype=np.float64))))
             if mean_abs < threshold:
-                scaled = (
-                    f" / {fall:.3g} (the training loss fell from {self._initial_loss:.3g} to "
-                    f"{float(np.mean(self._recent_losses)):.3g})" if fall > 1.0 else ""
-                )
+                scaled = f" / {fall:.3g} ({self._loss_fall.describe()})" if fall > 1.0 else ""
                 self.report(name, mean_abs, f"mean |gradient| of {name} is {mean_abs:.3g} < threshold {self.threshold:g}{scaled}")
                 return True
         return False
@@ -373,6 +354,9 @@ class WeightUpdateRatio(Rule):
         return False
 
 
+#: PoorWeightInitialization's loss criterion: a loss "does not move" when its values stay within this fraction of their
+#: mean (the first 10 losses of healthy runs spread 2% to 400% of their mean: bench/healthy_corpus.py).
+LOSS_STILL = 0.01
 #: PoorWeightInitialization's gradient spread counts as narrow below this fraction of the gradient's mean |g|
 #: (healthy layers measured 2-6 times their mean |g| at steps 0-9: bench/healthy_corpus.py).
 NARROW_SPREAD = 0.1
@@ -403,6 +387,7 @@ class PoorWeightInitialization(Rule):
         self._losses = _Selection(base_trial, [LOSSES], ())
         self._best_loss: float | None = None
         self._best_step = 0
+        self._seen_losses: list[float] = []
 
     def requirements(self) -> list[Requirement]:
         window = frozenset(range(self.steps))
@@ -457,20 +442,33 @@ class PoorWeightInitialization(Rule):
         return False
 
     def _loss_stalled(self, step: int) -> bool:
+        """No new minimum for ``patience`` steps (SageMaker's test), and the loss does not move: the mean of the
+        latest ``patience`` losses is not below the mean of the ``patience`` before them, and all the losses seen
+        lie within LOSS_STILL of their mean. Minibatch noise alone makes a slow start miss a new minimum for 5
+        steps (3 of 27 healthy runs of the corpus); a loss frozen by the initialisation does not move at all."""
         for name, value in self._losses.values_at(step):
             loss = _first_value(value)
             if not math.isfinite(loss):
                 continue
+            self._seen_losses.append(loss)
             if self._best_loss is None or loss < self._best_loss:
                 self._best_loss, self._best_step = loss, step
-            elif step - self._best_step >= self.patience:
-                self.report(
-                    name,
-                    loss,
-                    f"loss made no new minimum for {step - self._best_step} steps (best {self._best_loss:.6g})",
-                )
-                return True
-            return False
+                return False
+            if step - self._best_step < self.patience or len(self._seen_losses) < 2 * self.patience:
+                return False
+            latest = float(np.mean(self._seen_losses[-self.patience :]))
+            before = float(np.mean(self._seen_losses[-2 * self.patience : -self.patience]))
+            level = float(np.mean(self._seen_losses))
+            spread = (max(self._seen_losses) - min(self._seen_losses)) / (abs(level) or 1.0)
+            if latest < before or spread >= LOSS_STILL:
+                return False
+            self.report(
+                name,
+                loss,
+                f"loss made no new minimum for {step - self._best_step} steps (best {self._best_loss:.6g}) and does not "
+                f"move: its {len(self._seen_losses)} values lie within {spread:.2%} of their mean {level:.6g}",
+            )
+            return True
         return False
 
 

@@ -1,14 +1,18 @@
 """What a built-in rule reads: the union of some collections and regex matches among a trial's tensors, plus
-the trial's every-step signals. Shared by :mod:`debugger.builtin_rules` and :mod:`debugger.tensor_rules`."""
+the trial's every-step signals; and how far the training loss has fallen (:class:`LossFall`). Shared by
+:mod:`debugger.builtin_rules` and :mod:`debugger.tensor_rules`."""
 
 from __future__ import annotations
 
+import collections
+import math
 import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
+from debugger.modes import ModeKeys
 from debugger.tensor_signal import silent_tensors
 from debugger.trial import BaseTrial
 
@@ -69,3 +73,38 @@ class Selection:
         for name, (member_of, value) in (signals(step) if signals else {}).items():
             if name not in seen and self.selects(name, member_of):
                 yield name, value
+
+
+class LossFall:
+    """How many times smaller the training loss is now (the mean of its latest ``window`` values, training or global
+    steps) than at the first step seen: at least 1. A gradient is as large as the loss it carries, so the rules that
+    compare gradients with an absolute bound (VanishingGradient's threshold, UnchangedTensor's atol) divide the bound
+    by this: a model that has fit its data has small gradients everywhere, not a gradient that died on its way."""
+
+    def __init__(self, trial: BaseTrial, window: int = 10):
+        self.trial = trial
+        self._losses = Selection(trial, ["losses"], ())
+        self.initial: float | None = None
+        self.recent: collections.deque[float] = collections.deque(maxlen=window)
+        self._seen_step: int | None = None
+
+    def at(self, step: int) -> float:
+        if step != self._seen_step:
+            self._seen_step = step
+            mode = self.trial._global_to_mode.get(step, (ModeKeys.GLOBAL, step))[0]
+            if mode in (ModeKeys.TRAIN, ModeKeys.GLOBAL):
+                for _, value in self._losses.values_at(step):
+                    loss = first_value(value)
+                    if math.isfinite(loss) and loss > 0:
+                        self.initial = loss if self.initial is None else self.initial
+                        self.recent.append(loss)
+                        break
+        if self.initial is None or not self.recent:
+            return 1.0
+        return max(1.0, self.initial / float(np.mean(self.recent)))
+
+    def describe(self) -> str:
+        """'the training loss fell from 2.4 to 7e-06' ('' before any loss)."""
+        if self.initial is None or not self.recent:
+            return ""
+        return f"the training loss fell from {self.initial:.3g} to {float(np.mean(self.recent)):.3g}"

@@ -261,10 +261,12 @@ def test_poor_weight_initialization_a_small_gradient_is_not_a_narrow_one(tmp_pat
 
 
 def test_poor_weight_initialization_loss_patience_and_window(tmp_path):
+    # a loss frozen by the initialisation: no new minimum for 5 steps, and it does not move (within 0.5%); judged
+    # once two windows of patience losses are in
     stalled = loss_trial(tmp_path, {step: 2.0 + (0.0 if step == 0 else 0.01) for step in range(12)})
     rule = PoorWeightInitialization(stalled, patience=5, steps=10)
     fired = [step for step in range(12) if rule.invoke_at_step(step)]
-    assert fired[0] == 5
+    assert fired[0] == 9 and "does not move" in rule.finding.message
     improving = loss_trial(tmp_path, {step: 2.0 - 0.1 * step for step in range(12)})
     rule = PoorWeightInitialization(improving)
     assert not any(rule.invoke_at_step(step) for step in range(12))

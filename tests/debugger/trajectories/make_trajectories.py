@@ -11,7 +11,8 @@ mode runs them, with our debugger.
 * ``*.jsonl.gz``: what the loss-curve rules read at every step of a real job (each loss with its mode and mode step,
   and the latest value of the script's metric), recorded in the job by ``loss_recorder.py``:
   ``mlp_tanh_digits`` (the issue's healthy tanh MLP: digits, SGD, 20 epochs, reaches 0.99),
-  ``mlp_batch16_tabular`` (SGD on batches of 16: a noisy minibatch loss; 2 epochs),
+  ``mlp_batch16_tabular`` (SGD on batches of 16: a noisy minibatch loss; 2 epochs; ``_seed2``: its first epoch with
+  seed 2, whose loss makes no new minimum from step 2 to step 7),
   ``mlp_batch512_tabular`` (Adam on batches of 512, 60 epochs: held-out accuracy 0.91 from epoch 8 on, while the
   held-out loss creeps up from 0.24 to 0.38),
   ``cnn_digits_global_mode`` (a CNN whose script never calls set_mode: its evaluation losses sit among the training
@@ -42,6 +43,8 @@ RECORDED = {
     "mlp_tanh_digits": ("mlp_train.py", "digits", {"activation": "tanh", "optimizer": "sgd", "lr": 0.05, "epochs": 20}),
     "mlp_batch16_tabular": ("mlp_train.py", "tabular", {"activation": "relu", "batch-size": 16, "optimizer": "sgd",
                                                          "lr": 0.01, "epochs": 2}),
+    "mlp_batch16_tabular_seed2": ("mlp_train.py", "tabular", {"activation": "relu", "batch-size": 16, "optimizer": "sgd",
+                                                               "lr": 0.01, "epochs": 1, "seed": 2}),
     "mlp_batch512_tabular": ("mlp_train.py", "tabular", {"activation": "relu", "batch-size": 512, "optimizer": "adam",
                                                           "lr": 0.003, "epochs": 60}),
     "cnn_digits_global_mode": ("cnn_train.py", "digits", {"activation": "tanh", "norm": "none", "optimizer": "sgd",
@@ -54,12 +57,12 @@ RECORDED_WITH_GRADIENTS = {
 }
 
 
-def run_job(script: str, dataset: str, hyperparameters: dict, hook: dict, rules: list, work: Path) -> Path:
-    """One job of ``script`` through the launcher; returns its debug output directory."""
-    channels = healthy_corpus.write_data(dataset, SEED, work / "data")
+def run_job(script: str, dataset: str, hyperparameters: dict, hook: dict, rules: list, work: Path, seed: int = SEED) -> Path:
+    """One job of ``script`` through the launcher (data and model seed ``seed``); returns its debug output directory."""
+    channels = healthy_corpus.write_data(dataset, seed, work / "data")
     debug = work / "debug-output"
     arguments = ["--remediation_entry_point", script, "--remediation_debugger_hook_config", json.dumps(hook),
-                 "--remediation_debugger_rule_configs", json.dumps(rules), "--seed", str(SEED)]
+                 "--remediation_debugger_rule_configs", json.dumps(rules), "--seed", str(seed)]
     for name, value in hyperparameters.items():
         arguments += [f"--{name}", str(value)]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "SM_CHANNEL_TRAIN": str(channels["train"]),
@@ -82,6 +85,8 @@ def make_saved_trial(work: Path) -> None:
 
 
 def record(name: str, script: str, dataset: str, hyperparameters: dict, work: Path, gradients: bool = False) -> None:
+    hyperparameters = dict(hyperparameters)
+    seed = hyperparameters.pop("seed", SEED)
     path = work / f"{name}.jsonl"
     rules = [{"RuleConfigurationName": "LossRecorder",
               "RuleParameters": {"rule_to_invoke": "LossRecorder", "custom_rule_source": str(HERE / "loss_recorder.py"),
@@ -91,7 +96,7 @@ def record(name: str, script: str, dataset: str, hyperparameters: dict, work: Pa
                                                                                          {"CollectionName": "gradients"}]}
     else:
         hook = {"HookParameters": {"save_interval": "1000000"}, "CollectionConfigurations": [{"CollectionName": "losses"}]}
-    run_job(script, dataset, hyperparameters, hook, rules, work / name)
+    run_job(script, dataset, hyperparameters, hook, rules, work / name, seed)
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     compact = [[row["step"], row["mode"], row["mode_step"], float(f"{row['loss']:.6g}"), row["metrics"]] for row in lines]
     if gradients:
