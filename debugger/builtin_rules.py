@@ -80,7 +80,7 @@ class ExplodingTensor(Rule):
         return False
 
 
-#: VanishingGradient measures the loss it scales its threshold by as the mean of this many recent training losses.
+#: VanishingGradient scales its threshold by the step's own training loss, else by the mean of this many recent ones.
 LOSS_SCALE_STEPS = 10
 
 
@@ -91,8 +91,8 @@ class VanishingGradient(Rule):
     ``total_gradient_norm`` (every step) counts too: below the threshold it implies every gradient's mean
     |g| is below it. Tensors that cannot carry a gradient (frozen parameters, a bias a normalization removes:
     :mod:`debugger.tensor_signal`) are skipped. A gradient is as large as the loss it carries: once training has
-    brought the loss down by a factor (the mean of the latest training losses against the first), the threshold is
-    divided by that factor, so a model that has fit its data (a healthy CNN's loss at 7e-6 and its first layer's
+    brought the loss down by a factor (the step's training loss against the first), the threshold is divided by
+    that factor (:class:`debugger.tensor_selection.LossFall`), so a model that has fit its data (a healthy CNN's loss at 7e-6 and its first layer's
     mean |g| at 3e-8, accuracy 1.0) is not taken for one whose gradient died on its way to the first layers.
     SageMaker's rule compares with ``threshold`` alone."""
 

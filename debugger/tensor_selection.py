@@ -76,10 +76,11 @@ class Selection:
 
 
 class LossFall:
-    """How many times smaller the training loss is now (the mean of its latest ``window`` values, training or global
-    steps) than at the first step seen: at least 1. A gradient is as large as the loss it carries, so the rules that
-    compare gradients with an absolute bound (VanishingGradient's threshold, UnchangedTensor's atol) divide the bound
-    by this: a model that has fit its data has small gradients everywhere, not a gradient that died on its way."""
+    """How many times smaller the training loss is now than at the first step seen: at least 1. Now is the step's
+    own loss (its gradients are that batch's), else the mean of the latest ``window`` training or global losses. A
+    gradient is as large as the loss it carries, so the rules that compare gradients with an absolute bound
+    (VanishingGradient's threshold, UnchangedTensor's atol) divide the bound by this: a model that has fit its data
+    has small gradients everywhere, not a gradient that died on its way."""
 
     def __init__(self, trial: BaseTrial, window: int = 10):
         self.trial = trial
@@ -87,10 +88,11 @@ class LossFall:
         self.initial: float | None = None
         self.recent: collections.deque[float] = collections.deque(maxlen=window)
         self._seen_step: int | None = None
+        self._now: float | None = None
 
     def at(self, step: int) -> float:
         if step != self._seen_step:
-            self._seen_step = step
+            self._seen_step, self._now = step, None
             mode = self.trial._global_to_mode.get(step, (ModeKeys.GLOBAL, step))[0]
             if mode in (ModeKeys.TRAIN, ModeKeys.GLOBAL):
                 for _, value in self._losses.values_at(step):
@@ -98,13 +100,16 @@ class LossFall:
                     if math.isfinite(loss) and loss > 0:
                         self.initial = loss if self.initial is None else self.initial
                         self.recent.append(loss)
+                        self._now = loss
                         break
-        if self.initial is None or not self.recent:
+            if self._now is None and self.recent:
+                self._now = float(np.mean(self.recent))
+        if self.initial is None or self._now is None:
             return 1.0
-        return max(1.0, self.initial / float(np.mean(self.recent)))
+        return max(1.0, self.initial / self._now)
 
     def describe(self) -> str:
         """'the training loss fell from 2.4 to 7e-06' ('' before any loss)."""
-        if self.initial is None or not self.recent:
+        if self.initial is None or self._now is None:
             return ""
-        return f"the training loss fell from {self.initial:.3g} to {float(np.mean(self.recent)):.3g}"
+        return f"the training loss fell from {self.initial:.3g} to {self._now:.3g}"
