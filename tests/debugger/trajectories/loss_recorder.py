@@ -20,7 +20,7 @@ class LossRecorder(Rule):
     def invoke_at_step(self, step):
         mode, mode_step = self.base_trial._global_to_mode[step]
         record = {"step": step, "mode": mode.name, "mode_step": mode_step, "metrics": dict(self.base_trial.latest_metrics)}
-        for name, (collections, value) in self.base_trial.signals_at(step).items():
+        for collections, value in self.base_trial.signals_at(step).values():
             if "losses" in collections:
                 record["loss"] = float(value)
         if self.gradients:
