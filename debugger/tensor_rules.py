@@ -19,7 +19,8 @@ import numpy as np
 from contracts.rule_status import NAN_INPUT
 from debugger import rule_checks
 from debugger.collection import ACTIVATIONS, BIASES, DEFAULT, SCALAR_COLLECTIONS, WEIGHTS
-from debugger.rules import GRADIENT_PREFIX, TOTAL_GRADIENT_NORM, Requirement, Rule
+from debugger.modes import ModeKeys
+from debugger.rules import TOTAL_GRADIENT_NORM, Requirement, Rule
 from debugger.step_writer import to_numpy
 from debugger.tensor_selection import LossFall, Selection
 
@@ -233,10 +234,12 @@ class UnchangedTensor(_SelectedTensors):
     """Fires when a selected tensor is ``numpy.allclose`` (``rtol``, ``atol``, ``equal_nan``) to itself over its
     last ``num_steps`` saved steps (not necessarily consecutive); value: the largest absolute change seen.
 
-    A gradient is compared with ``atol`` divided by the training loss's fall (:class:`debugger.tensor_selection.
-    LossFall`), as VanishingGradient compares it: a gradient is recomputed on every batch, and one that "does not
-    change" within an absolute 1e-8 is a gradient that has become that small, which a model that has fit its data
-    does (a CNN at loss 1e-5: largest change 8e-9 over steps 50-70) without being stuck.
+    ``rtol`` and ``atol`` are divided by the training loss's fall (:class:`debugger.tensor_selection.LossFall`), as
+    VanishingGradient divides its threshold: a gradient is as large as the loss it carries, and a parameter moves by
+    its gradient times the learning rate, so a model that has fit its data changes little without being stuck (a
+    CNN at loss 1e-5: gradients that change by 8e-9 over steps 50-70, a batch norm's weights by 7e-6 over steps
+    160-180). A tensor that does not change at all is reported whatever the loss did; one that barely changes while
+    the loss has not fallen (a learning rate of 1e-9) too.
 
     The rule keeps a copy of each selected tensor for its last ``num_steps - 1`` saved steps."""
 
@@ -263,17 +266,19 @@ class UnchangedTensor(_SelectedTensors):
                 continue
             history.append((step, np.array(values, copy=True)))
             arrays = [array for _, array in history]
-            atol = self.atol / fall if name.startswith(GRADIENT_PREFIX) else self.atol
-            if len(history) < self.num_steps or not rule_checks.unchanged(arrays, self.rtol, atol, self.equal_nan):
+            rtol, atol = self.rtol / fall, self.atol / fall
+            if len(history) < self.num_steps or not rule_checks.unchanged(arrays, rtol, atol, self.equal_nan):
                 continue
             first = arrays[0].astype(np.float64)
             change = max((float(np.nanmax(np.abs(a.astype(np.float64) - first), initial=0.0)) for a in arrays[1:]), default=0.0)
             steps = ", ".join(str(s) for s, _ in history)
+            scaled = f" (rtol and atol / {fall:.3g}: {self._loss_fall.describe()})" if fall > 1.0 else ""
             self.report(
                 name,
                 change,
                 f"{name} did not change over its last {self.num_steps} saved steps ({steps}): largest change "
-                f"{change:.3g} within numpy.allclose(rtol={self.rtol:g}, atol={self.atol:g}, equal_nan={self.equal_nan})",
+                f"{change:.3g} within numpy.allclose(rtol={self.rtol:g}, atol={self.atol:g}, equal_nan={self.equal_nan})"
+                f"{scaled}",
             )
             return True
         return False
@@ -323,9 +328,12 @@ def _as_array(value: Any) -> np.ndarray:
 
 
 class CheckInputImages(Rule):
-    """Fires when, over at least ``threshold_samples`` samples (the input's first axis), the mean of a colour
-    channel (axis ``channel``) of the model's input differs from 0 by more than ``threshold_mean``; value: that
-    mean. Fires at once, with kind "nan_input" and the count of bad values, when an input holds NaN or inf.
+    """Fires when, over at least ``threshold_samples`` samples (the input's first axis) of the training steps, the
+    mean of a colour channel (axis ``channel``) of the model's input differs from 0 by more than ``threshold_mean``;
+    value: that mean. Fires at once, with kind "nan_input" and the count of bad values, when an input holds NaN or
+    inf, at any step. The means count the inputs the model trains on (TRAIN or GLOBAL steps): evaluation inputs,
+    standardised with the training set's statistics, can put a pixel that never varies in training at 1e6 in one
+    validation image (digits, a corner pixel) without the training seeing it.
 
     ``regex`` names the input tensor; its default (MXNet's model input) means the registered model's first
     input, read at every step in the job. Other names are read where saved (the hook saves what they match)."""
@@ -362,13 +370,14 @@ class CheckInputImages(Rule):
                 yield name, values
 
     def invoke_at_step(self, step: int) -> bool:
+        training = self.base_trial._global_to_mode.get(step, (ModeKeys.GLOBAL, step))[0] in (ModeKeys.TRAIN, ModeKeys.GLOBAL)
         for name, images in self._inputs_at(step):
             if np.issubdtype(images.dtype, np.inexact):
                 bad = int(np.count_nonzero(~np.isfinite(images)))
                 if bad:
                     self.report(name, bad, f"{bad} NaN or infinite value(s) in the model input {name} at step {step}", kind=NAN_INPUT)
                     return True
-            if self._accumulate(name, images) and self._judge(name, step):
+            if training and self._accumulate(name, images) and self._judge(name, step):
                 return True
         return False
 
