@@ -232,7 +232,11 @@ class StepCapture:
             return
         step = open_step.step
         training = open_step.mode not in (ModeKeys.EVAL, ModeKeys.PREDICT)
-        gradients = [parameter.grad for _, parameter in self._parameters if parameter.grad is not None] if training else []
+        # the gradients are this step's only when its check comes from its backward pass (or optimizer step): a step
+        # closed without one (an evaluation forward of a script that never calls set_mode) holds the previous
+        # step's gradients, which are not its own
+        backward = training and collective
+        gradients = [parameter.grad for _, parameter in self._parameters if parameter.grad is not None] if backward else []
         # None when no parameter has a gradient (no backward this step): nothing to judge, not a vanishing gradient
         gradient_norm = float(torch.nn.utils.get_total_norm(gradients, 2.0)) if gradients else None
         loss = float(self._pending_loss.float().mean()) if self._pending_loss is not None else None
@@ -262,7 +266,7 @@ class StepCapture:
             frozen = {name: frozen_reason() for name, parameter in self._parameters if not parameter.requires_grad}
             if frozen:
                 self._note_silent(frozen)
-        if training and open_step.saving & (self._io_collections | {GRADIENTS}):
+        if backward and open_step.saving & (self._io_collections | {GRADIENTS}):
             extra = (GRADIENTS,) if forced else ()
             self._offer_many(
                 [(GRADIENT_PREFIX + name, parameter.grad, extra) for name, parameter in self._parameters if parameter.grad is not None]
