@@ -154,10 +154,11 @@ def rule_collections(rule_name: str, parameters: Mapping[str, str] | None = None
 #: Parameters SageMaker puts in every rule's RuleParameters besides the rule's own.
 COMMON_RULE_PARAMETERS = ("rule_to_invoke", "action_json", "start_step", "end_step", "custom_rule_source", "custom_rule_class")
 #: The workflow's own parameter for the rules that judge progress: the run_spec's objective (contracts.objective, as
-#: JSON), so a run that already meets it is not stopped for a loss that stopped falling (debugger.run_objective).
+#: JSON), so a run that already meets it is not stopped for a loss that stopped falling or parameters that stopped
+#: changing (debugger.run_objective).
 #: The workflow sets it; a run_spec does not, and SageMaker's own evaluator (legacy mode) never sees it.
 OBJECTIVE_RULE_PARAMETER = "objective"
-OBJECTIVE_AWARE_RULES = ("LossNotDecreasing", "Overfit", "Overtraining")
+OBJECTIVE_AWARE_RULES = ("LossNotDecreasing", "Overfit", "Overtraining", "UnchangedTensor")
 
 
 def rule_parameter_names(rule_name: str) -> set[str]:

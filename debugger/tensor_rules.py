@@ -16,11 +16,13 @@ from typing import Any
 
 import numpy as np
 
+from contracts.objective import Objective
 from contracts.rule_status import NAN_INPUT
 from debugger import rule_checks
 from debugger.collection import ACTIVATIONS, BIASES, DEFAULT, SCALAR_COLLECTIONS, WEIGHTS
 from debugger.modes import ModeKeys
 from debugger.rules import TOTAL_GRADIENT_NORM, Requirement, Rule
+from debugger.run_objective import objective_met
 from debugger.step_writer import to_numpy
 from debugger.tensor_selection import LossFall, Selection
 
@@ -241,6 +243,10 @@ class UnchangedTensor(_SelectedTensors):
     160-180). A tensor that does not change at all is reported whatever the loss did; one that barely changes while
     the loss has not fallen (a learning rate of 1e-9) too.
 
+    With an ``objective`` (the workflow's parameter, as for LossNotDecreasing) a run whose latest metric meets it is
+    not reported: a model that has converged stops changing (in float32 an update below a weight's precision leaves it
+    exactly as it was).
+
     The rule keeps a copy of each selected tensor for its last ``num_steps - 1`` saved steps."""
 
     def __init__(
@@ -252,9 +258,11 @@ class UnchangedTensor(_SelectedTensors):
         rtol: float = 1e-05,
         atol: float = 1e-08,
         equal_nan: bool = False,
+        objective: Objective | None = None,
     ):
         super().__init__(base_trial, collection_names, tensor_regex)
         self.num_steps, self.rtol, self.atol, self.equal_nan = num_steps, rtol, atol, equal_nan
+        self.objective = objective
         self._history: dict[str, collections.deque[tuple[int, np.ndarray]]] = {}
         self._loss_fall = LossFall(base_trial)
 
@@ -273,13 +281,16 @@ class UnchangedTensor(_SelectedTensors):
             change = max((float(np.nanmax(np.abs(a.astype(np.float64) - first), initial=0.0)) for a in arrays[1:]), default=0.0)
             steps = ", ".join(str(s) for s, _ in history)
             scaled = f" (rtol and atol / {fall:.3g}: {self._loss_fall.describe()})" if fall > 1.0 else ""
-            self.report(
-                name,
-                change,
+            message = (
                 f"{name} did not change over its last {self.num_steps} saved steps ({steps}): largest change "
                 f"{change:.3g} within numpy.allclose(rtol={self.rtol:g}, atol={self.atol:g}, equal_nan={self.equal_nan})"
-                f"{scaled}",
+                f"{scaled}"
             )
+            met, value = objective_met(self.base_trial, self.objective)
+            if met:  # a model that is good enough stops changing because it has converged
+                self.note(f"{message}; but the run meets its objective ({self.objective.describe()}: {value:.4g})")
+                continue
+            self.report(name, change, message)
             return True
         return False
 

@@ -97,15 +97,17 @@ class LossFall:
             if mode in (ModeKeys.TRAIN, ModeKeys.GLOBAL):
                 for _, value in self._losses.values_at(step):
                     loss = first_value(value)
-                    if math.isfinite(loss) and loss > 0:
+                    if math.isfinite(loss):
                         self.initial = loss if self.initial is None else self.initial
                         self.recent.append(loss)
                         self._now = loss
                         break
             if self._now is None and self.recent:
                 self._now = float(np.mean(self.recent))
-        if self.initial is None or self._now is None:
-            return 1.0
+        if self.initial is None or self._now is None or self.initial <= 0 or self._now < 0:
+            return 1.0  # a loss that can be negative has no fall to measure
+        if self._now == 0.0:
+            return math.inf  # a batch the model fits exactly (a loss of 0.0 in float32): no gradient is owed
         return max(1.0, self.initial / self._now)
 
     def describe(self) -> str:

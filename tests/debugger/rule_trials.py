@@ -69,12 +69,15 @@ def replay(tmp_path: Path, name: str, rule_name: str, **parameters: str):
         trial.latest_metrics.update(metrics)
         trial.add_signal("CrossEntropyLoss_output_0", ("losses",), step, loss)
         if saved:
-            gradients, silent = saved
+            gradients, silent = dict(saved[0]), saved[1]
+            if "total_gradient_norm" in gradients:
+                trial.add_signal("total_gradient_norm", ("gradients",), step, gradients.pop("total_gradient_norm"))
             trial.silent_tensors.update({tensor: "the hook found it cannot carry a signal" for tensor in silent})
-            trial.add_saved_step(
-                step, {tensor: np.full(4, magnitude) for tensor, magnitude in gradients.items()},
-                {tensor: ["gradients"] for tensor in gradients}, ModeKeys[mode], mode_step,
-            )
+            if gradients:
+                trial.add_saved_step(
+                    step, {tensor: np.full(4, magnitude) for tensor, magnitude in gradients.items()},
+                    {tensor: ["gradients"] for tensor in gradients}, ModeKeys[mode], mode_step,
+                )
         if rule.invoke_at_step(step):
             return rule, step
     return rule, None

@@ -54,12 +54,13 @@ def test_the_other_rules_that_judge_gradients_skip_the_bias_too(rule_name):
     assert "gradient/Sequential_0.bias" in rule.skipped_tensors()
 
 
+@pytest.mark.parametrize("recording", ["cnn_images_converged", "cnn_images_converged_seed6"])
 @pytest.mark.parametrize("rule_name", ["VanishingGradient", "UnchangedTensor"])
-def test_a_converged_models_small_gradients_are_not_reported_as_vanishing(tmp_path, rule_name):
+def test_a_converged_models_small_gradients_are_not_reported_as_vanishing(tmp_path, rule_name, recording):
     # a CNN with batch norm on the built-in ResNet's pictures: accuracy 1.0 from epoch 1, its training loss down from
     # 2.4 to 1e-5, and with it every gradient: its first convolution's weights at 3e-8 by step 100, under the
-    # documented threshold 1e-7
-    steps = recorded_steps("cnn_images_converged")
+    # documented threshold 1e-7; with seed 6 some batches are fit exactly (loss 0.0, total gradient norm 9e-11)
+    steps = recorded_steps(recording)
     judged = [
         (step, tensor, magnitude)
         for step, _, _, _, _, *saved in steps if saved
@@ -68,7 +69,7 @@ def test_a_converged_models_small_gradients_are_not_reported_as_vanishing(tmp_pa
     assert min(magnitude for _, _, magnitude in judged) < 1e-7
     assert steps[-1][4]["validation:accuracy"] == 1.0
     # (UnchangedTensor: every saved tensor; within its absolute atol 1e-8 such gradients "do not change")
-    rule, fired = replay(tmp_path, "cnn_images_converged", rule_name)
+    rule, fired = replay(tmp_path, recording, rule_name)
     assert fired is None, rule.finding
 
 

@@ -304,3 +304,17 @@ def test_check_input_images_channel_last_and_a_saved_tensor_named_by_regex(tmp_p
 )
 def test_bad_parameters_name_the_field(tmp_path, rule, parameter, value, hint):
     assert_refused(tmp_path, rule, parameter, value, hint)
+
+
+def test_unchanged_tensor_spares_a_run_that_meets_its_objective(tmp_path):
+    # a converged model's weights stop changing (in float32 an update below a weight's precision leaves it as it was)
+    same = np.linspace(-1, 1, 12, dtype=np.float32)
+    objective = '{"metric_name": "validation:accuracy", "type": "Maximize", "target_value": 0.9}'
+    trial = weights_over(tmp_path, {0: same, 5: same, 10: same})
+    trial.latest_metrics["validation:accuracy"] = 0.98
+    rule = make("UnchangedTensor", trial, collection_names="weights", objective=objective)
+    assert [rule.invoke_at_step(step) for step in (0, 5, 10)] == [False, False, False]
+    assert "but the run meets its objective (validation:accuracy >= 0.9: 0.98)" in rule.latest_note
+    trial.latest_metrics["validation:accuracy"] = 0.5  # a run that has not got there is stuck
+    rule = make("UnchangedTensor", trial, collection_names="weights", objective=objective)
+    assert [rule.invoke_at_step(step) for step in (0, 5, 10)] == [False, False, True]

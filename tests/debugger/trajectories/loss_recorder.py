@@ -1,7 +1,8 @@
 """A custom rule (debugger.rules.Rule) that records what the built-in curve and gradient rules read at every step:
 each loss the hook measures, with the step's mode and mode step, and the latest value of each metric the script
-reported; with ``gradients`` "true", at the steps the hook saves, each gradient tensor's mean absolute value (all
-VanishingGradient compares) and the tensors the hook found cannot carry a signal. make_trajectories.py runs it
+reported; with ``gradients`` "true", the total gradient norm at every step and, at the steps the hook saves, each
+gradient tensor's mean absolute value (all VanishingGradient compares) and the tensors the hook found cannot carry a
+signal. make_trajectories.py runs it
 inside real training jobs."""
 
 import json
@@ -20,9 +21,11 @@ class LossRecorder(Rule):
     def invoke_at_step(self, step):
         mode, mode_step = self.base_trial._global_to_mode[step]
         record = {"step": step, "mode": mode.name, "mode_step": mode_step, "metrics": dict(self.base_trial.latest_metrics)}
-        for collections, value in self.base_trial.signals_at(step).values():
+        for name, (collections, value) in self.base_trial.signals_at(step).items():
             if "losses" in collections:
                 record["loss"] = float(value)
+            elif name == "total_gradient_norm" and self.gradients:
+                record["total_gradient_norm"] = float(value)
         if self.gradients:
             saved = self.base_trial.names_at(step)
             record["gradients"] = {

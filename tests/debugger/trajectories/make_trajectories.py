@@ -18,7 +18,9 @@ mode runs them, with our debugger.
   ``cnn_digits_global_mode`` (a CNN whose script never calls set_mode: its evaluation losses sit among the training
   losses, as global steps); ``cnn_images_converged`` (a CNN with batch norm, SGD and a step schedule on the built-in
   ResNet's pictures: accuracy 1.0, its training loss down to 1e-5), with, at every saved step, each gradient
-  tensor's mean |g| (all VanishingGradient compares) and the tensors the hook found cannot carry a signal.
+  tensor's mean |g| (all VanishingGradient compares), the total gradient norm at every step, and the tensors the
+  hook found cannot carry a signal; ``_seed6``: its first 3 epochs with seed 6, where some batches are fit exactly
+  (a loss of 0.0 in float32, a total gradient norm of 1e-10).
 """
 
 from __future__ import annotations
@@ -54,6 +56,9 @@ RECORDED = {
 RECORDED_WITH_GRADIENTS = {
     "cnn_images_converged": ("cnn_train.py", "images", {"activation": "gelu", "norm": "batch", "optimizer": "sgd",
                                                          "lr": 0.05, "step-lr": 3, "epochs": 6, "channels": 16}),
+    "cnn_images_converged_seed6": ("cnn_train.py", "images", {"activation": "gelu", "norm": "batch", "optimizer": "sgd",
+                                                               "lr": 0.05, "step-lr": 3, "epochs": 3, "channels": 16,
+                                                               "seed": 6}),
 }
 
 
@@ -101,8 +106,11 @@ def record(name: str, script: str, dataset: str, hyperparameters: dict, work: Pa
     compact = [[row["step"], row["mode"], row["mode_step"], float(f"{row['loss']:.6g}"), row["metrics"]] for row in lines]
     if gradients:
         for row, line in zip(compact, lines, strict=True):
-            if line["gradients"]:
-                row.append({tensor: float(f"{value:.6g}") for tensor, value in line["gradients"].items()})
+            saved = {tensor: float(f"{value:.6g}") for tensor, value in line["gradients"].items()}
+            if "total_gradient_norm" in line:  # the every-step signal, with the saved tensors of its step
+                saved["total_gradient_norm"] = float(f"{line['total_gradient_norm']:.6g}")
+            if saved:
+                row.append(saved)
                 row.append(line["silent"])
     with gzip.open(HERE / f"{name}.jsonl.gz", "wt", encoding="utf-8") as handle:
         for row in compact:
