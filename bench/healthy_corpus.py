@@ -18,7 +18,7 @@ batches, on three data sets: scikit-learn's bundled digits, generated tabular da
 make_classification) and the built-in ResNet's generated pictures. The training scripts are in
 ``bench/healthy_scripts/``: four scripts in four styles, none written for this product.
 
-    python bench/healthy_corpus.py                           # every configuration, seeds 5 and 6 (10-20 minutes on 2 cores)
+    python bench/healthy_corpus.py                           # every configuration, seeds 7 and 8 (10-20 minutes on 2 cores)
     python bench/healthy_corpus.py --list
     python bench/healthy_corpus.py --configuration mlp-tanh-sgd-digits --seed 0
     python bench/healthy_corpus.py --markdown corpus.md      # the tables into a file as well
@@ -56,9 +56,9 @@ SCRIPTS = ROOT / "bench" / "healthy_scripts"
 PYTORCH_RULES = tuple(name for name in RULE_COLLECTIONS if name not in XGBOOST_ONLY_RULES)
 #: The product's default save interval (a run_spec's debugger_save_interval).
 SAVE_INTERVAL = 10
-#: Seeds for the report: not the seeds the rules and defaults were developed on (0 and 2; 1, 3 and 4 each showed a
-#: false alarm on their first run, since fixed, so they are development seeds now too).
-REPORT_SEEDS = (5, 6)
+#: Seeds for the report: not the seeds the rules and defaults were developed on (0 and 2; 1, 3, 4 and 6 each showed
+#: a false alarm on their first run, since fixed, and 5 ran beside 6: development seeds now too).
+REPORT_SEEDS = (7, 8)
 DATASETS = ("digits", "tabular", "images")
 
 
