@@ -1,6 +1,6 @@
 # Entry points on a fresh machine:
 #   make local-run   the local remediation loop with defaults (real training, no AWS account)
-#   make test        the whole test suite (what CI runs)
+#   make test        the whole test suite (what CI runs), then the fast tests with the clock a year ahead
 #   make test-fast   everything but real training and CDK synth (a couple of minutes)
 #   make synth       the CloudFormation template into cdk.out/ (offline, no AWS account)
 #   make bootstrap   once per account and region: the CDK's bootstrap stack
@@ -8,6 +8,7 @@
 #   make destroy     delete the stack (the artifacts bucket, its log bucket and the KMS key are retained)
 #   make cli         the remediate command alone (.venv/bin/remediate cloud ... against a deployed stack)
 #   make test-sdk    the Step Functions Data Science SDK against the state machine (its own .venv-sdk: sagemaker<3)
+#   make smdebug-reference   real smdebug 1.0.34 in its own .venv-smdebug-reference, for the differential harness
 # Each creates .venv and installs what it needs itself: local-run only requirements.txt, the CDK
 # targets only requirements-cdk.txt and the pinned CDK CLI and Node.js (npm ci), test both.
 
@@ -31,7 +32,7 @@ NODE_MIN_MAJOR := 22
 TORCH_VERSION := $(shell sed -n 's/^torch==//p' requirements.txt)
 TORCH_CPU_INDEX := https://download.pytorch.org/whl/cpu
 
-.PHONY: local-run cli test test-fast test-sdk lint bench clean synth bootstrap deploy destroy node-check
+.PHONY: local-run cli test test-fast test-sdk smdebug-reference lint bench clean synth bootstrap deploy destroy node-check
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -70,12 +71,47 @@ local-run: $(VENV)/.runtime-installed
 
 cli: $(VENV)/.runtime-installed
 
-test: $(VENV)/.dev-installed node_modules/.installed node-check
+# Then the fast tests once more with the clock a year ahead: no test may hold only on the day it was written.
+test: $(VENV)/.dev-installed node_modules/.installed node-check smdebug-reference
 	$(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -n 2 -m "$(FAST_TESTS)" --clock-shift-days 365 $(PYTEST_ARGS)
 
-# Real training (marker "training"), CDK synth ("cdk") and the install test ("install") left out.
+# Real training (marker "training"), CDK synth ("cdk"), the install test ("install") and the differential harness
+# against real smdebug ("differential") left out.
+FAST_TESTS := not training and not cdk and not install and not differential
 test-fast: $(VENV)/.dev-installed
-	$(BIN)/python -m pytest -q -n auto -m "not training and not cdk and not install" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -n auto -m "$(FAST_TESTS)" $(PYTEST_ARGS)
+
+# The differential harness's reference (tests/smdebug/test_differential.py): AWS's real smdebug 1.0.34 in a throwaway
+# environment, every version pinned in requirements-smdebug-reference.txt, torch's CPU build as for .venv. `make test`
+# builds it but goes on without it: the harness then skips, saying so with the failed command and the end of its
+# output (the build log, $(SMDEBUG_REFERENCE_LOG)). Measured: 178 s with an empty pip cache, 62 s with it (1.6 GB).
+SMDEBUG_REFERENCE := .venv-smdebug-reference
+SMDEBUG_REFERENCE_LOG := $(SMDEBUG_REFERENCE).log
+SMDEBUG_REFERENCE_PIP := $(SMDEBUG_REFERENCE)/bin/python -m pip install --quiet --disable-pip-version-check
+
+$(SMDEBUG_REFERENCE)/.installed: requirements-smdebug-reference.txt
+	@echo "building $(SMDEBUG_REFERENCE) (real smdebug 1.0.34 for the differential harness; log: $(SMDEBUG_REFERENCE_LOG))"
+	@rm -rf $(SMDEBUG_REFERENCE); started=$$(date +%s); \
+	( set -ex; \
+	  $(PYTHON) -m venv $(SMDEBUG_REFERENCE); \
+	  $(SMDEBUG_REFERENCE_PIP) --no-index --no-deps torch==$(TORCH_VERSION) \
+	    || $(SMDEBUG_REFERENCE_PIP) --no-deps --index-url $(TORCH_CPU_INDEX) torch==$(TORCH_VERSION); \
+	  $(SMDEBUG_REFERENCE_PIP) -r requirements-smdebug-reference.txt; \
+	  $(SMDEBUG_REFERENCE)/bin/python -m pip check; \
+	  $(SMDEBUG_REFERENCE)/bin/python -I -c "import smdebug, smdebug.pytorch, smdebug.xgboost, smdebug.trials, moto; \
+	    assert smdebug.__version__ == '1.0.34' and not hasattr(smdebug, 'REMEDIATION_DEBUGGER'), smdebug.__file__" \
+	) > $(SMDEBUG_REFERENCE_LOG) 2>&1; status=$$?; \
+	if [ $$status -ne 0 ]; then \
+	  echo "could not build $(SMDEBUG_REFERENCE) (exit $$status); the differential harness will skip. End of $(SMDEBUG_REFERENCE_LOG):" >&2; \
+	  tail -n 15 $(SMDEBUG_REFERENCE_LOG) >&2; exit 1; \
+	fi; \
+	echo "built $(SMDEBUG_REFERENCE) in $$(( $$(date +%s) - started )) s" | tee -a $(SMDEBUG_REFERENCE_LOG)
+	@touch $@
+
+# Never fails: a reference that cannot be built here is reported by the harness as a skip, with the reason.
+smdebug-reference:
+	@$(MAKE) --no-print-directory $(SMDEBUG_REFERENCE)/.installed || true
 
 # The Step Functions Data Science SDK (stepfunctions 2.3.0, sagemaker<3) is an optional extra with its own pins
 # (requirements-sdk.txt) in its own environment, layered over .venv's packages (a .pth entry) so torch and the rest
@@ -122,4 +158,4 @@ bench: $(VENV)/.runtime-installed
 	$(BIN)/python bench/remediation_policies.py
 
 clean:
-	rm -rf $(VENV) $(SDK_VENV) node_modules cdk.out .pytest_cache build *.egg-info
+	rm -rf $(VENV) $(SDK_VENV) $(SMDEBUG_REFERENCE) $(SMDEBUG_REFERENCE_LOG) node_modules cdk.out .pytest_cache build *.egg-info

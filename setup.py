@@ -1,5 +1,5 @@
-"""Build hook: the wheel carries the state machine definition and the built-in example's source (not Python
-packages of their own) under local_runtime/_shipped/, where local_runtime.shipped finds them. Everything
+"""Build hook: the wheel carries the state machine definition and the built-in example's source (its entry point
+and the model package it imports: not Python packages of the wheel's own) under local_runtime/_shipped/, where local_runtime.shipped finds them. Everything
 else about the package is in pyproject.toml."""
 
 import shutil
@@ -12,6 +12,7 @@ from setuptools.command.build_py import build_py
 SHIPPED = {
     "statemachine": "local_runtime/_shipped/statemachine",
     "examples/resnet": "local_runtime/_shipped/examples/resnet",
+    "model": "local_runtime/_shipped/model",
 }
 
 

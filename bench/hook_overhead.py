@@ -1,13 +1,15 @@
 """Cost of the debugger hook on ResNet-20 training steps, and how fast a StopTraining rule ends a job.
 
-    python bench/hook_overhead.py [--quick] [--skip-latency]
+    python bench/hook_overhead.py [--quick] [--skip-latency] [--configurations no_hook,...]
 
 1. Overhead: ResNet-20 (model.resnet.build_resnet, no batch norm), batch 128, random CIFAR-shaped data,
    CPU, 2 threads. Four configurations train side by side in this one process, in interleaved repetitions
    (one block of steps of each per repetition, the first repetition discarded as warm-up):
    no hook (twice: the second is an A/A control whose difference is the noise floor); the hook with default settings (save_interval 500, ExplodingTensor with StopTraining +
    VanishingGradient + LossNotDecreasing, every-step cheap checks); save_interval 10; save_interval 1; and
-   save_interval 1 with dry_run (everything but writing the step files).
+   save_interval 1 with dry_run (everything but writing the step files); and the zero-change hook (the script
+   creates no hook: debugger.zero_change_torch's global module and optimizer hooks and wrapped backward, installed
+   only while its own runner trains, so the other runners never meet them) at the default save interval.
    Reports the median step time per configuration, its ratio to no hook (overall, and the median of the
    per-repetition ratios, which cancels slow drifts in machine load), and the hook's own time on the training
    thread per step: every hook entry point (forward pre-hook, module and loss hooks, the step's check) timed
@@ -31,14 +33,14 @@ import subprocess
 import sys
 import tempfile
 import time
+import timeit
 from datetime import datetime
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-#: The built-in example (its model package) is a training script like any other, under examples/.
+#: The built-in example's entry point (examples/resnet) and the model package it imports (model/, at the top).
 EXAMPLE = REPO / "examples" / "resnet"
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(EXAMPLE))
 
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
@@ -47,6 +49,7 @@ from contracts.job import HOOK_CONFIG_FILE_ENV, RULE_CONFIGS_FILE_ENV  # noqa: E
 from contracts.progress_log import parse_progress_line  # noqa: E402
 from contracts.rule_status import RuleStatusDocument  # noqa: E402
 from debugger import Hook  # noqa: E402
+from debugger.zero_change_torch import AutomaticHook, TorchWatcher  # noqa: E402
 
 STOP = '[{"name":"StopTraining"}]'
 DEFAULT_RULES = [
@@ -67,12 +70,16 @@ CONFIGURATIONS = {
     # the same without writing (dry_run): what the step files cost beside the hook's work on the training thread
     "hook_save_interval_1_dry_run": {"HookParameters": {"save_interval": "1", "dry_run": "true"}},
 }
+#: The zero-change hook: the plain loop creates no hook; the job's watcher attaches through PyTorch's global hooks.
+ZERO_CHANGE_CONFIGURATIONS = {"zero_change_default_save_interval_500": {}}
+#: The zero-change watcher's entry points on the training thread (module hooks, backward, optimizer hooks).
+ZERO_CHANGE_ENTRIES = ("_forward_pre", "_forward_post", "_before_backward", "_after_backward", "_before_optimizer_step", "_after_optimizer_step")
 
 
 class Runner:
     """One configuration: its own model, optimizer and (maybe) hook."""
 
-    def __init__(self, name: str, hook_config: dict | None, out_root: Path):
+    def __init__(self, name: str, hook_config: dict | None, out_root: Path, zero_change: bool = False):
         from model.resnet import build_resnet
 
         torch.manual_seed(0)
@@ -82,8 +89,16 @@ class Runner:
         # a small learning rate keeps the BN-free network finite for the whole benchmark
         self.optimizer = torch.optim.SGD(self.model.parameters(), lr=1e-4, momentum=0.9)
         self.hook = None
+        self.watcher = None
         self.hook_seconds: list[float] = []
-        if hook_config is not None:
+        if zero_change:
+            # nothing registered: the watcher finds the model, the loss and the optimizer as the loop runs them
+            self.watcher = TorchWatcher(
+                lambda: AutomaticHook.from_configs(hook_config, DEFAULT_RULES, out_dir=out_root / name, job_name=name)
+            )
+            for entry in ZERO_CHANGE_ENTRIES:
+                setattr(self.watcher, entry, self._timed(getattr(self.watcher, entry)))
+        elif hook_config is not None:
             self.hook = Hook.from_configs(hook_config, DEFAULT_RULES, out_dir=out_root / name, job_name=name)
             # Time every entry point the training thread runs through (torch calls the bound methods it was
             # given at registration, so they are wrapped before registering): the hook's own work per step.
@@ -111,6 +126,15 @@ class Runner:
         return timed
 
     def run(self, batches: list[tuple[torch.Tensor, torch.Tensor]], record: bool) -> None:
+        if self.watcher is not None:
+            self.watcher.install()  # the global hooks see every module: only while this runner trains
+        try:
+            self._run(batches, record)
+        finally:
+            if self.watcher is not None:
+                self.watcher.uninstall()
+
+    def _run(self, batches: list[tuple[torch.Tensor, torch.Tensor]], record: bool) -> None:
         for images, labels in batches:
             self._step_hook_seconds = self._step_hook_cpu_seconds = 0.0
             started = time.perf_counter()
@@ -120,14 +144,14 @@ class Runner:
             elapsed = time.perf_counter() - started
             if record:
                 self.step_seconds.append(elapsed)
-                if self.hook is not None:
+                if self.hook is not None or self.watcher is not None:
                     self.hook_seconds.append(self._step_hook_seconds)
                     self.hook_cpu_seconds.append(self._step_hook_cpu_seconds)
         if record:
             self.block_medians.append(statistics.median(self.step_seconds[-len(batches) :]))
 
 
-def measure_overhead(repetitions: int, steps_per_repetition: int) -> dict:
+def measure_overhead(repetitions: int, steps_per_repetition: int, only: set[str] | None = None) -> dict:
     torch.set_num_threads(2)
     generator = torch.Generator().manual_seed(0)
     batches = [
@@ -135,7 +159,14 @@ def measure_overhead(repetitions: int, steps_per_repetition: int) -> dict:
         for _ in range(steps_per_repetition)
     ]
     with tempfile.TemporaryDirectory() as scratch:
-        runners = [Runner(name, config, Path(scratch)) for name, config in CONFIGURATIONS.items()]
+        chosen = {name: config for name, config in CONFIGURATIONS.items() if only is None or name in only or name == "no_hook"}
+        runners = [Runner(name, config, Path(scratch)) for name, config in chosen.items()]
+        # after the explicit hooks exist: a hook created while a watcher is installed makes it stand aside
+        runners += [
+            Runner(name, config, Path(scratch), zero_change=True)
+            for name, config in ZERO_CHANGE_CONFIGURATIONS.items()
+            if only is None or name in only
+        ]
         for repetition in range(repetitions + 1):
             order = runners if repetition % 2 == 0 else list(reversed(runners))
             for runner in order:
@@ -153,7 +184,11 @@ def measure_overhead(repetitions: int, steps_per_repetition: int) -> dict:
                 "overhead_vs_no_hook": round(median / baseline - 1.0, 4),
                 "paired_overhead_median": round(statistics.median(paired), 4),
             }
-            if runner.hook is not None:
+            hook = runner.hook if runner.watcher is None else runner.watcher.hook
+            if runner is runners[0]:
+                # the fastest step: the least disturbed by other work on the machine, nearest an idle step
+                entry["fastest_step_seconds"] = round(min(runner.step_seconds), 4)
+            if hook is not None:
                 hook_median = statistics.median(runner.hook_seconds)
                 entry["median_hook_seconds_per_step"] = round(hook_median, 5)
                 entry["hook_share_of_no_hook_step"] = round(hook_median / baseline, 4)
@@ -163,7 +198,17 @@ def measure_overhead(repetitions: int, steps_per_repetition: int) -> dict:
                 entry["median_hook_thread_cpu_seconds_per_step"] = round(cpu_median, 5)
                 entry["hook_thread_cpu_share_of_no_hook_step"] = round(cpu_median / baseline, 4)
                 entry["saved_steps"] = len(list((Path(scratch) / runner.name / "steps").glob("*.npz")))
-                runner.hook.close()
+                entry["steps_recorded_by_hook"] = hook.status_document().last_step + 1
+                hook.close()
+            if runner.watcher is not None:
+                # What the hook's own time leaves out: every module call takes nn.Module's slow path while global
+                # hooks exist. Measured apart, as the fastest of many repeats (robust to load), and added up.
+                dispatch = measure_global_hook_dispatch(runners[0].model, Path(scratch))
+                entry.update(dispatch)
+                fastest = min(runners[0].step_seconds)
+                cost = statistics.median(runner.hook_cpu_seconds) + dispatch["global_hook_dispatch_seconds_per_step"]
+                entry["hook_cpu_and_dispatch_seconds_per_step"] = round(cost, 5)
+                entry["hook_cpu_and_dispatch_share_of_fastest_no_hook_step"] = round(cost / fastest, 4)
             results[runner.name] = entry
     return {
         "model": "ResNet-20 ELU, no batch norm",
@@ -172,6 +217,35 @@ def measure_overhead(repetitions: int, steps_per_repetition: int) -> dict:
         "repetitions": repetitions,
         "steps_per_repetition": steps_per_repetition,
         "configurations": results,
+    }
+
+
+def measure_global_hook_dispatch(model: nn.Module, scratch: Path, calls: int = 2000, repeats: int = 100) -> dict:
+    """The zero-change watcher's cost per module call outside its own functions' timing: nn.Module's slow path with
+    global hooks (and the watcher's hooks on a module it does not adopt), against the fast path; times the module
+    calls of one training forward of ``model``."""
+    counted: list[int] = []
+    handle = torch.nn.modules.module.register_module_forward_pre_hook(lambda module, args: counted.append(1))
+    with torch.no_grad():
+        model(torch.randn(2, 3, 32, 32))
+    handle.remove()
+    probe, value = nn.Identity(), torch.zeros(1)
+
+    def loop():
+        for _ in range(calls):
+            probe(value)
+
+    plain = min(timeit.repeat(loop, number=1, repeat=repeats)) / calls
+    watcher = TorchWatcher(lambda: AutomaticHook.from_configs({}, [], out_dir=scratch / "dispatch", job_name="dispatch"))
+    watcher.install()
+    try:
+        hooked = min(timeit.repeat(loop, number=1, repeat=repeats)) / calls
+    finally:
+        watcher.uninstall()
+    return {
+        "module_calls_per_step": len(counted),
+        "global_hook_extra_microseconds_per_module_call": round((hooked - plain) * 1e6, 3),
+        "global_hook_dispatch_seconds_per_step": round((hooked - plain) * len(counted), 5),
     }
 
 
@@ -206,7 +280,7 @@ def measure_detection_latency(num_train_samples: int) -> dict:
             RULE_CONFIGS_FILE_ENV: str(rules_file),
             "DEBUG_OUTPUT_S3_SYNC": "off",
             "TRAINING_JOB_NAME": "latency-probe",
-            "PYTHONPATH": os.pathsep.join((str(REPO), str(EXAMPLE))),
+            "PYTHONPATH": str(REPO),
         }
         started = time.time()
         process = subprocess.Popen(
@@ -266,9 +340,20 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a short run (2 repetitions of 3 steps)")
     parser.add_argument("--skip-latency", action="store_true", help="only the overhead measurement")
     parser.add_argument("--repetitions", type=int, default=8, help="measured repetitions (default 8)")
+    names = [*CONFIGURATIONS, *ZERO_CHANGE_CONFIGURATIONS]
+    parser.add_argument(
+        "--configurations",
+        help=f"comma-separated, of {', '.join(names)} (default: all; no_hook, the baseline, always runs)",
+    )
     arguments = parser.parse_args()
+    only = None
+    if arguments.configurations:
+        only = {name.strip() for name in arguments.configurations.split(",") if name.strip()}
+        unknown = sorted(only - set(names))
+        if unknown:
+            parser.error(f"--configurations: unknown {', '.join(unknown)}; choose from {', '.join(names)}")
     repetitions, steps = (2, 3) if arguments.quick else (arguments.repetitions, 6)
-    report = {"overhead": measure_overhead(repetitions, steps)}
+    report = {"overhead": measure_overhead(repetitions, steps, only)}
     if not arguments.skip_latency:
         report["detection_latency"] = measure_detection_latency(640 if arguments.quick else 2560)
         report["detection_latency"]["bare_torch_process_exit_seconds"] = measure_torch_teardown()

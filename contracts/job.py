@@ -15,6 +15,7 @@ argument parser never meets them.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -66,6 +67,12 @@ DEBUG_OUTPUT_S3_SYNC_ENV = "DEBUG_OUTPUT_S3_SYNC"
 TENSORBOARD_CONFIG_FILE_ENV = "TENSORBOARD_CONFIG_FILE_PATH"
 TENSORBOARD_CONFIG_FILE = "tensorboardoutputconfig.json"
 INPUT_CONFIG_DIR_ENV = "SM_INPUT_CONFIG_DIR"
+#: SageMaker's CheckpointConfig in the container: it writes {"LocalPath": ..., "S3Uri": ...} to this file, copies the
+#: S3Uri into LocalPath when the job (re)starts and uploads what the job writes there (smdebug's variable and default
+#: path; smdebug keeps its spot-resume state beside the checkpoints: debugger.state_store).
+CHECKPOINT_CONFIG_FILE_ENV = "CHECKPOINT_CONFIG_FILE_PATH"
+CHECKPOINT_CONFIG_FILE = "checkpointconfig.json"
+DEFAULT_CHECKPOINT_CONFIG_FILE = "/opt/ml/input/config/checkpointconfig.json"
 DEFAULT_TENSORBOARD_LOCAL_PATH = "/opt/ml/output/tensorboard"
 #: SageMaker turns the text of this file into DescribeTrainingJob's FailureReason.
 FAILURE_FILE_ENV = "TRAINING_FAILURE_FILE"
@@ -75,6 +82,28 @@ MAX_FAILURE_TEXT = 1024
 DEFAULT_INPUT_CONFIG_DIR = "/opt/ml/input/config"
 #: How many GPUs SageMaker gave the job's container (its training toolkit sets it; 0 on CPU instances).
 NUM_GPUS_ENV = "SM_NUM_GPUS"
+#: Where a job's checkpoints live: SageMaker's CheckpointConfig.LocalPath (written to the checkpoint configuration
+#: file, smdebug's variable and default path; /opt/ml/checkpoints by default); ``TRAINING_CHECKPOINT_DIR`` when the
+#: job runs elsewhere (local mode).
+CHECKPOINT_DIR_ENV = "TRAINING_CHECKPOINT_DIR"
+CHECKPOINT_CONFIG_FILE_ENV = "CHECKPOINT_CONFIG_FILE_PATH"
+DEFAULT_CHECKPOINT_CONFIG_FILE = "/opt/ml/input/config/checkpointconfig.json"
+DEFAULT_CHECKPOINT_DIR = "/opt/ml/checkpoints"
+
+
+def checkpoint_directory(environ: Mapping[str, str]) -> str | None:
+    """The job's checkpoint directory, or None when it has none (no CheckpointConfig)."""
+    if environ.get(CHECKPOINT_DIR_ENV):
+        return environ[CHECKPOINT_DIR_ENV]
+    config_file = environ.get(CHECKPOINT_CONFIG_FILE_ENV) or DEFAULT_CHECKPOINT_CONFIG_FILE
+    try:
+        with open(config_file, encoding="utf-8") as handle:
+            local_path = json.load(handle).get("LocalPath")
+    except (OSError, ValueError, AttributeError):
+        local_path = None
+    if isinstance(local_path, str) and local_path:
+        return local_path
+    return DEFAULT_CHECKPOINT_DIR if os.path.isdir(DEFAULT_CHECKPOINT_DIR) else None
 
 
 

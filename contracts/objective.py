@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from contracts import ContractError
+from contracts.suggestions import did_you_mean
 
 OBJECTIVE_TYPES = ("Maximize", "Minimize")
 MAX_METRIC_NAME_LENGTH = 255
@@ -40,7 +41,7 @@ class Objective:
         allowed = {"metric_name", "type", "target_value"}
         for key in value:
             if key not in allowed:
-                raise ContractError(f"{where}.{key}", f"is not a key of an objective; allowed: {', '.join(sorted(allowed))}")
+                raise ContractError(f"{where}.{key}", f"is not a key of an objective{did_you_mean(key, allowed)}; allowed: {', '.join(sorted(allowed))}")
         for key in sorted(allowed - set(value)):
             raise ContractError(f"{where}.{key}", "is required")
         name = value["metric_name"]

@@ -37,8 +37,22 @@ from typing import Any
 
 from contracts import ContractError
 from contracts.debugger_config import BUILTIN_RULE_DEFAULTS, DOCUMENTED_RULE_NAMES
-from contracts.hyperparameter_values import Value, is_number, kind_of, same_kind, show
+from contracts.hyperparameter_values import (
+    INTEGER,
+    REAL,
+    Value,
+    describe_kind,
+    fits_kind,
+    infer_kinds,
+    is_number,
+    kind_of,
+    kind_of_value,
+    same_kind,
+    show,
+)
+from contracts.remedy_changes import OPERATIONS, Change
 from contracts.remedy_conditions import HYPERPARAMETER_TESTS, Condition, Situation, parse_condition
+from contracts.suggestions import did_you_mean
 
 ANY_RULE = "*"
 #: The job completed, no rule fired, but the objective's metric missed its target.
@@ -55,128 +69,11 @@ FAILURE_KINDS = {
 #: Failure kinds no remedy may answer: the run ends at once, without a relaunch.
 NOT_REMEDIABLE = (DATA_ERROR,)
 
-OPERATIONS = ("set_to", "multiply_by", "add", "at_most", "at_least")
-NUMERIC_OPERATIONS = ("multiply_by", "add", "at_most", "at_least")
 MAX_REMEDIES_PER_KEY = 12
 #: The declaration travels in the workflow state (Step Functions caps it at 256 KiB).
 MAX_REMEDIES_JSON_BYTES = 8192
 MAX_NAME_LENGTH = 64
 MAX_NOTE_LENGTH = 400
-
-# --------------------------------------------------------------------------- changes
-
-
-@dataclasses.dataclass(frozen=True)
-class Change:
-    """One hyperparameter, one operation, optional inclusive bounds on the result."""
-
-    hyperparameter: str
-    operation: str
-    operand: Value
-    minimum: float | None = None
-    maximum: float | None = None
-    above: float | None = None
-    below: float | None = None
-
-    def result(self, current: Value) -> Value:
-        """The value after the operation (integers stay integers), whether or not it applies."""
-        operand = self.operand
-        if self.operation == "set_to":
-            return operand
-        if self.operation == "multiply_by":
-            new = current * operand
-        elif self.operation == "add":
-            new = current + operand
-        elif self.operation == "at_most":
-            new = min(current, operand)
-        else:  # at_least
-            new = max(current, operand)
-        if isinstance(current, int) and not isinstance(current, bool):
-            return int(round(new))
-        return float(new)
-
-    def apply(self, current: Value) -> Value | None:
-        """The new value, or None when the change does not apply (no change, or outside its bounds)."""
-        new = self.result(current)
-        if new == current:
-            return None
-        if self.minimum is not None and new < self.minimum:
-            return None
-        if self.maximum is not None and new > self.maximum:
-            return None
-        if self.above is not None and not new > self.above:
-            return None
-        if self.below is not None and not new < self.below:
-            return None
-        return new
-
-    def describe(self) -> str:
-        """'multiply lr by 0.5 (not below 1e-05)'."""
-        verbs = {
-            "set_to": f"set {self.hyperparameter} to {show(self.operand)}",
-            "multiply_by": f"multiply {self.hyperparameter} by {show(self.operand)}",
-            "add": f"add {show(self.operand)} to {self.hyperparameter}",
-            "at_most": f"cap {self.hyperparameter} at {show(self.operand)}",
-            "at_least": f"raise {self.hyperparameter} to at least {show(self.operand)}",
-        }
-        bounds = []
-        if self.minimum is not None:
-            bounds.append(f"not below {show(self.minimum)}")
-        if self.maximum is not None:
-            bounds.append(f"not above {show(self.maximum)}")
-        if self.above is not None:
-            bounds.append(f"while it stays above {show(self.above)}")
-        if self.below is not None:
-            bounds.append(f"while it stays below {show(self.below)}")
-        return verbs[self.operation] + (f" ({', '.join(bounds)})" if bounds else "")
-
-    def why_not(self, current: Value) -> str:
-        """Why it does not apply to ``current``, with the numbers."""
-        reason = self._why_not(current)
-        if isinstance(current, int) and not isinstance(current, bool) and self.operation in NUMERIC_OPERATIONS:
-            exact = self._unrounded(current)
-            if exact != self.result(current):
-                reason += (
-                    f" ({self.hyperparameter} is a whole number, so its results are rounded: exactly it would be "
-                    f"{show(exact)}; write {current}.0 in run_spec.hyperparameters for a real number)"
-                )
-        return reason
-
-    def _unrounded(self, current: float) -> float:
-        operand = float(self.operand)
-        return {
-            "multiply_by": current * operand,
-            "add": current + operand,
-            "at_most": min(current, operand),
-            "at_least": max(current, operand),
-        }[self.operation]
-
-    def _why_not(self, current: Value) -> str:
-        new = self.result(current)
-        if new == current:
-            return f"{self.hyperparameter} is already {show(current)}"
-        if self.minimum is not None and new < self.minimum:
-            return f"{self.hyperparameter} {show(current)} -> {show(new)} would be below {show(self.minimum)}"
-        if self.maximum is not None and new > self.maximum:
-            return f"{self.hyperparameter} {show(current)} -> {show(new)} would be above {show(self.maximum)}"
-        if self.above is not None and not new > self.above:
-            return f"{self.hyperparameter} {show(current)} -> {show(new)} would be <= {show(self.above)}"
-        if self.below is not None and not new < self.below:
-            return f"{self.hyperparameter} {show(current)} -> {show(new)} would be >= {show(self.below)}"
-        return f"{self.hyperparameter} {show(current)} -> {show(new)} applies"
-
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"hyperparameter": self.hyperparameter, self.operation: self.operand}
-        if self.minimum is not None:
-            data["min"] = self.minimum
-        if self.maximum is not None:
-            data["max"] = self.maximum
-        if self.above is not None:
-            data["above"] = self.above
-        if self.below is not None:
-            data["below"] = self.below
-        return data
-
 
 # --------------------------------------------------------------------------- remedies
 
@@ -245,13 +142,16 @@ def parse_remedies(
     *,
     check_reachable: bool = True,
     check_size: bool = True,
+    kinds: Mapping[str, str] | None = None,
 ) -> Remedies:
     """Parse and check a declaration against the run's starting hyperparameters. Raises ContractError.
 
     ``check_reachable`` also rejects a remedy that can never apply from this start (for a declaration
     the user wrote; a built-in policy may hold rungs a start has already passed, as the AWS sample's
     ladder skips "add batch norm" when it is on). ``check_size`` caps a declaration that travels in the
-    workflow state (a built-in set is code, not state)."""
+    workflow state (a built-in set is code, not state). ``kinds``: what each hyperparameter is
+    (``contracts.hyperparameter_values.infer_kinds``; left out: inferred from the names and values alone)."""
+    kinds = dict(kinds) if kinds is not None else infer_kinds(hyperparameters)
     if not isinstance(value, Mapping):
         raise ContractError(where, "must be a JSON object of rule name or failure kind: [remedies in order]")
     size = len(json.dumps(value, default=str))
@@ -262,7 +162,7 @@ def parse_remedies(
     for key, entries in value.items():
         if key not in keys:
             raise ContractError(
-                f"{where}.{key}", f"is not a built-in rule or failure kind; allowed: {', '.join(keys)}"
+                f"{where}.{key}", f"is not a built-in rule or failure kind{did_you_mean(key, keys)}; allowed: {', '.join(keys)}"
             )
         if not isinstance(entries, list):
             raise ContractError(f"{where}.{key}", "must be a JSON list of remedies, tried in order")
@@ -273,7 +173,8 @@ def parse_remedies(
         if len(entries) > MAX_REMEDIES_PER_KEY:
             raise ContractError(f"{where}.{key}", f"has {len(entries)} remedies; at most {MAX_REMEDIES_PER_KEY}")
         parsed[key] = tuple(
-            _parse_remedy(entry, hyperparameters, f"{where}.{key}[{index}]") for index, entry in enumerate(entries)
+            _parse_remedy(entry, hyperparameters, kinds, f"{where}.{key}[{index}]")
+            for index, entry in enumerate(entries)
         )
     if check_reachable:
         _check_reachable(parsed, hyperparameters, where)
@@ -335,13 +236,13 @@ _REMEDY_KEYS = {"hyperparameter", *OPERATIONS, *_BOUND_KEYS, "also", "when", "na
 _CHANGE_KEYS = {"hyperparameter", *OPERATIONS, *_BOUND_KEYS}
 
 
-def _parse_remedy(entry: Any, hyperparameters: Mapping[str, Value], where: str) -> Remedy:
+def _parse_remedy(entry: Any, hyperparameters: Mapping[str, Value], kinds: Mapping[str, str], where: str) -> Remedy:
     if not isinstance(entry, Mapping):
         raise ContractError(where, 'must be an object such as {"hyperparameter": "lr", "multiply_by": 0.5, "min": 1e-5}')
     for key in entry:
         if key not in _REMEDY_KEYS:
-            raise ContractError(f"{where}.{key}", f"is not a remedy key; allowed: {', '.join(sorted(_REMEDY_KEYS))}")
-    change = _parse_change(entry, hyperparameters, where)
+            raise ContractError(f"{where}.{key}", f"is not a remedy key{did_you_mean(key, _REMEDY_KEYS)}; allowed: {', '.join(sorted(_REMEDY_KEYS))}")
+    change = _parse_change(entry, hyperparameters, kinds, where)
     also_entries = entry.get("also", [])
     if not isinstance(also_entries, list):
         raise ContractError(f"{where}.also", "must be a JSON list of changes made together with this one")
@@ -352,22 +253,24 @@ def _parse_remedy(entry: Any, hyperparameters: Mapping[str, Value], where: str) 
             raise ContractError(item_where, "must be an object such as {\"hyperparameter\": \"warmup\", \"at_most\": 0.1}")
         for key in item:
             if key not in _CHANGE_KEYS:
-                raise ContractError(f"{item_where}.{key}", f"is not a change key; allowed: {', '.join(sorted(_CHANGE_KEYS))}")
-        also.append(_parse_change(item, hyperparameters, item_where))
+                raise ContractError(f"{item_where}.{key}", f"is not a change key{did_you_mean(key, _CHANGE_KEYS)}; allowed: {', '.join(sorted(_CHANGE_KEYS))}")
+        also.append(_parse_change(item, hyperparameters, kinds, item_where))
     name = entry.get("name", "")
     if not isinstance(name, str) or len(name) > MAX_NAME_LENGTH:
         raise ContractError(f"{where}.name", f"must be a string of at most {MAX_NAME_LENGTH} characters")
     note = entry.get("note", "")
     if not isinstance(note, str) or len(note) > MAX_NOTE_LENGTH:
         raise ContractError(f"{where}.note", f"must be a string of at most {MAX_NOTE_LENGTH} characters")
-    when = parse_condition(entry.get("when", {}), hyperparameters, f"{where}.when")
+    when = parse_condition(entry.get("when", {}), hyperparameters, f"{where}.when", kinds)
     resume = entry.get("resume", False)
     if not isinstance(resume, bool):
         raise ContractError(f"{where}.resume", f"must be true or false (got {resume!r})")
     return Remedy(change=change, also=tuple(also), when=when, name=name, note=note, resume=resume)
 
 
-def _parse_change(entry: Mapping[str, Any], hyperparameters: Mapping[str, Value], where: str) -> Change:
+def _parse_change(
+    entry: Mapping[str, Any], hyperparameters: Mapping[str, Value], kinds: Mapping[str, str], where: str
+) -> Change:
     name = entry.get("hyperparameter")
     if not isinstance(name, str) or not name:
         raise ContractError(f"{where}.hyperparameter", "is required: the name of the hyperparameter to change")
@@ -375,7 +278,8 @@ def _parse_change(entry: Mapping[str, Any], hyperparameters: Mapping[str, Value]
         known = ", ".join(sorted(hyperparameters)) or "none"
         raise ContractError(
             f"{where}.hyperparameter",
-            f"{name!r} is not in run_spec.hyperparameters (known: {known}); add it there with its starting value",
+            f"{name!r} is not in run_spec.hyperparameters{did_you_mean(name, hyperparameters)} (known: {known}); add it "
+            "there with its starting value",
         )
     operations = [key for key in OPERATIONS if key in entry]
     if len(operations) != 1:
@@ -383,16 +287,21 @@ def _parse_change(entry: Mapping[str, Any], hyperparameters: Mapping[str, Value]
     operation = operations[0]
     operand = entry[operation]
     current = hyperparameters[name]
+    kind = kinds.get(name) or kind_of_value(current)
     if operation == "set_to":
-        if not isinstance(operand, (str, int, float, bool)) or not same_kind(operand, current):
+        fits = is_number(operand) if kind in (INTEGER, REAL) else fits_kind(operand, kind)
+        if not isinstance(operand, (str, int, float, bool)) or not fits:
             raise ContractError(
                 f"{where}.set_to",
-                f"must be of the same kind as {name}'s starting value {show(current)!r} "
-                f"({kind_of(current)}; got {kind_of(operand)})",
+                f"must be {describe_kind(kind)} like {name}'s starting value {show(current)!r} (got {kind_of(operand)} "
+                f"{show(operand)!r})",
             )
     else:
-        if not is_number(current):
-            raise ContractError(f"{where}.{operation}", f"{name} is {kind_of(current)} {show(current)!r}; {operation} needs a number")
+        if kind not in (INTEGER, REAL):
+            raise ContractError(
+                f"{where}.{operation}",
+                f"{name} is {describe_kind(kind)} ({show(current)!r}); {operation} needs a number",
+            )
         if not is_number(operand) or not math.isfinite(operand):
             raise ContractError(f"{where}.{operation}", f"must be a finite number (got {operand!r})")
         if operation == "multiply_by" and operand <= 0:
@@ -405,7 +314,7 @@ def _parse_change(entry: Mapping[str, Any], hyperparameters: Mapping[str, Value]
             bound = entry[key]
             if not is_number(bound) or not math.isfinite(bound):
                 raise ContractError(f"{where}.{key}", f"must be a finite number (got {bound!r})")
-            if not is_number(current):
+            if kind not in (INTEGER, REAL):
                 raise ContractError(f"{where}.{key}", f"{name} is not a number; bounds apply to numbers only")
             bounds[key] = float(bound)
     low_keys = [key for key in ("min", "above") if key in bounds]
@@ -418,7 +327,9 @@ def _parse_change(entry: Mapping[str, Any], hyperparameters: Mapping[str, Value]
                     f"{where}.{low}",
                     f"{low} {show(bounds[low])} is not below {high} {show(bounds[high])}: the bounds are the wrong way round",
                 )
-    return Change(name, operation, operand, bounds.get("min"), bounds.get("max"), bounds.get("above"), bounds.get("below"))
+    return Change(
+        name, operation, operand, bounds.get("min"), bounds.get("max"), bounds.get("above"), bounds.get("below"), kind
+    )
 
 
 def _check_reachable(remedies: Remedies, hyperparameters: Mapping[str, Value], where: str) -> None:

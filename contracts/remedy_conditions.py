@@ -8,6 +8,13 @@ A condition holds when every test it gives holds::
     "when": {"issue_value_above": 50}                       # e.g. DeadRelu: more than half the units dead (%)
     "when": {"hyperparameters": {"activation": "relu"}}     # the run's current value
     "when": {"hyperparameters_above": {"learning_rate": 0.4}}  # a number above (or _below) a bound
+    "when": {"spiked_above": 10, "spike_phase": "warmup"}   # the run's history: see below
+
+``spiked_above`` reads the run's history, not only its last symptom: it holds when the loss or the total gradient
+norm rose to more than that many times its initial value at or before the step the rule fired (the job reports
+where each peaked, with the learning rate and phase of that step). Gradients that vanish, or units that die,
+after such a spike are a collapse caused by a rate too high, not a rate too low; ``spike_phase`` says in which
+phase the spike was, so a remedy can lower the rate that was active then.
 
 Each test that holds adds a fact, with its numbers, to the reason the planner writes.
 """
@@ -20,12 +27,37 @@ from collections.abc import Mapping
 from typing import Any
 
 from contracts import ContractError
-from contracts.hyperparameter_values import Value, is_number, kind_of, same_kind, show
-from contracts.rule_status import ISSUE_KIND_PATTERN, PHASES
+from contracts.hyperparameter_values import Value, describe_kind, fits_kind, is_number, kind_of_value, show
+from contracts.rule_status import ISSUE_KIND_PATTERN, PHASES, Peak
+from contracts.suggestions import did_you_mean
 
 LOSS_TRENDS = ("rising", "falling")
 #: Without steps_per_epoch in the evidence, an issue before this step counts as "early".
 EARLY_STEP_FALLBACK = 10
+
+
+@dataclasses.dataclass(frozen=True)
+class Spike:
+    """A series (the loss, the total gradient norm) that peaked at ``peak.value`` from ``initial``."""
+
+    series: str
+    initial: float
+    peak: Peak
+
+    @property
+    def ratio(self) -> float:
+        return self.peak.value / self.initial
+
+    def describe(self) -> str:
+        """'the loss rose from 3.351 to 1181 (352x) at step 4 (warmup phase, learning rate 0.8)'."""
+        context = [f"{self.peak.phase} phase"] if self.peak.phase else []
+        if self.peak.learning_rate is not None:
+            context.append(f"learning rate {show(self.peak.learning_rate)}")
+        where = f" ({', '.join(context)})" if context else ""
+        return (
+            f"the {self.series} rose from {show(self.initial)} to {show(self.peak.value)} ({self.ratio:.3g}x) at step "
+            f"{self.peak.step}{where}"
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,6 +74,25 @@ class Situation:
     issue_kind: str | None = None
     issue_value: float | None = None
     issue_tensor: str | None = None
+    #: Where the loss and the total gradient norm peaked (the run's history).
+    loss_peak: Peak | None = None
+    gradient_norm_peak: Peak | None = None
+
+    def spike(self, factor: float) -> Spike | None:
+        """The first of the loss and the gradient norm to peak above ``factor`` times its initial value at or
+        before the issue's step (None: neither did, or the numbers are missing)."""
+        spikes = []
+        for series, initial, peak in (
+            ("loss", self.initial_loss, self.loss_peak),
+            ("gradient norm", self.initial_gradient_norm, self.gradient_norm_peak),
+        ):
+            if peak is None or initial is None or not math.isfinite(initial) or initial <= 0:
+                continue
+            if self.issue_step is not None and peak.step > self.issue_step:
+                continue
+            if math.isfinite(peak.value) and peak.value > factor * initial:
+                spikes.append(Spike(series, initial, peak))
+        return min(spikes, key=lambda spike: spike.peak.step) if spikes else None
 
     @property
     def early(self) -> bool | None:
@@ -74,6 +125,8 @@ class Condition:
     hyperparameters: tuple[tuple[str, Value], ...] = ()
     hyperparameters_above: tuple[tuple[str, float], ...] = ()
     hyperparameters_below: tuple[tuple[str, float], ...] = ()
+    spiked_above: float | None = None
+    spike_phase: str | None = None
 
     def check(self, situation: Situation, hyperparameters: Mapping[str, Value]) -> tuple[bool, list[str]]:
         """(holds, the facts behind it with their numbers) for the reason the planner writes."""
@@ -113,6 +166,14 @@ class Condition:
             if value is None or not math.isfinite(value) or value >= self.issue_value_below:
                 return False, []
             facts.append(f"the rule's value {show(value)}{tensor} is below {show(self.issue_value_below)}")
+        if self.spiked_above is not None:
+            spike = situation.spike(self.spiked_above)
+            if spike is None:
+                return False, []
+            if self.spike_phase is not None and spike.peak.phase != self.spike_phase:
+                return False, []
+            fired = f" before the rule fired at step {situation.issue_step}" if situation.issue_step is not None else ""
+            facts.append(f"{spike.describe()}{fired}, more than {show(self.spiked_above)}x its initial value")
         for name, expected in self.hyperparameters:
             if hyperparameters.get(name) != expected:
                 return False, []
@@ -152,18 +213,24 @@ CONDITION_KEYS = (
     "hyperparameters",
     "hyperparameters_above",
     "hyperparameters_below",
+    "spiked_above",
+    "spike_phase",
 )
 #: The conditions on the run's hyperparameters (their names follow the script's, see contracts.remedies.adapt_to_script).
 HYPERPARAMETER_TESTS = ("hyperparameters", "hyperparameters_above", "hyperparameters_below")
 
 
-def parse_condition(value: Any, hyperparameters: Mapping[str, Value], where: str) -> Condition:
-    """A remedy's ``when``, checked against the run's starting hyperparameters. Raises ContractError."""
+def parse_condition(
+    value: Any, hyperparameters: Mapping[str, Value], where: str, kinds: Mapping[str, str] | None = None
+) -> Condition:
+    """A remedy's ``when``, checked against the run's starting hyperparameters (of ``kinds``,
+    ``contracts.hyperparameter_values``). Raises ContractError."""
+    kinds = kinds or {}
     if not isinstance(value, Mapping):
         raise ContractError(where, f"must be an object of conditions: {', '.join(CONDITION_KEYS)}")
     for key in value:
         if key not in CONDITION_KEYS:
-            raise ContractError(f"{where}.{key}", f"is not a condition; allowed: {', '.join(CONDITION_KEYS)}")
+            raise ContractError(f"{where}.{key}", f"is not a condition{did_you_mean(key, CONDITION_KEYS)}; allowed: {', '.join(CONDITION_KEYS)}")
     phase = value.get("phase")
     if phase is not None and phase not in PHASES:
         raise ContractError(f"{where}.phase", f"must be one of {', '.join(PHASES)} (got {phase!r})")
@@ -194,16 +261,26 @@ def parse_condition(value: Any, hyperparameters: Mapping[str, Value], where: str
             f"{show(bounds['issue_value_above'])} is not below issue_value_below {show(bounds['issue_value_below'])}: "
             "no value could pass both",
         )
+    spiked_above = value.get("spiked_above")
+    if spiked_above is not None and (not is_number(spiked_above) or not math.isfinite(spiked_above) or spiked_above <= 1):
+        raise ContractError(
+            f"{where}.spiked_above", f"must be a factor above 1 on the initial loss or gradient norm (got {spiked_above!r})"
+        )
+    spike_phase = value.get("spike_phase")
+    if spike_phase is not None:
+        if spike_phase not in PHASES:
+            raise ContractError(f"{where}.spike_phase", f"must be one of {', '.join(PHASES)} (got {spike_phase!r})")
+        if spiked_above is None:
+            raise ContractError(f"{where}.spike_phase", "needs spiked_above: the spike whose phase it tests")
     equal = value.get("hyperparameters", {})
     if not isinstance(equal, Mapping):
         raise ContractError(f"{where}.hyperparameters", "must be an object of hyperparameter: value")
     for name, expected in equal.items():
         if name not in hyperparameters:
             raise ContractError(f"{where}.hyperparameters.{name}", f"{name!r} is not in run_spec.hyperparameters")
-        if not same_kind(expected, hyperparameters[name]):
-            raise ContractError(
-                f"{where}.hyperparameters.{name}", f"must be {kind_of(hyperparameters[name])} like its starting value"
-            )
+        kind = kinds.get(name) or kind_of_value(hyperparameters[name])
+        if not fits_kind(expected, kind):
+            raise ContractError(f"{where}.hyperparameters.{name}", f"must be {describe_kind(kind)} like its starting value")
     compared: dict[str, tuple[tuple[str, float], ...]] = {}
     for key in ("hyperparameters_above", "hyperparameters_below"):
         tests = value.get(key, {})
@@ -228,4 +305,6 @@ def parse_condition(value: Any, hyperparameters: Mapping[str, Value], where: str
         hyperparameters=tuple(equal.items()),
         hyperparameters_above=compared["hyperparameters_above"],
         hyperparameters_below=compared["hyperparameters_below"],
+        spiked_above=float(spiked_above) if spiked_above is not None else None,
+        spike_phase=spike_phase,
     )

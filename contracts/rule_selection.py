@@ -16,6 +16,7 @@ from typing import Any
 
 from contracts import ContractError
 from contracts.debugger_config import BUILTIN_RULE_DEFAULTS, COMMON_RULE_PARAMETERS, OBJECTIVE_RULE_PARAMETER
+from contracts.suggestions import did_you_mean
 
 #: The rules that watch a job whose run_spec selects none: the failures the AWS sample's loop remediates.
 DEFAULT_RULES = ("ExplodingTensor", "VanishingGradient", "LossNotDecreasing")
@@ -147,7 +148,10 @@ def _parse_entry(entry: Any, where: str) -> dict[str, Any]:
     elif isinstance(entry, Mapping):
         unknown = sorted(set(entry) - {"name", "parameters"})
         if unknown:
-            raise ContractError(f"{where}.{unknown[0]}", 'is not a rule entry key; allowed: "name", "parameters"')
+            raise ContractError(
+                f"{where}.{unknown[0]}",
+                f'is not a rule entry key{did_you_mean(unknown[0], ("name", "parameters"))}; allowed: "name", "parameters"',
+            )
         if "name" not in entry:
             raise ContractError(f"{where}.name", "is required: the built-in rule's name, e.g. DeadRelu")
         name, parameters = entry["name"], entry.get("parameters", {})
@@ -156,7 +160,8 @@ def _parse_entry(entry: Any, where: str) -> dict[str, Any]:
     if not isinstance(name, str) or name not in BUILTIN_RULE_DEFAULTS:
         raise ContractError(
             f"{where}.name" if isinstance(entry, Mapping) else where,
-            f"{name!r} is not a built-in rule of the debugger; choose from {', '.join(sorted(BUILTIN_RULE_DEFAULTS))}",
+            f"{name!r} is not a built-in rule of the debugger{did_you_mean(name, BUILTIN_RULE_DEFAULTS)}; choose from "
+            f"{', '.join(sorted(BUILTIN_RULE_DEFAULTS))}",
         )
     if not isinstance(parameters, Mapping):
         raise ContractError(f"{where}.parameters", f"must be a JSON object of string parameters; got {parameters!r}")
@@ -168,7 +173,8 @@ def _parse_entry(entry: Any, where: str) -> dict[str, Any]:
             )
         if key not in allowed:
             raise ContractError(
-                f"{where}.parameters.{key}", f"is not a parameter of {name}; allowed: {', '.join(sorted(allowed))}"
+                f"{where}.parameters.{key}",
+                f"is not a parameter of {name}{did_you_mean(key, allowed)}; allowed: {', '.join(sorted(allowed))}",
             )
         if not isinstance(text, str):
             raise ContractError(

@@ -81,6 +81,32 @@ class RuleStatus:
             )
 
 
+#: The evidence keeps the current rates of at most this many of the optimizer's parameter groups.
+MAX_REPORTED_LEARNING_RATES = 8
+
+
+@dataclasses.dataclass
+class Peak:
+    """Where a series (the loss, the total gradient norm) reached its largest finite value so far, with the
+    learning rate and phase of that step: a spike before a rule fired tells a collapse from a slow death."""
+
+    value: float
+    step: int
+    learning_rate: float | None = None
+    phase: str | None = None
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> Peak | None:
+        if not data:
+            return None
+        return cls(
+            value=float(data["value"]),
+            step=int(data["step"]),
+            learning_rate=parse_number(data.get("learning_rate")),
+            phase=data.get("phase"),
+        )
+
+
 @dataclasses.dataclass
 class Evidence:
     """What the planner reads to choose a remedy. Absent numbers are None."""
@@ -94,6 +120,25 @@ class Evidence:
     last_finite_loss: float | None = None
     max_gradient_norm: float | None = None
     learning_rate_at_issue: float | None = None
+    #: The optimizer the script steps, by class name ("SGD", "Adam", ...), and its parameter groups' current
+    #: learning rates (distinct, in group order): the planner judges rates in that optimizer's range.
+    optimizer: str | None = None
+    learning_rates: list[float] | None = None
+    #: The run's history in a few numbers: where the loss and the total gradient norm peaked.
+    loss_peak: Peak | None = None
+    gradient_norm_peak: Peak | None = None
+    #: Files in the job's checkpoint directory when the status was last written (None: the job has no
+    #: checkpoint directory): 0 means a next job has nothing to continue from.
+    checkpoint_files: int | None = None
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Evidence:
+        fields = dict(data)
+        for name in ("loss_peak", "gradient_norm_peak"):
+            fields[name] = Peak.from_dict(fields.get(name))
+        if fields.get("learning_rates") is not None:
+            fields["learning_rates"] = [float(rate) for rate in fields["learning_rates"]]
+        return cls(**fields)
 
 
 @dataclasses.dataclass
@@ -160,7 +205,7 @@ class RuleStatusDocument:
                 training_ended=bool(data.get("training_ended", False)),
                 last_step=int(data.get("last_step", -1)),
                 rules=rules,
-                evidence=Evidence(**data.get("evidence", {})),
+                evidence=Evidence.from_dict(data.get("evidence", {})),
                 actions=[ActionRecord(**action) for action in data.get("actions", [])],
                 metrics={
                     str(name): MetricValue(

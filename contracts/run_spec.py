@@ -28,6 +28,7 @@ from contracts.job import (
     SAGEMAKER_RESERVED_PREFIX,
     render_hyperparameter,
 )
+from contracts.suggestions import did_you_mean
 
 
 @dataclasses.dataclass(frozen=True)
@@ -151,7 +152,7 @@ DEFAULT_FRAMEWORK = "pytorch"
 
 def check_framework(framework: str) -> str:
     if framework not in FRAMEWORKS:
-        raise ValueError(f"must be one of {', '.join(FRAMEWORKS)} (got {framework!r})")
+        raise ValueError(f"must be one of {', '.join(FRAMEWORKS)} (got {framework!r}){did_you_mean(framework, FRAMEWORKS)}")
     return framework
 
 

@@ -11,7 +11,7 @@ import torch
 
 from debugger import storage
 from debugger.collection import DEFAULT, LOSSES, METRICS, Collection
-from debugger.hook_steps import SCALAR_PREFIX, _copy
+from debugger.hook_steps import SCALAR_PREFIX, SMDEBUG, _copy
 from debugger.modes import ModeKeys, parse_mode
 
 
@@ -50,20 +50,23 @@ class ScriptApi:
     def save_scalar(self, name: str, value: Any, sm_metric: bool = False, timestamp: float | None = None) -> None:
         """smdebug's save_scalar: ``scalar/<name>`` at the current step, whatever the save configuration; its
         latest value is also reported in the rule-status document's ``metrics`` (sm_metric or not)."""
-        array = np.asarray(value.detach().cpu() if isinstance(value, torch.Tensor) else value, dtype=np.float64)
+        # saved as smdebug saves it: a tensor's own shape and dtype, a Python or numpy number as a one-element array
+        saved = _copy(value)
+        array = np.asarray(saved.cpu() if isinstance(saved, torch.Tensor) else saved)
         if array.size != 1:
             raise ValueError(f"save_scalar: {name} must be one number; got a value of shape {array.shape}")
-        number = np.float64(array.reshape(-1)[0])
+        number = float(array.reshape(-1)[0])
         if self._open is not None:
-            self._open.record.add(SCALAR_PREFIX + name, number, [])
+            self._open.record.add(SCALAR_PREFIX + name, saved, [])
         else:
-            self._pending_scalars.append((SCALAR_PREFIX + name, number))
+            self._pending_scalars.append((SCALAR_PREFIX + name, saved))
         step = self._open.step if self._open is not None else max(self._next_step - 1, 0)
-        self._report_metric(name, float(number), step)
+        self._report_metric(name, number, step)
 
     def save_tensor(self, tensor_name: str, tensor_value: Any, collections_to_write: str | list[str] = DEFAULT) -> None:
-        """smdebug's save_tensor: ``tensor_value`` saved at the current step as part of the collections, when
-        their save configuration saves this step."""
+        """smdebug's save_tensor: ``tensor_value`` saved as part of the collections, when their save configuration
+        saves the step; in the smdebug profile the step is the one under way when the hook next sees the model work
+        (smdebug's timing), in ours the current step."""
         names = [collections_to_write] if isinstance(collections_to_write, str) else list(collections_to_write)
         if not names:
             raise ValueError("save_tensor: collections_to_write must name at least one collection")
@@ -74,6 +77,10 @@ class ScriptApi:
         for name in names:
             self.collection_manager.get(name).add_tensor_name(tensor_name)
             self._effective_save.setdefault(name, self.save_config)
+        if self.profile == SMDEBUG:
+            # held until the hook next sees the model work, then part of the step under way (_take_saved_tensors)
+            self._pending_custom[tensor_name] = (value, names)
+            return
         target = self._open.custom if self._open is not None else self._pending_custom
         target[tensor_name] = (value, names)
 

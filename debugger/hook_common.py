@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 from contracts.rule_status import (
@@ -116,9 +117,16 @@ class HookBase(RuleRunner):
         if getattr(self, "_writer", None) is not None:  # the trial may ask before the writer exists
             self._writer.flush()
 
+    @property
+    def _writes_run_files(self) -> bool:
+        """Whether this process writes the run's collections file and end marker: when it records tensors, and in a
+        dry run the script asked for, as smdebug does (not on a rank that records nothing)."""
+        settings = self.settings
+        return not self.dry_run or (settings.dry_run and self.worker_role.records(settings.include_workers))
+
     def _write_collections(self) -> None:
         self._collections_written = True
-        if not self.dry_run:
+        if self._writes_run_files:
             storage.write_collections(
                 self.out_dir, {name: c.to_json_dict() for name, c in self.collection_manager.collections.items()}
             )
@@ -156,11 +164,33 @@ class HookBase(RuleRunner):
         extra = [self.out_dir / RULE_STATUS_FILE, self.out_dir / storage.METRICS_FILE, self.out_dir / storage.COLLECTIONS_FILE]
         if (self.out_dir / storage.SILENT_TENSORS_FILE).exists():
             extra.append(self.out_dir / storage.SILENT_TENSORS_FILE)
-        if training_ended and not self.dry_run:
+        if training_ended and self._writes_run_files:
             extra.append(storage.mark_training_ended(self.out_dir))
         if self.mirror is not None:
             self.mirror.close(extra)
         return document
+
+
+#: Called with every hook about to be created, before it touches its output directory (with None when smdebug's
+#: constructor has not built the hook object yet): the zero-change hook (debugger.zero_change) stands aside for a
+#: hook the script creates itself.
+_CREATION_LISTENERS: list[Callable[[HookBase | None], None]] = []
+
+
+def add_creation_listener(listener: Callable[[HookBase | None], None]) -> None:
+    if listener not in _CREATION_LISTENERS:
+        _CREATION_LISTENERS.append(listener)
+
+
+def remove_creation_listener(listener: Callable[[HookBase | None], None]) -> None:
+    if listener in _CREATION_LISTENERS:
+        _CREATION_LISTENERS.remove(listener)
+
+
+def announce_hook_creation(hook: HookBase | None = None) -> None:
+    """A hook is being created (``hook``: the object under construction, when there is one yet)."""
+    for listener in list(_CREATION_LISTENERS):
+        listener(hook)
 
 
 #: Hooks (of either framework) created and not closed yet: closed by the job launcher, which knows how the script

@@ -10,15 +10,20 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+import os
 import time
 from datetime import datetime, timezone
+from typing import Any
 
+from contracts.job import checkpoint_directory
 from contracts.rule_status import (
     ERROR,
     IN_PROGRESS,
     ISSUES_FOUND,
+    MAX_REPORTED_LEARNING_RATES,
     RULE_STATUS_FILE,
     ActionRecord,
+    Peak,
     RuleIssue,
     RuleStatus,
     RuleStatusDocument,
@@ -36,6 +41,22 @@ LOGGER = logging.getLogger("debugger.hook")
 def _now() -> str:
     # timezone.utc, not datetime.UTC (3.11+): SageMaker's XGBoost images run the debugger on Python 3.10.
     return datetime.now(timezone.utc).isoformat()  # noqa: UP017
+
+
+#: Counting stops here: a checkpoint directory keeps a few files; the planner only needs to know whether any.
+MAX_COUNTED_CHECKPOINT_FILES = 1000
+
+
+def _count_files(directory: str | None) -> int | None:
+    """Regular files under ``directory`` (at most MAX_COUNTED_CHECKPOINT_FILES); None when it does not exist."""
+    if directory is None or not os.path.isdir(directory):
+        return None
+    count = 0
+    for _, _, files in os.walk(directory):
+        count += len(files)
+        if count >= MAX_COUNTED_CHECKPOINT_FILES:
+            return MAX_COUNTED_CHECKPOINT_FILES
+    return count
 
 
 @dataclasses.dataclass
@@ -59,13 +80,36 @@ class RuleRunner:
             evidence.initial_gradient_norm = gradient_norm
         if loss is not None and math.isfinite(loss):
             evidence.last_finite_loss = loss
-        if (
-            gradient_norm is not None
-            and math.isfinite(gradient_norm)
-            and (evidence.max_gradient_norm is None or gradient_norm > evidence.max_gradient_norm)
-        ):
-            evidence.max_gradient_norm = gradient_norm
+            if evidence.loss_peak is None or loss > evidence.loss_peak.value:
+                evidence.loss_peak = self._peak(loss, step)
+        if gradient_norm is not None and math.isfinite(gradient_norm):
+            if evidence.gradient_norm_peak is None or gradient_norm > evidence.gradient_norm_peak.value:
+                evidence.gradient_norm_peak = self._peak(gradient_norm, step)
+                evidence.max_gradient_norm = gradient_norm
         evidence.last_step = step
+
+    def _peak(self, value: float, step: int) -> Peak:
+        return Peak(value=value, step=step, learning_rate=self._learning_rate(), phase=self._phase)
+
+    def _optimizer_in_use(self) -> Any:
+        """The optimizer training this model, when the hook knows one (the PyTorch hook does)."""
+        return None
+
+    def _note_job_state(self) -> None:
+        """The optimizer and its current rates, and the checkpoint files so far, into the evidence."""
+        optimizer = self._optimizer_in_use()
+        if optimizer is not None:
+            self.evidence.optimizer = type(optimizer).__name__
+            rates = []
+            for group in optimizer.param_groups:
+                try:
+                    rate = float(group["lr"])
+                except (KeyError, TypeError, ValueError):
+                    continue
+                if math.isfinite(rate) and rate not in rates:
+                    rates.append(rate)
+            self.evidence.learning_rates = rates[:MAX_REPORTED_LEARNING_RATES] or None
+        self.evidence.checkpoint_files = _count_files(checkpoint_directory(os.environ))
 
     def _evaluate_rules(self, step: int, learning_rate: float | None) -> None:
         changed = False
@@ -120,7 +164,23 @@ class RuleRunner:
 
     # ------------------------------------------------------------------ status document
 
+    def _restore_status(self, document: RuleStatusDocument) -> None:
+        """Go on from ``document``, the status an interrupted run of this job left: each rule's status and issue, the
+        evidence, actions and metrics, the last step checked."""
+        found = {rule.RuleConfigurationName: rule for rule in document.rules}
+        for state in self._rules:
+            rule = found.get(state.spec.name)
+            if rule is not None:
+                state.status, state.details, state.modified = rule.RuleEvaluationStatus, rule.StatusDetails, rule.LastModifiedTime
+                state.issue = rule.issue
+        self.evidence = dataclasses.replace(document.evidence)
+        self._initial_recorded = document.last_step >= 0  # the job's initial loss and gradient norm are the first run's
+        self.actions = list(document.actions)
+        self.metrics.update(document.metrics)
+        self._last_checked_step = document.last_step
+
     def status_document(self, training_ended: bool = False) -> RuleStatusDocument:
+        self._note_job_state()
         return RuleStatusDocument(
             job_name=self.job_name,
             updated_at=_now(),

@@ -58,9 +58,12 @@ class _OpenStep:
 
 
 def _copy(value: Any) -> Any:
-    """A copy the training loop cannot change under the writer (in-place updates, zero_grad)."""
+    """A copy the training loop cannot change under the writer (in-place updates, zero_grad). A Python or numpy scalar
+    becomes a one-element array, as smdebug saves it (np.array([value]))."""
     if isinstance(value, torch.Tensor):
         return value.detach().clone()
+    if np.isscalar(value):
+        return np.array([value])
     return np.array(value, copy=True)
 
 
@@ -93,7 +96,8 @@ def _flatten(value: Any) -> list[torch.Tensor]:
 
 class StepCapture:
     """State set up by Hook.__init__: profile, collection_manager, include_collections, save_config,
-    reduction_config, trial (LiveTrial), writer, evidence, _extra_save_steps, _extra_save_every."""
+    reduction_config, trial (LiveTrial), writer, evidence, _extra_save_steps, _extra_save_every; and the spot-resume
+    state (_state_store, _training_run, _last_saved_step, _judged_through: Hook._resume_interrupted_run)."""
 
     # ------------------------------------------------------------------ collections
 
@@ -116,7 +120,8 @@ class StepCapture:
                 module_name = self._module_names.get(module)
                 if module_name is None:
                     continue  # not a module of the registered model (yet)
-                patterns = ([f"^{module_name}_input_"] if inputs else []) + ([f"^{module_name}_output_"] if outputs else [])
+                # smdebug's patterns, unanchored: "fc2_input_" (its tensors are named <module>_input_<i>)
+                patterns = ([f"{module_name}_input_"] if inputs else []) + ([f"{module_name}_output_"] if outputs else [])
                 for pattern in patterns:
                     if pattern not in collection.include_regex:
                         collection.include(pattern)
@@ -185,6 +190,7 @@ class StepCapture:
 
     def _begin_step(self) -> None:
         self._prepare_collections()
+        self._record_state_if_checkpointed()
         step = self._next_step
         mode = self.mode
         mode_step = self._next_mode_step.get(mode, 0)
@@ -213,16 +219,18 @@ class StepCapture:
     def _snapshot_parameters(self) -> None:
         """Parameters are saved as the step starts, before this step's update (as smdebug does)."""
         if self._open.saving:
-            self._offer_many([(name, parameter, ()) for name, parameter in self._parameters])
+            self._offer_many([(name, parameter, ()) for name, parameter in self._parameters + self._frozen_parameters])
 
     def _builtin_of(self, name: str) -> tuple[str, ...]:
         return tuple(collection for collection in (WEIGHTS, BIASES) if self.collection_manager.get(collection).matches(name))
 
-    def _check_step(self, collective: bool = False) -> None:
+    def _check_step(self, collective: bool = False, judge_gradients: bool = True) -> None:
         """The step's check: signals, gradients, rules. Raises StopTrainingRequested when a rule stops training.
 
         ``collective``: a training step's check, which every rank makes at the same step (the end of backward or
-        the optimizer step), so the ranks can exchange whether one of them stops (debugger.distributed)."""
+        the optimizer step), so the ranks can exchange whether one of them stops (debugger.distributed).
+        ``judge_gradients=False``: the gradients are not this step's to judge (AMP's GradScaler found them
+        non-finite at its loss scale and skipped the optimizer step): neither measured nor saved."""
         if self._stop is not None:
             raise self._stop
         if self._open is None:
@@ -234,9 +242,9 @@ class StepCapture:
         training = open_step.mode not in (ModeKeys.EVAL, ModeKeys.PREDICT)
         # the gradients are this step's only when its check comes from its backward pass (or optimizer step): a step
         # closed without one (an evaluation forward of a script that never calls set_mode) holds the previous
-        # step's gradients, which are not its own
-        backward = training and collective
-        gradients = [parameter.grad for _, parameter in self._parameters if parameter.grad is not None] if backward else []
+        # step's gradients, which are not its own; nor are gradients GradScaler found non-finite (judge_gradients)
+        with_gradients = training and collective and judge_gradients
+        gradients = [parameter.grad for _, parameter in self._parameters if parameter.grad is not None] if with_gradients else []
         # None when no parameter has a gradient (no backward this step): nothing to judge, not a vanishing gradient
         gradient_norm = float(torch.nn.utils.get_total_norm(gradients, 2.0)) if gradients else None
         loss = float(self._pending_loss.float().mean()) if self._pending_loss is not None else None
@@ -266,7 +274,7 @@ class StepCapture:
             frozen = {name: frozen_reason() for name, parameter in self._parameters if not parameter.requires_grad}
             if frozen:
                 self._note_silent(frozen)
-        if backward and open_step.saving & (self._io_collections | {GRADIENTS}):
+        if with_gradients and open_step.saving & (self._io_collections | {GRADIENTS}):
             extra = (GRADIENTS,) if forced else ()
             self._offer_many(
                 [(GRADIENT_PREFIX + name, parameter.grad, extra) for name, parameter in self._parameters if parameter.grad is not None]
@@ -290,7 +298,8 @@ class StepCapture:
         if open_step.record:
             self.trial.add_saved_step(step, dict(open_step.record.tensors), open_step.record.membership, open_step.mode, open_step.mode_step)
         self._pending_loss = None
-        self._evaluate_rules(step, learning_rate)
+        if step > self._judged_through:  # a restarted job's rules do not judge again what the interrupted run did
+            self._evaluate_rules(step, learning_rate)
         if self.tensorboard is not None:
             self._write_tensorboard(open_step, training, loss, gradient_norm, learning_rate)
         if collective and self.worker_role.distributed:
@@ -343,6 +352,7 @@ class StepCapture:
                 open_step.record.add(name, value, saving, raw=raw, reductions=reductions, shape=shape)
         if open_step.record and not self.dry_run:
             self._writer.submit(open_step.record)
+            self._last_saved_step = open_step.step
             if not self._collections_written:
                 self._write_collections()
 
@@ -371,7 +381,16 @@ class StepCapture:
         if self._capture_io:
             self._offer_module_tensors(self._module_names[module], inputs, "_input_")
 
+    def _take_saved_tensors(self) -> None:
+        """What the script handed save_tensor joins the step under way when the hook next sees the model work (a
+        module's output, a gradient), as smdebug's hook writes it then: a tensor saved before the forward pass goes
+        with that pass's step, one saved after an evaluation step's forward pass with the next step."""
+        if self._pending_custom and self._open is not None:
+            self._open.custom.update(self._pending_custom)
+            self._pending_custom = {}
+
     def _on_module_output(self, module: torch.nn.Module, inputs: Any, output: Any) -> None:
+        self._take_saved_tensors()
         if not self._capture_io:
             return
         name = self._module_names[module]
@@ -388,6 +407,7 @@ class StepCapture:
             self._offer(f"{key}{index}", tensor)
 
     def _on_loss(self, module: torch.nn.Module, inputs: Any, output: Any) -> None:
+        self._take_saved_tensors()
         if not isinstance(output, torch.Tensor):
             return
         if self.profile == NATIVE:
@@ -401,6 +421,7 @@ class StepCapture:
             self._offer_module_tensors(name, output, "_output_")
 
     def _on_gradient(self, parameter: torch.Tensor) -> None:
+        self._take_saved_tensors()
         if not self._callback_queued:
             self._callback_queued = True
             torch.autograd.Variable._execution_engine.queue_callback(self._on_backward_end)
@@ -412,15 +433,17 @@ class StepCapture:
     def _on_optimizer_step(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
         self.end_step()
 
-    def end_step(self) -> None:
+    def end_step(self, judge_gradients: bool = True) -> None:
         """The step's check (called by the torch hooks); our profile also ends the step here."""
-        self._check_step(collective=True)
+        self._check_step(collective=True, judge_gradients=judge_gradients)
         if self.profile == NATIVE:
             self._finalize_open_step()
 
     def _learning_rate(self) -> float | None:
         if self._optimizer is not None:
             return float(self._optimizer.param_groups[0]["lr"])
+        if self._context_learning_rate is None and self._observed_optimizer is not None:
+            return float(self._observed_optimizer.param_groups[0]["lr"])
         return self._context_learning_rate
 
     def _effective_save_config(self, collection: str) -> SaveConfig:

@@ -11,10 +11,15 @@ debugger's hook and rule configuration. The launcher
    reads it (``SMDEBUG_CONFIG_FILE_PATH``) and the rules next to it
    (``DEBUGGER_RULE_CONFIG_FILE_PATH``), so a script written for SageMaker Debugger
    runs unchanged;
-3. runs the entry point as ``__main__`` (as ``python train.py`` would), and turns
+3. watches a script that creates no hook of its own (zero script change,
+   :mod:`debugger.zero_change`): when the script imports torch or xgboost, the
+   debugger attaches to its models, optimizers or ``xgboost.train`` call; a hook
+   the script creates wins;
+4. runs the entry point as ``__main__`` (as ``python train.py`` would), and turns
    how it ended into SageMaker's contract: exit code, and the failure file whose
    text becomes the job's FailureReason. A rule's StopTraining ends the job with
-   exit code 3 and the rule's failure text; SIGTERM (StopTrainingJob) with 143.
+   exit code 3 and the rule's failure text; SIGTERM (StopTrainingJob) with 143; a
+   script the zero-change hook refuses with 2 and the reason.
 
 It imports neither torch nor numpy: the script brings the framework it uses.
 """
@@ -56,6 +61,7 @@ from contracts.job import (
 )
 from contracts.run_spec import check_entry_point
 from debugger.stop_training import StopTrainingRequested
+from debugger.zero_change import ZeroScriptChangeRefused, watch_when_imported
 
 
 class JobTerminated(BaseException):
@@ -214,6 +220,8 @@ def run(argv: list[str], source_dir: Path, environ: MutableMapping[str, str] = o
     in_main_thread = threading.current_thread() is threading.main_thread()
     if in_main_thread:
         signal.signal(signal.SIGTERM, _terminate)
+    if reserved.get(HOOK_CONFIG_HYPERPARAMETER):
+        watch_when_imported()  # zero script change: a script without a hook is watched all the same
     sys.argv = [str(entry), *user_args]
     sys.path.insert(0, str(entry.parent))  # what `python train.py` puts first on sys.path
     fallback = source_dir / FALLBACK_PACKAGES_DIR
@@ -228,6 +236,10 @@ def run(argv: list[str], source_dir: Path, environ: MutableMapping[str, str] = o
         _close_hooks()
         failure.write(str(stop), unless_written=False)
         return EXIT_RULE_STOP
+    except ZeroScriptChangeRefused as refused:
+        _close_hooks()
+        failure.write(f"{refused.kind}: {refused}", unless_written=False)
+        return EXIT_BAD_INPUT
     except (JobTerminated, KeyboardInterrupt):
         print("SIGTERM received: the job was stopped", file=sys.stderr, flush=True)
         _close_hooks()

@@ -49,6 +49,8 @@ class LiveTrial(BaseTrial):
         #: the latest value of each metric the script reported (save_scalar / record_metric), for the rules that
         #: spare a run meeting its objective (debugger.run_objective)
         self.latest_metrics: dict[str, float] = {}
+        #: The hook's collections by name (set by the hook): what tensor_names(collection=...) matches names against.
+        self.collection_definitions: dict[str, Any] = {}
 
     # --- written by the hook
     def begin_step(self, step: int, mode: ModeKeys = ModeKeys.GLOBAL, mode_step: int | None = None) -> None:
@@ -134,6 +136,9 @@ class LiveTrial(BaseTrial):
 
     def _names(self) -> dict[str, set[str]]:
         return self._membership
+
+    def _collection_definitions(self) -> dict[str, Any]:
+        return self.collection_definitions
 
     def _value(self, name: str, step: int) -> np.ndarray | None:
         series = self._scalars.get(name)

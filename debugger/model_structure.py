@@ -90,6 +90,13 @@ class StructureTrace:
             if isinstance(module, NORMALIZATION_LAYERS):
                 self._handles.append(module.register_forward_pre_hook(self._on_norm_input))
 
+    def begin(self) -> None:
+        """Trace the training forward pass already under way: the trace was made from a global forward pre-hook of
+        ``model`` (zero script change adopts a model there), and PyTorch calls the hooks of that call as they were
+        when it began, so the trace's own pre-hook misses it."""
+        if torch.is_grad_enabled():
+            self._tracing = True
+
     @property
     def done(self) -> bool:
         return not self._handles

@@ -3,11 +3,14 @@ and the reduction functions themselves.
 
 Reduction names: min, max, mean, median, std, variance, sum, prod and the norms l1, l2; each also on the
 absolute value of the tensor (``abs_`` prefix in the configuration file, ``abs=True`` in the trial). In the
-configuration file's ``reductions`` list norms may also be spelled ``l1_norm`` / ``abs_l2_norm``.
+configuration file's ``reductions`` list norms may also be spelled ``l1_norm`` / ``abs_l2_norm``. What a hook saves
+(:func:`saved_reduction`) and what a trial computes from a saved tensor (:func:`read_reduction`) differ as smdebug's
+do: a saved std is the sample's (torch), one computed on read the population's (numpy).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -19,31 +22,50 @@ ALLOWED_REDUCTIONS = ("min", "max", "mean", "median", "std", "variance", "sum", 
 ALLOWED_NORMS = ("l1", "l2")
 
 
-def reduce(array: Any, reduction: str, *, abs: bool = False) -> float:  # noqa: A002 - smdebug's keyword
-    """One reduction of ``array`` (float64 arithmetic)."""
-    values = np.asarray(array, dtype=np.float64)
-    if abs:
-        values = np.abs(values)
+def _absolute(values: np.ndarray, absolute: bool) -> np.ndarray:
+    if values.dtype.kind not in "biufc":
+        raise TypeError(f"a tensor of {values.dtype} values has no reductions")
+    return np.abs(values) if absolute else values
+
+
+def saved_reduction(array: Any, reduction: str, *, abs: bool = False) -> float:  # noqa: A002 - smdebug's keyword
+    """The reduction a hook saves (float64 arithmetic). smdebug's PyTorch hook reduces with torch, so "std" and
+    "variance" are the sample's, with Bessel's correction (divided by n - 1; NaN for a single value), as torch's are."""
+    values = _absolute(np.asarray(array, dtype=np.float64), abs)
+    if reduction in ("std", "variance"):
+        if values.size < 2:
+            return float("nan")
+        variance = float(values.var(ddof=1))
+        return math.sqrt(variance) if reduction == "std" else variance
+    return float(read_reduction(values, reduction))
+
+
+def read_reduction(array: Any, reduction: str, *, abs: bool = False) -> Any:  # noqa: A002
+    """The reduction a trial computes on read from a saved tensor, as smdebug computes it: numpy, in the array's own
+    dtype (a float32 tensor gives a float32 value), "std" and "variance" of the values themselves (divided by n). The
+    norms are those of the flattened tensor, as the hook saves them (smdebug's np.linalg.norm(x, ord) would give a
+    matrix norm for a 2-d tensor and fail on a scalar: docs/smdebug-compatibility.md)."""
+    values = _absolute(np.asarray(array), abs)
     if reduction == "min":
-        return float(values.min())
+        return np.amin(values)
     if reduction == "max":
-        return float(values.max())
+        return np.amax(values)
     if reduction == "mean":
-        return float(values.mean())
+        return np.mean(values)
     if reduction == "median":
-        return float(np.median(values))
+        return np.median(values)
     if reduction == "std":
-        return float(values.std())
+        return np.std(values)
     if reduction == "variance":
-        return float(values.var())
+        return np.var(values)
     if reduction == "sum":
-        return float(values.sum())
+        return np.sum(values)
     if reduction == "prod":
-        return float(values.prod())
+        return np.prod(values)
     if reduction == "l1":
-        return float(np.abs(values).sum())
+        return np.sum(np.abs(values))
     if reduction == "l2":
-        return float(np.sqrt(np.square(values).sum()))
+        return np.sqrt(np.sum(np.square(values)))
     raise ValueError(f"reduction must be one of {', '.join(ALLOWED_REDUCTIONS + ALLOWED_NORMS)}; got {reduction!r}")
 
 

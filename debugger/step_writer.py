@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from debugger import storage
-from debugger.reductions import reduce, reduction_key
+from debugger.reductions import reduction_key, saved_reduction
 
 LOGGER = logging.getLogger(__name__)
 #: Steps waiting to be written at most; ``submit`` blocks beyond it.
@@ -47,7 +47,12 @@ class PackedTensors:
         import torch  # only PyTorch jobs pack tensors: an XGBoost job never imports torch
 
         with torch.no_grad():  # a copy, not a node of the training graph
-            self.flat = torch._C._nn.flatten_dense_tensors(tensors)
+            flat = torch._C._nn.flatten_dense_tensors(tensors)
+            if flat.data_ptr() == tensors[0].data_ptr():
+                # one contiguous tensor comes back as a view of itself, not a copy: the step would be written
+                # with whatever the parameter holds when the writer thread gets to it
+                flat = flat.clone()
+            self.flat = flat
         self.shapes = [tuple(tensor.shape) for tensor in tensors]
         self._sizes: list[int] | None = None
         self._offsets: list[int] | None = None
@@ -164,7 +169,7 @@ class StepRecord:
             array = to_numpy(value)
             if name in self.reductions:
                 reductions[name] = {
-                    reduction_key(reduction, absolute): reduce(array, reduction, abs=absolute)
+                    reduction_key(reduction, absolute): saved_reduction(array, reduction, abs=absolute)
                     for reduction, absolute in dict.fromkeys(self.reductions[name])
                 }
             if name in self.shapes:

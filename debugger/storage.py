@@ -31,7 +31,13 @@ from typing import BinaryIO
 
 import numpy as np
 
-STEPS_DIR = "steps"
+from contracts.debug_output import (  # noqa: F401 - the step files' names are shared with the local runtime
+    STEP_FILE_SUFFIX,
+    STEPS_DIR,
+    step_file_name,
+    step_from_file_name,
+)
+
 METRICS_FILE = "metrics.jsonl"
 TRAINING_ENDED_FILE = "training_job_end.ts"
 #: The hook's collections (names, patterns, save and reduction configurations), for ``trial.collections()``.
@@ -39,18 +45,6 @@ COLLECTIONS_FILE = "collections.json"
 #: The tensors the hook found cannot carry a training signal (frozen parameters, biases a normalization removes).
 SILENT_TENSORS_FILE = "silent_tensors.json"
 MANIFEST_KEY = "__manifest__"
-STEP_FILE_SUFFIX = ".npz"
-
-
-def step_file_name(step: int) -> str:
-    return f"{step:012d}{STEP_FILE_SUFFIX}"
-
-
-def step_from_file_name(name: str) -> int | None:
-    if not name.endswith(STEP_FILE_SUFFIX) or name.startswith("."):
-        return None
-    stem = name[: -len(STEP_FILE_SUFFIX)]
-    return int(stem) if stem.isdigit() else None
 
 
 @contextlib.contextmanager

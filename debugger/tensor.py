@@ -9,7 +9,7 @@ import numpy as np
 
 from debugger.exceptions import ShapeUnavailableForStep, TensorUnavailableForStep
 from debugger.modes import ModeKeys, parse_mode
-from debugger.reductions import ALLOWED_NORMS, ALLOWED_REDUCTIONS, reduce, reduction_key
+from debugger.reductions import ALLOWED_NORMS, ALLOWED_REDUCTIONS, read_reduction, reduction_key
 
 if TYPE_CHECKING:
     from debugger.trial import BaseTrial
@@ -89,10 +89,11 @@ class Tensor:
             return np.float64(saved[key])
         array = self.trial._value(self.name, step)
         if array is None:
-            raise TensorUnavailableForStep(self.name, step_num, parse_mode(mode), has_reductions=bool(saved))
+            # as smdebug: has_reductions tells of a value() that failed, not of the reduction asked for
+            raise TensorUnavailableForStep(self.name, step_num, parse_mode(mode))
         if reduction_name == NONFINITE_COUNT:
             return np.float64(_nonfinite_count(array))
-        return np.float64(reduce(array, reduction_name, abs=abs))
+        return read_reduction(array, reduction_name, abs=abs)
 
     def reduction_values(self, step_num: int, mode=ModeKeys.GLOBAL, worker: str | None = None) -> dict[tuple[str, bool], Any]:
         """The reductions saved at that step: {(reduction_name, abs): value} (none are computed here)."""
@@ -118,13 +119,8 @@ class Tensor:
     def values(self, mode=ModeKeys.GLOBAL, worker: str | None = None) -> dict[int, np.ndarray]:
         if (other := self._of(worker)) is not None:
             return other.values(mode)
-        values = {}
-        for step in self.steps(mode):
-            try:
-                values[step] = self.value(step, mode)
-            except TensorUnavailableForStep:
-                continue  # only reductions saved there
-        return values
+        # as smdebug's: a step where only reductions were saved raises TensorUnavailableForStep (has_reductions)
+        return {step: self.value(step, mode) for step in self.steps(mode)}
 
     def shapes(self, mode=ModeKeys.GLOBAL, worker: str | None = None) -> dict[int, tuple[int, ...]]:
         if (other := self._of(worker)) is not None:
@@ -148,9 +144,11 @@ class Tensor:
                 found.append(worker)
         return found
 
-    def prev_steps(self, step: int, n: int, mode=ModeKeys.GLOBAL) -> list[int]:
-        earlier = [saved for saved in self.steps(mode) if saved < step]
-        return earlier[-n:] if n > 0 else []
+    def prev_steps(self, step: int, n: int | None = None, mode=ModeKeys.GLOBAL) -> list[int]:
+        """The last ``n`` steps (of ``mode``) this tensor was saved at up to ``step``, ``step`` itself included when
+        saved; every one when ``n`` is None or 0 (smdebug 1.0.34's code: its docs say "previous steps")."""
+        upto = [saved for saved in self.steps(mode) if saved <= step]
+        return upto[-n:] if n else upto
 
     def collections(self) -> list[str]:
         return sorted(self.trial._names().get(self.name, ()))

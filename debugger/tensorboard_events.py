@@ -29,6 +29,7 @@ import logging
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -96,9 +97,28 @@ def tensorboard_directory(
     return None
 
 
+#: Bins of a histogram whose values pass TensorBoard's largest bucket.
+HUGE_VALUE_BINS = 30
+
+
 def _finite_values(tensor: torch.Tensor) -> np.ndarray:
     values = tensor.detach().float().cpu().reshape(-1).numpy()
     return values[np.isfinite(values)]
+
+
+def histogram_bins(values: np.ndarray, writer) -> Any:
+    """TensorBoard's own buckets (tensorboardX's 'tensorflow' bins, about +-1e20 at most) where they hold every
+    value; else 30 even bins over the values' own range, for the finite but huge values of a run on its way to
+    exploding, which those buckets would leave out (tensorboardX then raises "The histogram is empty" and the job
+    would end on a chart)."""
+    buckets = writer.default_bins
+    low, high = float(values.min()), float(values.max())
+    if max(abs(low), abs(high)) < buckets[-1]:
+        return "tensorflow"
+    if low == high:  # one value: a bin around it, as wide as the value allows
+        spread = abs(low) * 1e-6
+        return [low - spread, high + spread]
+    return np.linspace(low, high, HUGE_VALUE_BINS + 1).tolist()
 
 
 class TensorBoardEvents:
@@ -172,7 +192,7 @@ class TensorBoardEvents:
                 writer.add_scalar(norm_prefix + name, norm, step)
                 values = _finite_values(tensor)
                 if values.size:  # a histogram of nothing (all NaN) is not one: the norm's gap says it
-                    writer.add_histogram(prefix + name, values, step)
+                    writer.add_histogram(prefix + name, values, step, bins=histogram_bins(values, writer))
 
     def flush(self) -> None:
         if not self._closed:

@@ -108,7 +108,14 @@ class BaseTrial:
             wanted = collection.name if isinstance(collection, Collection) else collection
             if not isinstance(wanted, str):
                 raise TypeError(f"collection must be a collection name or a Collection; got {type(collection).__name__}")
-            names = {name for name in names if wanted in membership.get(name, ())}
+            # as smdebug: the tensors the collection's definition (names, patterns) matches, whichever collection
+            # saved them (a weight saved by save_all's "all" is still one of the "weights"); besides, those it saved
+            definition = self._collection_definitions().get(wanted)
+            names = {
+                name
+                for name in names
+                if wanted in membership.get(name, ()) or (definition is not None and definition.matches(name))
+            }
         if regex is not None:
             patterns = _patterns(regex)
             names = {name for name in names if any(pattern.search(name) for pattern in patterns)}
@@ -165,6 +172,10 @@ class BaseTrial:
     def _names(self) -> dict[str, set[str]]:
         raise NotImplementedError
 
+    def _collection_definitions(self) -> dict[str, Collection]:
+        """The run's collections by name (their patterns and tensor names), for tensor_names(collection=...)."""
+        return {}
+
     def _steps_of(self, name: str) -> list[int]:
         return sorted(step for step, names in self._step_names.items() if name in names)
 
@@ -199,6 +210,7 @@ class Trial(BaseTrial):
         self._cache: _collections.OrderedDict[int, dict[str, np.ndarray]] = _collections.OrderedDict()
         self._cache_steps = cache_steps
         self._worker_trials: dict[str, Trial] = {}
+        self._definitions: dict[str, Collection] | None = None
         self.refresh()
 
     def _in_range(self, step: int) -> bool:
@@ -225,6 +237,8 @@ class Trial(BaseTrial):
             self._manifests[step] = manifest
             self._index_step(step, parse_mode(manifest.mode), manifest.mode_step, manifest.membership)
             new_steps.append(step)
+        if new_steps or ended:
+            self._definitions = None  # the hook rewrites its collections file as it learns of tensors
         self._metrics = {}
         for record in self.source.read_metrics():
             self._metrics.setdefault(record["name"], {})[record["step"]] = record["value"]
@@ -250,9 +264,9 @@ class Trial(BaseTrial):
 
     # --- workers (torch.distributed: debugger.distributed)
     def workers(self) -> list[str]:
-        """smdebug's worker names: worker_0 (the chief, this output's own steps) and every other worker that
-        recorded its own tensors (include_workers="all")."""
-        own = super().workers()
+        """smdebug's worker names: worker_0 (the chief, whose output this is: it saved steps or, as smdebug counts
+        workers, its collections) and every other worker that recorded its own tensors (include_workers="all")."""
+        own = super().workers() or ([self.worker] if self.source.exists(storage.COLLECTIONS_FILE) else [])
         return own + [name for name in self.source.worker_names() if name not in own]
 
     def worker_trial(self, worker: str) -> Trial:
@@ -270,6 +284,11 @@ class Trial(BaseTrial):
     def collections(self) -> dict[str, Collection]:
         text = self.source.read_text(storage.COLLECTIONS_FILE)
         return {} if not text else {name: Collection.from_json_dict(data) for name, data in json.loads(text).items()}
+
+    def _collection_definitions(self) -> dict[str, Collection]:
+        if self._definitions is None:
+            self._definitions = self.collections()
+        return self._definitions
 
     def collection(self, coll_name: str) -> Collection:
         found = self.collections().get(coll_name)

@@ -15,9 +15,12 @@ so a job resumed from a saved model goes on counting):
     predictions, labels the validation set's predictions and labels
     feature_importance  feature_importance/<type>/<feature> for weight, gain, cover, total_gain, total_cover,
                         each type normalised to sum to 1
-    average_shap        average_shap/<feature> (and .../bias): mean SHAP value (XGBoost's pred_contribs) over a
-                        sample of the training set
+    average_shap        average_shap/<feature>: mean SHAP value (XGBoost's pred_contribs) over a sample of the
+                        training set and, for a multi-class model, over the classes (the bias term is not saved)
     full_shap           full_shap/<feature>: that sample's SHAP values of the feature
+
+A scalar (a metric, a hyperparameter, an importance, an average SHAP value) is saved as smdebug saves it: a
+one-element array.
     trees               trees/Tree, trees/Node, trees/Depth, trees/Yes, trees/No, trees/Gain, trees/Cover:
                         one row per node of the trees the round added
 
@@ -50,6 +53,7 @@ from debugger.container_config import (
 from debugger.distributed import WorkerRole
 from debugger.hook_common import (  # noqa: F401 - close_open_hooks importable from here as before
     HookBase,
+    announce_hook_creation,
     apply_collection_spec,
     close_open_hooks,
     included_collections,
@@ -64,20 +68,22 @@ from debugger.xgboost_tensors import feature_importance_tensors, shap_tensors, t
 
 HYPERPARAMETERS, PREDICTIONS, LABELS = "hyperparameters", "predictions", "labels"
 FEATURE_IMPORTANCE, AVERAGE_SHAP, FULL_SHAP, TREES = "feature_importance", "average_shap", "full_shap", "trees"
-#: smdebug's XGBoost collections and their patterns (smdebug/xgboost/collection.py), metrics widened to every
-#: name xgboost gives an evaluation ("validation-error@0.7", "eval-ndcg@5").
+#: smdebug's XGBoost collections and their patterns (smdebug/xgboost/collection.py). Metrics and losses are widened to
+#: every name xgboost gives an evaluation ("validation-error@0.7", "eval-ndcg@5"), which smdebug's patterns leave
+#: unsaved; the SHAP patterns leave out the bias term alone (smdebug's "[^/bias]$" also drops every feature whose
+#: name ends in b, i, a or s): docs/smdebug-compatibility.md.
 XGBOOST_COLLECTION_PATTERNS = {
     ALL: [],
     DEFAULT: [],
     METRICS: [r"^[A-Za-z0-9_]+-[^/]+$"],
     LOSSES: [r"^[A-Za-z0-9_]+-(?!(auc|aucpr|map|ndcg|pre)(@.*)?$)[^/]+$"],
-    HYPERPARAMETERS: ["^hyperparameters/"],
+    HYPERPARAMETERS: ["^hyperparameters/.*$"],
     PREDICTIONS: ["^predictions$"],
     LABELS: ["^labels$"],
-    FEATURE_IMPORTANCE: ["^feature_importance/"],
-    AVERAGE_SHAP: ["^average_shap/"],
-    FULL_SHAP: ["^full_shap/"],
-    TREES: ["^trees/"],
+    FEATURE_IMPORTANCE: ["^feature_importance/.*"],
+    AVERAGE_SHAP: ["^average_shap/(?!bias$)"],
+    FULL_SHAP: ["^full_shap/(?!bias$)"],
+    TREES: ["^trees/.*"],
 }
 #: smdebug's XGBoost hook saves every 10 rounds unless configured, and the metrics collection by default.
 DEFAULT_SAVE_INTERVAL = 10
@@ -140,6 +146,7 @@ class XGBoostHook(HookBase, xgb.callback.TrainingCallback):
         default_collections: tuple[str, ...] = NATIVE_DEFAULT_COLLECTIONS,
         status_heartbeat_seconds: float = 60.0,
     ):
+        announce_hook_creation(self)  # a hook of the script's own: the zero-change hook stands aside
         xgb.callback.TrainingCallback.__init__(self)
         self.settings = settings
         # Several XGBoost instances (SM_HOSTS) write one rule-status document: the chief's (rank 0).
@@ -153,6 +160,7 @@ class XGBoostHook(HookBase, xgb.callback.TrainingCallback):
         self.collection_manager = CollectionManager(XGBOOST_COLLECTION_PATTERNS)
         self.include_collections = self._included(settings, include_collections, default_collections)
         self.trial = LiveTrial(self.out_dir, keep_saved_steps=2, expose_signals=False, flush=self._flush_writer)
+        self.trial.collection_definitions = self.collection_manager.collections
         for requirement in self._load_rules(rule_specs, source_dir):
             if requirement.collection not in self.include_collections:
                 self.include_collections.append(requirement.collection)
@@ -239,7 +247,7 @@ class XGBoostHook(HookBase, xgb.callback.TrainingCallback):
         record = StepRecord(step, ModeKeys.GLOBAL.name, step)
         if not saving:
             return record
-        tensors: dict[str, Any] = {name: np.float64(value) for name, value in metrics.items()}
+        tensors: dict[str, Any] = {name: np.array([value]) for name, value in metrics.items()}
         if HYPERPARAMETERS in saving or ALL in saving:
             tensors.update(self._hyperparameter_tensors())
         if self.validation_data is not None and saving & {PREDICTIONS, LABELS, ALL}:
@@ -260,10 +268,8 @@ class XGBoostHook(HookBase, xgb.callback.TrainingCallback):
     def _hyperparameter_tensors(self) -> dict[str, np.ndarray]:
         tensors = {}
         for name, value in self.hyperparameters.items():
-            if isinstance(value, (bool, int, float, np.number)):
-                tensors[f"hyperparameters/{name}"] = np.float64(value)
-            elif isinstance(value, str):
-                tensors[f"hyperparameters/{name}"] = np.array(value)
+            if isinstance(value, (bool, int, float, str, np.number)):
+                tensors[f"hyperparameters/{name}"] = np.array([value])  # a one-element array, as smdebug saves it
         return tensors
 
     def _evidence_loss(self, metrics: dict[str, float]) -> float | None:

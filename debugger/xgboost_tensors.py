@@ -22,29 +22,29 @@ def _feature_names(model: xgb.Booster) -> list[str]:
     return list(model.feature_names) if model.feature_names else [f"f{index}" for index in range(model.num_features())]
 
 
-def feature_importance_tensors(model: xgb.Booster) -> dict[str, np.float64]:
-    """feature_importance/<type>/<feature>, each type normalised to sum to 1 (as smdebug saves them)."""
+def feature_importance_tensors(model: xgb.Booster) -> dict[str, np.ndarray]:
+    """feature_importance/<type>/<feature>, each type normalised to sum to 1, one-element arrays (as smdebug saves
+    them)."""
     tensors = {}
     for kind in IMPORTANCE_TYPES:
         scores = model.get_score(importance_type=kind)
         total = sum(scores.values())
         for feature, score in scores.items():
-            tensors[f"feature_importance/{kind}/{feature}"] = np.float64(score / total if total else 0.0)
+            tensors[f"feature_importance/{kind}/{feature}"] = np.array([score / total if total else 0.0])
     return tensors
 
 
 def shap_tensors(model: xgb.Booster, data: xgb.DMatrix, rows: int = SHAP_SAMPLE_ROWS) -> dict[str, np.ndarray]:
     """average_shap/<feature> and full_shap/<feature> over the first ``rows`` rows of ``data`` (XGBoost's own
-    SHAP values, pred_contribs); multi-class models give one value per class."""
+    SHAP values, pred_contribs). As smdebug: the average is over the rows and, for a multi-class model, the classes
+    (a one-element array per feature); the bias term (pred_contribs' last column) is not saved."""
     sample = data.slice(list(range(min(rows, data.num_row()))))
     contributions = np.asarray(model.predict(sample, pred_contribs=True))  # (rows, [classes,] features + 1)
-    names = [*_feature_names(model), "bias"]
     tensors: dict[str, np.ndarray] = {}
-    for index, name in enumerate(names):
+    for index, name in enumerate(_feature_names(model)):
         column = contributions[..., index]
-        tensors[f"average_shap/{name}"] = np.asarray(column.mean(axis=0))
-        if name != "bias":
-            tensors[f"full_shap/{name}"] = np.asarray(column)
+        tensors[f"average_shap/{name}"] = np.array([column.mean()])
+        tensors[f"full_shap/{name}"] = np.asarray(column)
     return tensors
 
 

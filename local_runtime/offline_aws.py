@@ -15,3 +15,6 @@ OFFLINE_AWS_ENVIRONMENT = {
     "AWS_CONFIG_FILE": os.devnull,
     "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
 }
+
+#: The account every local resource belongs to (moto's default account).
+ACCOUNT_ID = "123456789012"

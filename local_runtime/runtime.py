@@ -39,10 +39,10 @@ from contracts import bucket_layout
 from lambdas.remediation import job_events
 from local_runtime.botocore_dispatch import LocalDispatch
 from local_runtime.event_bus import LocalEventBus, training_job_state_change_event
-from local_runtime.offline_aws import OFFLINE_AWS_ENVIRONMENT
+from local_runtime.offline_aws import ACCOUNT_ID, OFFLINE_AWS_ENVIRONMENT
 from local_runtime.sagemaker_api import register_training_api
 from local_runtime.shipped import ASL_PATH
-from local_runtime.training_platform import ACCOUNT_ID, DEFAULT_STOP_GRACE_SECONDS, LocalTrainingPlatform
+from local_runtime.training_platform import DEFAULT_STOP_GRACE_SECONDS, LocalTrainingPlatform
 
 HANDLERS = {
     "TrainFunctionArn": ("remediation-train", "lambdas.train_handler"),

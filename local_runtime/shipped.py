@@ -1,5 +1,6 @@
 """Files the installed package carries besides its modules: the state machine definition and the built-in
-example's source. In a checkout they are where they always were (``statemachine/``, ``examples/resnet/``);
+example's source: its entry point and the model package it trains. In a checkout they are where they always were
+(``statemachine/``, ``examples/resnet/``, ``model/``);
 an installed ``remediate`` finds the copies ``setup.py`` puts under ``local_runtime/_shipped/`` at build
 time, so ``pip install .`` gives a working CLI with no checkout around it."""
 
@@ -22,3 +23,5 @@ def shipped_path(relative: str) -> Path:
 
 ASL_PATH = shipped_path("statemachine/remediation.asl.json")
 BUILTIN_EXAMPLE_DIR = shipped_path("examples/resnet")
+#: The ResNet the built-in example trains (its builder, data, hyperparameters and job), which its entry point imports.
+BUILTIN_MODEL_DIR = shipped_path("model")

@@ -10,7 +10,7 @@ from typing import Any
 from contracts import bucket_layout
 from remediate.aws_access import CloudCommandError, aws_call
 from remediate.example_tools import ExampleToolError, convert_cifar10_archive, generate_synthetic_channels
-from remediate.packaging import BUILTIN_EXAMPLE_DIR, SourceDirError, build_source_archive, check_source_dir
+from remediate.packaging import SourceDirError, build_builtin_example_archive, build_source_archive, check_source_dir
 from remediate.staging import StagedUpload, StagingError, plan_staging
 
 
@@ -33,7 +33,7 @@ def upload_source(session, outputs, source_dir: Path | None = None, entry_point:
 
     with tempfile.TemporaryDirectory(prefix="remediate-source-") as scratch:
         if source_dir is None:
-            archive = build_source_archive(Path(scratch) / "sourcedir.tar.gz", BUILTIN_EXAMPLE_DIR)
+            archive = build_builtin_example_archive(Path(scratch) / "sourcedir.tar.gz")
             key = bucket_layout.SOURCE_ARCHIVE_KEY
         else:
             archive = build_source_archive(Path(scratch) / "sourcedir.tar.gz", check_local_source(source_dir, entry_point), entry_point)

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from remediate.packaging import BUILTIN_EXAMPLE_DIR, PROJECT_ROOT
+from remediate.packaging import BUILTIN_EXAMPLE_DIR, BUILTIN_MODEL_DIR, PROJECT_ROOT
 
 #: The example's channels.
 CHANNELS = ("train", "test")
@@ -49,7 +49,7 @@ def check_hyperparameters(values: Mapping[str, Any]) -> None:
 
 
 def _run_tool(module: str, arguments: list[str]) -> None:
-    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(BUILTIN_EXAMPLE_DIR), str(PROJECT_ROOT)])}
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(BUILTIN_MODEL_DIR.parent), str(PROJECT_ROOT)])}
     result = subprocess.run(
         [sys.executable, "-m", module, *arguments],
         cwd=BUILTIN_EXAMPLE_DIR,

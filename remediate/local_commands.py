@@ -68,7 +68,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     run.add_argument("--json", action="store_true", help="print summary.json on stdout (progress goes to stderr)")
     data = run.add_mutually_exclusive_group()
-    data.add_argument("--data", type=Path, metavar="DIR", help="channels to train on: each subdirectory of DIR is one")
+    data.add_argument(
+        "--data",
+        type=Path,
+        metavar="DIR",
+        help="channels to train on: each subdirectory of DIR is one channel, named after it (SM_CHANNEL_<NAME>); the "
+        "built-in example reads train/ and test/, each with x.npy and y.npy",
+    )
     data.add_argument(
         "--train-samples",
         type=whole_number(1, MAX_TRAIN_SAMPLES, "CIFAR-10's size: the generator holds the set in memory"),

@@ -126,7 +126,7 @@ def data_channels(data_dir: Path, example: bool) -> dict[str, str]:
         if missing:
             raise BadInput(
                 f"--data {data_dir}: {', '.join(missing)}/ is missing; the built-in example reads train/ and test/, "
-                "each with x.npy and y.npy (make them with: python -m model.data synthetic --out DIR, in examples/resnet)"
+                "each with x.npy and y.npy (make them with: python -m model.data synthetic --out DIR, in the project's root)"
             )
     if not channels:
         raise BadInput(f"--data {data_dir}: has no subdirectories; each subdirectory is a channel")

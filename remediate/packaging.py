@@ -19,18 +19,22 @@ import importlib.util
 import io
 import re
 import tarfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from contracts.atomic_files import write_atomically
 from contracts.job import FALLBACK_PACKAGES_DIR, LAUNCHER_PROGRAM
 from contracts.run_spec import check_entry_point
-from local_runtime.shipped import BUILTIN_EXAMPLE_DIR
+from local_runtime.shipped import BUILTIN_EXAMPLE_DIR, BUILTIN_MODEL_DIR
 
 #: Where the job packages (contracts/, debugger/) are: the checkout, or site-packages once installed.
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 #: What is packed beside every source directory.
 JOB_PACKAGES = ("contracts", "debugger", "smdebug")
+#: The built-in example's entry point (examples/resnet/train.py) imports the model package at the top of the project:
+#: its archive carries that package beside the entry point, as a user's source directory carries its own code.
+BUILTIN_EXAMPLE_PACKAGES = (BUILTIN_MODEL_DIR,)
 #: Installed distributions packed, as installed here, into FALLBACK_PACKAGES_DIR: (distribution, import name).
 #: tensorboardX writes the TensorBoard files (debugger/tensorboard_events.py); its own dependencies (numpy,
 #: packaging, protobuf>=3.20) are in SageMaker's PyTorch images (aws/deep-learning-containers,
@@ -151,15 +155,18 @@ def _add_bytes(archive: tarfile.TarFile, name: str, data: bytes) -> None:
 
 
 def build_source_archive(
-    destination: Path, source_dir: Path = BUILTIN_EXAMPLE_DIR, entry_point: str = "train.py"
+    destination: Path, source_dir: Path, entry_point: str = "train.py", packages: Sequence[Path] = ()
 ) -> SourceArchive:
-    """Write the tar.gz of ``source_dir`` plus the job packages to ``destination`` (atomically)."""
+    """Write the tar.gz of ``source_dir`` plus the job packages (and ``packages``, each under its own name) to
+    ``destination`` (atomically)."""
     source_dir = check_source_dir(source_dir, entry_point)
     destination = Path(destination)
     entries = [(LAUNCHER_PROGRAM, LAUNCHER_SOURCE.encode())]
     entries += [(name, path.read_bytes()) for name, path in job_package_files()]
     entries += [(name, path.read_bytes()) for name, path in fallback_package_files()]
     entries += [(name, path.read_bytes()) for name, path in source_dir_files(source_dir)]
+    for package in packages:
+        entries += [(f"{package.name}/{name}", path.read_bytes()) for name, path in source_dir_files(package)]
     entries.sort(key=lambda entry: entry[0])
 
     def write(raw) -> None:
@@ -169,7 +176,16 @@ def build_source_archive(
                 for name, data in entries:
                     _add_bytes(archive, name, data)
 
+    names = [name for name, _ in entries]
+    if len(names) != len(set(names)):
+        clashes = sorted({name for name in names if names.count(name) > 1})
+        raise SourceDirError(f"{source_dir}: {', '.join(clashes[:3])} would be packed twice (a package beside it)")
     write_atomically(destination, write)
     digest = hashlib.sha256(destination.read_bytes()).hexdigest()
     label = _NAME.sub("-", source_dir.name.lower()).strip("-")[:24] or "source"
     return SourceArchive(path=destination, digest=digest, label=label)
+
+
+def build_builtin_example_archive(destination: Path) -> SourceArchive:
+    """The built-in example's archive: its entry point's directory and the model package it imports."""
+    return build_source_archive(destination, BUILTIN_EXAMPLE_DIR, packages=BUILTIN_EXAMPLE_PACKAGES)

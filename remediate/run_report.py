@@ -19,13 +19,16 @@ from __future__ import annotations
 
 import json
 import math
+import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from contracts.atomic_files import write_atomically
+from local_runtime.job_hosts import LOG_FILE
 from local_runtime.job_process import format_bytes
-from local_runtime.training_platform import LOG_FILE, LocalTrainingPlatform
-from remediate import run_figure
+from local_runtime.training_platform import LocalTrainingPlatform
+from remediate import run_figure, run_steps
 
 SUMMARY_FILE = "summary.json"
 EXECUTION_FILE = "execution.json"
@@ -51,9 +54,25 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
+#: A metric that is an accuracy on data the model did not train on: "validation:accuracy", "test:accuracy",
+#: "val_acc", "eval-accuracy", "held_out_accuracy".
+HELD_OUT_ACCURACY = re.compile(r"(valid|val|test|eval|held[-_ ]?out).*acc", re.IGNORECASE)
+#: Where the built-in example's held-out accuracy comes from.
+EPOCH_LINE_ACCURACY = "test_accuracy (the epoch lines)"
+
+
+def held_out_accuracy(metrics: Mapping[str, float | None]) -> tuple[float | None, str | None]:
+    """(value, metric name) of the first held-out accuracy among ``metrics``; (None, None) when there is none."""
+    for name, value in metrics.items():
+        if value is not None and HELD_OUT_ACCURACY.search(name):
+            return value, name
+    return None, None
+
+
 def job_figures(platform: LocalTrainingPlatform, name: str) -> dict[str, Any]:
     """What the job's log, its debugger's status document and its record say: steps, last loss and gradient
-    norm, held-out accuracy (the built-in example's progress lines), how its process ended, seconds."""
+    norm, held-out accuracy (the built-in example's progress lines, else an accuracy on validation or test data
+    the script saved with the debugger), how its process ended, seconds."""
     job = platform.job(name)
     platform.read_progress(job)
     status = platform.rule_status_document(job)
@@ -74,9 +93,16 @@ def job_figures(platform: LocalTrainingPlatform, name: str) -> dict[str, Any]:
             "last_loss": steps[-1].get("loss") if steps else (status.evidence.last_finite_loss if status else None),
             "last_gradient_norm": steps[-1].get("gradient_norm") if steps else None,
             "held_out_accuracy": epochs[-1].get("test_accuracy") if epochs else None,
+            "held_out_accuracy_metric": EPOCH_LINE_ACCURACY if epochs else None,
             "training_process_seconds": round(job.process_seconds, 3),
+            # a local run's spot interruptions (run_spec spot_interruptions): what was asked, the step reached, the
+            # checkpoint files the restarted job found
+            "spot_interruptions": [dict(interruption) for interruption in job.interruptions],
             "log": str(job.job_dir / LOG_FILE),
         }
+    if figures["held_out_accuracy"] is None and status is not None:
+        saved = {metric: value.value for metric, value in status.metrics.items()}
+        figures["held_out_accuracy"], figures["held_out_accuracy_metric"] = held_out_accuracy(saved)
     return figures
 
 
@@ -104,6 +130,9 @@ def attempts_summary(payload: dict[str, Any] | None, platform: LocalTrainingPlat
             "decision_reason": decision.get("reason"),
         }
         row.update(job_figures(platform, name))
+        reported, metric = held_out_accuracy(attempt.get("metrics") or {})  # the run_spec's metric regexes
+        if reported is not None and row["held_out_accuracy_metric"] != EPOCH_LINE_ACCURACY:
+            row["held_out_accuracy"], row["held_out_accuracy_metric"] = reported, metric
         row["result"] = attempt_result(row)
         rows.append(row)
     return rows
@@ -163,6 +192,7 @@ def build_summary(
         "successful_job": succeeded[0]["job_name"] if succeeded else None,
         "objective_value": succeeded[0]["objective_value"] if succeeded else None,
         "held_out_accuracy": succeeded[0]["held_out_accuracy"] if succeeded else None,
+        "held_out_accuracy_metric": succeeded[0]["held_out_accuracy_metric"] if succeeded else None,
         "total_training_steps": sum(row["training_steps"] for row in attempts),
         "wall_seconds": round(wall_seconds, 3),
         "training_process_seconds": round(process_seconds, 3),
@@ -207,16 +237,17 @@ def write_run_files(
 
 
 def plot_training_curves(platform: LocalTrainingPlatform, path: Path, summary: dict[str, Any] | None = None) -> Path:
-    """The run's figure (:mod:`remediate.run_figure`) from the platform's jobs and the summary's attempts."""
+    """The run's figure (:mod:`remediate.run_figure`) from the platform's jobs and the summary's attempts: each job's
+    progress lines, filled in step by step from what its debugger saved (:func:`remediate.run_steps.job_steps`)."""
     attempts = (summary or {}).get("attempts") or attempts_summary(None, platform)
     steps = {}
     for name in platform.job_names():
         job = platform.job(name)
         platform.read_progress(job)
         with job.lock:
-            steps[name] = list(job.steps)
-        if not steps[name]:  # a script that prints no progress lines: what its debugger saved
-            steps[name] = run_figure.steps_from_debug_output(platform.debug_output_dir(job))
-    figure = run_figure.training_curves_figure(attempts, steps, (summary or {}).get("objective"))
+            log_steps = list(job.steps)
+        steps[name] = run_steps.job_steps(log_steps, platform.debug_output_dir(job), platform.tensorboard_dir(job))
+    names = ((summary or {}).get("execution_input") or {}).get("hyperparameter_names")
+    figure = run_figure.training_curves_figure(attempts, steps, (summary or {}).get("objective"), names)
     write_atomically(path, lambda handle: figure.savefig(handle, format="png", dpi=100))
     return path

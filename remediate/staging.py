@@ -20,7 +20,7 @@ from typing import Any
 
 from contracts import bucket_layout
 from remediate.example_tools import CHANNELS, ExampleToolError, check_channels
-from remediate.packaging import BUILTIN_EXAMPLE_DIR, SourceDirError, build_source_archive, check_source_dir
+from remediate.packaging import SourceDirError, build_builtin_example_archive, build_source_archive, check_source_dir
 
 #: upload(local file, key in the artifacts bucket)
 Uploader = Callable[[Path, str], None]
@@ -59,7 +59,7 @@ def plan_staging(
     source_dir = execution_input.get("source_dir")
     entry_point = execution_input.get("entry_point")
     if source_dir is None and entry_point is None:
-        archive = build_source_archive(work_dir / "builtin-example" / "sourcedir.tar.gz", BUILTIN_EXAMPLE_DIR)
+        archive = build_builtin_example_archive(work_dir / "builtin-example" / "sourcedir.tar.gz")
         uploads.append(StagedUpload(archive.path, bucket_layout.SOURCE_ARCHIVE_KEY))
     elif source_dir is not None and not is_s3_uri(source_dir):
         if not isinstance(source_dir, str):

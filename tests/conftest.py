@@ -3,9 +3,14 @@
 import datetime as dt
 import os
 
-import pytest
+# One compute thread per test process, set before anything imports torch: two xdist workers with a thread pool of
+# two each on two cores spin against each other (a 32-sample MLP step took 25 ms instead of 4). Training jobs the
+# tests start get their own setting from the local platform (--num-threads) or the test.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-from local_runtime.offline_aws import OFFLINE_AWS_ENVIRONMENT
+import pytest  # noqa: E402
+
+from local_runtime.offline_aws import OFFLINE_AWS_ENVIRONMENT  # noqa: E402
 
 #: `make test` runs the fast suite a second time with the clock a year ahead: a test that holds only on the day it
 #: was written (a literal date that ages, a deadline counted from one) fails there, not on the day it ages.
@@ -44,6 +49,15 @@ def pytest_report_header(config):
 
 
 _TRAVELLER = pytest.StashKey()
+
+
+@pytest.fixture(scope="session")
+def asl_parsed_once():
+    """moto's interpreter parses each state machine definition once per test process (tests/asl_parse_cache.py)."""
+    from asl_parse_cache import parse_each_definition_once
+
+    with parse_each_definition_once():
+        yield
 
 
 @pytest.fixture

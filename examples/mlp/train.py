@@ -27,6 +27,7 @@ from torch import nn
 import smdebug.pytorch as smd
 
 ACTIVATIONS = {"relu": nn.ReLU, "leaky_relu": nn.LeakyReLU, "tanh": nn.Tanh, "sigmoid": nn.Sigmoid}
+OPTIMIZERS = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam, "adamw": torch.optim.AdamW}
 
 
 def flag(text):
@@ -47,7 +48,8 @@ def parse_args():
     parser.add_argument("--batch-norm", type=flag, default=False)
     parser.add_argument("--dropout", type=float, default=0.0)
     parser.add_argument("--weight-decay", type=float, default=0.0)
-    parser.add_argument("--momentum", type=float, default=0.9)
+    parser.add_argument("--momentum", type=float, default=0.9, help="SGD's momentum")
+    parser.add_argument("--optimizer", choices=sorted(OPTIMIZERS), default="sgd")
     parser.add_argument("--class-weighting", choices=["none", "balanced"], default="none")
     parser.add_argument("--early-stopping-patience", type=int, default=0, help="0: off")
     parser.add_argument("--normalize", type=flag, default=True, help="standardise the features")
@@ -173,7 +175,8 @@ def main():
         weights = torch.where(counts > 0, len(y) / (classes * counts.clamp(min=1)), torch.zeros_like(counts))
         weights = weights.to(device)
     loss_fn = nn.CrossEntropyLoss(weight=weights)
-    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum, weight_decay=args.weight_decay)
+    settings = {"momentum": args.momentum} if args.optimizer == "sgd" else {}
+    optimizer = OPTIMIZERS[args.optimizer](model.parameters(), lr=args.lr, weight_decay=args.weight_decay, **settings)
 
     start_epoch, best = 0, None
     checkpoint = newest_checkpoint(args.checkpoint_dir)
@@ -182,7 +185,7 @@ def main():
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         for group in optimizer.param_groups:  # this run's hyperparameters, not the checkpoint's
-            group.update(lr=args.lr, momentum=args.momentum, weight_decay=args.weight_decay)
+            group.update(lr=args.lr, weight_decay=args.weight_decay, **settings)
         start_epoch, best = state["epoch"] + 1, state["best"]
         print(f"resuming from {checkpoint}: continuing at epoch {start_epoch}", flush=True)
 

@@ -26,11 +26,13 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from contracts import ContractError, bucket_layout, rule_selection
 from contracts import run_spec as bounds
+from contracts.hyperparameter_values import KINDS, describe_kind, fits_kind
 from contracts.objective import Objective
 from contracts.remedies import adapt_to_script, parse_remedies, remedies_to_json, same_kind
 from contracts.rule_feasibility import check_rule_can_fire
 from lambdas.remediation import builtin_example, training_images
-from lambdas.remediation.payload import (
+from lambdas.remediation.payload import PolicyName, WorkflowState
+from lambdas.remediation.payload_fields import (
     BaseJobName,
     BucketName,
     Channels,
@@ -45,25 +47,24 @@ from lambdas.remediation.payload import (
     MaxRunSeconds,
     MetricDefinitions,
     MonitorInterval,
-    PolicyName,
     Region,
     RetrainingBudget,
     RoleArn,
     RuleSelection,
-    RunSpec,
     S3Uri,
     SaveInterval,
+    SpotInterruptions,
     Whole,
-    WorkflowState,
-    _no_bool,
     canonical_framework_version,
+    no_bool,
 )
-from lambdas.remediation.remedy_sets import CONVENTIONAL_HYPERPARAMETERS, POLICY_REMEDIES
+from lambdas.remediation.remedy_sets import CONVENTIONAL_HYPERPARAMETERS, POLICY_REMEDIES, hyperparameter_kinds
+from lambdas.remediation.run_spec_model import RunSpec
 from lambdas.remediation.validation_messages import InvalidExecutionInput, describe_validation_error
 
 
 def _finite_number(value: Any) -> Any:
-    _no_bool(value)  # nor a string
+    no_bool(value)  # nor a string
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"must be a finite number (got {value})")
     return value
@@ -118,6 +119,8 @@ class ExecutionInput(BaseModel):
     policy: PolicyName | None = None
     #: For the built-in remedy sets on your script: conventional name -> your script's (e.g. learning_rate -> lr).
     hyperparameter_names: dict[str, str] | None = None
+    #: What a hyperparameter is where its name and value say otherwise: name -> integer, real, flag or text.
+    hyperparameter_kinds: dict[str, str] | None = None
     use_spot_instances: Flag = False
     legacy_sagemaker_debugger: Flag = False
     #: The wait's fallback poll: the job's state change ends the wait at once; this is only its timeout.
@@ -126,6 +129,9 @@ class ExecutionInput(BaseModel):
     #: Where SageMaker uploads each job's TensorBoard event files (TensorBoardOutputConfig.S3OutputPath); left out:
     #: s3://{bucket}/debug-output/, so they sit at debug-output/{job}/tensorboard-output/ beside the debug output.
     tensorboard_output_path: S3Uri | None = None
+    #: Local runs (instance_type local) only: the local platform reclaims each job's instance at these points, as EC2
+    #: reclaims spot capacity, e.g. [{"at_step": 30}, {"after_seconds": 600}] (contracts.spot_interruptions).
+    spot_interruptions: SpotInterruptions | None = None
 
     SAMPLE_KEYS: ClassVar[tuple[str, ...]] = tuple(builtin_example.SAMPLE_KEYS)
 
@@ -217,7 +223,8 @@ def _resolve(given: ExecutionInput, keys: set[str]) -> WorkflowState:
             given.max_num_retraining, given.monitor_interval_seconds
         )
     bounds.check_execution_budget(given.max_num_retraining, max_monitor_transitions, given.monitor_interval_seconds)
-    policy, remedies = _resolve_remedies(given, hyperparameters, default_policy)
+    declared_kinds = _hyperparameter_kinds(given.hyperparameter_kinds, hyperparameters)
+    policy, remedies = _resolve_remedies(given, hyperparameters, default_policy, declared_kinds)
     names = _hyperparameter_names(given.hyperparameter_names, hyperparameters)
     run_spec = RunSpec(
         entry_point=entry_point,
@@ -242,12 +249,14 @@ def _resolve(given: ExecutionInput, keys: set[str]) -> WorkflowState:
         ),
         instance_count=given.instance_count,
         distribution=given.distribution or {},
+        spot_interruptions=given.spot_interruptions or [],
     )
     return WorkflowState(
         run_spec=run_spec,
         policy=policy,
         remedies=remedies,
         hyperparameter_names=names,
+        hyperparameter_kinds=declared_kinds,
         objective=objective,
         max_num_retraining=given.max_num_retraining,
         max_monitor_transitions=max_monitor_transitions,
@@ -300,7 +309,7 @@ def _example_hyperparameters(given: ExecutionInput) -> dict[str, Any]:
 
 
 def _resolve_remedies(
-    given: ExecutionInput, hyperparameters: Mapping[str, Any], default_policy: str
+    given: ExecutionInput, hyperparameters: Mapping[str, Any], default_policy: str, declared_kinds: Mapping[str, str]
 ) -> tuple[str, dict[str, Any]]:
     """(policy, remedies JSON): the run's own declaration, or a named built-in set on the run's hyperparameters."""
     names = _hyperparameter_names(given.hyperparameter_names, hyperparameters)
@@ -315,13 +324,15 @@ def _resolve_remedies(
                 "maps the built-in remedy sets onto your hyperparameters; your own remedies name them already: "
                 "leave it out",
             )
-        return "declared", remedies_to_json(parse_remedies(given.remedies, hyperparameters))
+        kinds = hyperparameter_kinds(hyperparameters, {}, declared_kinds)
+        return "declared", remedies_to_json(parse_remedies(given.remedies, hyperparameters, kinds=kinds))
     policy = given.policy or default_policy
     if policy == "declared":
         return policy, {}
     adapted = adapt_to_script(POLICY_REMEDIES[policy], names, hyperparameters)
     try:
-        parse_remedies(adapted, hyperparameters, check_reachable=False, check_size=False)
+        kinds = hyperparameter_kinds(hyperparameters, names, declared_kinds)
+        parse_remedies(adapted, hyperparameters, check_reachable=False, check_size=False, kinds=kinds)
     except ContractError as error:
         raise ContractError(
             "policy",
@@ -329,6 +340,26 @@ def _resolve_remedies(
             "hyperparameter_names or declare remedies",
         ) from None
     return policy, {}  # a built-in set is code: the state names it (policy, hyperparameter_names), not copies it
+
+
+def _hyperparameter_kinds(kinds: Mapping[str, str] | None, hyperparameters: Mapping[str, Any]) -> dict[str, str]:
+    """Check the declared kinds: names the run's hyperparameters hold, known kinds, starting values of that kind."""
+    checked: dict[str, str] = {}
+    for name, kind in (kinds or {}).items():
+        where = f"hyperparameter_kinds.{name}"
+        if name not in hyperparameters:
+            known = ", ".join(sorted(hyperparameters)) or "none"
+            raise ContractError(where, f"{name!r} is not in hyperparameters (known: {known})")
+        if kind not in KINDS:
+            raise ContractError(where, f"must be one of {', '.join(KINDS)} (got {kind!r})")
+        if not fits_kind(hyperparameters[name], kind):
+            raise ContractError(
+                where,
+                f"says {kind} but {name}'s starting value is {json.dumps(hyperparameters[name])}; "
+                f"{kind} needs {describe_kind(kind)}",
+            )
+        checked[name] = kind
+    return checked
 
 
 def _hyperparameter_names(names: Mapping[str, str] | None, hyperparameters: Mapping[str, Any]) -> dict[str, str]:

@@ -37,7 +37,9 @@ from contracts.job import (
     split_long_value,
 )
 from contracts.run_spec import JOB_NAME_PATTERN, MAX_JOB_NAME_LENGTH
-from lambdas.remediation.payload import RunSpec, WorkflowState
+from contracts.spot_interruptions import LOCAL_SPOT_INTERRUPTIONS_TAG, to_tag_value
+from lambdas.remediation.payload import WorkflowState
+from lambdas.remediation.run_spec_model import RunSpec
 from lambdas.remediation.training_images import rule_evaluator_image_uri, training_image_uri
 
 # --------------------------------------------------------------------------- job settings
@@ -333,6 +335,8 @@ def build_create_training_job_request(
         "remediation:policy": state.policy,
         **ownership_tags(execution_id, execution_start_time, state.attempt_count + 1),
     }
+    if run_spec.spot_interruptions:  # read by the local training platform only (the run_spec refuses other instances)
+        all_tags[LOCAL_SPOT_INTERRUPTIONS_TAG] = to_tag_value(run_spec.spot_interruptions)
     all_tags.update(tags or {})
     request: dict[str, Any] = {
         "TrainingJobName": job_name,

@@ -22,16 +22,10 @@ from contracts import bucket_layout, rule_status
 from contracts.job import DATA_ERROR_FAILURE, OUT_OF_MEMORY_FAILURE, STOP_TRAINING_FAILURE
 from contracts.remedies import show
 from contracts.run_spec import CAPACITY_RELAUNCHES
-from lambdas.remediation.payload import (
-    MAX_METRICS,
-    MAX_RULE_STATUSES,
-    AttemptEvidence,
-    Issue,
-    Outcome,
-    RuleStatusSummary,
-    WorkflowState,
-    clip,
-)
+from lambdas.remediation.attempts import AttemptEvidence, Issue, Outcome, RuleStatusSummary
+from lambdas.remediation.payload import WorkflowState
+from lambdas.remediation.payload_fields import MAX_METRICS, MAX_RULE_STATUSES
+from lambdas.remediation.validation_messages import clip
 
 NextStep = Literal["wait", "plan", "relaunch", "completed"]
 

@@ -22,7 +22,8 @@ from collections.abc import Mapping
 from typing import Any, Literal, get_args
 
 from contracts.remedies import show
-from lambdas.remediation.payload import Attempt, WorkflowState
+from lambdas.remediation.attempts import Attempt
+from lambdas.remediation.payload import WorkflowState
 from lambdas.remediation.policies import short_action
 from lambdas.remediation.validation_messages import clip
 
@@ -96,7 +97,7 @@ def issues_found(state: WorkflowState) -> Notification:
     elif attempt.outcome == "out_of_memory":
         rule, where = "Out of memory", ""
     if decision is not None and decision.next_action == "launch_new":
-        action = f"{short_action(decision)}, relaunching (attempt {_attempt_of(state, attempt.number + 1)})"
+        action = f"{short_action(decision, state.kinds())}, relaunching (attempt {_attempt_of(state, attempt.number + 1)})"
     else:
         action = "planning the next step"
     subject = f"{SUBJECT_PREFIX} {rule}{where}: {action}"

@@ -18,20 +18,32 @@ increments it) and no launch is planned once it reaches ``max_num_retraining``. 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 
 from contracts import rule_selection
 from contracts.remedies import (
     ANY_RULE,
-    DATA_ERROR,
     FAILURE_KINDS,
     NOT_REMEDIABLE,
-    OUT_OF_MEMORY,
     Remedy,
     Situation,
     show,
 )
-from lambdas.remediation.payload import Attempt, Change, Decision, WorkflowState
+from lambdas.remediation import remedy_sets
+from lambdas.remediation.attempts import Attempt, Change, Decision
+from lambdas.remediation.decision_text import (
+    describe_changes,
+    evidence_numbers,
+    exhausted_reason,
+    headline,
+    outcome_reason,
+    resume_sentence,
+    short_action,
+)
+from lambdas.remediation.diagnosis import failure_of, rate_names, rate_range, situation_of
+from lambdas.remediation.learning_rate_ranges import RateRange
+from lambdas.remediation.payload import WorkflowState
+
+__all__ = ["HISTORY_COUNTERS", "NO_REMEDY", "PlanningError", "plan", "remedy_ladders", "short_action"]
 
 NO_REMEDY = "none"
 
@@ -47,90 +59,6 @@ class PlanningError(ValueError):
     """plan() was called on a state it cannot plan from; the message says what is missing."""
 
 
-# --------------------------------------------------------------------------- what the planner knows
-
-
-def situation_of(attempt: Attempt) -> Situation:
-    """The last attempt's issue and evidence, as remedy conditions read them."""
-    evidence = attempt.evidence
-    issue = attempt.issue
-    step = issue.step if issue and issue.step is not None else (evidence.first_issue_step if evidence else None)
-    phase = (issue.phase if issue else None) or (evidence.phase if evidence else None)
-    return Situation(
-        issue_step=step,
-        steps_per_epoch=evidence.steps_per_epoch if evidence else None,
-        phase=phase,
-        initial_gradient_norm=evidence.initial_gradient_norm if evidence else None,
-        initial_loss=evidence.initial_loss if evidence else None,
-        last_finite_loss=evidence.last_finite_loss if evidence else None,
-        issue_kind=issue.kind if issue else None,
-        issue_value=issue.value if issue else None,
-        issue_tensor=(issue.tensor or None) if issue else None,
-    )
-
-
-def failure_of(attempt: Attempt) -> str:
-    """The key of the remedies that answer this attempt: the rule that fired, or the failure kind."""
-    if attempt.outcome in FAILURE_KINDS:
-        return attempt.outcome
-    if attempt.issue is not None:
-        return attempt.issue.rule
-    for status in attempt.rule_statuses:
-        if status.status == "IssuesFound":
-            return status.name
-    return "unknown rule"
-
-
-def headline(attempt: Attempt, state: WorkflowState) -> str:
-    """'ExplodingTensor fired at step 2 (warmup phase, 20 steps per epoch, tensor ... = nan)'."""
-    if attempt.outcome == "objective_missed":
-        objective = state.declared_objective()
-        value = attempt.objective_value
-        target = objective.describe() if objective else "the objective"
-        if value is None or objective is None:
-            return f"Job {attempt.job_name} completed but missed {target}"
-        return (
-            f"Job {attempt.job_name} completed with quiet rules but {objective.metric_name} = {show(value)} missed "
-            f"{target} by {show(objective.shortfall(value))}"
-        )
-    if attempt.outcome == DATA_ERROR:
-        issue = attempt.issue
-        if issue is not None and issue.message:
-            return f"Job {attempt.job_name}: {issue.rule} found bad data at step {issue.step} ({issue.message})"
-        return f"Job {attempt.job_name} failed on its data ({attempt.failure_reason or 'no reason given'})"
-    if attempt.outcome == OUT_OF_MEMORY:
-        cause = attempt.failure_reason.split(". ", 1)[0] or "no reason given"
-        return f"Job {attempt.job_name} ran out of memory ({cause})"
-    situation = situation_of(attempt)
-    issue = attempt.issue
-    where = f" at step {situation.issue_step}" if situation.issue_step is not None else ""
-    details = []
-    if situation.phase:
-        details.append(f"{situation.phase} phase")
-    if situation.steps_per_epoch:
-        details.append(f"{situation.steps_per_epoch} steps per epoch")
-    if issue is not None and issue.tensor:
-        details.append(f"tensor {issue.tensor} = {show(issue.value) if issue.value is not None else 'unknown'}")
-    suffix = f" ({', '.join(details)})" if details else ""
-    return f"{failure_of(attempt)} fired{where}{suffix}"
-
-
-def evidence_numbers(attempt: Attempt) -> str:
-    evidence = attempt.evidence
-    if evidence is None:
-        return "no numeric evidence"
-    parts = []
-    for label, value in (
-        ("initial gradient norm", evidence.initial_gradient_norm),
-        ("initial loss", evidence.initial_loss),
-        ("last finite loss", evidence.last_finite_loss),
-        ("max gradient norm", evidence.max_gradient_norm),
-    ):
-        if value is not None:
-            parts.append(f"{label} {show(value)}")
-    return ", ".join(parts) if parts else "no numeric evidence"
-
-
 # --------------------------------------------------------------------------- planning
 
 
@@ -144,7 +72,7 @@ def plan(state: WorkflowState) -> WorkflowState:
             f"attempts[-1].outcome: job {attempt.job_name} is still running; the monitor decides when to plan"
         )
     if attempt.outcome != "issues_found" and attempt.outcome not in FAILURE_KINDS:
-        return _end(state, _outcome_reason(state, attempt), end_cause=attempt.outcome)
+        return _end(state, outcome_reason(state, attempt), end_cause=attempt.outcome)
 
     failure = failure_of(attempt)
     if failure in NOT_REMEDIABLE:
@@ -153,7 +81,8 @@ def plan(state: WorkflowState) -> WorkflowState:
             "hyperparameter change can fix it, so no job is relaunched. Ending; correct the data and start a new run."
         )
         return _end(state, reason, end_cause=failure)
-    ladders = remedy_ladders(state, failure)
+    rates = rate_range(state)
+    ladders = remedy_ladders(state, failure, rates)
     situation = situation_of(attempt)
     hyperparameters = state.run_spec.hyperparameters
     chosen = None
@@ -168,7 +97,8 @@ def plan(state: WorkflowState) -> WorkflowState:
             break
     end_cause = failure if failure in FAILURE_KINDS else "no_remedy_left"
     if chosen is None:
-        return _end(state, _exhausted_reason(state, attempt, failure, ladders, situation), end_cause=end_cause)
+        reason = exhausted_reason(state, attempt, failure, ladders, situation, ANY_RULE, FAILURE_KINDS)
+        return _end(state, reason, end_cause=end_cause)
 
     key, ladder, index, remedy, facts, updated = chosen
     changes = {
@@ -176,7 +106,7 @@ def plan(state: WorkflowState) -> WorkflowState:
         for name, value in updated.items()
         if hyperparameters.get(name) != value
     }
-    what = describe_changes(changes)
+    what = describe_changes(changes, state.kinds())
     if state.retraining_budget_left == 0:
         reason = (
             f"{headline(attempt, state)}. The relaunch budget is spent ({_launches(state.history.num_retraining)} "
@@ -185,7 +115,7 @@ def plan(state: WorkflowState) -> WorkflowState:
         )
         return _end(state, reason, end_cause="budget_spent")
 
-    after = f" The next job continues from {attempt.job_name}'s checkpoints, not from step 0." if remedy.resume else ""
+    after, resumable = resume_sentence(attempt) if remedy.resume else ("", False)
     run_spec = state.run_spec.with_hyperparameters(updated)
     answered = answered_data_finding(state, failure, situation) if key == failure else None  # not by "*"
     if answered is not None:
@@ -193,7 +123,7 @@ def plan(state: WorkflowState) -> WorkflowState:
         run_spec = run_spec.with_rules(rules)
         after += f" {sentence}"
     reason = (
-        f"{headline(attempt, state)}. {_why(state, key, failure, ladder, index, remedy, facts, attempt)} "
+        f"{headline(attempt, state)}. {_why(state, key, failure, ladder, index, remedy, facts, attempt, rates)} "
         f"Next: {what}.{after}"
     )
     decision = Decision(
@@ -201,7 +131,7 @@ def plan(state: WorkflowState) -> WorkflowState:
         reason=reason,
         next_action="launch_new",
         changes=changes,
-        resume_from=attempt.job_name if remedy.resume else None,
+        resume_from=attempt.job_name if resumable else None,
     )
     history = state.history.model_copy(deep=True)
     for name in changes:
@@ -235,12 +165,18 @@ def answered_data_finding(state: WorkflowState, failure: str, situation: Situati
     return rules, sentence
 
 
-def remedy_ladders(state: WorkflowState, failure: str) -> list[tuple[str, tuple[Remedy, ...]]]:
+def remedy_ladders(
+    state: WorkflowState, failure: str, rates: RateRange | None = None
+) -> list[tuple[str, tuple[Remedy, ...]]]:
     """The remedy list for the failure: its own, else (for a rule with none of its own) the any-rule list; a
-    failure kind (objective missed, out of memory) has only its own.
+    failure kind (objective missed, out of memory) has only its own. The evidence set judges learning rates in
+    ``rates``, the range of the optimizer the job stepped (default: the run's, :func:`diagnosis.rate_range`).
     A rule's own list replaces the any-rule list: remedies that fit one failure can hurt another (lowering
     the learning rate answers an explosion, not vanishing gradients)."""
-    remedies = state.declared_remedies()
+    preset = None
+    if state.policy == "evidence":
+        preset = remedy_sets.evidence_remedies(rates or rate_range(state))
+    remedies = state.declared_remedies(preset)
     if remedies.get(failure):
         return [(failure, remedies[failure])]
     if failure not in FAILURE_KINDS and remedies.get(ANY_RULE):
@@ -261,9 +197,10 @@ def _why(
     remedy: Remedy,
     facts: list[str],
     attempt: Attempt,
+    rates: RateRange,
 ) -> str:
     """'Remedy 1 of 2 for ExplodingTensor in the declared remedies, ClipGradients (set grad_clip to 1), applies
-    because ... Note. Evidence: ...'."""
+    because ... Note. Evidence: ...'; for the evidence set's remedies on a learning rate, the range it judged in."""
     source = "the AWS sample's ladder" if state.policy == "anchor" else f"the {state.policy} remedies"
     described = remedy.change.describe()
     label = f"{remedy.name} ({described})" if remedy.name else described
@@ -273,6 +210,9 @@ def _why(
     sentence += "."
     if remedy.note:
         sentence += f" {remedy.note}"
+    touched = {change.hyperparameter for change in remedy.changes()} | set(remedy.when.hyperparameter_names())
+    if state.policy == "evidence" and touched & rate_names(state):
+        sentence += f" Rates judged in {rates.describe()}."
     if failure not in FAILURE_KINDS:
         sentence += f" Evidence: {evidence_numbers(attempt)}."
     return sentence
@@ -281,101 +221,3 @@ def _why(
 def _end(state: WorkflowState, reason: str, end_cause: str) -> WorkflowState:
     decision = Decision(remedy=NO_REMEDY, reason=reason, next_action="end", end_cause=end_cause)
     return state.with_last_attempt(decision=decision).updated(next_action="end", end_reason=reason)
-
-
-def _exhausted_reason(
-    state: WorkflowState,
-    attempt: Attempt,
-    failure: str,
-    ladders: list[tuple[str, tuple[Remedy, ...]]],
-    situation: Situation,
-) -> str:
-    """Which remedies exist for this failure and why none applies now, with the numbers."""
-    hyperparameters = state.run_spec.hyperparameters
-    lines = []
-    for key, ladder in ladders:
-        for remedy in ladder:
-            holds, _ = remedy.when.check(situation, hyperparameters)
-            if not holds:
-                why = f"its condition {remedy.when.to_json()} does not hold"
-            else:
-                why = remedy.change.why_not(hyperparameters[remedy.change.hyperparameter])
-            lines.append(f"{key}: {remedy.label}: {why}")
-    tried = state.history.num_hyperparameter_adjustments
-    tried_text = f" Changed so far: {', '.join(f'{name} x{count}' for name, count in tried.items())}." if tried else ""
-    if not ladders:
-        what = f"no remedies are declared for {failure}" + ("" if failure in FAILURE_KINDS else f" or {ANY_RULE}")
-    else:
-        what = f"no remedy left ({'; '.join(lines)})"
-    return f"{headline(attempt, state)}. {what[:1].upper() + what[1:]}.{tried_text} Ending with {state.run_spec.summary()}."
-
-
-def _outcome_reason(state: WorkflowState, attempt: Attempt) -> str:
-    job = attempt.job_name
-    failure = f": {attempt.failure_reason}" if attempt.failure_reason else ""
-    attempts = f"{state.attempt_count} attempt{'s' if state.attempt_count != 1 else ''}"
-    objective = state.declared_objective()
-    if objective is None:
-        met = "no objective was declared"
-    else:
-        met = f"{objective.metric_name} = {show(attempt.objective_value)} meets {objective.describe()}"
-    reasons = {
-        "completed": f"Job {job} completed with no rule issues after {attempts} and {met}; final hyperparameters: "
-        f"{attempt.summary()}.",
-        "objective_unmeasured": (
-            f"Job {job} completed but never reported {objective.metric_name if objective else 'the metric'}: no "
-            "MetricDefinitions regex matched the log and the script saved no scalar of that name. Ending; check "
-            "metric_definitions or save the metric with hook.save_scalar."
-        ),
-        "missing_evidence": (
-            f"Job {job} completed but its debugger never reported a rule status: no rule was evaluated, so the "
-            "run cannot be called clean. Ending; create the hook in the script (smd.Hook.create_from_json_file(), "
-            "register_module, register_loss) and check that debug-output/ reaches the bucket."
-        ),
-        "algorithm_error": (
-            f"Job {job} failed in the training code, not because a rule fired{failure}. "
-            "Other hyperparameters would not fix that; ending."
-        ),
-        "capacity_error": (
-            f"Job {job} got no {state.run_spec.instance_type} capacity after {state.history.capacity_retries} "
-            f"retries{failure}. Ending; try another instance type or region."
-        ),
-        "stopped": f"Job {job} was stopped outside the workflow{failure}; ending.",
-        "failed": f"Job {job} failed{failure}; ending.",
-        "monitor_limit": (
-            f"Job {job} was still running after {state.history.num_monitor_transitions} monitor transitions "
-            f"(max_monitor_transitions={state.max_monitor_transitions}); ending."
-        ),
-    }
-    return reasons[attempt.outcome]
-
-
-def describe_changes(changes: Mapping[str, Change]) -> str:
-    """'adding batch norm (warmup_learning_rate stays 0.1)', 'lowering lr 0.1 -> 0.05, setting grad_clip to 1'."""
-    phrases = []
-    for name, change in changes.items():
-        before, after = change.before, change.after
-        if name == "add_batch_norm":
-            phrases.append("adding batch norm" if after else "removing batch norm")
-        elif isinstance(before, (int, float)) and isinstance(after, (int, float)) and not isinstance(after, bool):
-            verb = "lowering" if after < before else "raising"
-            phrases.append(f"{verb} {name} {show(before)} -> {show(after)}")
-        else:
-            phrases.append(f"setting {name} to {show(after)} (was {show(before)})")
-    return ", ".join(phrases)
-
-
-def short_action(decision: Decision) -> str:
-    """'adding batch norm', 'lowering warmup_learning_rate to 0.05': a few words for a notification subject."""
-    if not decision.changes:
-        return "ending"
-    phrases = []
-    for name, change in decision.changes.items():
-        if name == "add_batch_norm":
-            phrases.append("adding batch norm" if change.after else "removing batch norm")
-        elif isinstance(change.before, (int, float)) and isinstance(change.after, (int, float)):
-            verb = "lowering" if change.after < change.before else "raising"
-            phrases.append(f"{verb} {name} to {show(change.after)}")
-        else:
-            phrases.append(f"{name} -> {show(change.after)}")
-    return ", ".join(phrases)

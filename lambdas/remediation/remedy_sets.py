@@ -21,10 +21,20 @@ no entry), and remedies on hyperparameters the run does not have are left out
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from contracts.remedies import ANY_RULE, OBJECTIVE_MISSED, OUT_OF_MEMORY
-from lambdas.remediation.xgboost_remedies import XGBOOST_EVIDENCE_REMEDIES, XGBOOST_HYPERPARAMETERS
+from contracts.hyperparameter_values import FLAG, INTEGER, REAL, TEXT, infer_kinds
+from contracts.remedies import ANY_RULE
+from lambdas.remediation.evidence_remedies import (  # noqa: F401 - the set's constants, importable from here
+    EVIDENCE_REMEDIES,
+    LEARNING_RATE_CEILING,
+    LEARNING_RATE_FLOOR,
+    STABLE_WARMUP_LEARNING_RATE,
+    USUAL_LEARNING_RATE,
+    evidence_remedies,
+)
+from lambdas.remediation.xgboost_remedies import XGBOOST_HYPERPARAMETERS, XGBOOST_KINDS
 
 #: The hyperparameters the built-in remedies change, by their conventional name (the built-in example's), and
 #: what a script must mean by each for the remedies to make sense.
@@ -48,275 +58,42 @@ CONVENTIONAL_HYPERPARAMETERS: dict[str, str] = {
     **XGBOOST_HYPERPARAMETERS,
 }
 
-#: An initial total gradient norm above this means the network is badly scaled at
-#: initialisation (measured: 200-950 without batch norm, 7-8 with it).
-INIT_SCALE_GRADIENT_NORM = 50.0
-#: With batch norm, warmup rates above this exploded in the reference runs; at or below it, stable.
-STABLE_WARMUP_LEARNING_RATE = 0.1
-#: The evidence policy never lowers a learning rate below this ...
-LEARNING_RATE_FLOOR = 1e-4
-#: ... nor raises one above this.
-LEARNING_RATE_CEILING = 0.4
-#: ... nor trains for more epochs than this when the objective is missed.
-MAX_EPOCHS = 16
-#: ... nor halves the batch below this when a job runs out of memory.
-MIN_BATCH_SIZE = 8
-#: ... nor raises weight decay above this when a model overfits.
-MAX_WEIGHT_DECAY = 1e-2
-#: ... and starts it here when a model without it overfits (the usual SGD value).
-MIN_WEIGHT_DECAY = 1e-4
-#: Dropout the evidence policy adds against overfitting.
-OVERFIT_DROPOUT = 0.3
-#: Epochs without a better validation loss before early stopping keeps the best model.
-EARLY_STOPPING_PATIENCE = 2
-#: A DeadRelu value (percent of the layer's units dead, the unit of its threshold_layer) above this means most units
-#: are gone: changing the activation, not the rate, brings them back.
-MOSTLY_DEAD = 50.0
-#: Where a learning rate far above the ceiling is brought back to: SGD's usual starting rate.
-USUAL_LEARNING_RATE = 0.1
-
-# --------------------------------------------------------------------------- the evidence set
-
-_CAP_WARMUP = {"hyperparameter": "warmup_learning_rate", "at_most": STABLE_WARMUP_LEARNING_RATE}
-_ADD_BATCH_NORM = {"hyperparameter": "add_batch_norm", "set_to": True, "also": [_CAP_WARMUP], "name": "AddBatchNorm"}
-_LOWER_LEARNING_RATE = {
-    "name": "LowerLearningRate",
-    "hyperparameter": "learning_rate",
-    "multiply_by": 0.5,
-    "min": LEARNING_RATE_FLOOR,
-}
-_RAISE_LEARNING_RATE = {
-    "name": "RaiseLearningRate",
-    "hyperparameter": "learning_rate",
-    "multiply_by": 2,
-    "max": LEARNING_RATE_CEILING,
-}
-#: A rate above the ceiling is no tuning question: every failure it causes is answered by bringing it into range.
-_RATE_INTO_RANGE = {
-    "name": "LearningRateIntoRange",
-    "hyperparameter": "learning_rate",
-    "set_to": USUAL_LEARNING_RATE,
-    "when": {"hyperparameters_above": {"learning_rate": LEARNING_RATE_CEILING}},
-    "note": f"A learning rate above {LEARNING_RATE_CEILING:g} is outside the range SGD trains these networks at; "
-    f"{USUAL_LEARNING_RATE:g} is the usual start.",
-}
-#: ... and a rate far below the floor's tenfold moves the weights too little to tell anything: up to the usual start.
-_RATE_UP_INTO_RANGE = {
-    "name": "LearningRateUpIntoRange",
-    "hyperparameter": "learning_rate",
-    "set_to": USUAL_LEARNING_RATE / 10,
-    "resume": True,
-    "when": {"hyperparameters_below": {"learning_rate": LEARNING_RATE_FLOOR * 10}},
-    "note": f"A learning rate below {LEARNING_RATE_FLOOR * 10:g} barely moves the weights; "
-    f"{USUAL_LEARNING_RATE / 10:g} is within SGD's usual range, continuing from where training got to.",
-}
-_LOWER_WARMUP = {
-    "name": "LowerWarmupLearningRate",
-    "hyperparameter": "warmup_learning_rate",
-    "multiply_by": 0.5,
-    "min": LEARNING_RATE_FLOOR,
-}
-_RAISE_WARMUP = {
-    "name": "RaiseWarmupLearningRate",
-    "hyperparameter": "warmup_learning_rate",
-    "multiply_by": 2,
-    "max": STABLE_WARMUP_LEARNING_RATE,
-}
-_CLIP_GRADIENTS = {"name": "ClipGradients", "hyperparameter": "grad_clip", "set_to": 1.0}
-_RESCALE_INIT = {
-    "name": "RescaleInitialisation",
-    "hyperparameter": "init_scale",
-    "set_to": 1.0,
-    "note": "Initial weights at the usual He/Xavier scale keep activations and gradients of order one.",
-}
-_LEAKY_RELU = {
-    "name": "SwitchToLeakyReLU",
-    "hyperparameter": "activation",
-    "set_to": "leaky_relu",
-    "when": {"hyperparameters": {"activation": "relu"}},
-    "note": "A ReLU unit whose input stays negative passes no gradient and never recovers; leaky ReLU keeps a small "
-    "slope there.",
-}
-#: Weight decay from none (multiplying zero changes nothing) ...
-_START_WEIGHT_DECAY = {"name": "StartWeightDecay", "hyperparameter": "weight_decay", "at_least": MIN_WEIGHT_DECAY}
-#: ... and up from there.
-_RAISE_WEIGHT_DECAY = {"name": "RaiseWeightDecay", "hyperparameter": "weight_decay", "multiply_by": 10,
-                       "max": MAX_WEIGHT_DECAY}
-_EARLY_STOPPING = {
-    "name": "StopEarlyKeepBest",
-    "hyperparameter": "early_stopping_patience",
-    "set_to": EARLY_STOPPING_PATIENCE,
-    "resume": True,
-    "note": f"Stop after {EARLY_STOPPING_PATIENCE} epochs without a better validation loss and keep the best model; "
-    "the next job continues from the checkpoints rather than training again from scratch.",
+#: What each conventional hyperparameter is (``contracts.hyperparameter_values.KINDS``): a script's own name mapped to
+#: one of them (``hyperparameter_names``) is that kind, however its JSON value is written ("lr": 50 is a real number,
+#: "batch-norm": 0 a flag).
+CONVENTIONAL_KINDS: dict[str, str] = {
+    "learning_rate": REAL,
+    "warmup_learning_rate": REAL,
+    "add_batch_norm": FLAG,
+    "activation": TEXT,
+    "init_scale": REAL,
+    "grad_clip": REAL,
+    "weight_decay": REAL,
+    "dropout": REAL,
+    "class_weighting": TEXT,
+    "early_stopping_patience": INTEGER,
+    "normalize_inputs": FLAG,
+    "num_workers": INTEGER,
+    "batch_size": INTEGER,
+    "num_epochs": INTEGER,
+    **XGBOOST_KINDS,
 }
 
-EVIDENCE_REMEDIES: dict[str, list[dict[str, Any]]] = {
-    "ExplodingTensor": [
-        _RATE_INTO_RANGE,
-        {
-            **_ADD_BATCH_NORM,
-            "when": {"phase": "warmup", "early": True, "initial_gradient_norm_above": INIT_SCALE_GRADIENT_NORM},
-            "note": "An initialisation-scale gradient norm with no batch norm means the network is badly scaled at "
-            "initialisation, and blowing up in the first steps of warmup means a lower warmup rate would only delay "
-            "the explosion.",
-        },
-        {**_ADD_BATCH_NORM, "note": "Without batch norm, lowering the learning rates only delays the blow-up."},
-        {
-            **_CAP_WARMUP,
-            "name": "CapWarmupLearningRate",
-            "when": {"phase": "warmup"},
-            "note": f"With batch norm the reference network was stable at warmup <= {STABLE_WARMUP_LEARNING_RATE:g}.",
-        },
-        {**_LOWER_WARMUP, "when": {"phase": "warmup"}, "note": "The warmup rate is too high for this network."},
-        {**_LOWER_LEARNING_RATE, "when": {"phase": "main"}, "note": "The main learning rate is too high."},
-        {
-            **_CLIP_GRADIENTS,
-            "note": "Clipping the gradient norm bounds each step, so one large gradient cannot throw the weights off.",
-        },
-        {**_LOWER_LEARNING_RATE, "note": "A lower learning rate is the remaining remedy for an explosion."},
-    ],
-    "VanishingGradient": [
-        _RATE_INTO_RANGE,
-        _RATE_UP_INTO_RANGE,
-        {**_ADD_BATCH_NORM, "also": [], "note": "Batch norm keeps the gradients scaled."},
-        {**_LEAKY_RELU, "note": "ReLU units can die and stop passing gradient; leaky ReLU keeps one."},
-        {
-            "name": "SwitchToReLU",
-            "hyperparameter": "activation",
-            "set_to": "relu",
-            "when": {"hyperparameters": {"activation": "sigmoid"}},
-            "note": "Sigmoid's derivative is at most 0.25, so gradients shrink layer by layer; ReLU passes them whole.",
-        },
-        {**_RESCALE_INIT, "note": "Initial weights far below the usual scale shrink the gradients layer by layer."},
-        {**_RAISE_WARMUP, "when": {"phase": "warmup"}, "note": "The warmup rate is too small to move the weights."},
-        {**_RAISE_LEARNING_RATE, "note": "The updates are too small."},
-    ],
-    "DeadRelu": [
-        _RATE_INTO_RANGE,
-        {**_LEAKY_RELU, "when": {"hyperparameters": {"activation": "relu"}, "issue_value_above": MOSTLY_DEAD}},
-        {**_LOWER_LEARNING_RATE, "note": "Large steps push ReLU units into the region where they stay off."},
-        _LEAKY_RELU,
-        {**_ADD_BATCH_NORM, "also": [], "note": "Batch norm keeps pre-activations centred, so units stay alive."},
-    ],
-    "SaturatedActivation": [
-        _RATE_INTO_RANGE,
-        {**_RESCALE_INIT, "note": "Large initial weights drive tanh/sigmoid inputs far from zero, where their "
-         "derivative vanishes."},
-        {**_ADD_BATCH_NORM, "also": [], "note": "Batch norm keeps the activations' inputs near zero."},
-        {**_LOWER_LEARNING_RATE, "note": "Large steps push the activations' inputs into saturation."},
-    ],
-    "AllZero": [
-        {**_RESCALE_INIT, "note": "Weights initialised to zero (init_scale 0) give every unit the same zero output "
-         "and gradient: they never differ."},
-        {**_RAISE_LEARNING_RATE, "note": "The tensors stay zero: nothing moves them."},
-    ],
-    "UnchangedTensor": [
-        _RATE_UP_INTO_RANGE,
-        {**_RAISE_LEARNING_RATE, "multiply_by": 10, "resume": True,
-         "note": "The tensors do not change between steps: the updates are too small to move them."},
-    ],
-    "TensorVariance": [
-        _RATE_INTO_RANGE,
-        {**_RESCALE_INIT, "when": {"early": True}, "note": "Tensors whose spread is out of bounds from the first steps "
-         "were initialised at the wrong scale."},
-        {**_LOWER_LEARNING_RATE, "when": {"issue_kind": "above_max"},
-         "note": "Tensors spreading beyond the bound mean the updates are too large."},
-        {**_START_WEIGHT_DECAY, "when": {"issue_kind": "above_max"}, "resume": True,
-         "note": "Weight decay pulls growing weights back."},
-        {**_RAISE_WEIGHT_DECAY, "when": {"issue_kind": "above_max"}, "resume": True,
-         "note": "Stronger weight decay pulls growing weights back."},
-        {**_RAISE_LEARNING_RATE, "when": {"issue_kind": "below_min"}, "resume": True,
-         "note": "Tensors that barely vary mean the updates are too small."},
-    ],
-    "ClassImbalance": [
-        {"name": "WeightClasses", "hyperparameter": "class_weighting", "set_to": "balanced", "resume": True,
-         "note": "Weighting the loss by inverse class frequency makes the rare classes count as much as the common "
-         "ones."},
-    ],
-    "Overfit": [
-        {**_EARLY_STOPPING, "note": "The validation loss rises while the training loss falls: the best model is "
-         "behind, so stop at the best epoch and keep it, continuing from the checkpoints."},
-        {**_START_WEIGHT_DECAY, "note": "The model memorises its training set: L2 regularisation, trained again from "
-         "the start."},
-        {**_RAISE_WEIGHT_DECAY, "note": "Stronger L2 regularisation narrows the gap, trained again from the start."},
-        {"name": "AddDropout", "hyperparameter": "dropout", "set_to": OVERFIT_DROPOUT,
-         "note": "Dropout regularises a model that memorises its training set, trained again from the start."},
-    ],
-    "Overtraining": [
-        {**_EARLY_STOPPING, "note": "The validation loss stopped improving while training went on: stop at the best "
-         "epoch and keep that model, continuing from the checkpoints."},
-        {**_START_WEIGHT_DECAY, "note": "L2 regularisation delays overtraining."},
-        {**_RAISE_WEIGHT_DECAY, "note": "Stronger L2 regularisation delays overtraining."},
-    ],
-    "LossNotDecreasing": [
-        _RATE_INTO_RANGE,
-        _RATE_UP_INTO_RANGE,
-        {**_LOWER_WARMUP, "when": {"phase": "warmup", "loss": "rising"}, "note": "The loss oscillates or rises."},
-        {**_RAISE_WARMUP, "when": {"phase": "warmup", "loss": "falling"}, "note": "The loss falls too slowly."},
-        {**_LOWER_LEARNING_RATE, "when": {"loss": "rising"}, "note": "The loss rises: the learning rate overshoots."},
-        {**_RAISE_LEARNING_RATE, "when": {"loss": "falling"}, "resume": True,
-         "note": "The loss falls, too slowly to count: larger steps, from where training got to."},
-        {**_LOWER_LEARNING_RATE, "note": "The loss stopped decreasing: the main rate overshoots."},
-    ],
-    "WeightUpdateRatio": [
-        _RATE_INTO_RANGE,
-        _RATE_UP_INTO_RANGE,
-        {**_LOWER_LEARNING_RATE, "when": {"issue_kind": "too_large"},
-         "note": "Updates large against the weights they change mean the learning rate is too high."},
-        {**_RAISE_LEARNING_RATE, "when": {"issue_kind": "too_small"}, "resume": True,
-         "note": "Updates tiny against the weights mean the learning rate is too low."},
-        _LOWER_LEARNING_RATE,
-    ],
-    "PoorWeightInitialization": [
-        _RATE_INTO_RANGE,
-        {**_RESCALE_INIT, "note": "Activations of very different scale across layers mean the initial weights are "
-         "badly scaled."},
-        {**_ADD_BATCH_NORM, "also": [], "note": "Batch norm rescales every layer's activations."},
-    ],
-    "StalledTrainingRule": [
-        {"name": "LoadInProcess", "hyperparameter": "num_workers", "set_to": 0, "resume": True,
-         "note": "No step for the threshold's seconds: a data-loading worker that hangs (a deadlock after fork) stalls "
-         "training; loading in the training process cannot."},
-    ],
-    "CheckInputImages": [
-        {"name": "NormalizeInputs", "hyperparameter": "normalize_inputs", "set_to": True,
-         "note": "Inputs far from zero mean and unit variance slow or destabilise training."},
-    ],
-    OUT_OF_MEMORY: [
-        {
-            "name": "HalveBatchSize",
-            "hyperparameter": "batch_size",
-            "multiply_by": 0.5,
-            "min": MIN_BATCH_SIZE,
-            # The linear scaling rule (Goyal et al. 2017): the learning rates follow the batch size.
-            "also": [
-                {"hyperparameter": "learning_rate", "multiply_by": 0.5, "min": LEARNING_RATE_FLOOR},
-                {"hyperparameter": "warmup_learning_rate", "multiply_by": 0.5, "min": LEARNING_RATE_FLOOR},
-            ],
-            "note": "Activations grow with the batch: half the batch needs about half their memory, and the "
-            "learning rates are halved with it (linear scaling rule).",
-        }
-    ],
-    OBJECTIVE_MISSED: [
-        # A completed job has no epochs left to continue: train again from the start at the usual rate.
-        {**_RATE_UP_INTO_RANGE, "resume": False},
-        {
-            "name": "TrainLonger",
-            "hyperparameter": "num_epochs",
-            "multiply_by": 2,
-            "max": MAX_EPOCHS,
-            "resume": True,
-            "note": "Training was stable but too short to reach the objective: more epochs, continuing from the "
-            "last checkpoint.",
-        }
-    ],
-    ANY_RULE: [_RATE_INTO_RANGE, _ADD_BATCH_NORM, _LOWER_LEARNING_RATE],
-}
 
-# The same rules' remedies for gradient-boosted trees, after the networks' (a run keeps those on its own names).
-for _key, _entries in XGBOOST_EVIDENCE_REMEDIES.items():
-    EVIDENCE_REMEDIES[_key] = [*EVIDENCE_REMEDIES.get(_key, []), *_entries]
+def hyperparameter_kinds(
+    hyperparameters: Mapping[str, Any], names: Mapping[str, str], declared: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """Every hyperparameter's kind: as the run_spec declares it (``hyperparameter_kinds``), else as the conventional
+    name it stands for (``names``: conventional -> the script's; a script using a conventional name itself needs
+    none), else from its name and value (``contracts.hyperparameter_values.infer_kinds``)."""
+    claimed = {own for conventional, own in names.items() if own != conventional}
+    meanings = {
+        names.get(conventional, conventional): kind
+        for conventional, kind in CONVENTIONAL_KINDS.items()
+        if conventional in names or conventional not in claimed
+    }
+    return infer_kinds(hyperparameters, declared, meanings)
+
 
 ANCHOR_REMEDIES: dict[str, list[dict[str, Any]]] = {
     ANY_RULE: [

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from contracts import ContractError
+from contracts.suggestions import did_you_mean
 
 
 class InvalidExecutionInput(ValueError):
@@ -68,6 +69,8 @@ def describe_validation_error(error: ValidationError, known: Mapping[str, Any] |
     return problems
 
 
+#: The choices in pydantic's literal_error text: "'evidence', 'anchor' or 'declared'".
+_QUOTED = re.compile(r"'([^']*)'")
 _NAMED_PROBLEM = re.compile(r"^(?P<field>[A-Za-z_*][A-Za-z0-9_.\[\]*-]*): (?P<problem>.*)$", re.DOTALL)
 
 
@@ -79,7 +82,8 @@ def _describe(item: Mapping[str, Any], known: Mapping[str, Any] | None) -> str:
         hint = REQUIRED_KEY_HINTS.get(str(item["loc"][-1])) if item["loc"] else None
         return f"is required ({hint})" if hint else "is required"
     if kind == "extra_forbidden":
-        allowed = f"; allowed keys: {', '.join(known)}" if known else ""
+        given = item["loc"][-1] if item["loc"] else None
+        allowed = f"{did_you_mean(given, known)}; allowed keys: {', '.join(known)}" if known else ""
         return f"is not a known key{allowed}"
     if kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
         sign = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<", "less_than_equal": "<="}[kind]
@@ -102,7 +106,9 @@ def _describe(item: Mapping[str, Any], known: Mapping[str, Any] | None) -> str:
         limit = context.get("max_length", context.get("min_length"))
         return f"must have {'at most' if kind == 'too_long' else 'at least'} {limit} items"
     if kind == "literal_error":
-        return f"must be one of {context.get('expected', '')} (got {got})"
+        expected = str(context.get("expected", ""))
+        choices = _QUOTED.findall(expected)
+        return f"must be one of {expected} (got {got}){did_you_mean(item.get('input'), choices)}"
     if kind in ("model_type", "model_attributes_type", "dict_type"):
         return f"must be a JSON object (got {got})"
     if kind == "list_type":

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from contracts.hyperparameter_values import INTEGER, REAL
 from contracts.remedies import OBJECTIVE_MISSED
 
 #: The names these remedies change, and what a script must mean by each (SageMaker's XGBoost hyperparameters).
@@ -37,6 +38,17 @@ XGBOOST_HYPERPARAMETERS: dict[str, str] = {
     "early_stopping_rounds": "XGBoost: rounds without a better validation metric before stopping, keeping the best "
     "round's model (0: off)",
     "scale_pos_weight": "XGBoost: the weight of the positive class (1) against the negative one",
+}
+
+#: What each of them is (``contracts.hyperparameter_values.KINDS``).
+XGBOOST_KINDS: dict[str, str] = {
+    "max_depth": INTEGER,
+    "eta": REAL,
+    "min_child_weight": REAL,
+    "subsample": REAL,
+    "num_round": INTEGER,
+    "early_stopping_rounds": INTEGER,
+    "scale_pos_weight": REAL,
 }
 
 #: XGBoost's defaults: eta 0.3, max_depth 6, min_child_weight 1. Above (below) them each tree fits more of the

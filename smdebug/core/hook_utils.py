@@ -11,6 +11,7 @@ from debugger import storage
 from debugger.config import HookSettings
 from debugger.container_config import output_directory, staging_directory_for
 from debugger.exceptions import SMDebugRuntimeError
+from debugger.hook_common import announce_hook_creation
 from debugger.modes import ModeKeys
 from debugger.reductions import ReductionConfig
 from debugger.save_config import SaveConfig
@@ -57,7 +58,8 @@ def hook_settings(
 
 def local_out_dir(out_dir: str) -> tuple[Path, str | None]:
     """(directory written to, S3 URI mirrored to). smdebug does not merge runs: an out_dir that already holds saved
-    steps is refused."""
+    steps is refused (after the zero-change hook, which stands aside for the script's own hook, has cleared its own)."""
+    announce_hook_creation()
     if is_s3_uri(out_dir):
         return staging_directory_for(out_dir), out_dir
     path = Path(os.path.expanduser(out_dir))

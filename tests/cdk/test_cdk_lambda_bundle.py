@@ -89,7 +89,7 @@ def test_each_handler_imports_from_the_bundle_with_only_the_runtime_and_layer_pa
         "JOB_NAME_PREFIX": "remediation",
     }
     result = subprocess.run(
-        [sys.executable, "-S", "-c", probe], capture_output=True, text=True, timeout=120, env=environment, cwd="/"
+        [sys.executable, "-S", "-c", probe], capture_output=True, text=True, timeout=300, env=environment, cwd="/"
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.startswith("imported")

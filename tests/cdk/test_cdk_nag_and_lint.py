@@ -55,7 +55,7 @@ def test_cfn_lint_passes_with_the_project_config(synthesized):
         cwd=REPO_ROOT,  # cfn-lint reads .cfnlintrc.yaml from the working directory
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,
     )
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -66,7 +66,7 @@ def test_cfn_lint_is_not_silent_without_the_config(synthesized, tmp_path):
         cwd=tmp_path,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,
     )
     # Only CDK's redundant DependsOn (W3005), which the config ignores with its reason.
     codes = {line.split()[0] for line in result.stdout.splitlines() if line[:1] in "EWI" and line[1:5].isdigit()}

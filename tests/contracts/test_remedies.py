@@ -90,7 +90,7 @@ BAD = [
     ({"*": [{"hyperparameter": "lr", "add": 0}]}, "remedies.*[0].add", "never changes lr"),
     ({"*": [{"hyperparameter": "lr", "scale": 2}]}, "remedies.*[0].scale", "not a remedy key"),
     ({"*": [{"hyperparameter": "lr", "multiply_by": 0.5, "above": 0.1, "below": 0.1}]}, "remedies.*[0].above", "wrong way"),
-    ({"*": [{"hyperparameter": "optimizer", "set_to": 2}]}, "remedies.*[0].set_to", "same kind"),
+    ({"*": [{"hyperparameter": "optimizer", "set_to": 2}]}, "remedies.*[0].set_to", "must be text like optimizer's"),
     ({"*": [{"hyperparameter": "batch_norm", "multiply_by": 2}]}, "remedies.*[0].multiply_by", "needs a number"),
     ({"*": [{"hyperparameter": "lr", "multiply_by": 0.5, "when": {"loss": "flat"}}]}, "remedies.*[0].when.loss", "rising"),
     (

@@ -6,6 +6,7 @@ import pytest
 from contracts import ContractError
 from contracts.remedies import DATA_ERROR, Change, adapt_to_script, parse_remedies, remedies_to_json
 from contracts.remedy_conditions import Condition, Situation, parse_condition
+from contracts.rule_status import Peak
 
 START = {"lr": 0.1, "epochs": 5, "activation": "relu"}
 
@@ -44,6 +45,9 @@ def test_a_hyperparameter_above_a_bound_holds_only_above_it_and_adapts_to_the_sc
         ({"hyperparameters_above": {"activation": 1}}, "when.hyperparameters_above.activation", "not a number"),
         ({"hyperparameters_above": {"lr": "0.4"}}, "when.hyperparameters_above.lr", "finite number"),
         ({"hyperparameters_above": {"momentum": 0.4}}, "when.hyperparameters_above.momentum", "not in run_spec"),
+        ({"spiked_above": 1}, "when.spiked_above", "a factor above 1"),
+        ({"spiked_above": 10, "spike_phase": "cooldown"}, "when.spike_phase", "warmup, main"),
+        ({"spike_phase": "warmup"}, "when.spike_phase", "needs spiked_above"),
     ],
 )
 def test_a_bad_condition_names_its_field(when, field, fragment):
@@ -75,10 +79,13 @@ def test_any_documented_rule_may_have_remedies_even_one_only_sagemakers_evaluato
     assert "is not a built-in rule or failure kind" in caught.value.problem
 
 
-def test_a_whole_number_hyperparameter_rounds_and_the_reason_says_how_to_write_a_real_one():
-    change = Change("lr", "multiply_by", 0.1, minimum=1e-4)
+def test_a_whole_number_hyperparameter_rounds_and_the_reason_says_how_to_declare_a_real_one():
+    change = Change("width", "multiply_by", 0.1, minimum=1e-4)  # a JSON integer that is no rate: a whole number
     assert change.apply(2) is None  # 0.2 rounds to 0, below the bound
-    assert "lr is a whole number, so its results are rounded: exactly it would be 0.2; write 2.0" in change.why_not(2)
+    assert (
+        "width is a whole number, so its results are rounded: exactly it would be 0.2; declare it real in "
+        "run_spec.hyperparameter_kinds" in change.why_not(2)
+    )
 
 
 def test_a_built_in_set_adapts_to_a_scripts_names_and_leaves_out_what_the_script_lacks():
@@ -96,3 +103,21 @@ def test_a_built_in_set_adapts_to_a_scripts_names_and_leaves_out_what_the_script
         "DeadRelu": [{"hyperparameter": "activation", "set_to": "leaky_relu", "when": {"hyperparameters": {"activation": "relu"}}}],
     }
     parse_remedies(adapted, START)
+
+
+def test_a_spike_counts_only_above_the_factor_and_at_or_before_the_issue():
+    """The run's history: the first series to peak above factor x its initial value before the rule fired."""
+    loss = Peak(value=40.0, step=4, learning_rate=0.8, phase="warmup")
+    norm = Peak(value=70.0, step=3, learning_rate=0.8, phase="warmup")
+    situation = Situation(issue_step=10, initial_loss=2.0, initial_gradient_norm=6.0, loss_peak=loss, gradient_norm_peak=norm)
+    assert situation.spike(10).series == "gradient norm"  # 11.7x at step 3, before the loss's 20x at step 4
+    assert situation.spike(15).series == "loss"
+    assert situation.spike(25) is None
+    assert Situation(issue_step=3, initial_loss=2.0, loss_peak=loss).spike(10) is None  # it peaked after the issue
+    condition = parse_condition({"spiked_above": 10, "spike_phase": "warmup"}, START, "when")
+    holds, facts = condition.check(situation, START)
+    assert holds and facts == [
+        "the gradient norm rose from 6 to 70 (11.7x) at step 3 (warmup phase, learning rate 0.8) before the rule "
+        "fired at step 10, more than 10x its initial value"
+    ]
+    assert not parse_condition({"spiked_above": 10, "spike_phase": "main"}, START, "when").check(situation, START)[0]

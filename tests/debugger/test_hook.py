@@ -12,6 +12,7 @@ from torch import nn
 
 from contracts.rule_status import RULE_STATUS_FILE, RuleStatusDocument
 from debugger import Hook, StopTrainingRequested, create_trial
+from debugger.collection import LEARNING_RATE
 from debugger.rules import ExplodingTensor, VanishingGradient
 
 STOP = '[{"name":"StopTraining"}]'
@@ -214,7 +215,9 @@ def test_collection_save_configuration_overrides_hook_defaults(tmp_path):
     assert trial.tensor("2.bias").collections() == ["weights"]  # matched ^2\. (biases is not configured)
     assert trial.tensor("CrossEntropyLoss_output_0").steps() == [0, 4, 8]  # hook default interval
     assert trial.tensor("gradient/0.weight").steps() == [2, 4, 6]  # [start_step, end_step) every 2
-    assert not trial.tensor_names(collection="biases")  # not configured -> not saved
+    assert not trial.has_tensor("0.bias")  # biases not configured -> not saved
+    # as smdebug lists a collection: every saved tensor its patterns match, whichever collection saved it
+    assert trial.tensor_names(collection="biases") == ["2.bias"]
     activation = trial.tensor("1_input_0")
     assert activation.steps() == [0, 4, 5, 8] and activation.value(5).shape == (32, 16)
 
@@ -324,4 +327,5 @@ def test_an_evaluation_forward_without_set_mode_has_no_gradients_of_its_own(tmp_
     hook.close()
     trial = create_trial(tmp_path)
     assert trial.tensor("gradient/Sequential_0.weight").steps() == [0]
-    assert set(hook.trial.signals_at(1)) == {"CrossEntropyLoss_output_0"}
+    # the step's loss (and the optimizer's rate, which the hook sees), no gradient signal
+    assert set(hook.trial.signals_at(1)) - {LEARNING_RATE} == {"CrossEntropyLoss_output_0"}

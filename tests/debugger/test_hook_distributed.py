@@ -49,7 +49,7 @@ def run_ranks(out_dir: Path, steps: int, poison_rank: int, poison_step: int, wor
         )
     results = []
     for process in processes:
-        out, err = process.communicate(timeout=120)
+        out, err = process.communicate(timeout=300)
         assert process.returncode == 0, err[-3000:]
         results.append(json.loads(out.strip().splitlines()[-1]))
     return sorted(results, key=lambda result: result["rank"])

@@ -146,3 +146,23 @@ def test_bad_tensorboard_settings_name_the_fix(tmp_path, monkeypatch):
     monkeypatch.setenv(TENSORBOARD_CONFIG_FILE_ENV, str(bad))
     with pytest.raises(ContractError, match="TensorBoard configuration must be a JSON file"):
         tb.tensorboard_directory(False, None, tmp_path)
+
+
+def test_finite_weights_beyond_tensorboards_buckets_still_get_a_histogram(tmp_path):
+    """A run on its way to exploding saves weights of 1e25 (finite, past TensorBoard's buckets at about 1e20): their
+    histogram is written with numpy's bins instead of ending the job on "The histogram is empty"."""
+    writer = tb.TensorBoardEvents(tmp_path / "tb")
+    layer = nn.Linear(3, 2)
+    with torch.no_grad():
+        layer.weight.fill_(1e25)
+    layer.weight.grad = torch.full_like(layer.weight, 2.0)
+    writer.training_step(
+        5, loss=1.0, gradient_norm=1.0, learning_rate=0.1,
+        parameters=[("layer.weight", layer.weight)], rule_statuses=[], saved=True,
+    )  # fmt: skip
+    writer.close()
+    accumulator = events(tmp_path / "tb")
+    (weights,) = accumulator.Histograms(tb.WEIGHT_HISTOGRAM_PREFIX + "layer.weight")
+    (gradients,) = accumulator.Histograms(tb.GRADIENT_HISTOGRAM_PREFIX + "layer.weight")
+    assert weights.step == 5 and weights.histogram_value.max == pytest.approx(1e25, rel=1e-6)
+    assert gradients.histogram_value.max == 2.0

@@ -27,7 +27,7 @@ def start_writer(out_dir: Path, steps: int, pause: float, width: int) -> subproc
     )
 
 
-def wait_for_line(process: subprocess.Popen, prefix: str, timeout: float = 60.0) -> str:
+def wait_for_line(process: subprocess.Popen, prefix: str, timeout: float = 300.0) -> str:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         line = process.stdout.readline()
@@ -51,7 +51,7 @@ def test_reader_follows_a_running_job(tmp_path):
         new_steps = trial.refresh()
         assert new_steps and min(new_steps) == seen_while_running[-1] + 1
         assert trial.steps() == list(range(max(trial.steps()) + 1))
-        assert writer.wait(timeout=60) == 0, writer.stderr.read()
+        assert writer.wait(timeout=300) == 0, writer.stderr.read()
     finally:
         writer.kill()
     trial.refresh()
@@ -73,7 +73,7 @@ def _kill_writer_mid_write(out_dir):
     steps_dir = out_dir / STEPS_DIR
     try:
         wait_for_line(writer, "step 2")
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 300
         # steps are written by the hook's background thread: wait for two complete ones and a third in progress
         while not (
             len([name for name in os.listdir(steps_dir) if name.endswith(".npz")]) >= 2
@@ -81,7 +81,7 @@ def _kill_writer_mid_write(out_dir):
         ):
             assert time.monotonic() < deadline, "the writer never wrote another step"
         os.kill(writer.pid, signal.SIGKILL)
-        writer.wait(timeout=30)
+        writer.wait(timeout=300)
     finally:
         writer.kill()
     return any(name.endswith(".tmp") for name in os.listdir(steps_dir))

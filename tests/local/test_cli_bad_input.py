@@ -88,6 +88,17 @@ def user_script(tmp: Path) -> Path:
     return tmp / "src"
 
 
+def user_run_spec(content: dict) -> Setup:
+    """A run_spec for a script of the user's (src/train.py next to the file), with ``content`` on top."""
+
+    def setup(tmp: Path) -> list[str]:
+        user_script(tmp)
+        base = {"source_dir": "src", "entry_point": "train.py", "hyperparameters": {"lr": 0.1, "epochs": 2}}
+        return run_spec({**base, **content})(tmp)
+
+    return setup
+
+
 CASES: dict[str, tuple[Setup, str]] = {
     # ---------------------------------------------------------------- files and directories
     "run-spec is a directory": (lambda tmp: ["--run-spec", str(tmp)], "--run-spec {tmp}: is a directory; pass the path"),
@@ -157,6 +168,37 @@ CASES: dict[str, tuple[Setup, str]] = {
         "hyperparameter 'depth': must be a whole number; got \"20\" (write it without quotes)",
     ),
     "unknown key": (run_spec({"warmup_learnin_rate": 0.1}), "warmup_learnin_rate: is not a known key"),
+    # ---------------------------------------------------------------- a misspelt name: the near one is suggested
+    "key misspelt": (
+        run_spec({"hyperparamters": {"depth": 20}}),
+        "hyperparamters: is not a known key (did you mean 'hyperparameters'?); allowed keys: init_warmup_learning_rate",
+    ),
+    "policy misspelt": (run_spec({"policy": "evidnce"}), "(got 'evidnce') (did you mean 'evidence'?)"),
+    "framework misspelt": (run_spec({"framework": "pytorh"}), "(got 'pytorh') (did you mean 'pytorch'?)"),
+    "rule misspelt": (
+        run_spec({"rules": ["ExplodingTensr"]}),
+        "rules[0]: 'ExplodingTensr' is not a built-in rule of the debugger (did you mean 'ExplodingTensor'?)",
+    ),
+    "rule parameter misspelt": (
+        run_spec({"rules": [{"name": "DeadRelu", "parameters": {"threshold_layr": "0.5"}}]}),
+        "threshold_layr: is not a parameter of DeadRelu (did you mean 'threshold_layer'?)",
+    ),
+    "objective key misspelt": (
+        user_run_spec({"objective": {"metric_nme": "val:acc", "type": "Maximize", "target_value": 0.9}}),
+        "objective.metric_nme: is not a key of an objective (did you mean 'metric_name'?)",
+    ),
+    "remedy rule misspelt": (
+        user_run_spec({"remedies": {"ExplodingTensr": [{"hyperparameter": "lr", "multiply_by": 0.5}]}}),
+        "remedies.ExplodingTensr: is not a built-in rule or failure kind (did you mean 'ExplodingTensor'?)",
+    ),
+    "remedy operation misspelt": (
+        user_run_spec({"remedies": {"*": [{"hyperparameter": "lr", "multiply": 0.5}]}}),
+        "multiply: is not a remedy key (did you mean 'multiply_by'?)",
+    ),
+    "remedy hyperparameter misspelt": (
+        user_run_spec({"remedies": {"*": [{"hyperparameter": "epoch", "multiply_by": 2}]}}),
+        "'epoch' is not in run_spec.hyperparameters (did you mean 'epochs'?)",
+    ),
     "hyperparameters a list": (run_spec({"hyperparameters": [1]}), "hyperparameters: must be a JSON object"),
     # ---------------------------------------------------------------- negative, zero, NaN, infinite, absurd
     "learning_rate negative": (run_spec({"learning_rate": -1}), "learning_rate: must be > 0 (got -1)"),

@@ -69,11 +69,12 @@ def test_the_installed_cli_runs_from_anywhere(installed, tmp_path):
     version = run(str(remediate), "--version", cwd=tmp_path)
     assert version.returncode == 0 and version.stdout.strip() == f"remediate {metadata.version('training-remediation')}"
     where = run(str(installed), "-c", "import json, remediate, local_runtime.shipped as s; print(json.dumps("
-                "[remediate.__file__, str(s.BUILTIN_EXAMPLE_DIR), str(s.ASL_PATH)]))", cwd=tmp_path)
-    module, example, asl = json.loads(where.stdout)
+                "[remediate.__file__, str(s.BUILTIN_EXAMPLE_DIR), str(s.BUILTIN_MODEL_DIR), str(s.ASL_PATH)]))",
+                cwd=tmp_path)  # fmt: skip
+    module, example, model, asl = json.loads(where.stdout)
     prefix = str(installed.parent.parent)
-    assert module.startswith(prefix) and example.startswith(prefix) and asl.startswith(prefix), where.stdout
-    assert Path(example, "train.py").is_file() and Path(example, "model", "data.py").is_file() and Path(asl).is_file()
+    assert all(path.startswith(prefix) for path in (module, example, model, asl)), where.stdout
+    assert Path(example, "train.py").is_file() and Path(model, "data.py").is_file() and Path(asl).is_file()
     # The example's own hyperparameter check runs from the installed copy: bad input, exit 2, its message.
     refused = run(str(remediate), "local", "run", "--hyperparameters", "depth=21", cwd=tmp_path)
     assert refused.returncode == 2, refused.stderr
@@ -114,5 +115,5 @@ def test_the_wheel_ships_the_example_and_the_state_machine(installed):
     names = zipfile.ZipFile(wheel).namelist()
     assert "local_runtime/_shipped/statemachine/remediation.asl.json" in names
     assert "local_runtime/_shipped/examples/resnet/train.py" in names
-    assert "local_runtime/_shipped/examples/resnet/model/hyperparameters.py" in names
+    assert "local_runtime/_shipped/model/hyperparameters.py" in names
     assert not [name for name in names if "__pycache__" in name]

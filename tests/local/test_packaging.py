@@ -21,12 +21,20 @@ from contracts.job import (
     LAUNCHER_PROGRAM,
     TENSORBOARD_CONFIG_FILE,
 )
-from remediate.packaging import BUILTIN_EXAMPLE_DIR, FIXED_MTIME, SourceDirError, build_source_archive, check_source_dir
+from remediate.packaging import (
+    BUILTIN_EXAMPLE_DIR,
+    BUILTIN_MODEL_DIR,
+    FIXED_MTIME,
+    SourceDirError,
+    build_builtin_example_archive,
+    build_source_archive,
+    check_source_dir,
+)
 
 
 def test_archive_is_deterministic_and_holds_the_source_the_debugger_and_the_launcher(tmp_path):
-    first = build_source_archive(tmp_path / "a" / "sourcedir.tar.gz")
-    second = build_source_archive(tmp_path / "b" / "sourcedir.tar.gz")
+    first = build_builtin_example_archive(tmp_path / "a" / "sourcedir.tar.gz")
+    second = build_builtin_example_archive(tmp_path / "b" / "sourcedir.tar.gz")
     assert first.path.read_bytes() == second.path.read_bytes() and first.digest == second.digest
     assert first.label == "resnet"
     with tarfile.open(first.path) as archive:
@@ -45,6 +53,8 @@ def test_archive_is_deterministic_and_holds_the_source_the_debugger_and_the_laun
         assert {member.mtime for member in members} == {FIXED_MTIME}
         assert {(member.uid, member.gid, member.uname) for member in members} == {(0, 0, "")}
         assert archive.extractfile("train.py").read() == (BUILTIN_EXAMPLE_DIR / "train.py").read_bytes()
+        # the model package at the top of the project travels beside the example's entry point, which imports it
+        assert archive.extractfile("model/resnet.py").read() == (BUILTIN_MODEL_DIR / "resnet.py").read_bytes()
     assert not list(first.path.parent.glob(".sourcedir*")), "no temporary file is left behind"
 
 
@@ -89,7 +99,7 @@ def test_a_source_directory_that_cannot_work_is_refused_naming_why(tmp_path, lay
 
 
 def test_extracted_launcher_imports_the_packed_code_not_the_checkout(tmp_path):
-    archive = build_source_archive(tmp_path / "sourcedir.tar.gz")
+    archive = build_builtin_example_archive(tmp_path / "sourcedir.tar.gz")
     code = tmp_path / "code"
     with tarfile.open(archive.path) as opened:
         opened.extractall(code, filter="data")
@@ -177,7 +187,7 @@ def run_job(code: Path, tmp_path: Path, *interpreter_options: str, python_path: 
         env=environment,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,
     )
     return job, tensorboard_dir
 

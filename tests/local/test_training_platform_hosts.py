@@ -78,7 +78,7 @@ def test_stopping_a_job_stops_every_hosts_process(platform_env):
     children = [found[host]["child_pid"] for host in ("algo-1", "algo-2")]
     assert sorted(platform.running_process_ids()) == sorted(pids)
     sagemaker.stop_training_job(TrainingJobName=name)
-    described = wait_for(sagemaker, name, timeout=10)
+    described = wait_for(sagemaker, name, timeout=300)
     assert described["TrainingJobStatus"] == "Stopped"
     assert not any(process_alive(pid) for pid in pids + children)
 
@@ -87,7 +87,7 @@ def test_a_host_that_fails_fails_the_job_and_its_peers_are_stopped(platform_env)
     platform, sagemaker, s3 = platform_env
     name = "remediation-hosts-fail"
     sagemaker.create_training_job(**two_hosts(name, mode="run_until_stopped", mode_algo_2=json.dumps("fail")))
-    described = wait_for(sagemaker, name, timeout=20)
+    described = wait_for(sagemaker, name, timeout=300)
     assert described["TrainingJobStatus"] == "Failed"
     assert described["FailureReason"] == "ValueError: the fixture was asked to fail (on algo-2)"
     job = platform.job(name)

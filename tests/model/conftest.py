@@ -97,7 +97,7 @@ def run_training_job():
     ARGUMENTS as SageMaker passes them); returns a FinishedJob."""
 
     def run(
-        arguments: list[str], environment: dict[str, str], cwd: Path, timeout: float = 120, launcher: bool = False
+        arguments: list[str], environment: dict[str, str], cwd: Path, timeout: float = 300.0, launcher: bool = False
     ) -> FinishedJob:
         command = LAUNCHER_COMMAND if launcher else TRAIN_COMMAND
         completed = subprocess.run(

@@ -170,7 +170,7 @@ def test_bad_input_ends_the_job_with_exit_2_and_a_failure_text_naming_the_field(
 def test_bad_input_through_the_json_file_in_a_real_process(small_channels, job_dirs, run_training_job):
     (job_dirs.root / "config").mkdir()
     (job_dirs.root / "config" / "hyperparameters.json").write_text(json.dumps({"num_epochs": "two"}))
-    job = run_training_job([], job_dirs.environment(small_channels), cwd=job_dirs.root, timeout=60)
+    job = run_training_job([], job_dirs.environment(small_channels), cwd=job_dirs.root, timeout=300)
     assert job.exit_code == EXIT_BAD_INPUT
     assert (
         job_dirs.failure.read_text()

@@ -43,7 +43,7 @@ def command(script: str, *args: str) -> list[str]:
     return [sys.executable, "-S", script, *args]
 
 
-def run(src: Path, script: str, *args: str, env: dict[str, str] | None = None, timeout: float = 180) -> subprocess.CompletedProcess:
+def run(src: Path, script: str, *args: str, env: dict[str, str] | None = None, timeout: float = 300.0) -> subprocess.CompletedProcess:
     return subprocess.run(
         command(script, *args), cwd=src, env=env or job_environment(), capture_output=True, text=True, timeout=timeout
     )

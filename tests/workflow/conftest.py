@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import boto3
 import pytest
+from interpreter_clock import retry_waits_scaled
 from moto import mock_aws
 from workflow_harness import BUCKET, FUNCTION_ARNS, REGION, Workflow
 
@@ -12,7 +13,7 @@ from local_runtime.botocore_dispatch import LocalDispatch
 
 
 @pytest.fixture
-def workflow(monkeypatch, offline_aws_credentials):
+def workflow(monkeypatch, offline_aws_credentials, asl_parsed_once):
     for key, value in {
         "AWS_DEFAULT_REGION": REGION,
         "JOB_NAME_PREFIX": "remediation",
@@ -25,7 +26,7 @@ def workflow(monkeypatch, offline_aws_credentials):
     dispatch.register_lambda_function(FUNCTION_ARNS["TrainFunctionArn"], train_handler.handler)
     dispatch.register_lambda_function(FUNCTION_ARNS["MonitorFunctionArn"], monitor_handler.handler)
     dispatch.register_lambda_function(FUNCTION_ARNS["PlanFunctionArn"], plan_handler.handler)
-    with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}), dispatch:
+    with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}), dispatch, retry_waits_scaled():
         boto3.client("s3", region_name=REGION).create_bucket(Bucket=BUCKET)
         sns = boto3.client("sns", region_name=REGION)
         sqs = boto3.client("sqs", region_name=REGION)

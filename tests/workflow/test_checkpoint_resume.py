@@ -35,7 +35,11 @@ def test_the_next_job_starts_with_the_failed_jobs_checkpoints(workflow):
     first, second = (request["TrainingJobName"] for request in sagemaker.created)
     attempts = execution.output["state"]["attempts"]
     assert attempts[0]["decision"]["resume_from"] == first
-    assert f"The next job continues from {first}'s checkpoints, not from step 0." in attempts[0]["decision"]["reason"]
+    # the job's debugger did not count its checkpoint files here: the reason says what a resuming script does
+    assert (
+        f"The next job gets {first}'s checkpoint directory: a script that resumes from its checkpoints continues "
+        f"where {first} stopped" in attempts[0]["decision"]["reason"]
+    )
     assert (attempts[1]["resumed_from"], attempts[1]["resumed_checkpoint_files"]) == (first, 2)
     assert attempts[0]["resumed_from"] is None
     carried = s3.list_objects_v2(Bucket=BUCKET, Prefix=bucket_layout.checkpoint_prefix(second))["Contents"]

@@ -37,6 +37,21 @@ def _validate(service: str, operation: str, params: dict) -> None:
     validate_parameters(params, model.input_shape)
 
 
+def test_a_local_runs_spot_interruptions_reach_the_local_platform_as_a_tag():
+    from contracts.spot_interruptions import LOCAL_SPOT_INTERRUPTIONS_TAG
+
+    state = initial_state(
+        {**INPUT, "instance_type": "local", "spot_interruptions": [{"at_step": 30}, {"after_seconds": 90}]}
+    )
+    request = job_request.build_create_training_job_request(state, "remediation-job-1")
+    _validate("sagemaker", "CreateTrainingJob", request)
+    tags = {tag["Key"]: tag["Value"] for tag in request["Tags"]}
+    assert tags[LOCAL_SPOT_INTERRUPTIONS_TAG] == "at_step=30 after_seconds=90"
+    assert request["EnableManagedSpotTraining"] is False  # a simulation: SageMaker's spot option stays a cloud one
+    plain = job_request.build_create_training_job_request(initial_state(INPUT), "remediation-job-1")
+    assert LOCAL_SPOT_INTERRUPTIONS_TAG not in {tag["Key"] for tag in plain["Tags"]}
+
+
 @pytest.mark.parametrize("legacy", [False, True])
 @pytest.mark.parametrize("spot", [False, True])
 def test_create_training_job_request_is_valid(legacy, spot):

@@ -24,7 +24,7 @@ def _definition() -> dict:
 
 def _statelint(path: pathlib.Path) -> subprocess.CompletedProcess:
     statelint = pathlib.Path(sys.executable).with_name("statelint")
-    return subprocess.run([str(statelint), str(path)], capture_output=True, text=True, timeout=60)
+    return subprocess.run([str(statelint), str(path)], capture_output=True, text=True, timeout=300)
 
 
 def test_statelint_accepts_the_definition():

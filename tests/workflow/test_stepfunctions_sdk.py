@@ -20,7 +20,7 @@ pytest.importorskip(
 from stepfunctions.workflow import Workflow as SdkWorkflow  # noqa: E402
 
 
-def wait_until_done(execution, timeout: float = 60.0) -> dict:
+def wait_until_done(execution, timeout: float = 300.0) -> dict:
     deadline = time.monotonic() + timeout
     while (described := execution.describe())["status"] == "RUNNING":
         assert time.monotonic() < deadline, f"execution still running after {timeout} s"

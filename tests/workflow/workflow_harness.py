@@ -454,15 +454,17 @@ class Workflow:
         self.sfn.stop_execution(executionArn=arn, **reason)
         release_pending_waits(boto3.client("s3", region_name=REGION), self.sfn, BUCKET, arn)
 
-    def wait(self, arn: str, timeout: float = 60.0) -> dict[str, Any]:
+    def wait(self, arn: str, timeout: float = 300.0) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
+        pause = 0.02  # short executions end fast; each poll costs moto's interpreter CPU, so longer ones wait longer
         while True:
             described = self.sfn.describe_execution(executionArn=arn)
             if described["status"] != "RUNNING":
                 return described
             if time.monotonic() > deadline:
                 raise AssertionError(f"execution still running after {timeout} s")
-            time.sleep(0.05)
+            time.sleep(pause)
+            pause = min(pause * 1.5, 0.25)
 
     def history(self, arn: str | None = None) -> list[dict[str, Any]]:
         events: list[dict[str, Any]] = []
@@ -470,7 +472,7 @@ class Workflow:
             events += page["events"]
         return events
 
-    def run(self, execution_input: Any, timeout: float = 60.0, state_machine_arn: str | None = None) -> Execution:
+    def run(self, execution_input: Any, timeout: float = 300.0, state_machine_arn: str | None = None) -> Execution:
         described = self.wait(self.start(execution_input, state_machine_arn), timeout)
         output = json.loads(described["output"]) if described.get("output") else None
         return Execution(

@@ -66,7 +66,7 @@ def test_missing_the_objective_applies_its_own_remedies_then_ends_saying_by_how_
     assert ended.last_attempt.decision.end_cause == "objective_missed"
     assert "missed validation:accuracy >= 0.9 by 0.06" in ended.end_reason
     assert "epochs 12 -> 24 would be above 12" in ended.end_reason  # why the remedy no longer applies
-    assert "Changed so far: epochs x2" in ended.end_reason
+    assert "Changed so far: epochs 3 -> 6 -> 12." in ended.end_reason  # from what to what, not a count
 
 
 def test_the_objective_missed_never_falls_back_to_the_any_rule_list(account_input, record):

@@ -123,9 +123,11 @@ def test_a_users_script_without_declarations_gets_the_evidence_remedies_its_hype
         }
     )
     remedies = named.declared_remedies()
-    assert [remedy.name for remedy in remedies["UnchangedTensor"]] == ["LearningRateUpIntoRange", "RaiseLearningRate"]
+    assert [remedy.name for remedy in remedies["UnchangedTensor"]] == [
+        "LowerRateAfterCollapse", "LearningRateUpIntoRange", "RaiseLearningRate"
+    ]
     assert [remedy.name for remedy in remedies["DeadRelu"]] == [
-        "LearningRateIntoRange", "SwitchToLeakyReLU", "LowerLearningRate", "SwitchToLeakyReLU"
+        "LearningRateIntoRange", "LowerRateAfterCollapse", "SwitchToLeakyReLU", "LowerLearningRate", "SwitchToLeakyReLU"
     ]
     assert [remedy.change.hyperparameter for remedy in remedies["objective_missed"]] == ["lr", "epochs"]
     assert "CheckInputImages" not in remedies  # the script has no normalize_inputs
@@ -200,7 +202,7 @@ BAD_SCRIPT_INPUTS = [
     (
         {**SCRIPT, "remedies": {"*": [{"hyperparameter": "lr", "set_to": "high"}]}},
         "remedies.*[0].set_to",
-        "same kind as lr's starting value",
+        "must be a real number like lr's starting value",
     ),
     (
         {**SCRIPT, "remedies": {"*": [{"hyperparameter": "lr", "multiply_by": 1}]}},
@@ -256,6 +258,8 @@ BAD_INPUTS = [
     ("max_num_retraining", 51, "must be <= 50"),
     ("max_monitor_transitions", 0, "must be >= 1"),
     ("policy", "random", "must be one of 'evidence', 'anchor' or 'declared'"),
+    ("policy", "Evidence", "(got 'Evidence') (did you mean 'evidence'?)"),
+    ("hyperparamters", {"depth": 20}, "is not a known key (did you mean 'hyperparameters'?); allowed keys: "),
     ("framework_version", "latest", "has no supported SageMaker training image; use one of 2.13, 2.12, 2.11"),
     ("use_spot_instances", "sometimes", "true/false"),
     ("monitor_interval_seconds", -5, "must be >= 1 (got -5)"),
@@ -293,6 +297,25 @@ def test_spot_instances_cannot_be_local(account_input):
     assert list(caught.value.problems) == ["use_spot_instances"]
 
 
+def test_spot_interruptions_are_a_local_runs_only_and_are_checked_entry_by_entry(account_input):
+    """The local platform's simulation of spot reclaims: refused, naming the field and the fix, for a cloud instance."""
+    with pytest.raises(InvalidExecutionInput) as caught:
+        initial_state({**account_input, "spot_interruptions": [{"at_step": 30}]})
+    assert list(caught.value.problems) == ["spot_interruptions"]
+    assert "set instance_type to local or local_gpu (got ml.m5.xlarge)" in caught.value.problems["spot_interruptions"]
+    with pytest.raises(InvalidExecutionInput) as caught:
+        initial_state({**account_input, "instance_type": "local", "spot_interruptions": [{"at_step": 30}, {"at_step": 20}]})
+    assert list(caught.value.problems) == ["spot_interruptions[1].at_step"]
+    local = {**account_input, "instance_type": "local"}
+    assert initial_state(local).run_spec.spot_interruptions == []
+    state = initial_state({**local, "spot_interruptions": [{"at_step": 30}, {"after_seconds": 600}]})
+    assert state.run_spec.spot_interruptions == [{"at_step": 30}, {"after_seconds": 600}]
+    # every job of the run gets them: the planner's next run_spec keeps them
+    assert state.run_spec.with_hyperparameters({"add_batch_norm": True}).spot_interruptions == [
+        {"at_step": 30}, {"after_seconds": 600}
+    ]  # fmt: skip
+
+
 @pytest.mark.parametrize(("given", "expected"), [(0, False), (1, True), (True, True), (False, False)])
 def test_add_batch_norm_accepts_the_samples_0_1_and_booleans(account_input, given, expected):
     assert initial_state({**account_input, "add_batch_norm": given}).run_spec.hyperparameters["add_batch_norm"] is expected
@@ -311,3 +334,47 @@ def test_an_explicit_null_objective_means_none_for_the_example(account_input):
 def test_input_that_is_not_an_object_is_refused():
     with pytest.raises(InvalidExecutionInput, match="must be a JSON object"):
         initial_state(["bucket"])  # type: ignore[arg-type]
+
+
+def test_the_examples_run_spec_file_is_the_default_run_written_out(account_input):
+    """examples/resnet/run_spec.json spells out, in the AWS sample's keys, what an input naming no script runs."""
+    from pathlib import Path
+
+    spec_file = Path(__file__).resolve().parents[2] / "examples" / "resnet" / "run_spec.json"
+    written = initial_state({**account_input, **json.loads(spec_file.read_text())})
+    default = initial_state(account_input)
+    assert written.run_spec == default.run_spec
+    assert (written.policy, written.objective, written.max_num_retraining) == (
+        default.policy,
+        default.objective,
+        default.max_num_retraining,
+    )
+
+
+@pytest.mark.parametrize(
+    ("kinds", "field", "expected"),
+    [
+        ({"width": "real"}, "hyperparameter_kinds.width", "'width' is not in hyperparameters (known: epochs, grad_clip"),
+        ({"epochs": "count"}, "hyperparameter_kinds.epochs", "must be one of integer, real, flag, text (got 'count')"),
+        ({"optimizer": "real"}, "hyperparameter_kinds.optimizer", 'says real but optimizer\'s starting value is "sgd"'),
+        ({"lr": "integer"}, "hyperparameter_kinds.lr", "says integer but lr's starting value is 0.1"),
+    ],
+)
+def test_a_bad_kind_declaration_fails_before_any_launch_naming_it(account_input, kinds, field, expected):
+    with pytest.raises(InvalidExecutionInput) as caught:
+        initial_state({**account_input, **SCRIPT, "hyperparameter_kinds": kinds})
+    assert expected in caught.value.problems[field], caught.value.problems
+
+
+def test_a_declared_kind_decides_how_a_remedy_writes_the_value(account_input):
+    """A JSON integer that is no rate is a whole number, unless the run_spec says it is real."""
+    spec = {
+        **SCRIPT,
+        "hyperparameters": {**SCRIPT["hyperparameters"], "clip": 3},
+        "remedies": {"ExplodingTensor": [{"hyperparameter": "clip", "multiply_by": 0.5}]},
+    }
+    whole = initial_state({**account_input, **spec})
+    real = initial_state({**account_input, **spec, "hyperparameter_kinds": {"clip": "real"}})
+    assert whole.declared_remedies()["ExplodingTensor"][0].apply({"clip": 3}) == {"clip": 2}
+    assert real.declared_remedies()["ExplodingTensor"][0].apply({"clip": 3}) == {"clip": 1.5}
+    assert real.hyperparameter_kinds == {"clip": "real"}

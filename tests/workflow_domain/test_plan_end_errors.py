@@ -1,8 +1,8 @@
 from typing import get_args
 
 from lambdas.plan_handler import END_ERRORS, end_error
+from lambdas.remediation.attempts import EndCause
 from lambdas.remediation.execution_input import initial_state
-from lambdas.remediation.payload import EndCause
 from lambdas.remediation.policies import plan
 
 

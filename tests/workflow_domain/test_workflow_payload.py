@@ -5,17 +5,16 @@ import pytest
 from aws_lambda_powertools.utilities.parser import parse
 from pydantic import ValidationError
 
+from lambdas.remediation.attempts import MAX_KEPT_ATTEMPTS
 from lambdas.remediation.execution_input import initial_state
 from lambdas.remediation.payload import (
-    MAX_KEPT_ATTEMPTS,
-    MAX_METRICS,
-    MAX_RULE_STATUSES,
     STEP_FUNCTIONS_PAYLOAD_LIMIT,
     StatePayload,
     WorkflowState,
     parse_state,
     payload_size,
 )
+from lambdas.remediation.payload_fields import MAX_METRICS, MAX_RULE_STATUSES
 from lambdas.remediation.validation_messages import InvalidState
 
 
@@ -94,6 +93,7 @@ def _fill(limit: int, unit: str, make) -> object:
 def test_worst_case_payload_stays_far_below_the_step_functions_limit(account_input):
     """Every bounded field at its maximum, with characters that escape to the most JSON bytes."""
     from contracts.remedies import MAX_REMEDIES_JSON_BYTES
+    from contracts.rule_status import MAX_REPORTED_LEARNING_RATES
     from contracts.run_spec import (
         MAX_CHANNELS_JSON_BYTES,
         MAX_HYPERPARAMETERS_JSON_BYTES,
@@ -131,6 +131,7 @@ def test_worst_case_payload_stays_far_below_the_step_functions_limit(account_inp
         "channels": dict(list(channels.items())[:20]),
         "remedies": remedies,
         "objective": {"metric_name": awkward * 80, "type": "Maximize", "target_value": 0.9},
+        "hyperparameter_kinds": {name: "real" if name == "lr" else "text" for name in hyperparameters},
     }
     state = initial_state({**spec, "max_num_retraining": 50})
     for number in range(1, 60):
@@ -149,14 +150,24 @@ def test_worst_case_payload_stays_far_below_the_step_functions_limit(account_inp
                 "message": awkward * 1000,
             },
             evidence={
-                name: -1.7976931348623157e308
-                for name in (
-                    "initial_loss",
-                    "initial_gradient_norm",
-                    "last_finite_loss",
-                    "max_gradient_norm",
-                    "learning_rate_at_issue",
-                )
+                **{
+                    name: -1.7976931348623157e308
+                    for name in (
+                        "initial_loss",
+                        "initial_gradient_norm",
+                        "last_finite_loss",
+                        "max_gradient_norm",
+                        "learning_rate_at_issue",
+                    )
+                },
+                "optimizer": awkward * 100,
+                "learning_rates": [-1.7976931348623157e308] * MAX_REPORTED_LEARNING_RATES,
+                **{
+                    peak: {"value": -1.7976931348623157e308, "step": 10**9, "learning_rate": -1.7976931348623157e308,
+                           "phase": "warmup"}
+                    for peak in ("loss_peak", "gradient_norm_peak")
+                },
+                "checkpoint_files": 10**9,
             },
             metrics={f"{index:02d}" + "m" * 62: -1.7976931348623157e308 for index in range(MAX_METRICS)},
             objective_value=-1.7976931348623157e308,
@@ -172,7 +183,7 @@ def test_worst_case_payload_stays_far_below_the_step_functions_limit(account_inp
     state = state.updated(end_reason=awkward * 1000, job_status=awkward * 100, rule_status=awkward * 100)
     size = payload_size(state)
     print(f"worst-case state payload: {size} bytes ({size / STEP_FUNCTIONS_PAYLOAD_LIMIT:.0%} of 256 KiB)")
-    assert size < STEP_FUNCTIONS_PAYLOAD_LIMIT * 0.6  # measured: 52%
+    assert size < STEP_FUNCTIONS_PAYLOAD_LIMIT * 0.6  # measured: 55% (52% before the evidence kept the peaks)
     assert parse_state(json.loads(json.dumps(state.to_payload()))).to_payload() == state.to_payload()
 
 
@@ -186,7 +197,7 @@ def test_attempt_evidence_has_exactly_the_debugger_contracts_fields():
     import dataclasses
 
     from contracts.rule_status import Evidence
-    from lambdas.remediation.payload import AttemptEvidence
+    from lambdas.remediation.attempts import AttemptEvidence
 
     assert set(AttemptEvidence.model_fields) == {field.name for field in dataclasses.fields(Evidence)}
     evidence = Evidence(
@@ -205,5 +216,5 @@ def test_the_domain_modules_import_without_torch_or_numpy():
         "import sys, lambdas.remediation.notifications, lambdas.remediation.policies; "
         "print(sorted(name for name in ('torch', 'numpy', 'debugger') if name in sys.modules))"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300)
     assert result.stdout.strip() == "[]"

@@ -1,0 +1,145 @@
+"""One change a remedy makes to one hyperparameter: an operation (:data:`OPERATIONS`), optional inclusive bounds on
+the result, and the result written as the hyperparameter's kind is (``contracts.hyperparameter_values``). Standard
+library only; ``contracts.remedies`` builds remedies from these."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from contracts.hyperparameter_values import (
+    FLAG,
+    INTEGER,
+    REAL,
+    Value,
+    fits_kind,
+    is_number,
+    kind_of_value,
+    show,
+    written,
+)
+
+OPERATIONS = ("set_to", "multiply_by", "add", "at_most", "at_least")
+NUMERIC_OPERATIONS = ("multiply_by", "add", "at_most", "at_least")
+
+
+@dataclasses.dataclass(frozen=True)
+class Change:
+    """One hyperparameter, one operation, optional inclusive bounds on the result."""
+
+    hyperparameter: str
+    operation: str
+    operand: Value
+    minimum: float | None = None
+    maximum: float | None = None
+    above: float | None = None
+    below: float | None = None
+    #: What the hyperparameter is (``contracts.hyperparameter_values.KINDS``); None: what its JSON value says.
+    kind: str | None = None
+
+    def kind_for(self, current: Value) -> str:
+        return self.kind or kind_of_value(current)
+
+    def result(self, current: Value) -> Value:
+        """The value after the operation, written as its kind is (a whole number rounded, a real number without
+        float noise, a flag as the run_spec writes it), whether or not it applies."""
+        operand = self.operand
+        kind = self.kind_for(current)
+        if self.operation == "set_to":
+            if kind == FLAG or (kind == INTEGER and fits_kind(operand, INTEGER)) or (kind == REAL and is_number(operand)):
+                return written(operand, kind, current)
+            return operand
+        if self.operation == "multiply_by":
+            new = current * operand
+        elif self.operation == "add":
+            new = current + operand
+        elif self.operation == "at_most":
+            new = min(current, operand)
+        else:  # at_least
+            new = max(current, operand)
+        return written(new, INTEGER if kind == INTEGER else REAL, current)
+
+    def apply(self, current: Value) -> Value | None:
+        """The new value, or None when the change does not apply (no change, or outside its bounds)."""
+        new = self.result(current)
+        if new == current:
+            return None
+        if self.minimum is not None and new < self.minimum:
+            return None
+        if self.maximum is not None and new > self.maximum:
+            return None
+        if self.above is not None and not new > self.above:
+            return None
+        if self.below is not None and not new < self.below:
+            return None
+        return new
+
+    def describe(self) -> str:
+        """'multiply lr by 0.5 (not below 1e-05)'."""
+        switch = "on" if self.operand else "off"
+        verbs = {
+            "set_to": f"turn {self.hyperparameter} {switch}"
+            if self.kind == FLAG
+            else f"set {self.hyperparameter} to {show(self.operand)}",
+            "multiply_by": f"multiply {self.hyperparameter} by {show(self.operand)}",
+            "add": f"add {show(self.operand)} to {self.hyperparameter}",
+            "at_most": f"cap {self.hyperparameter} at {show(self.operand)}",
+            "at_least": f"raise {self.hyperparameter} to at least {show(self.operand)}",
+        }
+        bounds = []
+        if self.minimum is not None:
+            bounds.append(f"not below {show(self.minimum)}")
+        if self.maximum is not None:
+            bounds.append(f"not above {show(self.maximum)}")
+        if self.above is not None:
+            bounds.append(f"while it stays above {show(self.above)}")
+        if self.below is not None:
+            bounds.append(f"while it stays below {show(self.below)}")
+        return verbs[self.operation] + (f" ({', '.join(bounds)})" if bounds else "")
+
+    def why_not(self, current: Value) -> str:
+        """Why it does not apply to ``current``, with the numbers."""
+        reason = self._why_not(current)
+        if self.kind_for(current) == INTEGER and self.operation in NUMERIC_OPERATIONS:
+            exact = self._unrounded(current)
+            if exact != self.result(current):
+                reason += (
+                    f" ({self.hyperparameter} is a whole number, so its results are rounded: exactly it would be "
+                    f"{show(exact)}; declare it real in run_spec.hyperparameter_kinds for a real number)"
+                )
+        return reason
+
+    def _unrounded(self, current: float) -> float:
+        operand = float(self.operand)
+        return {
+            "multiply_by": current * operand,
+            "add": current + operand,
+            "at_most": min(current, operand),
+            "at_least": max(current, operand),
+        }[self.operation]
+
+    def _why_not(self, current: Value) -> str:
+        new = self.result(current)
+        if new == current:
+            return f"{self.hyperparameter} is already {show(current)}"
+        if self.minimum is not None and new < self.minimum:
+            return f"{self.hyperparameter} {show(current)} -> {show(new)} would be below {show(self.minimum)}"
+        if self.maximum is not None and new > self.maximum:
+            return f"{self.hyperparameter} {show(current)} -> {show(new)} would be above {show(self.maximum)}"
+        if self.above is not None and not new > self.above:
+            return f"{self.hyperparameter} {show(current)} -> {show(new)} would be <= {show(self.above)}"
+        if self.below is not None and not new < self.below:
+            return f"{self.hyperparameter} {show(current)} -> {show(new)} would be >= {show(self.below)}"
+        return f"{self.hyperparameter} {show(current)} -> {show(new)} applies"
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"hyperparameter": self.hyperparameter, self.operation: self.operand}
+        if self.minimum is not None:
+            data["min"] = self.minimum
+        if self.maximum is not None:
+            data["max"] = self.maximum
+        if self.above is not None:
+            data["above"] = self.above
+        if self.below is not None:
+            data["below"] = self.below
+        return data

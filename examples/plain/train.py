@@ -1,0 +1,71 @@
+"""A plain PyTorch training script: no debugger import, no hook, nothing written for the workflow.
+
+An MLP classifier on the ``train`` channel (``x.npy`` features, ``y.npy`` integer labels: `examples/mlp/make_data.py`
+makes them), a fifth held out for validation, SGD with momentum. SageMaker's script mode runs it as
+``python train.py --lr 0.05 --epochs 5``; the job's debugger watches it all the same (zero script change: the job
+launcher attaches to the model and optimizer it creates), and the run_spec's metric regex reads the line it prints
+after each epoch::
+
+    epoch=3 train_loss=0.1234 val_loss=0.2345 val_accuracy=0.9375
+"""
+
+import argparse
+import os
+
+import numpy as np
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--lr", type=float, default=0.05)
+    parser.add_argument("--epochs", type=int, default=5)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--hidden", type=int, default=128)
+    parser.add_argument("--train", default=os.environ.get("SM_CHANNEL_TRAIN", "data/train"))
+    parser.add_argument("--model-dir", default=os.environ.get("SM_MODEL_DIR", "model"))
+    args = parser.parse_args()
+
+    torch.manual_seed(0)
+    x = torch.from_numpy(np.load(os.path.join(args.train, "x.npy"))).float().flatten(1)
+    y = torch.from_numpy(np.load(os.path.join(args.train, "y.npy"))).long()
+    cut = int(len(y) * 0.8)
+    mean, std = x[:cut].mean(dim=0), x[:cut].std(dim=0) + 1e-6
+    x = (x - mean) / std
+    train, (x_val, y_val) = TensorDataset(x[:cut], y[:cut]), (x[cut:], y[cut:])
+
+    model = nn.Sequential(
+        nn.Linear(x.shape[1], args.hidden), nn.ReLU(),
+        nn.Linear(args.hidden, args.hidden), nn.ReLU(),
+        nn.Linear(args.hidden, int(y.max()) + 1),
+    )  # fmt: skip
+    loss_fn = nn.CrossEntropyLoss()
+    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
+
+    for epoch in range(args.epochs):
+        model.train()
+        total = 0.0
+        for inputs, labels in DataLoader(train, batch_size=args.batch_size, shuffle=True):
+            optimizer.zero_grad()
+            loss = loss_fn(model(inputs), labels)
+            loss.backward()
+            optimizer.step()
+            total += loss.item() * len(labels)
+        model.eval()
+        with torch.no_grad():
+            logits = model(x_val)
+            val_loss = loss_fn(logits, y_val).item()
+            val_accuracy = (logits.argmax(dim=1) == y_val).float().mean().item()
+        print(
+            f"epoch={epoch} train_loss={total / len(train):.4f} val_loss={val_loss:.4f} val_accuracy={val_accuracy:.4f}",
+            flush=True,
+        )
+
+    os.makedirs(args.model_dir, exist_ok=True)
+    torch.save(model.state_dict(), os.path.join(args.model_dir, "model.pt"))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,75 @@
+"""What the planner knows about a finished attempt: the failure that answers it (the rule that fired, or the failure
+kind), the debugger's evidence as remedy conditions read it (the issue, the phase, the run's history: where the loss
+and the gradient norm peaked), and the learning-rate range of the optimizer the job stepped."""
+
+from __future__ import annotations
+
+from contracts.remedies import FAILURE_KINDS, Situation
+from contracts.rule_status import Peak
+from lambdas.remediation import attempts as attempt_models
+from lambdas.remediation.attempts import Attempt
+from lambdas.remediation.learning_rate_ranges import RateRange, range_for
+from lambdas.remediation.payload import WorkflowState
+
+#: The conventional names of the learning rates: the rate remedies of the evidence set change these.
+RATE_HYPERPARAMETERS = ("learning_rate", "warmup_learning_rate")
+
+
+def situation_of(attempt: Attempt) -> Situation:
+    """The attempt's issue and evidence, as remedy conditions read them."""
+    evidence = attempt.evidence
+    issue = attempt.issue
+    step = issue.step if issue and issue.step is not None else (evidence.first_issue_step if evidence else None)
+    phase = (issue.phase if issue else None) or (evidence.phase if evidence else None)
+    return Situation(
+        issue_step=step,
+        steps_per_epoch=evidence.steps_per_epoch if evidence else None,
+        phase=phase,
+        initial_gradient_norm=evidence.initial_gradient_norm if evidence else None,
+        initial_loss=evidence.initial_loss if evidence else None,
+        last_finite_loss=evidence.last_finite_loss if evidence else None,
+        issue_kind=issue.kind if issue else None,
+        issue_value=issue.value if issue else None,
+        issue_tensor=(issue.tensor or None) if issue else None,
+        loss_peak=_peak(evidence.loss_peak) if evidence else None,
+        gradient_norm_peak=_peak(evidence.gradient_norm_peak) if evidence else None,
+    )
+
+
+def _peak(peak: attempt_models.Peak | None) -> Peak | None:
+    if peak is None:
+        return None
+    return Peak(value=peak.value, step=peak.step, learning_rate=peak.learning_rate, phase=peak.phase)
+
+
+def failure_of(attempt: Attempt) -> str:
+    """The key of the remedies that answer this attempt: the rule that fired, or the failure kind."""
+    if attempt.outcome in FAILURE_KINDS:
+        return attempt.outcome
+    if attempt.issue is not None:
+        return attempt.issue.rule
+    for status in attempt.rule_statuses:
+        if status.status == "IssuesFound":
+            return status.name
+    return "unknown rule"
+
+
+def reported_optimizer(state: WorkflowState) -> str | None:
+    """The optimizer the run's jobs reported, the latest first (a job stopped before its first step may not know)."""
+    for attempt in reversed(state.attempts):
+        if attempt.evidence is not None and attempt.evidence.optimizer:
+            return attempt.evidence.optimizer
+    return None
+
+
+def rate_range(state: WorkflowState) -> RateRange:
+    """The learning-rate range the evidence remedies judge this run's rates in: its optimizer's."""
+    name = state.hyperparameter_names.get("learning_rate", "learning_rate")
+    start = state.attempts[0].hyperparameters.get(name) if state.attempts else None
+    starting_rate = float(start) if isinstance(start, (int, float)) and not isinstance(start, bool) else None
+    return range_for(reported_optimizer(state), starting_rate)
+
+
+def rate_names(state: WorkflowState) -> set[str]:
+    """The run's own names of its learning rates."""
+    return {state.hyperparameter_names.get(name, name) for name in RATE_HYPERPARAMETERS}

@@ -1,0 +1,344 @@
+"""The ``evidence`` remedy set (``policy`` "evidence", the default): for every failure the debugger names, the
+remedies the evidence calls for, each stated with its numbers, on the conventional hyperparameter names of
+``lambdas.remediation.remedy_sets``.
+
+On the reference scenario (DESIGN §1) a ResNet without batch norm explodes in its first steps with an initial
+gradient norm in the hundreds for every warmup rate from 0.8 down to 0.0125, so lowering the warmup rate only delays
+the explosion; batch norm with warmup <= 0.1 fixes it. That evidence adds batch norm at once.
+
+The set is built for the optimizer the job steps (:func:`evidence_remedies`): its learning-rate remedies judge a rate
+in that optimizer's range (``lambdas.remediation.learning_rate_ranges``), so Adam's usual 1e-3 is not "too small"
+as it would be for SGD. Dead units, vanishing gradients or a stalled loss after the loss or the gradient norm spiked
+are a collapse from a rate too high (``spiked_above``): the rate that was active at the spike is lowered first.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from contracts.remedies import ANY_RULE, OBJECTIVE_MISSED, OUT_OF_MEMORY
+from lambdas.remediation.learning_rate_ranges import SGD_RANGE, RateRange
+from lambdas.remediation.xgboost_remedies import XGBOOST_EVIDENCE_REMEDIES
+
+#: An initial total gradient norm above this means the network is badly scaled at
+#: initialisation (measured: 200-950 without batch norm, 7-8 with it).
+INIT_SCALE_GRADIENT_NORM = 50.0
+#: The SGD range the reference network was measured in (lambdas.remediation.learning_rate_ranges derives every
+#: optimizer's range by the same ratios): with batch norm, warmup rates above 0.1 exploded, at or below it stable ...
+STABLE_WARMUP_LEARNING_RATE = SGD_RANGE.stable_warmup
+#: ... no remedy lowers a learning rate below this ...
+LEARNING_RATE_FLOOR = SGD_RANGE.floor
+#: ... nor raises one above this ...
+LEARNING_RATE_CEILING = SGD_RANGE.ceiling
+#: ... and a rate far above the ceiling is brought back to SGD's usual start.
+USUAL_LEARNING_RATE = SGD_RANGE.usual
+#: The evidence policy never trains for more epochs than this when the objective is missed ...
+MAX_EPOCHS = 16
+#: ... nor halves the batch below this when a job runs out of memory.
+MIN_BATCH_SIZE = 8
+#: ... nor raises weight decay above this when a model overfits.
+MAX_WEIGHT_DECAY = 1e-2
+#: ... and starts it here when a model without it overfits (the usual SGD value).
+MIN_WEIGHT_DECAY = 1e-4
+#: Dropout the evidence policy adds against overfitting.
+OVERFIT_DROPOUT = 0.3
+#: Epochs without a better validation loss before early stopping keeps the best model.
+EARLY_STOPPING_PATIENCE = 2
+#: A DeadRelu value (percent of the layer's units dead, the unit of its threshold_layer) above this means most units
+#: are gone: changing the activation, not the rate, brings them back.
+MOSTLY_DEAD = 50.0
+#: A loss or gradient norm that rose above this many times its initial value before a rule found dead units or
+#: vanishing gradients was a blow-up the network did not survive (measured: ResNet-20 with batch norm at warmup 0.8,
+#: loss 3.35 -> 1181 and gradient norm 6.4 -> 773 by step 4, gradients zero after; healthy runs stay within 4x).
+COLLAPSE_FACTOR = 10.0
+#: A rate that blew the network up is lowered tenfold: halving it (0.8 -> 0.4 -> 0.2) blew up again in the
+#: reference runs, a tenth (0.08) trained.
+COLLAPSE_RATE_FACTOR = 0.1
+
+# --------------------------------------------------------------------------- the evidence set
+
+
+def evidence_remedies(rates: RateRange = SGD_RANGE) -> dict[str, list[dict[str, Any]]]:
+    """The evidence set with its learning-rate remedies in ``rates``, the range of the optimizer the job steps;
+    the same rules' remedies for gradient-boosted trees after the networks' (a run keeps those on its own names)."""
+    remedies = _network_remedies(rates)
+    for key, entries in XGBOOST_EVIDENCE_REMEDIES.items():
+        remedies[key] = [*remedies.get(key, []), *entries]
+    return remedies
+
+
+def _network_remedies(rates: RateRange) -> dict[str, list[dict[str, Any]]]:
+    cap_warmup = {"hyperparameter": "warmup_learning_rate", "at_most": rates.stable_warmup}
+    add_batch_norm = {"hyperparameter": "add_batch_norm", "set_to": True, "also": [cap_warmup], "name": "AddBatchNorm"}
+    lower_learning_rate = {
+        "name": "LowerLearningRate",
+        "hyperparameter": "learning_rate",
+        "multiply_by": 0.5,
+        "min": rates.floor,
+    }
+    raise_learning_rate = {
+        "name": "RaiseLearningRate",
+        "hyperparameter": "learning_rate",
+        "multiply_by": 2,
+        "max": rates.ceiling,
+    }
+    # A rate above the ceiling is no tuning question: every failure it causes is answered by bringing it into range.
+    rate_into_range = {
+        "name": "LearningRateIntoRange",
+        "hyperparameter": "learning_rate",
+        "set_to": rates.usual,
+        "when": {"hyperparameters_above": {"learning_rate": rates.ceiling}},
+        "note": f"A learning rate above {rates.ceiling:g} is outside the range {rates.optimizer} trains networks at; "
+        f"{rates.usual:g} is its usual start.",
+    }
+    # ... and a rate far below it moves the weights too little to tell anything: up to a tenth of the usual start.
+    rate_up_into_range = {
+        "name": "LearningRateUpIntoRange",
+        "hyperparameter": "learning_rate",
+        "set_to": rates.raised_to,
+        "resume": True,
+        "when": {"hyperparameters_below": {"learning_rate": rates.too_small}},
+        "note": f"A learning rate below {rates.too_small:g} barely moves the weights with {rates.optimizer}; "
+        f"{rates.raised_to:g} is within its usual range.",
+    }
+    lower_warmup = {
+        "name": "LowerWarmupLearningRate",
+        "hyperparameter": "warmup_learning_rate",
+        "multiply_by": 0.5,
+        "min": rates.floor,
+    }
+    raise_warmup = {
+        "name": "RaiseWarmupLearningRate",
+        "hyperparameter": "warmup_learning_rate",
+        "multiply_by": 2,
+        "max": rates.stable_warmup,
+    }
+    # Dead units and vanishing gradients after the loss or gradient norm spiked: the rate active at the spike blew
+    # the network up (issue 21: raising the rate there, as for a network that never learned, makes it worse).
+    collapse = [
+        {
+            "name": "LowerWarmupRateAfterCollapse",
+            "hyperparameter": "warmup_learning_rate",
+            "multiply_by": COLLAPSE_RATE_FACTOR,
+            "min": rates.floor,
+            "when": {"spiked_above": COLLAPSE_FACTOR, "spike_phase": "warmup"},
+            "note": "The network blew up during warmup and did not recover: a collapse from a warmup rate too high, "
+            "not gradients too small to learn.",
+        },
+        {
+            "name": "LowerRateAfterCollapse",
+            "hyperparameter": "learning_rate",
+            "multiply_by": COLLAPSE_RATE_FACTOR,
+            "min": rates.floor,
+            "when": {"spiked_above": COLLAPSE_FACTOR},
+            "note": "The network blew up and did not recover: a collapse from a learning rate too high, not gradients "
+            "too small to learn.",
+        },
+    ]
+    clip_gradients = {"name": "ClipGradients", "hyperparameter": "grad_clip", "set_to": 1.0}
+    rescale_init = {
+        "name": "RescaleInitialisation",
+        "hyperparameter": "init_scale",
+        "set_to": 1.0,
+        "note": "Initial weights at the usual He/Xavier scale keep activations and gradients of order one.",
+    }
+    leaky_relu = {
+        "name": "SwitchToLeakyReLU",
+        "hyperparameter": "activation",
+        "set_to": "leaky_relu",
+        "when": {"hyperparameters": {"activation": "relu"}},
+        "note": "A ReLU unit whose input stays negative passes no gradient and never recovers; leaky ReLU keeps a "
+        "small slope there.",
+    }
+    # Weight decay from none (multiplying zero changes nothing) ...
+    start_weight_decay = {"name": "StartWeightDecay", "hyperparameter": "weight_decay", "at_least": MIN_WEIGHT_DECAY}
+    # ... and up from there.
+    raise_weight_decay = {
+        "name": "RaiseWeightDecay", "hyperparameter": "weight_decay", "multiply_by": 10, "max": MAX_WEIGHT_DECAY,
+    }  # fmt: skip
+    early_stopping = {
+        "name": "StopEarlyKeepBest",
+        "hyperparameter": "early_stopping_patience",
+        "set_to": EARLY_STOPPING_PATIENCE,
+        "resume": True,
+        "note": f"Stop after {EARLY_STOPPING_PATIENCE} epochs without a better validation loss and keep the best "
+        "model.",
+    }
+
+    return {
+        "ExplodingTensor": [
+            rate_into_range,
+            {
+                **add_batch_norm,
+                "when": {"phase": "warmup", "early": True, "initial_gradient_norm_above": INIT_SCALE_GRADIENT_NORM},
+                "note": "An initialisation-scale gradient norm with no batch norm means the network is badly scaled "
+                "at initialisation, and blowing up in the first steps of warmup means a lower warmup rate would only "
+                "delay the explosion.",
+            },
+            {**add_batch_norm, "note": "Without batch norm, lowering the learning rates only delays the blow-up."},
+            {
+                **cap_warmup,
+                "name": "CapWarmupLearningRate",
+                "when": {"phase": "warmup"},
+                "note": f"With batch norm the reference network was stable at warmup <= {rates.stable_warmup:g}.",
+            },
+            {**lower_warmup, "when": {"phase": "warmup"}, "note": "The warmup rate is too high for this network."},
+            {**lower_learning_rate, "when": {"phase": "main"}, "note": "The main learning rate is too high."},
+            {
+                **clip_gradients,
+                "note": "Clipping the gradient norm bounds each step, so one large gradient cannot throw the weights "
+                "off.",
+            },
+            {**lower_learning_rate, "note": "A lower learning rate is the remaining remedy for an explosion."},
+        ],
+        "VanishingGradient": [
+            rate_into_range,
+            *collapse,
+            rate_up_into_range,
+            {**add_batch_norm, "also": [], "note": "Batch norm keeps the gradients scaled."},
+            {**leaky_relu, "note": "ReLU units can die and stop passing gradient; leaky ReLU keeps one."},
+            {
+                "name": "SwitchToReLU",
+                "hyperparameter": "activation",
+                "set_to": "relu",
+                "when": {"hyperparameters": {"activation": "sigmoid"}},
+                "note": "Sigmoid's derivative is at most 0.25, so gradients shrink layer by layer; ReLU passes them "
+                "whole.",
+            },
+            {**rescale_init, "note": "Initial weights far below the usual scale shrink the gradients layer by layer."},
+            {**raise_warmup, "when": {"phase": "warmup"}, "note": "The warmup rate is too small to move the weights."},
+            {**raise_learning_rate, "note": "The updates are too small."},
+        ],
+        "DeadRelu": [
+            rate_into_range,
+            *collapse,
+            {**leaky_relu, "when": {"hyperparameters": {"activation": "relu"}, "issue_value_above": MOSTLY_DEAD}},
+            {**lower_learning_rate, "note": "Large steps push ReLU units into the region where they stay off."},
+            leaky_relu,
+            {**add_batch_norm, "also": [], "note": "Batch norm keeps pre-activations centred, so units stay alive."},
+        ],
+        "SaturatedActivation": [
+            rate_into_range,
+            *collapse,
+            {**rescale_init, "note": "Large initial weights drive tanh/sigmoid inputs far from zero, where their "
+             "derivative vanishes."},
+            {**add_batch_norm, "also": [], "note": "Batch norm keeps the activations' inputs near zero."},
+            {**lower_learning_rate, "note": "Large steps push the activations' inputs into saturation."},
+        ],
+        "AllZero": [
+            *collapse,
+            {**rescale_init, "note": "Weights initialised to zero (init_scale 0) give every unit the same zero output "
+             "and gradient: they never differ."},
+            {**raise_learning_rate, "note": "The tensors stay zero: nothing moves them."},
+        ],
+        "UnchangedTensor": [
+            *collapse,
+            rate_up_into_range,
+            {**raise_learning_rate, "multiply_by": 10, "resume": True,
+             "note": "The tensors do not change between steps: the updates are too small to move them."},
+        ],
+        "TensorVariance": [
+            rate_into_range,
+            {**rescale_init, "when": {"early": True}, "note": "Tensors whose spread is out of bounds from the first "
+             "steps were initialised at the wrong scale."},
+            {**lower_learning_rate, "when": {"issue_kind": "above_max"},
+             "note": "Tensors spreading beyond the bound mean the updates are too large."},
+            {**start_weight_decay, "when": {"issue_kind": "above_max"}, "resume": True,
+             "note": "Weight decay pulls growing weights back."},
+            {**raise_weight_decay, "when": {"issue_kind": "above_max"}, "resume": True,
+             "note": "Stronger weight decay pulls growing weights back."},
+            *collapse,
+            {**raise_learning_rate, "when": {"issue_kind": "below_min"}, "resume": True,
+             "note": "Tensors that barely vary mean the updates are too small."},
+        ],
+        "ClassImbalance": [
+            {"name": "WeightClasses", "hyperparameter": "class_weighting", "set_to": "balanced", "resume": True,
+             "note": "Weighting the loss by inverse class frequency makes the rare classes count as much as the "
+             "common ones."},
+        ],
+        "Overfit": [
+            {**early_stopping, "note": "The validation loss rises while the training loss falls: the best model is "
+             "behind, so stop at the best epoch and keep it."},
+            {**start_weight_decay, "note": "The model memorises its training set: L2 regularisation, trained again "
+             "from the start."},
+            {**raise_weight_decay, "note": "Stronger L2 regularisation narrows the gap, trained again from the "
+             "start."},
+            {"name": "AddDropout", "hyperparameter": "dropout", "set_to": OVERFIT_DROPOUT,
+             "note": "Dropout regularises a model that memorises its training set, trained again from the start."},
+        ],
+        "Overtraining": [
+            {**early_stopping, "note": "The validation loss stopped improving while training went on: stop at the "
+             "best epoch and keep that model."},
+            {**start_weight_decay, "note": "L2 regularisation delays overtraining."},
+            {**raise_weight_decay, "note": "Stronger L2 regularisation delays overtraining."},
+        ],
+        "LossNotDecreasing": [
+            rate_into_range,
+            *collapse,
+            rate_up_into_range,
+            {**lower_warmup, "when": {"phase": "warmup", "loss": "rising"}, "note": "The loss oscillates or rises."},
+            {**raise_warmup, "when": {"phase": "warmup", "loss": "falling"}, "note": "The loss falls too slowly."},
+            {**lower_learning_rate, "when": {"loss": "rising"}, "note": "The loss rises: the learning rate "
+             "overshoots."},
+            {**raise_learning_rate, "when": {"loss": "falling"}, "resume": True,
+             "note": "The loss falls, too slowly to count: larger steps."},
+            {**lower_learning_rate, "note": "The loss stopped decreasing: the main rate overshoots."},
+        ],
+        "WeightUpdateRatio": [
+            rate_into_range,
+            rate_up_into_range,
+            {**lower_learning_rate, "when": {"issue_kind": "too_large"},
+             "note": "Updates large against the weights they change mean the learning rate is too high."},
+            *collapse,
+            {**raise_learning_rate, "when": {"issue_kind": "too_small"}, "resume": True,
+             "note": "Updates tiny against the weights mean the learning rate is too low."},
+            lower_learning_rate,
+        ],
+        "PoorWeightInitialization": [
+            rate_into_range,
+            {**rescale_init, "note": "Activations of very different scale across layers mean the initial weights "
+             "are badly scaled."},
+            {**add_batch_norm, "also": [], "note": "Batch norm rescales every layer's activations."},
+        ],
+        "StalledTrainingRule": [
+            {"name": "LoadInProcess", "hyperparameter": "num_workers", "set_to": 0, "resume": True,
+             "note": "No step for the threshold's seconds: a data-loading worker that hangs (a deadlock after fork) "
+             "stalls training; loading in the training process cannot."},
+        ],
+        "CheckInputImages": [
+            {"name": "NormalizeInputs", "hyperparameter": "normalize_inputs", "set_to": True,
+             "note": "Inputs far from zero mean and unit variance slow or destabilise training."},
+        ],
+        OUT_OF_MEMORY: [
+            {
+                "name": "HalveBatchSize",
+                "hyperparameter": "batch_size",
+                "multiply_by": 0.5,
+                "min": MIN_BATCH_SIZE,
+                # The linear scaling rule (Goyal et al. 2017): the learning rates follow the batch size.
+                "also": [
+                    {"hyperparameter": "learning_rate", "multiply_by": 0.5, "min": rates.floor},
+                    {"hyperparameter": "warmup_learning_rate", "multiply_by": 0.5, "min": rates.floor},
+                ],
+                "note": "Activations grow with the batch: half the batch needs about half their memory, and the "
+                "learning rates are halved with it (linear scaling rule).",
+            }
+        ],
+        OBJECTIVE_MISSED: [
+            # A completed job has no epochs left to continue: train again from the start at the usual rate.
+            {**rate_up_into_range, "resume": False},
+            {
+                "name": "TrainLonger",
+                "hyperparameter": "num_epochs",
+                "multiply_by": 2,
+                "max": MAX_EPOCHS,
+                "resume": True,
+                "note": "Training was stable but too short to reach the objective: more epochs.",
+            },
+        ],
+        ANY_RULE: [rate_into_range, add_batch_norm, lower_learning_rate],
+    }
+
+
+#: The evidence set in SGD's range (the built-in example's optimizer), as the execution input checks it.
+EVIDENCE_REMEDIES = evidence_remedies()

@@ -1,0 +1,117 @@
+"""The evidence the hook writes for the planner, on small real torch models: the optimizer the script steps (named
+although smdebug's scripts never register it) and its rates, where the loss and the gradient norm peaked, and how
+many checkpoint files the job has left."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from contracts.job import CHECKPOINT_DIR_ENV
+from contracts.rule_status import RULE_STATUS_FILE, RuleStatusDocument
+from debugger import Hook, StopTrainingRequested
+
+STOP = '[{"name":"StopTraining"}]'
+
+
+def rule(name: str, **parameters: str) -> dict:
+    return {"RuleConfigurationName": name, "RuleParameters": {"rule_to_invoke": name, **parameters}}
+
+
+def model_and_data():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 4))
+    generator = torch.Generator().manual_seed(1)
+    data = [(torch.randn(32, 6, generator=generator), torch.randint(0, 4, (32,), generator=generator)) for _ in range(8)]
+    return model, data
+
+
+def read_evidence(directory):
+    return RuleStatusDocument.from_json((directory / RULE_STATUS_FILE).read_text()).evidence
+
+
+def test_an_unregistered_adam_is_named_with_its_rates_and_the_peaks_carry_their_step_and_rate(tmp_path):
+    hook = Hook.from_configs(rule_configs=[rule("LossNotDecreasing")], out_dir=tmp_path, job_name="adam")
+    model, data = model_and_data()
+    criterion = nn.CrossEntropyLoss()
+    hook.register_module(model)
+    hook.register_loss(criterion)
+    optimizer = torch.optim.Adam(
+        [{"params": model[0].parameters(), "lr": 1e-3}, {"params": model[2].parameters(), "lr": 3e-4}]
+    )
+    losses, norms = [], []
+    for step, (inputs, labels) in enumerate(data):
+        for group in optimizer.param_groups:  # a schedule the script runs itself
+            group["lr"] = group["lr"] * (50 if step == 3 else 1)
+        optimizer.zero_grad()
+        loss = criterion(model(inputs), labels)
+        loss.backward()
+        losses.append(float(loss.detach()))
+        norms.append(hook.last_gradient_norm)
+        optimizer.step()
+    hook.close()
+
+    evidence = read_evidence(tmp_path)
+    assert evidence.optimizer == "Adam"
+    assert evidence.learning_rates == pytest.approx([0.05, 0.015])  # the rates at the end, after the schedule
+    peak_step = max(range(len(losses)), key=losses.__getitem__)
+    assert evidence.loss_peak.step == peak_step and evidence.loss_peak.value == pytest.approx(losses[peak_step])
+    grad_step = max(range(len(norms)), key=norms.__getitem__)
+    assert evidence.gradient_norm_peak.step == grad_step
+    assert evidence.gradient_norm_peak.value == pytest.approx(norms[grad_step])
+    # the rate of the step where it peaked, as the hook read it then (group 0's)
+    assert evidence.gradient_norm_peak.learning_rate == pytest.approx(1e-3 * (50 if grad_step >= 3 else 1))
+    assert evidence.max_gradient_norm == evidence.gradient_norm_peak.value
+
+
+def test_a_rule_that_stops_the_job_before_the_first_optimizer_step_still_names_the_optimizer(tmp_path):
+    hook = Hook.from_configs(
+        rule_configs=[rule("VanishingGradient", threshold="1e3", action_json=STOP)], out_dir=tmp_path, job_name="early"
+    )
+    model, data = model_and_data()
+    criterion = nn.CrossEntropyLoss()
+    hook.register_module(model)
+    hook.register_loss(criterion)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=2e-3)
+    inputs, labels = data[0]
+    with pytest.raises(StopTrainingRequested):
+        criterion(model(inputs), labels).backward()  # the check at the end of backward stops it at step 0
+        optimizer.step()
+    hook.close()
+    evidence = read_evidence(tmp_path)
+    assert evidence.first_issue_step == 0
+    assert (evidence.optimizer, evidence.learning_rates) == ("AdamW", [2e-3])
+
+
+def test_the_checkpoint_files_the_job_left_are_counted(tmp_path, monkeypatch):
+    checkpoints = tmp_path / "checkpoints"
+    checkpoints.mkdir()
+    monkeypatch.setenv(CHECKPOINT_DIR_ENV, str(checkpoints))
+    hook = Hook.from_configs(rule_configs=[rule("LossNotDecreasing")], out_dir=tmp_path / "debug", job_name="ckpt")
+    model, data = model_and_data()
+    criterion = nn.CrossEntropyLoss()
+    hook.register_module(model)
+    hook.register_loss(criterion)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    for inputs, labels in data[:2]:
+        optimizer.zero_grad()
+        criterion(model(inputs), labels).backward()
+        optimizer.step()
+    assert hook.write_status().evidence.checkpoint_files == 0  # a script that writes none
+    torch.save(model.state_dict(), checkpoints / "checkpoint-0000.pt")
+    (checkpoints / "epoch-1").mkdir()
+    torch.save(model.state_dict(), checkpoints / "epoch-1" / "model.pt")
+    hook.close()
+    assert read_evidence(tmp_path / "debug").checkpoint_files == 2
+    assert (read_evidence(tmp_path / "debug").optimizer, read_evidence(tmp_path / "debug").learning_rates) == (
+        "SGD",
+        [0.01],
+    )
+
+
+def test_a_job_without_a_checkpoint_directory_reports_none(tmp_path, monkeypatch):
+    monkeypatch.delenv(CHECKPOINT_DIR_ENV, raising=False)
+    monkeypatch.setenv("CHECKPOINT_CONFIG_FILE_PATH", str(tmp_path / "absent.json"))
+    hook = Hook.from_configs(rule_configs=[rule("LossNotDecreasing")], out_dir=tmp_path, job_name="none")
+    assert hook.close().evidence.checkpoint_files is None

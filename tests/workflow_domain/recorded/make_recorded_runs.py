@@ -1,0 +1,184 @@
+"""Record real jobs for the planner's tests: each scenario runs the local remediation loop (real training, the real
+debugger) and keeps, per job, what the monitor read: the rule-status document the job's debugger wrote and the
+job's description (status, failure reason, final metrics, from the run's final payload). A few KB per job.
+
+    .venv/bin/python tests/workflow_domain/recorded/make_recorded_runs.py              # every scenario
+    .venv/bin/python tests/workflow_domain/recorded/make_recorded_runs.py xgboost-overtraining
+
+The tests (``tests/workflow_domain/test_recorded_runs.py``) feed these documents through the monitor's own
+``decide``/``apply_decision`` and plan from them: the planner is judged on real trajectories, not hand-made numbers.
+Rerun a scenario after changing what the job reports (``contracts.rule_status.Evidence``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[2]
+sys.path.insert(0, str(REPO / "examples" / "mlp"))
+
+#: The MLP example's knobs the evidence set turns, on its own names.
+MLP_NAMES = {
+    "learning_rate": "lr",
+    "num_epochs": "epochs",
+    "add_batch_norm": "batch-norm",
+    "init_scale": "init-scale",
+}
+MLP_SPEC = {
+    "source_dir": str(REPO / "examples" / "mlp"),
+    "entry_point": "train.py",
+    "metric_definitions": [{"Name": "validation:accuracy", "Regex": "val_accuracy=([0-9.]+)"}],
+    "objective": {"metric_name": "validation:accuracy", "type": "Maximize", "target_value": 0.9},
+}
+
+SCENARIOS: dict[str, dict[str, Any]] = {
+    "resnet-batch-norm-warmup-0.8": {
+        "about": "The built-in ELU ResNet-20 with batch norm and warmup 0.8: the loss and gradient norm spike in the "
+        "first warmup steps until a gradient is NaN (ExplodingTensor); the next job, at warmup 0.1, trains.",
+        "run_spec": {"init_warmup_learning_rate": 0.8, "learning_rate": 0.1, "add_batch_norm": 1, "num_epochs": 2,
+                     "max_num_retraining": 2},
+    },
+    "resnet-batch-norm-warmup-0.2": {
+        "about": "The built-in ELU ResNet-20 with batch norm and warmup 0.2 (issue 21's collapse; one training "
+        "thread): the loss spikes to 1e14 at the last warmup step and, at the first main step, the stem's gradient "
+        "is exactly 0 (VanishingGradient). The next job runs at the warmup rate the planner chose.",
+        "run_spec": {"init_warmup_learning_rate": 0.2, "learning_rate": 0.1, "add_batch_norm": 1, "num_epochs": 2,
+                     "max_num_retraining": 2},
+    },
+    "mlp-dead-relu-lr-0.4": {
+        "about": "The repair zoo's mlp-dead-relu: three ReLU layers at SGD 0.4 with momentum on clusters; DeadRelu "
+        "fires.",
+        "run_spec": {**MLP_SPEC, "hyperparameters": {"lr": 0.4, "epochs": 4, "depth": 3, "activation": "relu"},
+                     "hyperparameter_names": {"learning_rate": "lr", "num_epochs": "epochs"},
+                     "rules": ["ExplodingTensor", "DeadRelu"], "max_num_retraining": 1},
+    },
+    "mlp-adam-1e-3-one-epoch": {
+        "about": "The MLP on digits with Adam at 1e-3, its usual rate, for one epoch: healthy, short of the objective.",
+        "dataset": "digits",
+        "run_spec": {**MLP_SPEC, "hyperparameters": {"optimizer": "adam", "lr": 0.001, "epochs": 1},
+                     "hyperparameter_names": {"learning_rate": "lr", "num_epochs": "epochs"},
+                     "objective": {**MLP_SPEC["objective"], "target_value": 0.97}, "max_num_retraining": 1},
+    },
+    "mlp-adam-5e-4-one-epoch": {
+        "about": "The MLP on digits with Adam at 5e-4 for one epoch: healthy, short of the objective.",
+        "dataset": "digits",
+        "run_spec": {**MLP_SPEC, "hyperparameters": {"optimizer": "adam", "lr": 0.0005, "epochs": 1},
+                     "hyperparameter_names": {"learning_rate": "lr", "num_epochs": "epochs"},
+                     "objective": {**MLP_SPEC["objective"], "target_value": 0.95}, "max_num_retraining": 1},
+    },
+    "mlp-lr-50-as-integer": {
+        "about": 'The MLP on clusters at "lr": 50 (a JSON integer) with a declared remedy lr x 0.1: it explodes; '
+        "the next job runs at 5.0.",
+        "run_spec": {**MLP_SPEC, "hyperparameters": {"lr": 50, "epochs": 2},
+                     "remedies": {"ExplodingTensor": [{"hyperparameter": "lr", "multiply_by": 0.1, "min": 0.0001}]},
+                     "max_num_retraining": 2},
+    },
+    "mlp-sigmoid-batch-norm-0": {
+        "about": 'Eight sigmoid layers at a tenth of the usual initial scale on digits, "batch-norm": 0 (a 0/1 knob): '
+        "VanishingGradient at step 0.",
+        "dataset": "digits",
+        "run_spec": {**MLP_SPEC, "hyperparameters": {"lr": 0.05, "epochs": 4, "activation": "sigmoid", "depth": 8,
+                                                     "init-scale": 0.1, "batch-norm": 0},
+                     "hyperparameter_names": MLP_NAMES, "max_num_retraining": 1},
+    },
+    "ddp-script-without-checkpoints": {
+        "about": "examples/ddp (a script that writes no checkpoints) on one process, one epoch, against an objective "
+        "it misses: the evidence set's TrainLonger would resume, and there is nothing to resume from.",
+        "run_spec": {"source_dir": str(REPO / "examples" / "ddp"), "entry_point": "train.py",
+                     "hyperparameters": {"lr": 0.05, "epochs": 1},
+                     "hyperparameter_names": {"learning_rate": "lr", "num_epochs": "epochs"},
+                     "metric_definitions": MLP_SPEC["metric_definitions"],
+                     "objective": {**MLP_SPEC["objective"], "target_value": 0.99}, "max_num_retraining": 1},
+    },
+    "xgboost-overtraining": {
+        "about": "examples/xgboost (breast cancer, trees that overfit): Overtraining at round 10 (issue 20).",
+        "xgboost_data": True,
+        "run_spec": {**json.loads((REPO / "examples" / "xgboost" / "run_spec.json").read_text()),
+                     "source_dir": str(REPO / "examples" / "xgboost"), "max_num_retraining": 1},
+    },
+}  # fmt: skip
+
+
+def channels_for(scenario: dict[str, Any], work: Path) -> list[str]:
+    if scenario["run_spec"].get("framework") == "xgboost":
+        out = work / "xgboost-data"
+        subprocess.run([sys.executable, str(REPO / "examples" / "xgboost" / "make_data.py"), "--out", str(out)], check=True)
+        return ["--channel", f"train={out / 'train'}", "--channel", f"validation={out / 'validation'}"]
+    if scenario["run_spec"].get("source_dir", "").endswith("mlp"):
+        import numpy as np
+        from make_data import make_dataset
+
+        x, y = make_dataset(scenario.get("dataset", "blobs"))
+        train = work / "mlp-data" / "train"
+        train.mkdir(parents=True, exist_ok=True)
+        np.save(train / "x.npy", x)
+        np.save(train / "y.npy", y)
+        return ["--channel", f"train={train}"]
+    return []
+
+
+def record(name: str, threads: int) -> Path:
+    scenario = SCENARIOS[name]
+    with tempfile.TemporaryDirectory(prefix=f"recorded-{name}-") as temporary:
+        work = Path(temporary)
+        spec_file = work / "run_spec.json"
+        spec_file.write_text(json.dumps(scenario["run_spec"]))
+        command = [
+            str(REPO / ".venv" / "bin" / "remediate"), "local", "run", "--run-spec", str(spec_file),
+            "--run-dir", str(work / "run"), "--num-threads", str(threads), "--json", *channels_for(scenario, work),
+        ]  # fmt: skip
+        finished = subprocess.run(command, cwd=REPO, capture_output=True, text=True, env={**os.environ})
+        if finished.returncode not in (0, 1):
+            raise SystemExit(f"{name}: remediate exited {finished.returncode}\n{finished.stderr[-3000:]}")
+        summary = json.loads(finished.stdout)
+        payload = json.loads((work / "run" / "final-payload.json").read_text())["state"]
+        bucket = payload["run_spec"]["bucket"]
+        jobs = []
+        for attempt in payload["attempts"]:
+            status_file = work / "run" / "buckets" / bucket / "debug-output" / attempt["job_name"] / "rule-status.json"
+            jobs.append(
+                {
+                    "hyperparameters": attempt["hyperparameters"],
+                    "describe": {
+                        "TrainingJobName": attempt["job_name"],
+                        "TrainingJobStatus": attempt["job_status"],
+                        "FailureReason": attempt["failure_reason"],
+                        "FinalMetricDataList": [
+                            {"MetricName": metric, "Value": value} for metric, value in attempt["metrics"].items()
+                        ],
+                    },
+                    "rule_status": json.loads(status_file.read_text()) if status_file.is_file() else None,
+                    "decision_then": (attempt.get("decision") or {}).get("reason"),
+                }
+            )
+    run_spec = {key: value for key, value in scenario["run_spec"].items() if key != "source_dir"}
+    document = {"scenario": name, "about": scenario["about"], "run_spec": run_spec, "jobs": jobs,
+                "end_reason": summary.get("end_reason")}  # fmt: skip
+    path = HERE / f"{name}.json"
+    path.write_text(json.dumps(document, indent=1) + "\n")
+    return path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("scenarios", nargs="*", help=f"default: all ({', '.join(SCENARIOS)})")
+    parser.add_argument("--num-threads", type=int, default=2)
+    args = parser.parse_args()
+    unknown = [name for name in args.scenarios if name not in SCENARIOS]
+    if unknown:
+        parser.error(f"unknown scenario {unknown[0]!r}; known: {', '.join(SCENARIOS)}")
+    for name in args.scenarios or SCENARIOS:
+        path = record(name, args.num_threads)
+        print(f"{name}: {path.relative_to(REPO)} ({path.stat().st_size} bytes)", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,213 @@
+"""The planner on real trajectories: jobs recorded by ``recorded/make_recorded_runs.py`` (real training, the real
+debugger), each fed through the monitor's own ``decide`` / ``apply_decision`` as the monitor Lambda reads it, then
+planned. Every assertion is on what the user sees: the next job's hyperparameters and the decision's text."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from contracts.rule_status import RuleStatusDocument
+from lambdas.remediation.execution_input import initial_state
+from lambdas.remediation.monitoring import RuleReading, apply_decision, decide, metrics_saved_by_script
+from lambdas.remediation.notifications import issues_found
+from lambdas.remediation.payload import WorkflowState
+from lambdas.remediation.policies import plan
+
+RECORDED = Path(__file__).resolve().parent / "recorded"
+SOURCE = "s3://remediation-artifacts-123456789012/code/recorded-0123456789abcdef/sourcedir.tar.gz"
+
+
+def recorded(name: str) -> dict[str, Any]:
+    return json.loads((RECORDED / f"{name}.json").read_text())
+
+
+def start(run: dict[str, Any], account_input: dict[str, Any], **overrides: Any) -> WorkflowState:
+    """The recorded run's execution input (its script as an uploaded source, a budget for every recorded job)."""
+    spec = {**account_input, **run["run_spec"], "max_num_retraining": 10, **overrides}
+    if "entry_point" in spec:
+        spec["source_dir"] = SOURCE
+    return initial_state(spec)
+
+
+def finish(state: WorkflowState, job: dict[str, Any]) -> WorkflowState:
+    """Launch the next job and record how the recorded job ended, as the train and monitor Lambdas do."""
+    assert state.run_spec.hyperparameters == job["hyperparameters"], "the recorded job ran other hyperparameters"
+    describe = job["describe"]
+    state = state.with_new_attempt(describe["TrainingJobName"])
+    document = RuleStatusDocument.from_dict(job["rule_status"])
+    reading = RuleReading(statuses=tuple(document.rules), document=document)
+    decision = decide(describe, reading.statuses, state, metrics_saved_by_script(document))
+    return apply_decision(state, decision, describe, reading)
+
+
+def without_optimizer(job: dict[str, Any]) -> dict[str, Any]:
+    """The same job as a debugger that does not report the optimizer wrote it."""
+    evidence = {key: value for key, value in job["rule_status"]["evidence"].items() if key not in ("optimizer",)}
+    return {**job, "rule_status": {**job["rule_status"], "evidence": evidence}}
+
+
+# --------------------------------------------------------------------------- diagnosis from the run's history
+
+
+def test_gradients_dying_after_the_loss_blew_up_in_warmup_lower_the_warmup_rate(account_input):
+    """ResNet-20 with batch norm at warmup 0.2 (issue 21's collapse): the loss spikes to 1e14 at the last warmup step,
+    and at the first main step the stem's gradient is exactly 0. The last symptom says 'vanishing gradient in the
+    main phase'; the history says the warmup rate blew the network up. The planner lowers the rate that was active
+    at the spike, the warmup rate, and raises nothing."""
+    run = recorded("resnet-batch-norm-warmup-0.2")
+    state = finish(start(run, account_input), run["jobs"][0])
+    issue = state.last_attempt.issue
+    assert (issue.rule, issue.phase, issue.value) == ("VanishingGradient", "main", 0.0)
+    planned = plan(state)
+    decision = planned.last_attempt.decision
+    assert decision.remedy == "LowerWarmupRateAfterCollapse"
+    assert planned.run_spec.hyperparameters["warmup_learning_rate"] == 0.02  # 0.2 x 0.1
+    assert planned.run_spec.hyperparameters["learning_rate"] == 0.1  # the main rate was not active at the spike
+    peak = run["jobs"][0]["rule_status"]["evidence"]["loss_peak"]
+    assert f"the loss rose from 3.351 to {peak['value']:.4g}" in decision.reason
+    assert f"at step {peak['step']} (warmup phase, learning rate 0.2) before the rule fired at step 20" in decision.reason
+    assert "lowering warmup_learning_rate 0.2 -> 0.02" in decision.reason
+
+
+def test_dead_units_after_a_spike_at_a_main_rate_lower_that_rate(account_input):
+    """The repair zoo's dead-ReLU MLP: SGD 0.4 with momentum; the loss spikes before DeadRelu fires. No phase:
+    the rate the optimizer ran at, lr, is lowered tenfold."""
+    run = recorded("mlp-dead-relu-lr-0.4")
+    state = finish(start(run, account_input), run["jobs"][0])
+    assert state.last_attempt.issue.rule == "DeadRelu"
+    planned = plan(state)
+    assert planned.last_attempt.decision.remedy == "LowerRateAfterCollapse"
+    assert planned.run_spec.hyperparameters["lr"] == 0.04
+    assert "more than 10x its initial value" in planned.last_attempt.decision.reason
+
+
+@pytest.mark.parametrize(
+    ("name", "job"),
+    [
+        ("resnet-batch-norm-warmup-0.8", 1),
+        ("resnet-batch-norm-warmup-0.2", 1),
+        ("mlp-adam-1e-3-one-epoch", 0),
+        ("mlp-adam-5e-4-one-epoch", 0),
+    ],
+)
+def test_a_healthy_trajectory_shows_no_spike(name, job, account_input):
+    """Healthy jobs (the ResNet at warmup 0.1, Adam on digits) stay far below the collapse factor."""
+    from lambdas.remediation.diagnosis import situation_of
+    from lambdas.remediation.evidence_remedies import COLLAPSE_FACTOR
+
+    run = recorded(name)
+    state = start(run, account_input)
+    for earlier in run["jobs"][:job]:
+        state = plan(finish(state, earlier))
+    state = finish(state, run["jobs"][job])
+    assert situation_of(state.last_attempt).spike(COLLAPSE_FACTOR) is None
+
+
+# --------------------------------------------------------------------------- optimizers and types
+
+
+@pytest.mark.parametrize("name", ["mlp-adam-1e-3-one-epoch", "mlp-adam-5e-4-one-epoch"])
+def test_adams_usual_rates_are_not_moved(name, account_input):
+    """Adam on digits, one epoch, short of the objective. 1e-3 and 5e-4 are Adam's usual range: the evidence set
+    trains longer and leaves the rate alone (judged in SGD's range, 5e-4 would be 'too small' and go to 0.01)."""
+    run = recorded(name)
+    job = run["jobs"][0]
+    planned = plan(finish(start(run, account_input), job))
+    decision = planned.last_attempt.decision
+    assert job["rule_status"]["evidence"]["optimizer"] == "Adam"
+    assert decision.remedy == "TrainLonger" and set(decision.changes) == {"epochs"}
+    assert planned.run_spec.hyperparameters["lr"] == job["hyperparameters"]["lr"]
+    assert "lowering epochs" not in decision.reason and "raising epochs 1 -> 2" in decision.reason
+
+
+def test_without_the_optimizer_the_rate_is_judged_as_sgds_and_the_text_says_so(account_input):
+    run = recorded("mlp-adam-5e-4-one-epoch")
+    planned = plan(finish(start(run, account_input), without_optimizer(run["jobs"][0])))
+    decision = planned.last_attempt.decision
+    assert (decision.remedy, planned.run_spec.hyperparameters["lr"]) == ("LearningRateUpIntoRange", 0.01)
+    assert "Rates judged in SGD's range (usual start 0.1" in decision.reason
+    assert "assumed: the job reported no optimizer" in decision.reason
+
+
+def test_a_json_integer_rate_is_a_real_number_50_then_5_then_half(account_input):
+    """'"lr": 50' with a declared 'multiply by 0.1': 50 -> 5.0 -> 0.5, not 50 -> 5 -> 'would round to 0'."""
+    run = recorded("mlp-lr-50-as-integer")
+    first, second = run["jobs"]
+    state = plan(finish(start(run, account_input), first))
+    lr = state.run_spec.hyperparameters["lr"]
+    assert lr == 5.0 and isinstance(lr, float)
+    assert "lowering lr 50 -> 5." in state.last_attempt.decision.reason
+    state = plan(finish(state, second))  # the recorded second job ran at 5.0 and exploded too
+    assert state.next_action == "launch_new"
+    assert state.run_spec.hyperparameters["lr"] == 0.5
+    assert "lowering lr 5 -> 0.5." in state.last_attempt.decision.reason
+
+
+def test_the_end_reason_says_what_changed_from_what_to_what(account_input):
+    """Issue 20: 'Changed so far: lr x1' read like a factor."""
+    run = recorded("mlp-lr-50-as-integer")
+    remedies = {"ExplodingTensor": [{"hyperparameter": "lr", "multiply_by": 0.1, "min": 1}]}
+    state = plan(finish(start(run, account_input, remedies=remedies), run["jobs"][0]))
+    state = plan(finish(state, run["jobs"][1]))
+    assert state.next_action == "end"
+    assert "lr 5 -> 0.5 would be below 1" in state.end_reason
+    assert "Changed so far: lr 50 -> 5." in state.end_reason
+    assert " x1" not in state.end_reason
+
+
+def test_the_evidence_set_switches_a_0_1_batch_norm_knob(account_input):
+    """'"batch-norm": 0' named add_batch_norm: the run is accepted, and batch norm is turned on as 1 (the script's
+    own spelling), not refused for not being true/false."""
+    run = recorded("mlp-sigmoid-batch-norm-0")
+    planned = plan(finish(start(run, account_input), run["jobs"][0]))
+    decision = planned.last_attempt.decision
+    assert decision.remedy == "AddBatchNorm"
+    knob = planned.run_spec.hyperparameters["batch-norm"]
+    assert knob == 1 and not isinstance(knob, bool)
+    assert "turning batch-norm on (0 -> 1)" in decision.reason
+    subject = issues_found(planned).subject
+    assert subject.startswith("[remediation] VanishingGradient at step 0: turning batch-norm on, relaunching")
+
+
+# --------------------------------------------------------------------------- true claims
+
+
+def test_no_resume_claim_for_a_script_that_writes_no_checkpoints(account_input):
+    """examples/ddp writes no checkpoints: the next job trains from step 0, and the decision says so."""
+    run = recorded("ddp-script-without-checkpoints")
+    assert run["jobs"][0]["rule_status"]["evidence"]["checkpoint_files"] == 0
+    planned = plan(finish(start(run, account_input), run["jobs"][0]))
+    decision = planned.last_attempt.decision
+    assert decision.remedy == "TrainLonger" and decision.resume_from is None
+    assert "left no checkpoints" in decision.reason and "the next job trains from step 0" in decision.reason
+    assert "continues" not in decision.reason
+
+
+def test_a_script_that_left_checkpoints_is_told_what_a_resuming_script_does(account_input):
+    run = recorded("mlp-adam-5e-4-one-epoch")  # examples/mlp checkpoints every epoch
+    job = run["jobs"][0]
+    planned = plan(finish(start(run, account_input), job))
+    decision = planned.last_attempt.decision
+    assert decision.resume_from == job["describe"]["TrainingJobName"]
+    job_name = job["describe"]["TrainingJobName"]
+    assert f"The next job gets the checkpoint file {job_name} left" in decision.reason
+    assert f"a script that resumes from its checkpoints continues where {job_name} stopped" in decision.reason
+
+
+def test_the_xgboost_headline_gives_the_rules_numbers_not_its_patience_as_the_loss(xgboost_account_input):
+    """Issue 20: 'Overtraining fired at step 10 (tensor validation-logloss = 10)' named the patience as the loss."""
+    run = recorded("xgboost-overtraining")
+    planned = plan(finish(start(run, xgboost_account_input), run["jobs"][0]))
+    reason = planned.last_attempt.decision.reason
+    assert reason.startswith("Overtraining fired at step 10: the validation loss validation-logloss has not improved")
+    assert "best 0.303379" in reason and "latest 0.976145" in reason
+    assert "validation-logloss = 10" not in reason
+
+
+@pytest.fixture
+def xgboost_account_input(account_input):
+    return dict(account_input)
