@@ -153,6 +153,19 @@ def rule_collections(rule_name: str, parameters: Mapping[str, str] | None = None
 
 #: Parameters SageMaker puts in every rule's RuleParameters besides the rule's own.
 COMMON_RULE_PARAMETERS = ("rule_to_invoke", "action_json", "start_step", "end_step", "custom_rule_source", "custom_rule_class")
+#: The workflow's own parameter for the rules that judge progress: the run_spec's objective (contracts.objective, as
+#: JSON), so a run that already meets it is not stopped for a loss that stopped falling or parameters that stopped
+#: changing (debugger.run_objective).
+#: The workflow sets it; a run_spec does not, and SageMaker's own evaluator (legacy mode) never sees it.
+OBJECTIVE_RULE_PARAMETER = "objective"
+OBJECTIVE_AWARE_RULES = ("LossNotDecreasing", "Overfit", "Overtraining", "UnchangedTensor")
+
+
+def rule_parameter_names(rule_name: str) -> set[str]:
+    """The RuleParameters a built-in rule takes besides the common ones: its documented parameters, and the
+    objective for the rules that judge progress."""
+    extra = {OBJECTIVE_RULE_PARAMETER} if rule_name in OBJECTIVE_AWARE_RULES else set()
+    return set(BUILTIN_RULE_DEFAULTS[rule_name]) | extra
 
 
 # --------------------------------------------------------------------------- hook configuration
@@ -261,7 +274,7 @@ def validate_rule_configs(configs: Any) -> list[dict[str, Any]]:
                 "and no custom_rule_source is given",
             )
         if rule_to_invoke in BUILTIN_RULE_DEFAULTS:
-            known = set(BUILTIN_RULE_DEFAULTS[rule_to_invoke]) | set(COMMON_RULE_PARAMETERS)
+            known = rule_parameter_names(rule_to_invoke) | set(COMMON_RULE_PARAMETERS)
             for key in parameters:
                 if key not in known:
                     raise ContractError(

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from contracts import ContractError
-from contracts.debugger_config import BUILTIN_RULE_DEFAULTS, COMMON_RULE_PARAMETERS
+from contracts.debugger_config import BUILTIN_RULE_DEFAULTS, COMMON_RULE_PARAMETERS, OBJECTIVE_RULE_PARAMETER
 from contracts.suggestions import did_you_mean
 
 #: The rules that watch a job whose run_spec selects none: the failures the AWS sample's loop remediates.
@@ -39,10 +39,41 @@ XGBOOST_RULES = (
     "StalledTrainingRule",
     *XGBOOST_ONLY_RULES,
 )
+#: The product's own rule defaults, per framework, where they differ from the AWS guide's
+#: (contracts.debugger_config.BUILTIN_RULE_DEFAULTS): what a rule selected by name (or by default) runs with in our
+#: debugger; a run_spec's parameters win. Each was measured on healthy training (bench/healthy_corpus.py; README,
+#: "Rule defaults"):
+#: * LossNotDecreasing num_steps 20 (SageMaker: 10): the loss is judged on windows of num_steps steps (the mean of
+#:   the latest against the mean of the previous), and twenty minibatch losses average out more of their noise.
+#:   XGBoost's rounds carry one exact metric each (no batch noise): the documented 10 there.
+#: * CheckInputImages threshold_mean 1.0 (SageMaker: 0.2): pictures scaled to [0, 1] (channel means 0.3-0.5, what
+#:   torchvision's ToTensor gives) train well; 0.2 stops them. Raw pixel values (0-255, or 0-16) still fire.
+#: * PoorWeightInitialization threshold 100 (SageMaker: 10): a ReLU after a residual add sees the block's output plus
+#:   its input, whose variance grows with the blocks by design: a healthy ResNet measured 10.04 in its first 10 steps
+#:   (learning rate 0.2); four ReLU layers at 8 times Xavier's scale measure 2e5.
+#: * Overfit patience 3 (SageMaker: 1): the gap must come with a validation loss above its best at three evaluations in
+#:   a row. Early in training batch norm's running statistics can put one evaluation far above the last (a healthy
+#:   ResNet at learning rate 0.2: 2.14 at epoch 0, 2.84 at epoch 1, 1.46 at epoch 2, accuracy 0.16, 0.35, 0.54).
+PRODUCT_RULE_DEFAULTS: dict[str, dict[str, dict[str, str]]] = {
+    "pytorch": {
+        "LossNotDecreasing": {"num_steps": "20"},
+        "CheckInputImages": {"threshold_mean": "1.0"},
+        "Overfit": {"patience": "3"},
+        "PoorWeightInitialization": {"threshold": "100"},
+    },
+    "xgboost": {},
+}
+
+
+def product_rule_parameters(rule_name: str, framework: str = "pytorch") -> dict[str, str]:
+    """The product's defaults for ``rule_name`` on ``framework`` where they differ from the documented ones."""
+    return dict(PRODUCT_RULE_DEFAULTS.get(framework, {}).get(rule_name, {}))
+
+
 #: CreateTrainingJob's DebugRuleConfigurations holds at most 20 entries.
 MAX_RULES = 20
 #: Parameters the workflow sets itself on every rule (the action that stops the job, the rule to run).
-WORKFLOW_RULE_PARAMETERS = ("rule_to_invoke", "action_json", "custom_rule_source", "custom_rule_class")
+WORKFLOW_RULE_PARAMETERS = ("rule_to_invoke", "action_json", "custom_rule_source", "custom_rule_class", OBJECTIVE_RULE_PARAMETER)
 #: Rule parameters a run_spec may set besides the rule's own (SageMaker's common ones the workflow leaves alone).
 COMMON_SETTABLE_PARAMETERS = tuple(name for name in COMMON_RULE_PARAMETERS if name not in WORKFLOW_RULE_PARAMETERS)
 #: Findings that describe the data, not the training: (rule, issue kind) -> the rule parameter that bounds the

@@ -22,10 +22,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from contracts.objective import Objective
 from debugger.collection import LOSSES
 from debugger.modes import ModeKeys
 from debugger.rule_checks import overfit_ratio, steps_without_improvement
 from debugger.rules import Requirement, Rule
+from debugger.run_objective import objective_met
 
 from debugger.builtin_rules import BUILTIN_RULES, _first_value, _Selection  # isort: skip  (after debugger.rules)
 
@@ -84,8 +86,9 @@ class _Phases:
 class _CurveRule(Rule):
     """Reads the losses at every step the hook checks; subclasses judge the curves."""
 
-    def __init__(self, base_trial, tensor_regex=()):
+    def __init__(self, base_trial, tensor_regex=(), objective: Objective | None = None):
         super().__init__(base_trial)
+        self.objective = objective
         self._selection = _Selection(base_trial, [] if tensor_regex else [LOSSES], tuple(tensor_regex))
         self._phases: dict[str, _Phases] = {}
         self._series: dict[str, list[float]] = {}
@@ -118,25 +121,44 @@ class _CurveRule(Rule):
     def _judge_phase(self, step: int, name: str, ended: ModeKeys) -> bool:
         raise NotImplementedError
 
-    def _report(self, tensor: str, value: float, kind: str, message: str) -> None:
+    def _report(self, tensor: str, value: float, kind: str, message: str) -> bool:
+        """Report the finding (True), unless the run already meets its objective (the workflow's ``objective``
+        parameter): a model that is good enough is not stopped for how its curves look; the note says so."""
+        met, reached = objective_met(self.base_trial, self.objective)
+        if met:
+            self.note(f"{message}; but the run meets its objective ({self.objective.describe()}: {reached:.4g})")
+            return False
         self.report(tensor, value, message)
         self.finding.kind = kind
+        return True
 
 
 class Overfit(_CurveRule):
     """Fires when (mean validation loss - mean training loss) / mean training loss exceeds ``ratio_threshold``
-    at ``patience`` comparisons in a row, from ``start_step`` on.
+    while the validation loss is above its best so far, at ``patience`` comparisons in a row, from ``start_step``
+    on.
+
+    The gap alone is not overfitting: any model that fits its training set well has a training loss heading to 0
+    and a ratio that grows past any threshold (measured on healthy runs: 0.2 at epoch 5 of a tanh MLP, 48 at the
+    end of a tabular one that meets its objective), and early on batch norm's running statistics put the
+    validation loss far above the training loss (0.94 at epoch 1 of a healthy ResNet). Overfitting costs the
+    held-out loss: a comparison counts only when the validation loss is worse than it has been (SageMaker's rule
+    counts the gap alone).
 
     A comparison is made for every validation phase (PyTorch: its mean against the mean of the training phase
     before it) or every boosting round (XGBoost: each validation data set's metric against the training set's).
     The value reported is the ratio."""
 
-    def __init__(self, base_trial, tensor_regex=(), start_step: int = 0, patience: int = 1, ratio_threshold: float = 0.1):
-        super().__init__(base_trial, tensor_regex)
+    def __init__(
+        self, base_trial, tensor_regex=(), start_step: int = 0, patience: int = 1, ratio_threshold: float = 0.1,
+        objective: Objective | None = None,
+    ):
+        super().__init__(base_trial, tensor_regex, objective)
         self.start_step = start_step
         self.patience = patience
         self.ratio_threshold = ratio_threshold
         self._exceeded: dict[str, int] = {}
+        self._best_validation: dict[str, float] = {}
 
     def invoke_at_step(self, step: int) -> bool:
         return step >= self.start_step and super().invoke_at_step(step)
@@ -145,18 +167,20 @@ class Overfit(_CurveRule):
         if not (math.isfinite(train) and math.isfinite(validation)):
             return False
         ratio = overfit_ratio([train], [validation])
-        self._exceeded[tensor] = self._exceeded.get(tensor, 0) + 1 if ratio > self.ratio_threshold else 0
+        best = self._best_validation.get(tensor)
+        self._best_validation[tensor] = validation if best is None else min(best, validation)
+        worse = best is not None and validation > best
+        self._exceeded[tensor] = self._exceeded.get(tensor, 0) + 1 if ratio > self.ratio_threshold and worse else 0
         if self._exceeded[tensor] < self.patience:
             return False
-        self._report(
+        return self._report(
             tensor,
             ratio,
             "validation_above_training",
             f"(validation - training) / training loss is {ratio:.4g} > ratio_threshold {self.ratio_threshold:g} "
-            f"for {self._exceeded[tensor]} comparison(s) in a row at step {step} ({where}: training {train:.6g}, "
-            f"validation {validation:.6g})",
+            f"for {self._exceeded[tensor]} comparison(s) in a row at step {step}, with the validation loss above its "
+            f"best {best:.6g} ({where}: training {train:.6g}, validation {validation:.6g})",
         )
-        return True
 
     def _judge_pairs(self, step, pairs, losses) -> bool:
         return any(self._count(step, validation, losses[train], losses[validation], train) for train, validation in pairs)
@@ -179,8 +203,11 @@ class Overtraining(_CurveRule):
     A step of the PyTorch curves is a phase (see the module docstring), of the XGBoost curves a boosting round.
     The value reported is the number of steps without improvement."""
 
-    def __init__(self, base_trial, patience_train: int = 5, patience_validation: int = 10, delta: float = 0.01):
-        super().__init__(base_trial)
+    def __init__(
+        self, base_trial, patience_train: int = 5, patience_validation: int = 10, delta: float = 0.01,
+        objective: Objective | None = None,
+    ):
+        super().__init__(base_trial, objective=objective)
         self.patience_train = patience_train
         self.patience_validation = patience_validation
         self.delta = delta
@@ -195,7 +222,7 @@ class Overtraining(_CurveRule):
         if best == 0.0:
             return False  # a loss at zero (a training error of 0) has nothing left to improve: it is not stalled
         curve = "validation" if validation else "training"
-        self._report(
+        return self._report(
             tensor,
             stalled,
             f"{curve}_not_improving",
@@ -203,7 +230,6 @@ class Overtraining(_CurveRule):
             f"{stalled} steps (patience_{'validation' if validation else 'train'} {patience}) at step {step}; "
             f"latest {series[-1]:.6g}",
         )
-        return True
 
     def _judge_pairs(self, step, pairs, losses) -> bool:
         validations = list(dict.fromkeys(validation for _, validation in pairs))

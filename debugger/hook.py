@@ -31,6 +31,7 @@ from torch.optim.optimizer import register_optimizer_step_pre_hook
 
 from contracts import ContractError
 from contracts.rule_status import PHASES
+from debugger import storage
 from debugger.collection import (
     ACTIVATIONS,
     GRADIENTS,
@@ -61,6 +62,7 @@ from debugger.hook_common import (
 )
 from debugger.hook_steps import NATIVE, SMDEBUG, StepCapture
 from debugger.live_trial import LiveTrial
+from debugger.model_structure import StructureTrace, frozen_reason
 from debugger.modes import ModeKeys
 from debugger.reductions import ReductionConfig
 from debugger.rules import TOTAL_GRADIENT_NORM
@@ -69,6 +71,7 @@ from debugger.save_config import SaveConfig
 from debugger.stall_watchdog import StallWatchdog
 from debugger.state_store import StateStore, TrainingState, previous_status, remove_steps_from
 from debugger.stop_training import StopTrainingRequested
+from debugger.tensor_signal import parameter_tensor_names
 from debugger.tensorboard_events import TensorBoardEvents
 
 LOGGER = logging.getLogger("debugger.hook")
@@ -140,6 +143,9 @@ class Hook(ScriptApi, StepCapture, HookBase):
         self._epoch: int | None = None
         self._context_learning_rate: float | None = None
         self._parameters: list[tuple[str, nn.Parameter]] = []
+        self._parameter_names: dict[int, str] = {}
+        #: one per watched model, each off after its model's first training forward pass
+        self._structures: list[StructureTrace] = []
         #: Parameters that take no gradient (a frozen, pretrained part): saved as weights and biases, as smdebug does,
         #: in the smdebug profile; never part of the gradient checks
         self._frozen_parameters: list[tuple[str, nn.Parameter]] = []
@@ -312,6 +318,10 @@ class Hook(ScriptApi, StepCapture, HookBase):
         elif not self._parameters:
             raise ValueError("register_module: the module has no trainable parameters to watch")
         self._top_module = module
+        for structure in self._structures:
+            structure.remove()
+        self._structures, self._parameter_names = [], {}
+        self._watch_structure(module, prefix)
         self._name_modules(module)
         for child in module.modules():
             if child is not module:
@@ -361,6 +371,37 @@ class Hook(ScriptApi, StepCapture, HookBase):
         for handle in self._grad_handles:
             handle.remove()
         self._grad_handles = []
+
+    def _watch_structure(self, model: nn.Module, prefix: str, forward_under_way: bool = False) -> None:
+        """What of ``model`` cannot carry a training signal, for the rules to skip (debugger.tensor_signal): frozen
+        parameters now, biases a normalization removes once its first training forward pass shows the wiring (the
+        one under way, when the model is adopted as its forward begins)."""
+        named = [(prefix + name, parameter) for name, parameter in model.named_parameters()]
+        self._parameter_names.update({id(parameter): name for name, parameter in named if id(parameter) not in self._parameter_names})
+        self._note_silent({name: frozen_reason() for name, parameter in named if not parameter.requires_grad})
+        trace = StructureTrace(model, self._on_silent_parameter)
+        if forward_under_way and model.training:
+            trace.begin()
+        self._structures.append(trace)
+
+    def _on_silent_parameter(self, parameter: nn.Parameter, kind: str, reason: str) -> None:
+        name = self._parameter_names.get(id(parameter))
+        if name is not None:
+            self._note_silent({name: reason})
+
+    def _note_silent(self, parameters: dict[str, str]) -> None:
+        """Parameters that cannot carry a training signal (name -> why): their value and gradient tensors are
+        skipped by the rules that judge them, on the live trial and on the saved one."""
+        added = {}
+        for name, reason in parameters.items():
+            for tensor in parameter_tensor_names(name):
+                if tensor not in self.trial.silent_tensors:
+                    added[tensor] = reason
+        if not added:
+            return
+        self.trial.silent_tensors.update(added)
+        if not self.dry_run:
+            storage.write_silent_tensors(self.out_dir, self.trial.silent_tensors)
 
     def _observe_optimizer(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
         """Every optimizer's step (torch's global pre-hook): remember the one updating this model, so the evidence
@@ -413,6 +454,8 @@ class Hook(ScriptApi, StepCapture, HookBase):
             pass  # already recorded in the status document
         for handle in [*self._handles, *self._grad_handles]:
             handle.remove()
+        for structure in self._structures:
+            structure.remove()
         if self.tensorboard is not None:
             self.tensorboard.close()
 

@@ -107,6 +107,9 @@ class HookBase(RuleRunner):
     # ------------------------------------------------------------------ what scripts and rules read
 
     def _report_metric(self, name: str, value: float, step: int) -> None:
+        latest = getattr(self.trial, "latest_metrics", None)
+        if latest is not None:
+            latest[name] = value
         if name in self.metrics or len(self.metrics) < MAX_REPORTED_METRICS:
             self.metrics[name] = MetricValue(value=value, step=step, mode=self.mode.name)
 
@@ -159,6 +162,8 @@ class HookBase(RuleRunner):
                     state.status, state.details, state.modified = NO_ISSUES_FOUND, "", _now()
         document = self.write_status(training_ended=training_ended)
         extra = [self.out_dir / RULE_STATUS_FILE, self.out_dir / storage.METRICS_FILE, self.out_dir / storage.COLLECTIONS_FILE]
+        if (self.out_dir / storage.SILENT_TENSORS_FILE).exists():
+            extra.append(self.out_dir / storage.SILENT_TENSORS_FILE)
         if training_ended and self._writes_run_files:
             extra.append(storage.mark_training_ended(self.out_dir))
         if self.mirror is not None:

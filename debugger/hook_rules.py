@@ -33,6 +33,7 @@ from debugger.config import RuleSpec
 from debugger.exceptions import TensorUnavailableForStep
 from debugger.rules import Rule
 from debugger.stop_training import StopTrainingRequested
+from debugger.tensor_signal import skipped_note
 
 LOGGER = logging.getLogger("debugger.hook")
 
@@ -189,7 +190,7 @@ class RuleRunner:
                 RuleStatus(
                     RuleConfigurationName=state.spec.name,
                     RuleEvaluationStatus=state.status,
-                    StatusDetails=state.details,
+                    StatusDetails=self._details(state),
                     LastModifiedTime=state.modified,
                     issue=state.issue,
                 )
@@ -199,6 +200,15 @@ class RuleRunner:
             actions=list(self.actions),
             metrics=dict(self.metrics),
         )
+
+    @staticmethod
+    def _details(state: _RuleState) -> str:
+        """The status's details, and which tensors the rule skipped because they cannot show its problem."""
+        if state.status == ERROR:
+            return state.details
+        skipped = skipped_note(state.rule.skipped_tensors())
+        latest = getattr(state.rule, "latest_note", "") if state.status != ISSUES_FOUND else ""
+        return "; ".join(part for part in (state.details, latest, skipped) if part)
 
     def write_status(self, training_ended: bool = False) -> RuleStatusDocument:
         """Write rule-status.json atomically (and to S3 when mirroring); under torch.distributed only rank 0 does."""

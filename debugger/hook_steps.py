@@ -31,6 +31,7 @@ from debugger.collection import (
     WEIGHTS,
 )
 from debugger.distributed import exchange_stop
+from debugger.model_structure import frozen_reason
 from debugger.modes import ModeKeys
 from debugger.reductions import ReductionConfig
 from debugger.rules import GRADIENT_PREFIX, TOTAL_GRADIENT_NORM
@@ -239,7 +240,10 @@ class StepCapture:
             return
         step = open_step.step
         training = open_step.mode not in (ModeKeys.EVAL, ModeKeys.PREDICT)
-        with_gradients = training and judge_gradients
+        # the gradients are this step's only when its check comes from its backward pass (or optimizer step): a step
+        # closed without one (an evaluation forward of a script that never calls set_mode) holds the previous
+        # step's gradients, which are not its own; nor are gradients GradScaler found non-finite (judge_gradients)
+        with_gradients = training and collective and judge_gradients
         gradients = [parameter.grad for _, parameter in self._parameters if parameter.grad is not None] if with_gradients else []
         # None when no parameter has a gradient (no backward this step): nothing to judge, not a vanishing gradient
         gradient_norm = float(torch.nn.utils.get_total_norm(gradients, 2.0)) if gradients else None
@@ -265,6 +269,11 @@ class StepCapture:
             )
             if loss is not None:
                 open_step.record.add(self._loss_name, np.float64(loss), [LOSSES])
+        if training and open_step.saving:
+            # a parameter frozen after register_module (fine-tuning schedules): the rules skip it from now on
+            frozen = {name: frozen_reason() for name, parameter in self._parameters if not parameter.requires_grad}
+            if frozen:
+                self._note_silent(frozen)
         if with_gradients and open_step.saving & (self._io_collections | {GRADIENTS}):
             extra = (GRADIENTS,) if forced else ()
             self._offer_many(

@@ -44,6 +44,11 @@ class LiveTrial(BaseTrial):
         self._model_inputs: tuple[int, dict[str, Any]] = (-1, {})
         #: module path -> class name ("ReLU", "Tanh", ...) of the activation modules the hook records
         self.activation_kinds: dict[str, str] = {}
+        #: tensor name -> why it cannot show a rule's problem (debugger.tensor_signal), filled by the hook
+        self.silent_tensors: dict[str, str] = {}
+        #: the latest value of each metric the script reported (save_scalar / record_metric), for the rules that
+        #: spare a run meeting its objective (debugger.run_objective)
+        self.latest_metrics: dict[str, float] = {}
         #: The hook's collections by name (set by the hook): what tensor_names(collection=...) matches names against.
         self.collection_definitions: dict[str, Any] = {}
 

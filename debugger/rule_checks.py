@@ -140,3 +140,26 @@ def channel_means(images: np.ndarray, channel: int) -> np.ndarray:
     axis = channel if channel >= 0 else array.ndim + channel
     axes = tuple(index for index in range(array.ndim) if index != axis)
     return array.mean(axis=axes)
+
+
+#: How many standard errors a change of the windowed loss must exceed before it counts (LossNotDecreasing): about 1
+#: in 4,000 checks of a loss that only wanders with its noise. Chosen on the healthy corpus's development seeds
+#: (bench/healthy_corpus.py): 3 still reported two healthy SGD runs on batches of 16, whose losses wander together
+#: for a few steps (the model moves), while a loss that rises 2% of its level a step was caught 28-92 steps in.
+NOISE_STANDARD_ERRORS = 3.5
+
+
+def noise_sigma(values: Sequence[float]) -> float:
+    """The noise of single values of a series (minibatch losses), measured on the series itself: the standard
+    deviation of its first differences (which leave out the slow trend of training) over sqrt(2) (a difference
+    holds two values' noise). Not a robust spread: the windows are judged by their means, which the odd hard
+    batch moves as much as it moves this. 0 with fewer than three values."""
+    array = np.asarray([value for value in values if math.isfinite(value)], dtype=np.float64)
+    if array.size < 3:
+        return 0.0
+    return float(np.std(np.diff(array), ddof=1)) / math.sqrt(2.0)
+
+
+def mean_difference_error(sigma: float, first: int, second: int) -> float:
+    """The standard error of the difference of two means of ``first`` and ``second`` values of noise ``sigma``."""
+    return sigma * math.sqrt(1.0 / first + 1.0 / second)

@@ -38,8 +38,9 @@ from pathlib import Path
 from typing import Any
 
 from contracts import ContractError
-from contracts.debugger_config import BUILTIN_RULE_DEFAULTS, COLLECTION_NAMES
+from contracts.debugger_config import BUILTIN_RULE_DEFAULTS, COLLECTION_NAMES, rule_parameter_names
 from debugger.config import RuleSpec, parse_bool, parse_float, parse_int, parse_regex_list, split_list
+from debugger.run_objective import parse_objective
 from debugger.trial import BaseTrial
 
 #: The scalar the hook records at every step: the L2 norm over all parameter gradients.
@@ -76,6 +77,7 @@ class Rule:
         self.rule_name = type(self).__name__
         self.logger = logging.getLogger(f"debugger.rules.{self.rule_name}")
         self.finding: Finding | None = None
+        self.latest_note = ""
 
     def invoke_at_step(self, step: int) -> bool:
         raise NotImplementedError
@@ -87,8 +89,22 @@ class Rule:
     def report(self, tensor: str, value: float | None, message: str, kind: str | None = None) -> None:
         self.finding = Finding(tensor=tensor, value=None if value is None else float(value), message=message, kind=kind)
 
+    def note(self, text: str) -> None:
+        """Say why the rule did not fire on something it looked at (the status's details; the latest note wins)."""
+        self.latest_note = text
+
     def requirements(self) -> list[Requirement]:
         return []
+
+    def skipped_tensors(self) -> dict[str, str]:
+        """Tensors this rule's selections left out because they cannot show its problem (frozen parameters,
+        biases a normalization removes: :mod:`debugger.tensor_signal`), with why."""
+        skipped: dict[str, str] = {}
+        for value in vars(self).values():
+            found = getattr(value, "skipped", None)
+            if isinstance(found, dict):
+                skipped.update(found)
+        return skipped
 
 
 COLLECTION_NAME = re.compile(r"^[A-Za-z0-9_.:/-]+$")
@@ -235,17 +251,20 @@ _PARSERS = {
     "threshold_samples": _count,
     "regex": parse_regex,
     "channel": _signed_int,
+    # the workflow's own: the run's objective (contracts.debugger_config.OBJECTIVE_RULE_PARAMETER)
+    "objective": parse_objective,
 }
 
 
 def builtin_rule_parameters(rule_name: str, parameters: dict[str, str], where: str) -> dict[str, Any]:
     """SageMaker's string parameters (defaults filled in) -> typed keyword arguments. Raises ContractError."""
     defaults = BUILTIN_RULE_DEFAULTS[rule_name]
+    allowed = rule_parameter_names(rule_name)
     typed = {}
     for key, text in {**defaults, **parameters}.items():
-        if key not in defaults:
+        if key not in allowed:
             raise ContractError(
-                f"{where}.{key}", f"is not a parameter of {rule_name}; allowed: {', '.join(sorted(defaults))}"
+                f"{where}.{key}", f"is not a parameter of {rule_name}; allowed: {', '.join(sorted(allowed))}"
             )
         typed[key] = _PARSERS[key](text, f"{where}.{key}")
     if rule_name == "LossNotDecreasing" and typed["num_steps"] is None:

@@ -4,6 +4,7 @@
     <out_dir>/steps/000000000012.npz    one file per saved step: every saved tensor of that step
     <out_dir>/metrics.jsonl             metrics recorded with Hook.record_metric, one JSON line each
     <out_dir>/collections.json          the hook's collections (trial.collections())
+    <out_dir>/silent_tensors.json       tensors that cannot show a rule's problem, and why (debugger.tensor_signal)
     <out_dir>/training_job_end.ts       written at close: the run has ended
 
 Each step file is written to a temporary name in the same directory and
@@ -41,6 +42,8 @@ METRICS_FILE = "metrics.jsonl"
 TRAINING_ENDED_FILE = "training_job_end.ts"
 #: The hook's collections (names, patterns, save and reduction configurations), for ``trial.collections()``.
 COLLECTIONS_FILE = "collections.json"
+#: The tensors the hook found cannot carry a training signal (frozen parameters, biases a normalization removes).
+SILENT_TENSORS_FILE = "silent_tensors.json"
 MANIFEST_KEY = "__manifest__"
 
 
@@ -252,4 +255,10 @@ def mark_training_ended(out_dir: Path) -> Path:
 def write_collections(out_dir: Path, collections: Mapping[str, dict]) -> Path:
     path = out_dir / COLLECTIONS_FILE
     atomic_write_text(path, json.dumps(collections, indent=1, sort_keys=True))
+    return path
+
+
+def write_silent_tensors(out_dir: Path, tensors: Mapping[str, str]) -> Path:
+    path = out_dir / SILENT_TENSORS_FILE
+    atomic_write_text(path, json.dumps({"tensors": dict(sorted(tensors.items()))}, indent=1))
     return path

@@ -16,16 +16,23 @@ from typing import Any
 
 import numpy as np
 
+from contracts.objective import Objective
 from contracts.rule_status import NAN_INPUT
 from debugger import rule_checks
-from debugger.collection import ACTIVATIONS, DEFAULT, SCALAR_COLLECTIONS
+from debugger.collection import ACTIVATIONS, BIASES, DEFAULT, SCALAR_COLLECTIONS, WEIGHTS
+from debugger.modes import ModeKeys
 from debugger.rules import TOTAL_GRADIENT_NORM, Requirement, Rule
+from debugger.run_objective import objective_met
 from debugger.step_writer import to_numpy
-from debugger.tensor_selection import Selection
+from debugger.tensor_selection import LossFall, Selection
 
 #: CheckInputImages' documented default regex: MXNet's name for a HybridSequential model's input. Our hook reads
 #: it as "the registered model's first input" (``<ModelClass>_input_0``), whatever the model is called.
 MXNET_MODEL_INPUT = ".*hybridsequential0_input_0"
+#: The collections of a model's parameters (their values, not their gradients).
+PARAMETER_COLLECTIONS = frozenset({WEIGHTS, BIASES})
+#: smdebug's save_scalar names the script's scalars ``scalar/<name>`` (debugger.hook_steps.SCALAR_PREFIX).
+SCRIPT_SCALAR_PREFIX = "scalar/"
 
 
 def _requirements(collection_names: list[str], regex: tuple[re.Pattern[str], ...]) -> list[Requirement]:
@@ -36,14 +43,18 @@ def _requirements(collection_names: list[str], regex: tuple[re.Pattern[str], ...
 
 def _values_at(selection: Selection, step: int, skip_scalars: bool):
     """(name, array) of the selected tensors saved at ``step``. With ``skip_scalars`` (nothing selected: every
-    tensor), the hook's scalars (losses, metrics, learning rate, total gradient norm) are left out: a constant
-    learning rate is not an unchanged tensor, nor a warmup starting at 0 an all-zero one."""
+    tensor), the hook's scalars (losses, metrics, learning rate, total gradient norm) and the script's own
+    (smdebug's ``save_scalar``: ``scalar/<name>``) are left out: a constant learning rate is not an unchanged
+    tensor, nor a warmup starting at 0 an all-zero one, nor a validation accuracy that holds at 0.99 a stuck model."""
     available = selection.trial.names_at(step)
     membership = selection.trial._names() if skip_scalars else {}
     for name in selection.names():
         if name not in available:
             continue
-        if skip_scalars and (name == TOTAL_GRADIENT_NORM or membership.get(name, set()) & SCALAR_COLLECTIONS):
+        if skip_scalars and (
+            name == TOTAL_GRADIENT_NORM or name.startswith(SCRIPT_SCALAR_PREFIX)
+            or membership.get(name, set()) & SCALAR_COLLECTIONS
+        ):
             continue
         yield name, np.asarray(selection.trial.tensor(name).value(step))
 
@@ -175,7 +186,7 @@ class _SelectedTensors(Rule):
         self.collection_names = list(collection_names or [])
         self.regex = tuple(tensor_regex)
         self._everything = not self.collection_names and not self.regex
-        self._selection = Selection(base_trial, self.collection_names, self.regex)
+        self._selection = Selection(base_trial, self.collection_names, self.regex, skip_silent=True)
 
     def requirements(self) -> list[Requirement]:
         return _requirements(self.collection_names, self.regex)
@@ -186,22 +197,35 @@ class _SelectedTensors(Rule):
 
 class AllZero(_SelectedTensors):
     """Fires when at least ``threshold`` percent (default 100: all) of a selected tensor's values are zero;
-    value: the percent of zeros."""
+    value: the percent of zeros.
+
+    A parameter (a tensor of the weights or biases collections) is judged once training has updated it, not at
+    the first saved step it is seen: an initial value is the user's choice (PyTorch starts every normalization's
+    bias at zero, many recipes zero a bias or a last layer), while a parameter that training leaves at zero is
+    the problem this rule looks for (zero weights that never break their symmetry)."""
 
     def __init__(self, base_trial, collection_names: list[str] | None = None, tensor_regex=(), threshold: float = 100.0):
         super().__init__(base_trial, collection_names, tensor_regex)
         self.threshold = threshold
+        self._first_seen: dict[str, int] = {}
+
+    def _initial_value(self, name: str, step: int) -> bool:
+        if not self.base_trial._names().get(name, set()) & PARAMETER_COLLECTIONS:
+            return False
+        return self._first_seen.setdefault(name, step) == step
 
     def invoke_at_step(self, step: int) -> bool:
         for name, values in self._values_at(step):
-            if values.size == 0:
+            if values.size == 0 or self._initial_value(name, step):
                 continue
             percent = rule_checks.zero_percent(values)
             if percent >= self.threshold:
+                since = self._first_seen.get(name)
+                updated = f", {step - since} training steps after step {since}" if since is not None else ""
                 self.report(
                     name,
                     percent,
-                    f"{percent:.3g}% of the {values.size} values of {name} are zero at step {step} "
+                    f"{percent:.3g}% of the {values.size} values of {name} are zero at step {step}{updated} "
                     f"(threshold {self.threshold:g}%)",
                 )
                 return True
@@ -211,6 +235,17 @@ class AllZero(_SelectedTensors):
 class UnchangedTensor(_SelectedTensors):
     """Fires when a selected tensor is ``numpy.allclose`` (``rtol``, ``atol``, ``equal_nan``) to itself over its
     last ``num_steps`` saved steps (not necessarily consecutive); value: the largest absolute change seen.
+
+    ``rtol`` and ``atol`` are divided by the training loss's fall (:class:`debugger.tensor_selection.LossFall`), as
+    VanishingGradient divides its threshold: a gradient is as large as the loss it carries, and a parameter moves by
+    its gradient times the learning rate, so a model that has fit its data changes little without being stuck (a
+    CNN at loss 1e-5: gradients that change by 8e-9 over steps 50-70, a batch norm's weights by 7e-6 over steps
+    160-180). A tensor that does not change at all is reported whatever the loss did; one that barely changes while
+    the loss has not fallen (a learning rate of 1e-9) too.
+
+    With an ``objective`` (the workflow's parameter, as for LossNotDecreasing) a run whose latest metric meets it is
+    not reported: a model that has converged stops changing (in float32 an update below a weight's precision leaves it
+    exactly as it was).
 
     The rule keeps a copy of each selected tensor for its last ``num_steps - 1`` saved steps."""
 
@@ -223,29 +258,39 @@ class UnchangedTensor(_SelectedTensors):
         rtol: float = 1e-05,
         atol: float = 1e-08,
         equal_nan: bool = False,
+        objective: Objective | None = None,
     ):
         super().__init__(base_trial, collection_names, tensor_regex)
         self.num_steps, self.rtol, self.atol, self.equal_nan = num_steps, rtol, atol, equal_nan
+        self.objective = objective
         self._history: dict[str, collections.deque[tuple[int, np.ndarray]]] = {}
+        self._loss_fall = LossFall(base_trial)
 
     def invoke_at_step(self, step: int) -> bool:
+        fall = self._loss_fall.at(step)
         for name, values in self._values_at(step):
             history = self._history.setdefault(name, collections.deque(maxlen=self.num_steps))
             if history and history[-1][0] == step:
                 continue
             history.append((step, np.array(values, copy=True)))
             arrays = [array for _, array in history]
-            if len(history) < self.num_steps or not rule_checks.unchanged(arrays, self.rtol, self.atol, self.equal_nan):
+            rtol, atol = self.rtol / fall, self.atol / fall
+            if len(history) < self.num_steps or not rule_checks.unchanged(arrays, rtol, atol, self.equal_nan):
                 continue
             first = arrays[0].astype(np.float64)
             change = max((float(np.nanmax(np.abs(a.astype(np.float64) - first), initial=0.0)) for a in arrays[1:]), default=0.0)
             steps = ", ".join(str(s) for s, _ in history)
-            self.report(
-                name,
-                change,
+            scaled = f" (rtol and atol / {fall:.3g}: {self._loss_fall.describe()})" if fall > 1.0 else ""
+            message = (
                 f"{name} did not change over its last {self.num_steps} saved steps ({steps}): largest change "
-                f"{change:.3g} within numpy.allclose(rtol={self.rtol:g}, atol={self.atol:g}, equal_nan={self.equal_nan})",
+                f"{change:.3g} within numpy.allclose(rtol={self.rtol:g}, atol={self.atol:g}, equal_nan={self.equal_nan})"
+                f"{scaled}"
             )
+            met, value = objective_met(self.base_trial, self.objective)
+            if met:  # a model that is good enough stops changing because it has converged
+                self.note(f"{message}; but the run meets its objective ({self.objective.describe()}: {value:.4g})")
+                continue
+            self.report(name, change, message)
             return True
         return False
 
@@ -294,9 +339,12 @@ def _as_array(value: Any) -> np.ndarray:
 
 
 class CheckInputImages(Rule):
-    """Fires when, over at least ``threshold_samples`` samples (the input's first axis), the mean of a colour
-    channel (axis ``channel``) of the model's input differs from 0 by more than ``threshold_mean``; value: that
-    mean. Fires at once, with kind "nan_input" and the count of bad values, when an input holds NaN or inf.
+    """Fires when, over at least ``threshold_samples`` samples (the input's first axis) of the training steps, the
+    mean of a colour channel (axis ``channel``) of the model's input differs from 0 by more than ``threshold_mean``;
+    value: that mean. Fires at once, with kind "nan_input" and the count of bad values, when an input holds NaN or
+    inf, at any step. The means count the inputs the model trains on (TRAIN or GLOBAL steps): evaluation inputs,
+    standardised with the training set's statistics, can put a pixel that never varies in training at 1e6 in one
+    validation image (digits, a corner pixel) without the training seeing it.
 
     ``regex`` names the input tensor; its default (MXNet's model input) means the registered model's first
     input, read at every step in the job. Other names are read where saved (the hook saves what they match)."""
@@ -333,13 +381,14 @@ class CheckInputImages(Rule):
                 yield name, values
 
     def invoke_at_step(self, step: int) -> bool:
+        training = self.base_trial._global_to_mode.get(step, (ModeKeys.GLOBAL, step))[0] in (ModeKeys.TRAIN, ModeKeys.GLOBAL)
         for name, images in self._inputs_at(step):
             if np.issubdtype(images.dtype, np.inexact):
                 bad = int(np.count_nonzero(~np.isfinite(images)))
                 if bad:
                     self.report(name, bad, f"{bad} NaN or infinite value(s) in the model input {name} at step {step}", kind=NAN_INPUT)
                     return True
-            if self._accumulate(name, images) and self._judge(name, step):
+            if training and self._accumulate(name, images) and self._judge(name, step):
                 return True
         return False
 

@@ -101,6 +101,8 @@ class AutomaticHook(Hook):
                 for name, parameter in model.named_parameters()
                 if parameter.requires_grad and id(parameter) not in known
             ]
+            # its frozen parameters and normalized biases, skipped by the rules (adopted as its training forward begins)
+            self._watch_structure(model, prefix, forward_under_way=True)
         if model is not module:
             self._module_names[module] = self._module_names[model]
         return model

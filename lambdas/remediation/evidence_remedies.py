@@ -259,8 +259,8 @@ def _network_remedies(rates: RateRange) -> dict[str, list[dict[str, Any]]]:
         "Overfit": [
             {**early_stopping, "note": "The validation loss rises while the training loss falls: the best model is "
              "behind, so stop at the best epoch and keep it."},
-            {**start_weight_decay, "note": "Early stopping is on and the model still memorises its training set: L2 "
-             "regularisation, trained again from the start."},
+            {**start_weight_decay, "note": "The model memorises its training set: L2 regularisation, trained again "
+             "from the start."},
             {**raise_weight_decay, "note": "Stronger L2 regularisation narrows the gap, trained again from the "
              "start."},
             {"name": "AddDropout", "hyperparameter": "dropout", "set_to": OVERFIT_DROPOUT,

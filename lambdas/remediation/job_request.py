@@ -140,29 +140,23 @@ _SMDEBUG_BUILTIN_COLLECTIONS = {
 }
 
 
-#: LossNotDecreasing's num_steps in the product: losses this many steps apart. The hook records the loss at every
-#: step whatever the save interval, so the window is in steps, not saved steps (five saved steps apart made it 50
-#: steps at the default interval of 10: longer than the reference job's 40 steps, so the rule could never fire).
-#: Twice the documented 10: single-batch losses ten steps apart are mostly noise once a job converges.
-LOSS_NOT_DECREASING_NUM_STEPS = 20
-
-
-def product_rule_parameters(rule_name: str, framework: str = "pytorch") -> dict[str, str]:
-    """The workflow's own defaults for a rule, under the run_spec's parameters (which win). An XGBoost job's steps
-    are boosting rounds with one exact metric value each (no batch noise): LossNotDecreasing keeps the documented
-    num_steps 10 there."""
-    if rule_name == "LossNotDecreasing" and framework != "xgboost":
-        return {"num_steps": str(LOSS_NOT_DECREASING_NUM_STEPS)}
-    return {}
+#: The workflow's own defaults for a rule, under the run_spec's parameters (which win): contracts.rule_selection.
+product_rule_parameters = rule_selection.product_rule_parameters
 
 
 def rule_configs(
-    job_name: str, rules: list[dict[str, Any]] | None = None, framework: str = "pytorch"
+    job_name: str,
+    rules: list[dict[str, Any]] | None = None,
+    framework: str = "pytorch",
+    objective: Mapping[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Our debugger's rules (DebugRuleConfigurations shape): the run_spec's ``rules`` (default: the framework's,
     contracts.rule_selection.DEFAULT_RULES_BY_FRAMEWORK). Each stops the job when it finds an issue (the monitor
-    would stop it anyway): the job's state change is what ends the workflow's wait."""
+    would stop it anyway): the job's state change is what ends the workflow's wait. The rules that judge progress
+    get the run's ``objective`` (contracts.debugger_config.OBJECTIVE_RULE_PARAMETER): a run that meets it is not
+    stopped for a plateau."""
     stop = stop_training_action_json(job_name)
+    objective_text = json.dumps(dict(objective), separators=(",", ":")) if objective else None
     configs = [
         {
             "RuleConfigurationName": rule["name"],
@@ -170,6 +164,11 @@ def rule_configs(
                 "rule_to_invoke": rule["name"],
                 **product_rule_parameters(rule["name"], framework),
                 **rule["parameters"],
+                **(
+                    {debugger_config.OBJECTIVE_RULE_PARAMETER: objective_text}
+                    if objective_text and rule["name"] in debugger_config.OBJECTIVE_AWARE_RULES
+                    else {}
+                ),
                 "action_json": stop,
             },
         }
@@ -217,7 +216,9 @@ def tensorboard_output_config(run_spec: RunSpec) -> dict[str, str]:
 # --------------------------------------------------------------------------- the request
 
 
-def script_mode_hyperparameters(run_spec: RunSpec, job_name: str) -> dict[str, str]:
+def script_mode_hyperparameters(
+    run_spec: RunSpec, job_name: str, objective: Mapping[str, Any] | None = None
+) -> dict[str, str]:
     """The user's hyperparameters, the launcher's reserved ones and SageMaker's script-mode ones, every value
     JSON-encoded as the SageMaker Python SDK sends framework hyperparameters."""
     values = {
@@ -227,7 +228,7 @@ def script_mode_hyperparameters(run_spec: RunSpec, job_name: str) -> dict[str, s
         # Twenty rules' configurations exceed SageMaker's 2,500 characters per value: sent in parts.
         **split_long_value(
             RULE_CONFIGS_HYPERPARAMETER,
-            json.dumps(rule_configs(job_name, run_spec.rules, run_spec.framework), separators=(",", ":")),
+            json.dumps(rule_configs(job_name, run_spec.rules, run_spec.framework, objective), separators=(",", ":")),
         ),
         "sagemaker_program": LAUNCHER_PROGRAM,
         "sagemaker_submit_directory": run_spec.source_dir,
@@ -301,7 +302,7 @@ def build_create_training_job_request(
             "MetricDefinitions": [dict(definition) for definition in run_spec.metric_definitions],
             "EnableSageMakerMetricsTimeSeries": True,
         },
-        "HyperParameters": script_mode_hyperparameters(run_spec, job_name),
+        "HyperParameters": script_mode_hyperparameters(run_spec, job_name, state.objective),
         "OutputDataConfig": {"S3OutputPath": bucket_layout.job_output_uri(bucket)},
         "ResourceConfig": {
             "InstanceType": run_spec.instance_type,

@@ -90,10 +90,11 @@ def test_overfit_fires_on_boosting_rounds_where_validation_drifts_from_training(
     rule = make("Overfit", trial, ratio_threshold="1.0", patience="3")
     train = [0.5, 0.3, 0.2, 0.1, 0.05, 0.03, 0.02]
     validation = [0.52, 0.35, 0.3, 0.25, 0.26, 0.28, 0.3]
-    # ratios: 0.04 0.17 0.5 1.5 4.2 8.3 14: above 1.0 from round 3; three in a row at round 5
-    assert run_boosting(rule, trial, {"train-logloss": train, "validation-logloss": validation}) == 5
+    # ratios: 0.04 0.17 0.5 1.5 4.2 8.3 14: above 1.0 from round 3, with the validation loss above its best (0.25)
+    # from round 4: three in a row at round 6
+    assert run_boosting(rule, trial, {"train-logloss": train, "validation-logloss": validation}) == 6
     assert rule.finding.tensor == "validation-logloss"
-    assert rule.finding.value == pytest.approx((0.28 - 0.03) / 0.03)
+    assert rule.finding.value == pytest.approx((0.3 - 0.02) / 0.02)
     assert rule.finding.kind == "validation_above_training"
     assert "ratio_threshold 1" in rule.finding.message and "3 comparison(s) in a row" in rule.finding.message
 
@@ -141,11 +142,13 @@ def test_overfit_compares_each_validation_phase_with_the_training_phase_before_i
     trial = LiveTrial(tmp_path, expose_signals=False)  # the smdebug profile: losses are signals, not tensors
     rule = make("Overfit", trial)
     train = [0.6, 0.3, 0.15, 0.08]
-    validation = [0.62, 0.31, 0.2, 0.3]  # ratios 0.033, 0.033, 0.33 (> 0.1)
+    # ratios 0.033, 0.033, 0.33 (> 0.1) with the validation loss still falling: not yet; 2.75 at epoch 3, whose
+    # validation loss (0.3) is above its best (0.2)
+    validation = [0.62, 0.31, 0.2, 0.3]
     fired = run_epochs(rule, trial, train, validation)
-    assert fired == 3 * 8  # epoch 2's validation phase ends when epoch 3's first training step begins
+    assert fired == 4 * 8  # epoch 3's validation phase ends when the next training step begins
     assert trial.mode(fired) is ModeKeys.TRAIN
-    assert rule.finding.value == pytest.approx((0.2 - 0.15) / 0.15)
+    assert rule.finding.value == pytest.approx((0.3 - 0.08) / 0.08)
     assert "mean CrossEntropyLoss_output_0 of the last TRAIN and EVAL phases" in rule.finding.message
 
 

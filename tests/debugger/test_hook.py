@@ -12,6 +12,7 @@ from torch import nn
 
 from contracts.rule_status import RULE_STATUS_FILE, RuleStatusDocument
 from debugger import Hook, StopTrainingRequested, create_trial
+from debugger.collection import LEARNING_RATE
 from debugger.rules import ExplodingTensor, VanishingGradient
 
 STOP = '[{"name":"StopTraining"}]'
@@ -303,3 +304,28 @@ def test_step_without_gradients_is_not_a_vanishing_gradient(tmp_path):
     assert document.rules[0].RuleEvaluationStatus == "InProgress"
     assert hook.trial.tensor("loss_output_0").value(1) == pytest.approx(loss.detach().item())
     assert document.evidence.initial_gradient_norm is None and document.evidence.max_gradient_norm > 0
+
+
+def test_an_evaluation_forward_without_set_mode_has_no_gradients_of_its_own(tmp_path):
+    # smdebug's profile: every forward begins a step. A script that never calls set_mode evaluates in global steps;
+    # such a step has no backward pass, so the previous training step's gradients are not its own: neither the
+    # rules nor the saved step see them there (a converged CNN's stale gradient, 7.5e-10, was once judged against
+    # the evaluation batch's loss, 0.1)
+    hook = Hook.from_configs(hook_config={"HookParameters": {"save_interval": "1"}}, rule_configs=[rule("VanishingGradient")],
+                             out_dir=tmp_path, job_name="global", profile="smdebug")
+    torch.manual_seed(0)
+    model, criterion = small_model(), nn.CrossEntropyLoss()
+    hook.register_module(model)
+    hook.register_loss(criterion)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    inputs, labels = next(iter(batches(1)))
+    optimizer.zero_grad()
+    criterion(model(inputs), labels).backward()
+    optimizer.step()
+    with torch.no_grad():
+        criterion(model(inputs), labels)  # step 1: an evaluation forward, no backward
+    hook.close()
+    trial = create_trial(tmp_path)
+    assert trial.tensor("gradient/Sequential_0.weight").steps() == [0]
+    # the step's loss (and the optimizer's rate, which the hook sees), no gradient signal
+    assert set(hook.trial.signals_at(1)) - {LEARNING_RATE} == {"CrossEntropyLoss_output_0"}

@@ -156,11 +156,19 @@ def test_saturated_activation_uses_the_bounds_of_the_function(tmp_path):
 def test_all_zero_fires_at_threshold_percent(tmp_path, zeros, threshold, fires):
     values = np.ones(100, dtype=np.float32)
     values[:zeros] = 0.0
-    trial = trial_with(tmp_path, {5: {"fc.weight": ("weights", values)}})
+    trial = trial_with(tmp_path, {0: {"fc.weight": ("weights", values)}, 5: {"fc.weight": ("weights", values)}})
     rule = make("AllZero", trial, collection_names="weights", threshold=threshold)
-    assert rule.invoke_at_step(5) is fires
+    assert rule.invoke_at_step(0) is False  # a parameter's initial value is the user's choice
+    assert rule.invoke_at_step(5) is fires  # still zero after training has updated it
     if fires:
         assert rule.finding.value == pytest.approx(zeros) and "fc.weight" in rule.finding.message
+        assert "5 training steps after step 0" in rule.finding.message
+
+
+def test_all_zero_judges_gradients_and_activations_at_once(tmp_path):
+    trial = trial_with(tmp_path, {0: {"gradient/fc.weight": ("gradients", np.zeros(4)), "fc.bias": ("biases", np.zeros(4))}})
+    rule = make("AllZero", trial)
+    assert rule.invoke_at_step(0) is True and rule.finding.tensor == "gradient/fc.weight"
 
 
 def test_all_zero_without_selection_leaves_the_hooks_scalars_out(tmp_path):
@@ -296,3 +304,17 @@ def test_check_input_images_channel_last_and_a_saved_tensor_named_by_regex(tmp_p
 )
 def test_bad_parameters_name_the_field(tmp_path, rule, parameter, value, hint):
     assert_refused(tmp_path, rule, parameter, value, hint)
+
+
+def test_unchanged_tensor_spares_a_run_that_meets_its_objective(tmp_path):
+    # a converged model's weights stop changing (in float32 an update below a weight's precision leaves it as it was)
+    same = np.linspace(-1, 1, 12, dtype=np.float32)
+    objective = '{"metric_name": "validation:accuracy", "type": "Maximize", "target_value": 0.9}'
+    trial = weights_over(tmp_path, {0: same, 5: same, 10: same})
+    trial.latest_metrics["validation:accuracy"] = 0.98
+    rule = make("UnchangedTensor", trial, collection_names="weights", objective=objective)
+    assert [rule.invoke_at_step(step) for step in (0, 5, 10)] == [False, False, False]
+    assert "but the run meets its objective (validation:accuracy >= 0.9: 0.98)" in rule.latest_note
+    trial.latest_metrics["validation:accuracy"] = 0.5  # a run that has not got there is stuck
+    rule = make("UnchangedTensor", trial, collection_names="weights", objective=objective)
+    assert [rule.invoke_at_step(step) for step in (0, 5, 10)] == [False, False, True]

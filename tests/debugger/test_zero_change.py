@@ -366,3 +366,22 @@ def test_forward_passes_in_a_forked_data_loading_worker_are_not_watched(watch):
     trial = create_trial(watcher.hook.out_dir)
     assert trial.steps() == [0, 1, 2, 3]
     assert not any(name.startswith("weight") for name in trial.tensor_names())  # the worker's module never adopted
+
+
+def test_a_plain_script_gets_the_same_structural_zeros_skipped_as_an_explicit_hook(watch):
+    """A Linear's bias feeding a BatchNorm has a zero gradient by construction; a frozen layer gets none: the
+    automatic hook finds both from the model it adopts, so VanishingGradient judges the tensors that can carry a
+    signal and stays quiet on a healthy run."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(6, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, 4))
+    for parameter in model[3].parameters():
+        parameter.requires_grad = False
+    watcher = watch()
+    plain_loop(model, torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.1), batches(6))
+    assert model[0].bias.grad.abs().max() < 1e-6  # the structural zero is there
+    silent = watcher.hook.trial.silent_tensors
+    assert "zero by construction" in silent["gradient/0.bias"]
+    assert "frozen" in silent["3.weight"] and "frozen" in silent["3.bias"]
+    assert "gradient/0.weight" not in silent and "gradient/5.bias" not in silent
+    document = watcher.hook.close()
+    assert [rule.RuleEvaluationStatus for rule in document.rules] == ["NoIssuesFound"] * 3
