@@ -13,10 +13,10 @@ import pytest
 from contracts.rule_status import RuleStatusDocument
 from lambdas.remediation.execution_input import initial_state
 from lambdas.remediation.monitoring import apply_decision, decide
-from lambdas.remediation.rule_reading import RuleReading, metrics_saved_by_script
 from lambdas.remediation.notifications import issues_found
 from lambdas.remediation.payload import WorkflowState
 from lambdas.remediation.policies import plan
+from lambdas.remediation.rule_reading import RuleReading, metrics_saved_by_script
 
 RECORDED = Path(__file__).resolve().parent / "recorded"
 SOURCE = "s3://remediation-artifacts-123456789012/code/recorded-0123456789abcdef/sourcedir.tar.gz"
