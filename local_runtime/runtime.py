@@ -226,8 +226,14 @@ class LocalRuntime:
                 self._lambda_log.close()
                 self._lambda_log = None
             if self._mock is not None:
-                self._mock.stop()
-                self._mock = None
+                mock, self._mock = self._mock, None
+                try:
+                    mock.stop()
+                except RuntimeError as error:
+                    # Ctrl-C inside mock_aws.start(), before it counted itself started: there is nothing to stop,
+                    # and the interrupt, not this, is what the user must see
+                    if "before start" not in str(error):
+                        raise
             self._restore_environment()
 
     # ------------------------------------------------------------------ the execution

@@ -228,3 +228,22 @@ def test_a_training_process_killed_by_sigkill_is_reported_and_remediated_with_a_
     assert relaunched["hyperparameters"]["learning_rate"] == pytest.approx(0.05)
     assert relaunched["hyperparameters"]["warmup_learning_rate"] == pytest.approx(0.05)
     assert "killed by SIGKILL" in output  # the table says it, in words
+
+
+def test_an_interrupt_inside_the_fake_accounts_start_is_the_interrupt_the_user_sees(tmp_path, monkeypatch):
+    """Ctrl-C can land inside moto's mock_aws.start(), before it counts itself started (seen once in the signal test
+    above on a loaded machine: the run ended with moto's "Called stop() before start()" traceback instead of exit 130).
+    The interrupt is delivered there as KeyboardInterrupt; the runtime's clean-up must let it through."""
+    from moto.core.models import MockAWS
+
+    from local_runtime.runtime import LocalRuntime, RuntimeOptions
+
+    def interrupted_start(self, reset=True):
+        raise KeyboardInterrupt  # where the signal landed: the first line of start()
+
+    monkeypatch.setattr(MockAWS, "start", interrupted_start)
+    before = dict(os.environ)
+    with pytest.raises(KeyboardInterrupt):
+        with LocalRuntime(RuntimeOptions(run_dir=tmp_path / "run")):
+            pass
+    assert dict(os.environ) == before  # the offline account's environment is undone
