@@ -30,6 +30,7 @@ import contextlib
 import json
 import os
 import runpy
+import shutil
 import signal
 import sys
 import tempfile
@@ -207,16 +208,24 @@ def _terminate(signum: int, frame: object) -> None:
 def run(argv: list[str], source_dir: Path, environ: MutableMapping[str, str] = os.environ) -> int:
     """Run the user's entry point as SageMaker's script mode would; return the job's exit code."""
     failure = FailureFile(environ)
+    # the debugger's configuration files, as SageMaker writes them under /opt/ml/input/config: read when the script
+    # creates its hook, removed when the job ends (one directory per job would pile up in a local machine's /tmp)
+    config_dir = Path(tempfile.mkdtemp(prefix="remediation-debugger-"))
     try:
-        reserved, user_args = split_arguments(argv)
-        entry = resolve_entry_point(source_dir, reserved.get(ENTRY_POINT_HYPERPARAMETER))
-        config_dir = Path(tempfile.mkdtemp(prefix="remediation-debugger-"))
-        write_debugger_files(reserved, environ, config_dir)
-        scrub_environment(environ, user_args, reserved[ENTRY_POINT_HYPERPARAMETER])
-    except LaunchError as error:
-        failure.write(f"{error.kind}: {error}")
-        return EXIT_BAD_INPUT
+        try:
+            reserved, user_args = split_arguments(argv)
+            entry = resolve_entry_point(source_dir, reserved.get(ENTRY_POINT_HYPERPARAMETER))
+            write_debugger_files(reserved, environ, config_dir)
+            scrub_environment(environ, user_args, reserved[ENTRY_POINT_HYPERPARAMETER])
+        except LaunchError as error:
+            failure.write(f"{error.kind}: {error}")
+            return EXIT_BAD_INPUT
+        return _run_entry_point(entry, user_args, reserved, source_dir, failure)
+    finally:
+        shutil.rmtree(config_dir, ignore_errors=True)
 
+
+def _run_entry_point(entry: Path, user_args: list[str], reserved: dict[str, str], source_dir: Path, failure: FailureFile) -> int:
     in_main_thread = threading.current_thread() is threading.main_thread()
     if in_main_thread:
         signal.signal(signal.SIGTERM, _terminate)

@@ -19,6 +19,7 @@ from contracts.job import (
     EXIT_BAD_INPUT,
     EXIT_RULE_STOP,
     EXIT_SUCCESS,
+    HOOK_CONFIG_FILE_ENV,
     HOOK_CONFIG_HYPERPARAMETER,
     RULE_CONFIGS_HYPERPARAMETER,
 )
@@ -164,3 +165,18 @@ def test_a_plain_ddp_script_on_two_ranks_stops_both_at_the_step_one_rank_explode
     trial = create_trial(str(out_dir))
     assert trial.steps() == [0, 1, 2, 3, 4, 5]
     assert "gradient/0.weight" in trial.tensor_names()  # the model's own names, seen through the DDP wrapper
+
+
+def test_the_jobs_debugger_configuration_is_there_while_the_script_runs_and_gone_after(tmp_path):
+    """The launcher writes the hook and rule configuration files where SageMaker's would be; a local machine runs
+    one job after another, so the directory goes when the job ends (it used to stay in /tmp, one per job)."""
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    script = PLAIN.replace('float("inf")', "2.0") + (
+        "\nimport os\nprint('config there:', os.path.isfile(os.environ['" + HOOK_CONFIG_FILE_ENV + "']))\n"
+    )
+    process, _, _ = launch(tmp_path, script, extra_env={"TMPDIR": str(scratch)})
+    out, log = process.communicate(timeout=180)
+    assert process.returncode == EXIT_SUCCESS, log
+    assert "config there: True" in out
+    assert not list(scratch.glob("remediation-debugger-*"))
