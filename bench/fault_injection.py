@@ -17,6 +17,7 @@ no healthy job stopped while its execution ran, every end cause named. `make tes
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -25,6 +26,10 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+#: The patches a worker keeps until it exits (a context manager left unreferenced would undo its patch when the
+#: garbage collector closes it: the Retry waits were real again, and an execution retrying a throttled launch took
+#: minutes of real sleep).
+_FOR_THE_WORKERS_LIFE = contextlib.ExitStack()
 HARNESS = REPO_ROOT / "tests" / "workflow"
 
 
@@ -40,10 +45,10 @@ def _prepare() -> None:
     # as the tests do (for the worker's life); the definition is unchanged.
     from interpreter_clock import retry_waits_shortened
 
-    retry_waits_shortened().__enter__()
+    _FOR_THE_WORKERS_LIFE.enter_context(retry_waits_shortened())
     from asl_parse_cache import parse_each_definition_once
 
-    parse_each_definition_once().__enter__()  # moto parses the definition once per worker, not per execution
+    _FOR_THE_WORKERS_LIFE.enter_context(parse_each_definition_once())  # once per worker, not per execution
     import logging
 
     logging.disable(logging.CRITICAL)  # the handlers' logs: millions of lines over a long run
