@@ -123,8 +123,11 @@ class LocalRuntime:
         options = self.options
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self._set_environment({**OFFLINE_AWS_ENVIRONMENT, "AWS_DEFAULT_REGION": options.region, "AWS_REGION": options.region})
-        self._mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True}})
-        self._mock.start()
+        mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True}})
+        mock.start()
+        # only a mock that finished starting is stopped at close: Ctrl-C can land inside start(), before it counts
+        # itself started, and a stop then would raise moto's "Called stop() before start()" over the interrupt
+        self._mock = mock
 
         s3 = self.client("s3")
         if options.region == "us-east-1":
@@ -226,14 +229,8 @@ class LocalRuntime:
                 self._lambda_log.close()
                 self._lambda_log = None
             if self._mock is not None:
-                mock, self._mock = self._mock, None
-                try:
-                    mock.stop()
-                except RuntimeError as error:
-                    # Ctrl-C inside mock_aws.start(), before it counted itself started: there is nothing to stop,
-                    # and the interrupt, not this, is what the user must see
-                    if "before start" not in str(error):
-                        raise
+                self._mock.stop()
+                self._mock = None
             self._restore_environment()
 
     # ------------------------------------------------------------------ the execution

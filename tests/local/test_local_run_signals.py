@@ -247,3 +247,7 @@ def test_an_interrupt_inside_the_fake_accounts_start_is_the_interrupt_the_user_s
         with LocalRuntime(RuntimeOptions(run_dir=tmp_path / "run")):
             pass
     assert dict(os.environ) == before  # the offline account's environment is undone
+    monkeypatch.undo()
+    # and moto's own count of started mocks is untouched: a fake account still starts in this process
+    with LocalRuntime(RuntimeOptions(run_dir=tmp_path / "next")) as runtime:
+        assert runtime.client("s3").list_buckets()["Buckets"]
