@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from contracts import ContractError
-from debugger.config import RuleSpec
-from debugger.modes import ModeKeys
+from debugger.core.config import RuleSpec
+from debugger.core.modes import ModeKeys
 from debugger.rules import build_rule
 from debugger.trial import LiveTrial
 

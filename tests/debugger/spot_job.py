@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from debugger import Hook
-from debugger.modes import ModeKeys
+from debugger.core.modes import ModeKeys
 
 out_dir, profile = sys.argv[1], sys.argv[2]
 epochs, per_epoch, die_at = (int(value) for value in sys.argv[3:6])

@@ -11,7 +11,7 @@ import pytest
 import xgboost as xgb
 from sklearn.datasets import load_breast_cancer
 
-from debugger.xgboost_hook import XGBoostHook
+from debugger.hook.xgboost_hook import XGBoostHook
 
 PARAMS = {"objective": "binary:logistic", "max_depth": 3, "eta": 0.3, "eval_metric": "logloss", "nthread": 1}
 HOOK = {"HookParameters": {"save_interval": "2"},

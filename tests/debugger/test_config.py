@@ -9,8 +9,8 @@ import torch
 from torch import nn
 
 from debugger import ContractError, Hook, StopTrainingRequested
-from debugger.config import DEFAULT_SAVE_INTERVAL, parse_hook_config
-from debugger.modes import ModeKeys
+from debugger.core.config import DEFAULT_SAVE_INTERVAL, parse_hook_config
+from debugger.core.modes import ModeKeys
 
 
 def hook_error(tmp_path, hook_config=None, rule_configs=None) -> ContractError:

@@ -11,10 +11,10 @@ from rule_trials import make
 
 from contracts import ContractError
 from contracts.debugger_config import BUILTIN_RULE_DEFAULTS
-from debugger.curve_rules import metric_pairs
-from debugger.live_trial import LiveTrial
-from debugger.modes import ModeKeys
+from debugger.core.modes import ModeKeys
 from debugger.rules import builtin_rule_parameters
+from debugger.rules.curve_rules import metric_pairs
+from debugger.trial.live_trial import LiveTrial
 
 
 def run_boosting(rule, trial: LiveTrial, curves: dict[str, list[float]]) -> int | None:

@@ -13,9 +13,9 @@ from rule_trials import TRAJECTORIES, make, recorded_steps, replay
 
 from contracts.rule_selection import product_rule_parameters
 from contracts.rule_status import NO_ISSUES_FOUND, RuleStatusDocument
-from debugger.live_trial import LiveTrial
-from debugger.modes import ModeKeys
+from debugger.core.modes import ModeKeys
 from debugger.trial import create_trial
+from debugger.trial.live_trial import LiveTrial
 
 
 def objective(target: float) -> str:

@@ -12,7 +12,7 @@ from torch import nn
 
 from contracts.rule_status import RULE_STATUS_FILE, RuleStatusDocument
 from debugger import Hook, StopTrainingRequested, create_trial
-from debugger.collection import LEARNING_RATE
+from debugger.core.collection import LEARNING_RATE
 from debugger.rules import ExplodingTensor, VanishingGradient
 
 STOP = '[{"name":"StopTraining"}]'

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from contracts.rule_status import RULE_STATUS_FILE
-from debugger.exceptions import InvalidWorker
+from debugger.core.exceptions import InvalidWorker
 from debugger.trial import create_trial
 
 pytestmark = pytest.mark.training

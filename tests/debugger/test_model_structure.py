@@ -1,4 +1,4 @@
-"""What the hook finds cannot carry a training signal, from the model it watches (debugger.model_structure): a bias
+"""What the hook finds cannot carry a training signal, from the model it watches (debugger.hook.model_structure): a bias
 a normalization removes, frozen parameters; recorded on the live trial and beside the steps, and skipped by the
 rules that judge gradients and parameters, which say so."""
 
@@ -13,7 +13,7 @@ from torch.nn import functional as F
 
 from contracts.rule_status import NO_ISSUES_FOUND
 from debugger import Hook
-from debugger.storage import SILENT_TENSORS_FILE
+from debugger.storage.layout import SILENT_TENSORS_FILE
 from debugger.trial import create_trial
 
 

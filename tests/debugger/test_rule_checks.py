@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from debugger import rule_checks
+from debugger.rules import rule_checks
 
 
 def test_dead_relu_counts_units_over_batch_and_positions():

@@ -10,7 +10,7 @@ import pytest
 from rule_trials import assert_refused, make, trial_with
 
 from contracts.debugger_config import BUILTIN_RULE_DEFAULTS
-from debugger.modes import ModeKeys
+from debugger.core.modes import ModeKeys
 from debugger.rules import (
     TOTAL_GRADIENT_NORM,
     ExplodingTensor,

@@ -105,7 +105,7 @@ def test_out_dir_resolution(monkeypatch, tmp_path):
 def test_the_mirror_signs_for_the_buckets_region_the_job_request_names(monkeypatch, offline_aws_credentials, tmp_path):
     """Without a region the client signed for us-east-1, and a bucket in another region refuses that (finding 4 of
     issue 23): the job request passes the run_spec's region (DEBUG_OUTPUT_S3_REGION)."""
-    from debugger.s3_mirror import S3Mirror
+    from debugger.storage.s3_mirror import S3Mirror
     from lambdas.remediation import job_request
     from lambdas.remediation.execution_input import initial_state
 

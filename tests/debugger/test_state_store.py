@@ -1,4 +1,4 @@
-"""smdebug's spot-resume state (debugger.state_store): the hook records its state beside the checkpoints, and a job
+"""smdebug's spot-resume state (debugger.storage.state_store): the hook records its state beside the checkpoints, and a job
 restarted after its instance was reclaimed numbers its steps on from the checkpoint, in the interrupted run's debug
 output, with each step once and its rules' findings kept."""
 
@@ -15,8 +15,8 @@ import pytest
 from contracts.job import CHECKPOINT_CONFIG_FILE_ENV
 from contracts.rule_status import RULE_STATUS_FILE, RuleStatusDocument
 from debugger import create_trial
-from debugger.modes import ModeKeys
-from debugger.state_store import METADATA_FILE, StateStore, TrainingState, checkpoint_dir_from_config
+from debugger.core.modes import ModeKeys
+from debugger.storage.state_store import METADATA_FILE, StateStore, TrainingState, checkpoint_dir_from_config
 
 REPO = Path(__file__).resolve().parents[2]
 SPOT_JOB = Path(__file__).parent / "spot_job.py"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from debugger.step_writer import PackedSlice, PackedTensors
+from debugger.storage.step_writer import PackedSlice, PackedTensors
 
 
 def test_a_pack_of_one_tensor_is_a_copy_not_a_view():

@@ -14,7 +14,7 @@ import smdebug.pytorch as smd
 from contracts import ContractError
 from contracts.job import INPUT_CONFIG_DIR_ENV, TENSORBOARD_CONFIG_FILE, TENSORBOARD_CONFIG_FILE_ENV
 from debugger import Hook, StopTrainingRequested
-from debugger import tensorboard_events as tb
+from debugger.storage import tensorboard_events as tb
 
 STOP = '[{"name":"StopTraining"}]'
 

@@ -38,7 +38,7 @@ from contracts.rule_status import (
 )
 from debugger import Hook
 from debugger.rules import BUILTIN_RULES, builtin_rule_parameters
-from debugger.training_rules import ClassImbalance, StalledTrainingRule
+from debugger.rules.training_rules import ClassImbalance, StalledTrainingRule
 from debugger.trial import LiveTrial
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

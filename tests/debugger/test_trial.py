@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from debugger import create_trial
-from debugger.storage import STEPS_DIR
+from debugger.storage.layout import STEPS_DIR
 
 WRITER = Path(__file__).with_name("writer_job.py")
 

@@ -15,9 +15,9 @@ import pytest
 import xgboost as xgb
 from sklearn.datasets import load_breast_cancer
 
-from debugger.stop_training import StopTrainingRequested
+from debugger.hook.stop_training import StopTrainingRequested
+from debugger.hook.xgboost_hook import XGBoostHook
 from debugger.trial import create_trial
-from debugger.xgboost_hook import XGBoostHook
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "xgboost"

@@ -8,15 +8,15 @@ import pytest
 from rule_trials import make
 
 from contracts import ContractError
-from debugger.live_trial import LiveTrial
 from debugger.rules import builtin_rule_parameters
-from debugger.xgboost_rules import (
+from debugger.rules.xgboost_rules import (
     confusion_matrix,
     confusion_violation,
     depth_from_node_ids,
     predicted_classes,
     top_share,
 )
+from debugger.trial.live_trial import LiveTrial
 
 
 def saved(tmp_path, step: int, tensors: dict[str, tuple[str, object]]) -> LiveTrial:

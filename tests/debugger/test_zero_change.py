@@ -12,9 +12,9 @@ from torch import nn
 
 import smdebug.pytorch as smd
 from debugger import Hook, StopTrainingRequested, create_trial
-from debugger.modes import ModeKeys
-from debugger.zero_change import ZeroScriptChangeRefused
-from debugger.zero_change_torch import AutomaticHook, TorchWatcher
+from debugger.core.modes import ModeKeys
+from debugger.hook.zero_change import ZeroScriptChangeRefused
+from debugger.hook.zero_change_torch import AutomaticHook, TorchWatcher
 
 STOP = '[{"name":"StopTraining"}]'
 

@@ -8,10 +8,10 @@ import pytest
 import xgboost as xgb
 from sklearn.datasets import load_breast_cancer
 
-from debugger.stop_training import StopTrainingRequested
+from debugger.hook.stop_training import StopTrainingRequested
+from debugger.hook.xgboost_hook import XGBoostHook
+from debugger.hook.zero_change_xgboost import XGBoostWatcher
 from debugger.trial import create_trial
-from debugger.xgboost_hook import XGBoostHook
-from debugger.zero_change_xgboost import XGBoostWatcher
 
 STOP = '[{"name":"StopTraining"}]'
 OVERFITTING = {"objective": "binary:logistic", "max_depth": 10, "eta": 0.9, "min_child_weight": 0, "lambda": 0,
