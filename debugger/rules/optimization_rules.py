@@ -1,4 +1,5 @@
-"""SageMaker Debugger's built-in rules, with the parameters and defaults of the AWS developer guide
+"""SageMaker Debugger's built-in rules on whether training optimizes (ExplodingTensor, VanishingGradient,
+LossNotDecreasing, WeightUpdateRatio, PoorWeightInitialization), with the parameters and defaults of the AWS developer guide
 (``contracts.debugger_config.BUILTIN_RULE_DEFAULTS``), evaluated in the job on every step.
 
 Cheap every-step signals (loss, total gradient norm) count as tensors of their collections, so an

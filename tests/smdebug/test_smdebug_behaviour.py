@@ -1,7 +1,7 @@
 """What real smdebug 1.0.34 does where ours did otherwise, as the differential harness found it
 (docs/smdebug-compatibility.md, "Differences found and followed"): each pinned here under ours alone, so it holds
 where the reference environment cannot be built. Each test failed before the change it pins. (The harness also found
-a lone saved tensor aliased to its live parameter: tests/debugger/test_step_writer.py.)"""
+a lone saved tensor aliased to its live parameter: tests/debugger/storage/test_step_writer.py.)"""
 
 from __future__ import annotations
 

@@ -2,8 +2,8 @@
 (bench/healthy_scripts/, written as independent users write them), run through the job launcher as SageMaker's script
 mode runs them, with our debugger.
 
-    python tests/debugger/trajectories/make_trajectories.py      # rewrites the files beside this script (about a minute)
-    python tests/debugger/trajectories/make_trajectories.py mlp_tanh_digits     # only that recording
+    python tests/debugger/rules/trajectories/make_trajectories.py      # rewrites the files beside this script (about a minute)
+    python tests/debugger/rules/trajectories/make_trajectories.py mlp_tanh_digits     # only that recording
 
 * ``bias_before_batchnorm/``: the saved trial of an MLP whose Linear layer keeps its bias before BatchNorm1d
   (PyTorch's default), on generated tabular data: gradients, weights and biases at steps 0 and 10, the hook's
@@ -35,7 +35,7 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[2]
+ROOT = HERE.parents[3]
 sys.path.insert(0, str(ROOT / "bench"))
 
 import healthy_corpus  # noqa: E402  (bench/healthy_corpus.py: its data sets and scripts)

@@ -18,7 +18,7 @@ from debugger import create_trial
 from debugger.core.modes import ModeKeys
 from debugger.storage.state_store import METADATA_FILE, StateStore, TrainingState, checkpoint_dir_from_config
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SPOT_JOB = Path(__file__).parent / "spot_job.py"
 #: The four keys of every state smdebug's StateStore reads (smdebug/core/state_store.py, 1.0.34).
 SMDEBUG_STATE_KEYS = {"training-run", "latest-global-step-saved", "latest-global-step-seen", "latest-mode-step"}

@@ -19,7 +19,7 @@ from debugger.trial import create_trial
 pytestmark = pytest.mark.training
 
 JOB = Path(__file__).with_name("distributed_job.py")
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def free_port() -> int:

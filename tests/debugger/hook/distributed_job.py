@@ -1,4 +1,4 @@
-"""One rank of a small job under torch.distributed (gloo), for tests/debugger/test_hook_distributed.py.
+"""One rank of a small job under torch.distributed (gloo), for tests/debugger/hook/test_hook_distributed.py.
 
     RANK=r WORLD_SIZE=n MASTER_ADDR=127.0.0.1 MASTER_PORT=p python distributed_job.py OUT_DIR STEPS POISON_RANK POISON_STEP
 

@@ -41,7 +41,7 @@ from debugger.rules import BUILTIN_RULES, builtin_rule_parameters
 from debugger.rules.training_rules import ClassImbalance, StalledTrainingRule
 from debugger.trial import LiveTrial
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 STOP = '[{"name":"StopTraining"}]'
 
 

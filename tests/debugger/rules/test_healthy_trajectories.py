@@ -1,4 +1,4 @@
-"""The built-in rules' verdicts on real healthy training (tests/debugger/trajectories/, made by make_trajectories.py
+"""The built-in rules' verdicts on real healthy training (tests/debugger/rules/trajectories/, made by make_trajectories.py
 from jobs of the healthy corpus's scripts): a rule judges the tensors that can show its problem and the loss on
 windows with the run's own noise, and a run that meets its objective is not stopped for its curves; the same rules
 still fire where the problem is real."""

@@ -1,6 +1,6 @@
 """What the rule tests build rules and trials with: a rule from its name and parameters, as a
 DebugRuleConfiguration names it, over a LiveTrial holding constructed saved steps, or replaying a real job's
-recorded trajectory (tests/debugger/trajectories/)."""
+recorded trajectory (tests/debugger/rules/trajectories/)."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def assert_refused(tmp_path: Path, rule_name: str, parameter: str, value: str, h
     assert hint in raised.value.problem
 
 
-#: Real training trajectories (tests/debugger/trajectories/make_trajectories.py makes them).
+#: Real training trajectories (tests/debugger/rules/trajectories/make_trajectories.py makes them).
 TRAJECTORIES = Path(__file__).resolve().parent / "trajectories"
 
 

@@ -19,7 +19,7 @@ from debugger.hook.stop_training import StopTrainingRequested
 from debugger.hook.xgboost_hook import XGBoostHook
 from debugger.trial import create_trial
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 EXAMPLE = REPO / "examples" / "xgboost"
 COLLECTIONS = ["metrics", "losses", "hyperparameters", "predictions", "labels", "feature_importance", "average_shap", "trees"]
 OVERFITTING = {"objective": "binary:logistic", "max_depth": 10, "eta": 0.9, "min_child_weight": 0, "lambda": 0,

@@ -27,7 +27,7 @@ from debugger.trial import create_trial
 
 pytestmark = pytest.mark.training
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 STOP = '[{"name":"StopTraining"}]'
 RULES = [{"RuleConfigurationName": "ExplodingTensor", "RuleParameters": {"rule_to_invoke": "ExplodingTensor", "action_json": STOP}}]
 
