@@ -1,6 +1,6 @@
 """The files of a job's debug output that readers besides the debugger's own find by name. Standard library only.
 
-The debugger writes one file per saved step under ``steps/`` (``debugger.storage``: its format and the rest of the
+The debugger writes one file per saved step under ``steps/`` (``debugger.storage.layout``: its format and the rest of the
 layout); the trial reader lists them, and the local training platform watches them to follow a job's progress
 (a spot interruption at a step, for a script that prints no progress lines).
 """

@@ -57,7 +57,7 @@ BUILTIN_RULE_DEFAULTS: dict[str, dict[str, str]] = {
         "patience": "5",
         "steps": "10",
     },
-    # Training-curve rules (debugger/training_rules.py): ClassImbalance reads the labels and predictions the script
+    # Training-curve rules (debugger/rules/training_rules.py): ClassImbalance reads the labels and predictions the script
     # saves (hook.save_tensor); StalledTrainingRule's threshold is in seconds without a new step.
     "ClassImbalance": {
         "threshold_imbalance": "10",
@@ -68,7 +68,7 @@ BUILTIN_RULE_DEFAULTS: dict[str, dict[str, str]] = {
         "predictions_regex": ".*predictions",
     },
     "StalledTrainingRule": {"threshold": "1800", "stop_training_on_fire": "False", "training_job_name_prefix": ""},
-    # --- curve and XGBoost rules (debugger/curve_rules.py, debugger/xgboost_rules.py)
+    # --- curve and XGBoost rules (debugger/rules/curve_rules.py, debugger/rules/xgboost_rules.py)
     "Overfit": {"tensor_regex": "", "start_step": "0", "patience": "1", "ratio_threshold": "0.1"},
     "Overtraining": {"patience_train": "5", "patience_validation": "10", "delta": "0.01"},
     "Confusion": {
@@ -83,7 +83,7 @@ BUILTIN_RULE_DEFAULTS: dict[str, dict[str, str]] = {
     "FeatureImportanceOverweight": {"threshold": "0.8", "nfeatures": "3", "tensor_regex": ".*feature_importance/weight"},
     "TreeDepth": {"depth": "4"},
     # --- end of curve and XGBoost rules
-    # Tensor and activation rules (debugger/tensor_rules.py). SaturatedActivation's bounds are "(min, max)"
+    # Tensor and activation rules (debugger/rules/tensor_rules.py). SaturatedActivation's bounds are "(min, max)"
     # pairs as the guide writes them; TensorVariance's thresholds default to None (no bound); CheckInputImages'
     # regex default names MXNet's model input, which our hook reads as "the registered model's first input".
     "DeadRelu": {"tensor_regex": ".*relu_output", "threshold_inactivity": "1.0", "threshold_layer": "50.0"},
@@ -155,7 +155,7 @@ def rule_collections(rule_name: str, parameters: Mapping[str, str] | None = None
 COMMON_RULE_PARAMETERS = ("rule_to_invoke", "action_json", "start_step", "end_step", "custom_rule_source", "custom_rule_class")
 #: The workflow's own parameter for the rules that judge progress: the run_spec's objective (contracts.objective, as
 #: JSON), so a run that already meets it is not stopped for a loss that stopped falling or parameters that stopped
-#: changing (debugger.run_objective).
+#: changing (debugger.rules.run_objective).
 #: The workflow sets it; a run_spec does not, and SageMaker's own evaluator (legacy mode) never sees it.
 OBJECTIVE_RULE_PARAMETER = "objective"
 OBJECTIVE_AWARE_RULES = ("LossNotDecreasing", "Overfit", "Overtraining", "UnchangedTensor")

@@ -73,7 +73,7 @@ TENSORBOARD_CONFIG_FILE = "tensorboardoutputconfig.json"
 INPUT_CONFIG_DIR_ENV = "SM_INPUT_CONFIG_DIR"
 #: SageMaker's CheckpointConfig in the container: it writes {"LocalPath": ..., "S3Uri": ...} to this file, copies the
 #: S3Uri into LocalPath when the job (re)starts and uploads what the job writes there (smdebug's variable and default
-#: path; smdebug keeps its spot-resume state beside the checkpoints: debugger.state_store).
+#: path; smdebug keeps its spot-resume state beside the checkpoints: debugger.storage.state_store).
 CHECKPOINT_CONFIG_FILE_ENV = "CHECKPOINT_CONFIG_FILE_PATH"
 CHECKPOINT_CONFIG_FILE = "checkpointconfig.json"
 DEFAULT_CHECKPOINT_CONFIG_FILE = "/opt/ml/input/config/checkpointconfig.json"

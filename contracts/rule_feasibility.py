@@ -4,7 +4,7 @@ A rule that cannot fire is worse than no rule: the run reads "NoIssuesFound" whi
 ``check_rule_can_fire`` knows, per rule, which parameter values (and, for rules that compare saved steps,
 which save intervals) make its condition impossible; it raises ContractError naming the rule and the
 setting. Parameters are SageMaker's strings; defaults come from BUILTIN_RULE_DEFAULTS. Malformed values are
-left to the job's parser (``debugger.rules.builtin_rule_parameters``), which names them.
+left to the job's parser (``debugger.rules.parameters.builtin_rule_parameters``), which names them.
 
 Impossible configurations, per rule:
 

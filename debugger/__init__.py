@@ -19,8 +19,8 @@ from typing import Any
 from contracts import ContractError
 
 _LAZY_EXPORTS = {
-    "Hook": "debugger.hook",
-    "StopTrainingRequested": "debugger.stop_training",
+    "Hook": "debugger.hook.torch_hook",
+    "StopTrainingRequested": "debugger.hook.stop_training",
     "Rule": "debugger.rules",
     "create_trial": "debugger.trial",
 }

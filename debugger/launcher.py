@@ -12,7 +12,7 @@ debugger's hook and rule configuration. The launcher
    (``DEBUGGER_RULE_CONFIG_FILE_PATH``), so a script written for SageMaker Debugger
    runs unchanged;
 3. watches a script that creates no hook of its own (zero script change,
-   :mod:`debugger.zero_change`): when the script imports torch or xgboost, the
+   :mod:`debugger.hook.zero_change`): when the script imports torch or xgboost, the
    debugger attaches to its models, optimizers or ``xgboost.train`` call; a hook
    the script creates wins;
 4. runs the entry point as ``__main__`` (as ``python train.py`` would), and turns
@@ -35,7 +35,6 @@ import signal
 import sys
 import tempfile
 import threading
-import time
 import traceback
 from collections.abc import Mapping, MutableMapping
 from pathlib import Path
@@ -43,26 +42,24 @@ from pathlib import Path
 from contracts import ContractError
 from contracts.debugger_config import validate_hook_config, validate_rule_configs
 from contracts.job import (
-    DEFAULT_FAILURE_FILE,
     ENTRY_POINT_HYPERPARAMETER,
     EXIT_BAD_INPUT,
     EXIT_ERROR,
     EXIT_RULE_STOP,
     EXIT_SUCCESS,
     EXIT_TERMINATED,
-    FAILURE_FILE_ENV,
     FALLBACK_PACKAGES_DIR,
     HOOK_CONFIG_FILE_ENV,
     HOOK_CONFIG_HYPERPARAMETER,
-    MAX_FAILURE_TEXT,
     RULE_CONFIGS_FILE_ENV,
     RULE_CONFIGS_HYPERPARAMETER,
     is_reserved_hyperparameter,
     join_long_value,
 )
 from contracts.run_spec import check_entry_point
-from debugger.stop_training import StopTrainingRequested
-from debugger.zero_change import ZeroScriptChangeRefused, watch_when_imported
+from debugger.hook.failure_file import FailureFile
+from debugger.hook.stop_training import StopTrainingRequested
+from debugger.hook.zero_change import ZeroScriptChangeRefused, watch_when_imported
 
 
 class JobTerminated(BaseException):
@@ -169,34 +166,9 @@ def resolve_entry_point(source_dir: Path, entry_point: str | None) -> Path:
     return path
 
 
-class FailureFile:
-    """SageMaker's failure file: written once, and never over a text the script wrote itself."""
-
-    def __init__(self, environ: Mapping[str, str]):
-        self.path = Path(environ.get(FAILURE_FILE_ENV, DEFAULT_FAILURE_FILE))
-        self._started = time.time()
-
-    def written_by_script(self) -> bool:
-        try:
-            stat = self.path.stat()
-        except OSError:
-            return False
-        return stat.st_size > 0 and stat.st_mtime >= self._started - 1
-
-    def write(self, text: str, *, unless_written: bool = True) -> None:
-        print(text, file=sys.stderr, flush=True)
-        if unless_written and self.written_by_script():
-            return
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.path.write_text(text[:MAX_FAILURE_TEXT], encoding="utf-8")
-        except OSError as error:
-            print(f"could not write the failure file {self.path}: {error}", file=sys.stderr, flush=True)
-
-
 def _close_hooks() -> None:
     """Flush every hook the script created (status document, last steps, S3 mirror), if it made one."""
-    hook_common = sys.modules.get("debugger.hook_common")  # one registry: PyTorch's hooks, XGBoost's callbacks
+    hook_common = sys.modules.get("debugger.hook.hook_common")  # one registry: PyTorch's hooks, XGBoost's callbacks
     if hook_common is not None:
         hook_common.close_open_hooks(training_ended=True)
 

@@ -36,7 +36,7 @@ JOB_PACKAGES = ("contracts", "debugger", "smdebug")
 #: its archive carries that package beside the entry point, as a user's source directory carries its own code.
 BUILTIN_EXAMPLE_PACKAGES = (BUILTIN_MODEL_DIR,)
 #: Installed distributions packed, as installed here, into FALLBACK_PACKAGES_DIR: (distribution, import name).
-#: tensorboardX writes the TensorBoard files (debugger/tensorboard_events.py); its own dependencies (numpy,
+#: tensorboardX writes the TensorBoard files (debugger/storage/tensorboard_events.py); its own dependencies (numpy,
 #: packaging, protobuf>=3.20) are in SageMaker's PyTorch images (aws/deep-learning-containers,
 #: docker/pytorch/2.1{1,2,3}/cpu/uv.lock: protobuf 6.33.6), tensorboardX is not.
 FALLBACK_DISTRIBUTIONS = (("tensorboardX", "tensorboardX"),)

@@ -4,7 +4,7 @@ Three sources, each a list of ``{"kind": "training_step", "step": N, field: valu
 
 * the progress lines of the job's log (:mod:`contracts.progress_log`): the built-in example prints one per step with
   every field; a user's script may print none, or lines with some fields only;
-* the TensorBoard scalars the debugger's hook writes at every training step (:mod:`debugger.tensorboard_events`:
+* the TensorBoard scalars the debugger's hook writes at every training step (:mod:`debugger.storage.tensorboard_events`:
   ``loss``, ``learning_rate``, ``gradient_norm/total``), read with TensorBoard's own reader;
 * the debugger's saved training steps (the trial reader): the loss at the save interval, and in the hook's own
   profile also ``total_gradient_norm`` and ``learning_rate``.
@@ -24,7 +24,7 @@ from contracts.progress_log import STEP_LINE_TAG, parse_progress_line
 
 #: The curves a step can carry (progress-line field names).
 CURVE_FIELDS = ("loss", "gradient_norm", "learning_rate")
-#: TensorBoard tag -> field (debugger.tensorboard_events' training-step tags).
+#: TensorBoard tag -> field (debugger.storage.tensorboard_events' training-step tags).
 TENSORBOARD_TAGS = {"loss": "loss", "gradient_norm/total": "gradient_norm", "learning_rate": "learning_rate"}
 #: Every scalar point kept (TensorBoard's reader samples 10,000 per tag by default); nothing else is loaded.
 TENSORBOARD_SIZE_GUIDANCE = {
@@ -70,8 +70,8 @@ def steps_from_tensorboard(directory: Path | None) -> list[Step]:
 def steps_from_debug_output(debug_dir: Path | None) -> list[Step]:
     """The training steps the job's debugger saved (its save interval): the loss, and the total gradient norm and
     learning rate where the hook saved them."""
-    from debugger.collection import LEARNING_RATE, LOSSES
-    from debugger.modes import ModeKeys
+    from debugger.core.collection import LEARNING_RATE, LOSSES
+    from debugger.core.modes import ModeKeys
     from debugger.rules import TOTAL_GRADIENT_NORM
     from debugger.trial import create_trial
 

@@ -9,10 +9,10 @@ To tell this package from AWS's when both could be imported: ``smdebug.REMEDIATI
 and absent there; ``smdebug.__file__`` shows which one was found first on sys.path.
 """
 
-from debugger.collection import Collection
-from debugger.modes import ModeKeys as modes
-from debugger.reductions import ReductionConfig
-from debugger.save_config import SaveConfig, SaveConfigMode
+from debugger.core.collection import Collection
+from debugger.core.modes import ModeKeys as modes
+from debugger.core.reductions import ReductionConfig
+from debugger.core.save_config import SaveConfig, SaveConfigMode
 from smdebug.core.collection import CollectionKeys
 
 #: Marks this implementation (AWS's smdebug has no such attribute).

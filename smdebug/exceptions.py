@@ -1,6 +1,6 @@
 """smdebug's exceptions (``from smdebug.exceptions import *``), raised by this project's debugger."""
 
-from debugger.exceptions import (  # noqa: F401
+from debugger.core.exceptions import (  # noqa: F401
     IndexReaderException,
     InsufficientInformationForRuleInvocation,
     InvalidCollectionConfiguration,

@@ -1,5 +1,5 @@
-from debugger import collection as _collection
-from debugger.collection import Collection
+from debugger.core import collection as _collection
+from debugger.core.collection import Collection
 
 
 class CollectionKeys:

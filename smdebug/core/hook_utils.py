@@ -7,15 +7,15 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from debugger import storage
-from debugger.config import HookSettings
-from debugger.container_config import output_directory, staging_directory_for
-from debugger.exceptions import SMDebugRuntimeError
-from debugger.hook_common import announce_hook_creation
-from debugger.modes import ModeKeys
-from debugger.reductions import ReductionConfig
-from debugger.save_config import SaveConfig
-from debugger.trial_sources import is_s3_uri
+from debugger.core.config import HookSettings
+from debugger.core.exceptions import SMDebugRuntimeError
+from debugger.core.modes import ModeKeys
+from debugger.core.reductions import ReductionConfig
+from debugger.core.save_config import SaveConfig
+from debugger.hook.container_config import output_directory, staging_directory_for
+from debugger.hook.hook_common import announce_hook_creation
+from debugger.storage import layout
+from debugger.trial.trial_sources import is_s3_uri
 
 
 def check_arguments(out_dir, include_workers) -> None:
@@ -63,7 +63,7 @@ def local_out_dir(out_dir: str) -> tuple[Path, str | None]:
     if is_s3_uri(out_dir):
         return staging_directory_for(out_dir), out_dir
     path = Path(os.path.expanduser(out_dir))
-    if storage.list_step_files(path):
+    if layout.list_step_files(path):
         raise SMDebugRuntimeError(
             f"The path {path} already holds a run's saved steps; give the hook an out_dir that does not exist yet"
         )

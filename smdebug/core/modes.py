@@ -1,4 +1,4 @@
-from debugger.modes import ALLOWED_MODE_NAMES, ModeKeys
+from debugger.core.modes import ALLOWED_MODE_NAMES, ModeKeys
 
 ALLOWED_MODES = list(ModeKeys)
 

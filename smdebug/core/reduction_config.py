@@ -1,3 +1,3 @@
-from debugger.reductions import ALLOWED_NORMS, ALLOWED_REDUCTIONS, ReductionConfig
+from debugger.core.reductions import ALLOWED_NORMS, ALLOWED_REDUCTIONS, ReductionConfig
 
 __all__ = ["ALLOWED_NORMS", "ALLOWED_REDUCTIONS", "ReductionConfig"]

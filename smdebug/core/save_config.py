@@ -1,3 +1,3 @@
-from debugger.save_config import DEFAULT_SAVE_INTERVAL, SaveConfig, SaveConfigMode
+from debugger.core.save_config import DEFAULT_SAVE_INTERVAL, SaveConfig, SaveConfigMode
 
 __all__ = ["DEFAULT_SAVE_INTERVAL", "SaveConfig", "SaveConfigMode"]

@@ -1,3 +1,3 @@
-from debugger.tensor import StepState, Tensor
+from debugger.trial.tensor import StepState, Tensor
 
 __all__ = ["StepState", "Tensor"]

@@ -1,9 +1,9 @@
 """``import smdebug.pytorch as smd``: the PyTorch hook and what scripts use beside it."""
 
-from debugger.collection import Collection
-from debugger.modes import ModeKeys as modes
-from debugger.reductions import ReductionConfig
-from debugger.save_config import SaveConfig, SaveConfigMode
+from debugger.core.collection import Collection
+from debugger.core.modes import ModeKeys as modes
+from debugger.core.reductions import ReductionConfig
+from debugger.core.save_config import SaveConfig, SaveConfigMode
 from smdebug.core.collection import CollectionKeys
 from smdebug.pytorch.hook import Hook
 from smdebug.pytorch.singleton import del_hook, get_hook, set_hook

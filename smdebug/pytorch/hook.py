@@ -1,20 +1,20 @@
-"""``smd.Hook``: smdebug's PyTorch hook constructor and ``create_from_json_file`` over :class:`debugger.hook.Hook`
+"""``smd.Hook``: smdebug's PyTorch hook constructor and ``create_from_json_file`` over :class:`debugger.hook.torch_hook.Hook`
 in its smdebug profile (smdebug's tensor names and default collections)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from debugger.config import HookSettings, parse_hook_config, parse_rule_configs
-from debugger.container_config import (
+from debugger.core.config import HookSettings, parse_hook_config, parse_rule_configs
+from debugger.core.reductions import ReductionConfig
+from debugger.core.save_config import SaveConfig
+from debugger.hook.container_config import (
     job_name_or_default,
     read_container_hook_config,
     rule_configs_from_environment,
 )
-from debugger.hook import Hook as DebuggerHook
-from debugger.hook_steps import SMDEBUG
-from debugger.reductions import ReductionConfig
-from debugger.save_config import SaveConfig
+from debugger.hook.hook_steps import SMDEBUG
+from debugger.hook.torch_hook import Hook as DebuggerHook
 from smdebug.core.hook_utils import as_list, check_arguments, hook_from_settings, hook_settings, local_out_dir
 from smdebug.pytorch import singleton
 

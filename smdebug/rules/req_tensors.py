@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from debugger.exceptions import TensorUnavailable
+from debugger.core.exceptions import TensorUnavailable
 
 
 class RequiredTensorsForTrial:

@@ -1,4 +1,4 @@
-"""``from smdebug.rules.rule import Rule``: smdebug's custom-rule base class over :class:`debugger.rules.Rule`.
+"""``from smdebug.rules.rule import Rule``: smdebug's custom-rule base class over :class:`debugger.rules.rule.Rule`.
 
 A subclass runs offline over a trial (``invoke_rule``) and, configured in DebugRuleConfigurations with
 ``custom_rule_source``, in the training job at every step (``check``).
@@ -7,8 +7,8 @@ A subclass runs offline over a trial (``invoke_rule``) and, configured in DebugR
 from __future__ import annotations
 
 from contracts.debugger_config import parse_actions
-from debugger.exceptions import RuleEvaluationConditionMet
-from debugger.rules import Rule as DebuggerRule
+from debugger.core.exceptions import RuleEvaluationConditionMet
+from debugger.rules.rule import Rule as DebuggerRule
 from smdebug.analysis.utils import no_refresh
 from smdebug.rules.req_tensors import RequiredTensors
 

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import logging
 
-from debugger.exceptions import RuleEvaluationConditionMet, StepUnavailable, TensorUnavailable, TensorUnavailableForStep
+from debugger.core.exceptions import (
+    RuleEvaluationConditionMet,
+    StepUnavailable,
+    TensorUnavailable,
+    TensorUnavailableForStep,
+)
 
 LOGGER = logging.getLogger("smdebug.rules")
 

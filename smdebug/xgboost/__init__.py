@@ -1,9 +1,9 @@
 """``from smdebug.xgboost import Hook``: smdebug's XGBoost hook (a training callback) over this project's
-debugger (:mod:`debugger.xgboost_hook`), and what scripts use beside it. Imports no torch."""
+debugger (:mod:`debugger.hook.xgboost_hook`), and what scripts use beside it. Imports no torch."""
 
-from debugger.collection import Collection
-from debugger.modes import ModeKeys as modes
-from debugger.save_config import SaveConfig, SaveConfigMode
+from debugger.core.collection import Collection
+from debugger.core.modes import ModeKeys as modes
+from debugger.core.save_config import SaveConfig, SaveConfigMode
 from smdebug.core.collection import CollectionKeys
 from smdebug.trials import create_trial
 from smdebug.xgboost.hook import Hook

@@ -1,17 +1,17 @@
 """``smdebug.xgboost.Hook``: smdebug's XGBoost hook constructor and ``create_from_json_file`` over
-:class:`debugger.xgboost_hook.XGBoostHook` (smdebug's defaults: every 10 rounds, the metrics collection)."""
+:class:`debugger.hook.xgboost_hook.XGBoostHook` (smdebug's defaults: every 10 rounds, the metrics collection)."""
 
 from __future__ import annotations
 
-from debugger.config import parse_rule_configs
-from debugger.container_config import (
+from debugger.core.config import parse_rule_configs
+from debugger.core.exceptions import SMDebugRuntimeError
+from debugger.core.save_config import SaveConfig
+from debugger.hook.container_config import (
     job_name_or_default,
     read_container_hook_config,
     rule_configs_from_environment,
 )
-from debugger.exceptions import SMDebugRuntimeError
-from debugger.save_config import SaveConfig
-from debugger.xgboost_hook import (
+from debugger.hook.xgboost_hook import (
     DEFAULT_SAVE_INTERVAL,
     SMDEBUG_DEFAULT_COLLECTIONS,
     XGBoostHook,

@@ -452,8 +452,8 @@ def test_each_lambda_is_granted_every_aws_call_its_handler_makes(synthesized, na
 
 
 def test_the_sagemaker_role_grants_what_the_in_job_debugger_mirror_calls(synthesized):
-    """The training job mirrors its debug output to S3 with boto3 (debugger/s3_mirror.py) as the SageMaker role."""
-    reached = aws_actions_reached("debugger.s3_mirror")
+    """The training job mirrors its debug output to S3 with boto3 (debugger/storage/s3_mirror.py) as the SageMaker role."""
+    reached = aws_actions_reached("debugger.storage.s3_mirror")
     assert reached == {"s3:PutObject"}, reached
     statements = role_statements(synthesized, synthesized.stack.sagemaker.role)
     (write,) = granted(statements, "s3:PutObject")

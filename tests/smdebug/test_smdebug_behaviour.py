@@ -1,7 +1,7 @@
 """What real smdebug 1.0.34 does where ours did otherwise, as the differential harness found it
 (docs/smdebug-compatibility.md, "Differences found and followed"): each pinned here under ours alone, so it holds
 where the reference environment cannot be built. Each test failed before the change it pins. (The harness also found
-a lone saved tensor aliased to its live parameter: tests/debugger/test_step_writer.py.)"""
+a lone saved tensor aliased to its live parameter: tests/debugger/storage/test_step_writer.py.)"""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import xgboost as xgb
 from torch import nn
 
 import smdebug.pytorch as smd
-from debugger import storage
+from debugger.storage import layout
 from smdebug.core.tensor import StepState
 from smdebug.exceptions import TensorUnavailableForStep
 from smdebug.trials import create_trial
@@ -162,7 +162,7 @@ def test_module_tensors_are_matched_by_smdebugs_unanchored_patterns(tmp_path):
 
 def test_a_dry_run_writes_no_tensors_but_ends_its_run(tmp_path):
     train(smd.Hook(out_dir=str(tmp_path), dry_run=True, save_all=True, save_config=smd.SaveConfig(save_interval=1)), small_net(), 2)
-    assert not storage.list_step_files(tmp_path)
+    assert not layout.list_step_files(tmp_path)
     trial = create_trial(str(tmp_path))
     assert trial.steps() == [] and trial.workers() == ["worker_0"]
     assert {"all", "weights", "losses"} <= set(trial.collections())

@@ -1,0 +1,224 @@
+"""The hook's rules and its rule-status document (a mixin of :class:`debugger.hook.torch_hook.Hook`).
+
+Every configured rule runs at every step's check; a rule that raises gets status Error (training goes on);
+a rule that fires records its issue, the evidence and its actions; a StopTraining action makes the hook
+raise :class:`StopTrainingRequested` before the optimizer can apply the step.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import os
+import time
+from datetime import datetime, timezone
+from typing import Any
+
+from contracts.job import checkpoint_directory
+from contracts.rule_status import (
+    ERROR,
+    IN_PROGRESS,
+    ISSUES_FOUND,
+    MAX_REPORTED_LEARNING_RATES,
+    RULE_STATUS_FILE,
+    ActionRecord,
+    Peak,
+    RuleIssue,
+    RuleStatus,
+    RuleStatusDocument,
+)
+from debugger.core.config import RuleSpec
+from debugger.core.exceptions import TensorUnavailableForStep
+from debugger.hook.stop_training import StopTrainingRequested
+from debugger.rules.rule import Rule
+from debugger.rules.tensor_signal import skipped_note
+from debugger.storage import layout
+
+LOGGER = logging.getLogger("debugger.hook")
+
+
+def _now() -> str:
+    # timezone.utc, not datetime.UTC (3.11+): SageMaker's XGBoost images run the debugger on Python 3.10.
+    return datetime.now(timezone.utc).isoformat()  # noqa: UP017
+
+
+#: Counting stops here: a checkpoint directory keeps a few files; the planner only needs to know whether any.
+MAX_COUNTED_CHECKPOINT_FILES = 1000
+
+
+def _count_files(directory: str | None) -> int | None:
+    """Regular files under ``directory`` (at most MAX_COUNTED_CHECKPOINT_FILES); None when it does not exist."""
+    if directory is None or not os.path.isdir(directory):
+        return None
+    count = 0
+    for _, _, files in os.walk(directory):
+        count += len(files)
+        if count >= MAX_COUNTED_CHECKPOINT_FILES:
+            return MAX_COUNTED_CHECKPOINT_FILES
+    return count
+
+
+@dataclasses.dataclass
+class _RuleState:
+    spec: RuleSpec
+    rule: Rule
+    status: str = IN_PROGRESS
+    details: str = ""
+    modified: str = ""
+    issue: RuleIssue | None = None
+
+
+class RuleRunner:
+    """State set up by Hook.__init__: _rules, evidence, actions, metrics, _stop, out_dir, mirror, job_name."""
+
+    def _update_evidence(self, step: int, loss: float | None, gradient_norm: float | None) -> None:
+        evidence = self.evidence
+        if not self._initial_recorded:  # step 0, or the first step of a resumed job
+            self._initial_recorded = True
+            evidence.initial_loss = loss
+            evidence.initial_gradient_norm = gradient_norm
+        if loss is not None and math.isfinite(loss):
+            evidence.last_finite_loss = loss
+            if evidence.loss_peak is None or loss > evidence.loss_peak.value:
+                evidence.loss_peak = self._peak(loss, step)
+        if gradient_norm is not None and math.isfinite(gradient_norm):
+            if evidence.gradient_norm_peak is None or gradient_norm > evidence.gradient_norm_peak.value:
+                evidence.gradient_norm_peak = self._peak(gradient_norm, step)
+                evidence.max_gradient_norm = gradient_norm
+        evidence.last_step = step
+
+    def _peak(self, value: float, step: int) -> Peak:
+        return Peak(value=value, step=step, learning_rate=self._learning_rate(), phase=self._phase)
+
+    def _optimizer_in_use(self) -> Any:
+        """The optimizer training this model, when the hook knows one (the PyTorch hook does)."""
+        return None
+
+    def _note_job_state(self) -> None:
+        """The optimizer and its current rates, and the checkpoint files so far, into the evidence."""
+        optimizer = self._optimizer_in_use()
+        if optimizer is not None:
+            self.evidence.optimizer = type(optimizer).__name__
+            rates = []
+            for group in optimizer.param_groups:
+                try:
+                    rate = float(group["lr"])
+                except (KeyError, TypeError, ValueError):
+                    continue
+                if math.isfinite(rate) and rate not in rates:
+                    rates.append(rate)
+            self.evidence.learning_rates = rates[:MAX_REPORTED_LEARNING_RATES] or None
+        self.evidence.checkpoint_files = _count_files(checkpoint_directory(os.environ))
+
+    def _evaluate_rules(self, step: int, learning_rate: float | None) -> None:
+        changed = False
+        for state in self._rules:
+            if state.status != IN_PROGRESS:
+                continue
+            spec = state.spec
+            if (spec.start_step is not None and step < spec.start_step) or (
+                spec.end_step is not None and step >= spec.end_step
+            ):
+                continue
+            state.rule.finding = None
+            try:
+                fired = state.rule.check(step)
+            except TensorUnavailableForStep:
+                continue
+            except Exception as error:  # noqa: BLE001 - a broken rule must not stop training
+                state.status, state.details, state.modified = ERROR, f"{type(error).__name__}: {error}", _now()
+                LOGGER.warning("rule %s raised at step %d: %s", spec.name, step, state.details)
+                changed = True
+                continue
+            if fired:
+                changed = True
+                self._record_issue(state, step, learning_rate)
+        if changed or time.monotonic() - self._last_status_write > self._heartbeat:
+            self.write_status()
+
+    def _record_issue(self, state: _RuleState, step: int, learning_rate: float | None) -> None:
+        finding = state.rule.finding
+        phase = self._phase  # None unless the script said (set_context): never guessed
+        message = finding.message if finding else f"{state.spec.name} returned True"
+        state.status, state.details, state.modified = ISSUES_FOUND, message, _now()
+        state.issue = RuleIssue(
+            step=step,
+            tensor=finding.tensor if finding else "",
+            value=finding.value if finding else None,
+            message=message,
+            phase=phase,
+            kind=finding.kind if finding else None,
+        )
+        if self.evidence.first_issue_step is None:
+            self.evidence.first_issue_step = step
+            self.evidence.phase = phase
+            self.evidence.learning_rate_at_issue = learning_rate
+        for action in state.spec.actions:
+            detail = action.get("endpoint", "") if action["name"] != "StopTraining" else message
+            self.actions.append(
+                ActionRecord(action=action["name"], rule=state.spec.name, step=step, at=_now(), detail=detail)
+            )
+            if action["name"] == "StopTraining" and self._stop is None:
+                self._stop = StopTrainingRequested(state.spec.name, step, message)
+
+    # ------------------------------------------------------------------ status document
+
+    def _restore_status(self, document: RuleStatusDocument) -> None:
+        """Go on from ``document``, the status an interrupted run of this job left: each rule's status and issue, the
+        evidence, actions and metrics, the last step checked."""
+        found = {rule.RuleConfigurationName: rule for rule in document.rules}
+        for state in self._rules:
+            rule = found.get(state.spec.name)
+            if rule is not None:
+                state.status, state.details, state.modified = rule.RuleEvaluationStatus, rule.StatusDetails, rule.LastModifiedTime
+                state.issue = rule.issue
+        self.evidence = dataclasses.replace(document.evidence)
+        self._initial_recorded = document.last_step >= 0  # the job's initial loss and gradient norm are the first run's
+        self.actions = list(document.actions)
+        self.metrics.update(document.metrics)
+        self._last_checked_step = document.last_step
+
+    def status_document(self, training_ended: bool = False) -> RuleStatusDocument:
+        self._note_job_state()
+        return RuleStatusDocument(
+            job_name=self.job_name,
+            updated_at=_now(),
+            training_ended=training_ended,
+            last_step=self._last_checked_step,
+            rules=[
+                RuleStatus(
+                    RuleConfigurationName=state.spec.name,
+                    RuleEvaluationStatus=state.status,
+                    StatusDetails=self._details(state),
+                    LastModifiedTime=state.modified,
+                    issue=state.issue,
+                )
+                for state in self._rules
+            ],
+            evidence=dataclasses.replace(self.evidence),
+            actions=list(self.actions),
+            metrics=dict(self.metrics),
+        )
+
+    @staticmethod
+    def _details(state: _RuleState) -> str:
+        """The status's details, and which tensors the rule skipped because they cannot show its problem."""
+        if state.status == ERROR:
+            return state.details
+        skipped = skipped_note(state.rule.skipped_tensors())
+        latest = getattr(state.rule, "latest_note", "") if state.status != ISSUES_FOUND else ""
+        return "; ".join(part for part in (state.details, latest, skipped) if part)
+
+    def write_status(self, training_ended: bool = False) -> RuleStatusDocument:
+        """Write rule-status.json atomically (and to S3 when mirroring); under torch.distributed only rank 0 does."""
+        document = self.status_document(training_ended)
+        if not self.worker_role.is_chief:
+            return document  # one document per job: the chief's (debugger.hook.distributed)
+        text = document.to_json()
+        layout.atomic_write_text(self.out_dir / RULE_STATUS_FILE, text)
+        self._last_status_write = time.monotonic()
+        if self.mirror is not None:
+            self.mirror.put_status(text)
+        return document
+

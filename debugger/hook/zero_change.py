@@ -1,0 +1,131 @@
+"""Zero script change: the job's debugger watches a training script that creates no hook of its own.
+
+SageMaker Debugger's framework containers promised that a training script needs no change to be watched. The job
+launcher keeps that promise here: before it runs the entry point it calls :func:`watch_when_imported`, and when the
+script imports a framework the debugger knows, that framework's automatic hook is installed:
+
+    torch    :mod:`debugger.hook.zero_change_torch`: PyTorch's global module and optimizer hooks; a step is an optimizer
+             step, its loss the tensor ``backward()`` was called on
+    xgboost  :mod:`debugger.hook.zero_change_xgboost`: the hook added to ``xgboost.train``'s callbacks
+
+A hook the script creates itself (``smd.Hook.create_from_json_file()``, ``smd.get_hook(...)``,
+``Hook.from_configs(...)``) always wins: the automatic one stands aside (:func:`debugger.hook.hook_common.
+announce_hook_creation`). A script the automatic hook cannot watch faithfully is refused with
+:class:`ZeroScriptChangeRefused`, whose message says why and how to watch it from the script; the launcher turns it
+into the job's failure text.
+
+Imports neither torch nor xgboost: the launcher imports this module, and the script brings its framework.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+#: The failure text's first word when the zero-change hook refuses a script.
+REFUSED_KIND = "ZeroScriptChangeUnsupported"
+#: What a refusal tells the user to do instead.
+EXPLICIT_HOOK_ADVICE = (
+    "watch it from the script instead: import smdebug.pytorch as smd; hook = smd.Hook.create_from_json_file(); "
+    "hook.register_module(model); hook.register_loss(loss_fn) (see debugger/README.md)"
+)
+#: The framework module -> the module whose ``install()`` watches it.
+WATCHERS = {"torch": "debugger.hook.zero_change_torch", "xgboost": "debugger.hook.zero_change_xgboost"}
+
+
+class ZeroScriptChangeRefused(BaseException):
+    """The automatic hook cannot watch this script faithfully (several optimizers each after its own backward, a
+    script that updates its parameters itself, ...). A BaseException, like StopTrainingRequested, so the script's
+    own ``except Exception`` does not swallow it."""
+
+    kind = REFUSED_KIND
+
+
+class _PostImportFinder(importlib.abc.MetaPathFinder):
+    """Runs a callback right after a top-level module has been imported (its ``__init__`` executed), before the
+    importing statement returns. Finds nothing itself: it wraps the loader the other finders return."""
+
+    def __init__(self, callbacks: dict[str, Callable[[object], None]]):
+        self._callbacks = dict(callbacks)
+        self._lock = threading.Lock()
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname not in self._callbacks:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        loader = spec.loader
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        original = loader.exec_module
+
+        def exec_module(module):
+            original(module)
+            try:
+                del loader.exec_module  # the loader's own method again
+            except AttributeError:
+                pass
+            self._imported(fullname, module)
+
+        loader.exec_module = exec_module
+        return spec
+
+    def _imported(self, name: str, module: object) -> None:
+        with self._lock:
+            callback = self._callbacks.pop(name, None)
+            if not self._callbacks and self in sys.meta_path:
+                sys.meta_path.remove(self)
+        if callback is not None:
+            callback(module)
+
+
+def _install(framework: str) -> Callable[[object], None]:
+    def install(_module: object) -> None:
+        try:
+            importlib.import_module(WATCHERS[framework]).install()
+        except Exception as error:  # noqa: BLE001 - the script must still run; say why it is not watched
+            print(
+                f"debugger: the zero-change hook for {framework} could not be installed ({type(error).__name__}: "
+                f"{error}); this job is watched only by a hook the script creates itself",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    return install
+
+
+def watch_when_imported(frameworks: tuple[str, ...] = tuple(WATCHERS)) -> None:
+    """Install each framework's automatic hook as soon as the script imports that framework (at once if it is
+    imported already)."""
+    pending = {}
+    for framework in frameworks:
+        if framework in sys.modules:
+            _install(framework)(sys.modules[framework])
+        else:
+            pending[framework] = _install(framework)
+    if pending:
+        sys.meta_path.insert(0, _PostImportFinder(pending))
+
+
+def remove_hook_output(out_dir: Path) -> int:
+    """Remove what the zero-change hook wrote into ``out_dir`` (steps, status, collections, metrics) before the
+    script's own hook starts there; the number of steps removed."""
+    from contracts.rule_status import RULE_STATUS_FILE  # lazily: the launcher imports this module, not numpy
+    from debugger.storage import layout
+
+    steps = layout.list_step_files(out_dir)
+    for path in steps.values():
+        path.unlink(missing_ok=True)
+    for name in (RULE_STATUS_FILE, layout.COLLECTIONS_FILE, layout.METRICS_FILE):
+        (out_dir / name).unlink(missing_ok=True)
+    return len(steps)

@@ -1,0 +1,164 @@
+"""The built-in rules' verdicts on real healthy training (tests/debugger/rules/trajectories/, made by make_trajectories.py
+from jobs of the healthy corpus's scripts): a rule judges the tensors that can show its problem and the loss on
+windows with the run's own noise, and a run that meets its objective is not stopped for its curves; the same rules
+still fire where the problem is real."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from rule_trials import TRAJECTORIES, make, recorded_steps, replay
+
+from contracts.rule_selection import product_rule_parameters
+from contracts.rule_status import NO_ISSUES_FOUND, RuleStatusDocument
+from debugger.core.modes import ModeKeys
+from debugger.trial import create_trial
+from debugger.trial.live_trial import LiveTrial
+
+
+def objective(target: float) -> str:
+    """The ``objective`` RuleParameter the workflow gives the progress rules (the run_spec's objective, as JSON)."""
+    return json.dumps({"metric_name": "validation:accuracy", "type": "Maximize", "target_value": target})
+
+
+# --------------------------------------------------------------------------- structural zeros
+
+
+def test_a_bias_before_batch_norm_is_not_reported_as_a_vanishing_gradient():
+    trial = create_trial(TRAJECTORIES / "bias_before_batchnorm")
+    bias = "gradient/Sequential_0.bias"  # nn.Linear(20, 8) keeps PyTorch's default bias, then nn.BatchNorm1d(8)
+    steps = trial.steps(mode="TRAIN")
+    # the saved gradient is a rounding error, by construction: far below VanishingGradient's documented 1e-7
+    assert all(np.abs(trial.tensor(bias).value(step)).mean() < 1e-8 for step in steps)
+    rule = make("VanishingGradient", trial)
+    assert not any(rule.invoke_at_step(step) for step in trial.steps())
+    assert "BatchNorm1d" in rule.skipped_tensors()[bias]
+    # the other gradients are judged: a threshold above them fires on one of them, never on the skipped bias
+    strict = make("VanishingGradient", trial, threshold="1.0")
+    assert strict.invoke_at_step(steps[0]) and strict.finding.tensor != bias
+    # in the job, the rule said which tensor it skipped and why
+    (status,) = RuleStatusDocument.from_json((TRAJECTORIES / "bias_before_batchnorm" / "rule-status.json").read_text()).rules
+    assert status.RuleEvaluationStatus == NO_ISSUES_FOUND
+    assert f"skipped 1 tensor(s) that cannot show this issue: {bias} (the bias of 0 (Linear) feeds 1 (BatchNorm1d)" in (
+        status.StatusDetails
+    )
+
+
+@pytest.mark.parametrize("rule_name", ["UnchangedTensor", "AllZero", "PoorWeightInitialization"])
+def test_the_other_rules_that_judge_gradients_skip_the_bias_too(rule_name):
+    trial = create_trial(TRAJECTORIES / "bias_before_batchnorm")
+    rule = make(rule_name, trial)
+    assert not any(rule.invoke_at_step(step) for step in trial.steps())
+    assert "gradient/Sequential_0.bias" in rule.skipped_tensors()
+
+
+@pytest.mark.parametrize("recording", ["cnn_images_converged", "cnn_images_converged_seed6"])
+@pytest.mark.parametrize("rule_name", ["VanishingGradient", "UnchangedTensor"])
+def test_a_converged_models_small_gradients_are_not_reported_as_vanishing(tmp_path, rule_name, recording):
+    # a CNN with batch norm on the built-in ResNet's pictures: accuracy 1.0 from epoch 1, its training loss down from
+    # 2.4 to 1e-5, and with it every gradient: its first convolution's weights at 3e-8 by step 100, under the
+    # documented threshold 1e-7; with seed 6 some batches are fit exactly (loss 0.0, total gradient norm 9e-11)
+    steps = recorded_steps(recording)
+    judged = [
+        (step, tensor, magnitude)
+        for step, _, _, _, _, *saved in steps if saved
+        for tensor, magnitude in saved[0].items() if tensor not in saved[1]
+    ]
+    assert min(magnitude for _, _, magnitude in judged) < 1e-7
+    assert steps[-1][4]["validation:accuracy"] == 1.0
+    # (UnchangedTensor: every saved tensor; within its absolute atol 1e-8 such gradients "do not change")
+    rule, fired = replay(tmp_path, recording, rule_name)
+    assert fired is None, rule.finding
+
+
+def test_a_gradient_that_dies_while_the_loss_has_not_fallen_is_still_reported(tmp_path):
+    # the loss scale is only the loss's fall: at the first steps the documented threshold stands
+    trial = LiveTrial(tmp_path)
+    rule = make("VanishingGradient", trial)
+    for step in range(3):
+        trial.begin_step(step, ModeKeys.TRAIN, step)
+        trial.add_signal("CrossEntropyLoss_output_0", ("losses",), step, 2.3)
+        magnitude = 1e-2 if step < 2 else 5e-8
+        trial.add_saved_step(step, {"gradient/fc.weight": np.full(4, magnitude)}, {"gradient/fc.weight": ["gradients"]})
+        fired = rule.invoke_at_step(step)
+    assert fired and rule.finding.tensor == "gradient/fc.weight"
+
+
+# --------------------------------------------------------------------------- minibatch noise
+
+
+@pytest.mark.parametrize("recording", ["mlp_batch16_tabular", "cnn_digits_global_mode"])
+@pytest.mark.parametrize("parameters", [{}, product_rule_parameters("LossNotDecreasing")], ids=["documented", "product"])
+def test_a_noisy_healthy_loss_is_not_reported(tmp_path, recording, parameters):
+    # batches of 16: consecutive saved losses differ by up to 10x (the single-step rule fired at step 130 or 140);
+    # a script without set_mode: its evaluation losses sit among the training losses (fired at step 170)
+    losses = np.array([loss for _, _, _, loss, _ in recorded_steps(recording)])
+    assert losses[:20].mean() > 2 * losses[-20:].mean()  # it learns
+    rule, fired = replay(tmp_path, recording, "LossNotDecreasing", **parameters)
+    assert fired is None, rule.finding
+
+
+def test_a_rising_loss_is_still_reported(tmp_path):
+    # the same noisy run with a divergence added after step 150 (+0.01 a step): the windowed rule sees the rise
+    # through the noise
+    recording = recorded_steps("mlp_batch16_tabular")
+    trial = LiveTrial(tmp_path)
+    rule = make("LossNotDecreasing", trial, mode="TRAIN")
+    low = min(loss for *_, loss, _ in recording)
+    fired = None
+    for step, mode, mode_step, loss, _ in recording:
+        trial.begin_step(step, ModeKeys[mode], mode_step)
+        rising = loss if step < 150 else loss + 0.01 * (step - 150)
+        trial.add_signal("CrossEntropyLoss_output_0", ("losses",), step, max(rising, low))
+        if rule.invoke_at_step(step):
+            fired = step
+            break
+    assert fired is not None and 150 < fired < 250 and rule.finding.kind == "rising"
+
+
+def test_a_noisy_slow_start_is_not_reported_as_a_poor_initialisation(tmp_path):
+    # SGD on batches of 16, seed 2: the loss makes no new minimum from step 2 to step 7 (SageMaker's test fires at
+    # step 7), while it wanders 6% around 1.38; the run ends at 0.93
+    losses = [loss for _, _, _, loss, _ in recorded_steps("mlp_batch16_tabular_seed2")[:10]]
+    assert min(losses[3:8]) > losses[2] and (max(losses) - min(losses)) / np.mean(losses) > 0.05
+    rule, fired = replay(tmp_path, "mlp_batch16_tabular_seed2", "PoorWeightInitialization",
+                         **product_rule_parameters("PoorWeightInitialization"))
+    assert fired is None, rule.finding
+
+
+# --------------------------------------------------------------------------- a run that meets its objective
+
+
+def test_a_converged_run_that_meets_its_objective_is_not_stopped(tmp_path):
+    # Adam on batches of 512 for 60 epochs: held-out accuracy 0.91 from epoch 8 while the held-out loss creeps up
+    # from 0.24 to 0.38; LossNotDecreasing at its documented num_steps judges the evaluation passes (one a epoch)
+    rule, fired = replay(tmp_path / "alone", "mlp_batch512_tabular", "LossNotDecreasing")
+    assert fired is not None and rule.finding.kind == "rising"  # what a run without an objective is told
+    rule, fired = replay(tmp_path / "objective", "mlp_batch512_tabular", "LossNotDecreasing", objective=objective(0.85))
+    assert fired is None
+    assert "but the run meets its objective (validation:accuracy >= 0.85: 0.9" in rule.latest_note
+    # the objective's metric falling below the target makes the rule judge again
+    rule, fired = replay(tmp_path / "higher", "mlp_batch512_tabular", "LossNotDecreasing", objective=objective(0.95))
+    assert fired is not None
+
+
+# --------------------------------------------------------------------------- Overfit, Overtraining at their defaults
+
+
+@pytest.mark.parametrize("rule_name", ["Overfit", "Overtraining"])
+@pytest.mark.parametrize(("recording", "target"), [("mlp_tanh_digits", 0.9), ("mlp_batch512_tabular", 0.85)])
+def test_overfit_and_overtraining_at_their_defaults_do_not_stop_healthy_training(tmp_path, rule_name, recording, target):
+    # the issue's healthy tanh MLP (digits, 20 epochs, 0.99): SageMaker's Overfit fired at epoch 6 of 20
+    rule, fired = replay(tmp_path, recording, rule_name, objective=objective(target))
+    assert fired is None, rule.finding
+
+
+def test_overfit_waits_for_the_validation_loss_to_get_worse(tmp_path):
+    # without an objective to go by: the gap alone (ratio 0.13 at epoch 5, validation loss still falling) is not
+    # overfitting; the validation loss rising above its best while the gap stays is (epoch 14)
+    rule, fired = replay(tmp_path, "mlp_batch512_tabular", "Overfit")
+    steps = recorded_steps("mlp_batch512_tabular")
+    epoch = sum(1 for step, mode, *_ in steps if mode == "EVAL" and step < fired)
+    assert epoch >= 10 and "with the validation loss above its best" in rule.finding.message
