@@ -22,6 +22,7 @@ make_classification) and the built-in ResNet's generated pictures. The training 
     python bench/healthy_corpus.py --list
     python bench/healthy_corpus.py --configuration mlp-tanh-sgd-digits --seed 0
     python bench/healthy_corpus.py --markdown corpus.md      # the tables into a file as well
+    python bench/healthy_corpus.py --documented-defaults     # SageMaker's documented parameters where ours differ
 """
 
 from __future__ import annotations
@@ -45,10 +46,10 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "examples" / "resnet"))
 
 from contracts import ContractError  # noqa: E402
-from contracts.debugger_config import RULE_COLLECTIONS  # noqa: E402
+from contracts.debugger_config import BUILTIN_RULE_DEFAULTS, RULE_COLLECTIONS  # noqa: E402
 from contracts.job import ENTRY_POINT_HYPERPARAMETER, HOOK_CONFIG_HYPERPARAMETER, RULE_CONFIGS_HYPERPARAMETER  # noqa: E402
 from contracts.rule_feasibility import check_rule_can_fire  # noqa: E402
-from contracts.rule_selection import DEFAULT_RULES, XGBOOST_ONLY_RULES  # noqa: E402
+from contracts.rule_selection import DEFAULT_RULES, XGBOOST_ONLY_RULES, product_rule_parameters  # noqa: E402
 from contracts.rule_status import ERROR, ISSUES_FOUND, RULE_STATUS_FILE, RuleStatusDocument  # noqa: E402
 
 SCRIPTS = ROOT / "bench" / "healthy_scripts"
@@ -206,9 +207,12 @@ def refused_rules(save_interval: int = SAVE_INTERVAL) -> dict[str, str]:
     return refused
 
 
-def job_configuration(configuration: Configuration, rules: list[str], job_name: str) -> tuple[dict, list[dict]]:
+def job_configuration(
+    configuration: Configuration, rules: list[str], job_name: str, documented_defaults: bool = False
+) -> tuple[dict, list[dict]]:
     """The hook and rule configurations the workflow sends a job of this run_spec (every rule by name, so at the
-    product's defaults), with no rule stopping the job."""
+    product's defaults), with no rule stopping the job; with ``documented_defaults``, the parameters where the
+    product's defaults differ (contracts.rule_selection.PRODUCT_RULE_DEFAULTS) at SageMaker's documented values."""
     from lambdas.remediation import execution_input, job_request
 
     state = execution_input.initial_state({
@@ -226,15 +230,22 @@ def job_configuration(configuration: Configuration, rules: list[str], job_name: 
     hook = job_request.hook_config(run_spec, job_name)
     configs = job_request.rule_configs(job_name, run_spec.rules, run_spec.framework, objective=state.objective)
     for config in configs:
-        config["RuleParameters"].pop("action_json", None)  # judged, not stopped: every rule sees the whole run
+        parameters = config["RuleParameters"]
+        parameters.pop("action_json", None)  # judged, not stopped: every rule sees the whole run
+        if documented_defaults:
+            name = parameters["rule_to_invoke"]
+            for key in product_rule_parameters(name, run_spec.framework):
+                parameters[key] = BUILTIN_RULE_DEFAULTS[name][key]
     return hook, configs
 
 
-def run_job(configuration: Configuration, seed: int, work: Path, data_root: Path, timeout: float) -> dict[str, Any]:
+def run_job(
+    configuration: Configuration, seed: int, work: Path, data_root: Path, timeout: float, documented_defaults: bool = False
+) -> dict[str, Any]:
     refused = refused_rules()
     rules = [name for name in PYTORCH_RULES if name not in refused]
     job_name = f"corpus-{configuration.name}-{seed}"
-    hook, rule_configs = job_configuration(configuration, rules, job_name)
+    hook, rule_configs = job_configuration(configuration, rules, job_name, documented_defaults)
     channels = write_data(configuration.dataset, seed, data_root)
     job_dir = work / f"{configuration.name}-{seed}"
     debug_dir = job_dir / "debug-output"
@@ -356,6 +367,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per job")
     parser.add_argument("--work-dir", help="keep the jobs' output here (default: a temporary directory)")
     parser.add_argument("--markdown", help="also write the markdown tables to this file")
+    parser.add_argument("--documented-defaults", action="store_true",
+                        help="judge with SageMaker's documented rule parameters where the product's defaults differ "
+                        "(contracts.rule_selection.PRODUCT_RULE_DEFAULTS), to measure why they differ")
     parser.add_argument("--epochs", type=int, help="train every configuration at most this many epochs (a quick look; "
                         "the report trains each for its own)")
     args = parser.parse_args(argv)
@@ -386,7 +400,7 @@ def main(argv: list[str] | None = None) -> int:
                 write_data(dataset, seed, data_root)
         tasks = [(configuration, seed) for seed in seeds for configuration in chosen]
         with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
-            results = list(pool.map(lambda task: run_job(*task, work, data_root, args.timeout), tasks))
+            results = list(pool.map(lambda task: run_job(*task, work, data_root, args.timeout, args.documented_defaults), tasks))
     summary = summarize(results)
     summary["wall_minutes"] = round((time.monotonic() - started) / 60, 1)
     summary["command"] = "python bench/healthy_corpus.py " + " ".join(argv if argv is not None else sys.argv[1:])

@@ -34,6 +34,32 @@ def test_an_unknown_configuration_is_refused_with_the_way_to_list_them():
     assert finished.returncode == 2 and "--list" in finished.stderr and "Traceback" not in finished.stderr
 
 
+def test_documented_defaults_judge_with_sagemakers_values_exactly_where_the_products_differ():
+    sys.path.insert(0, str(ROOT / "bench"))
+    import healthy_corpus
+
+    from contracts.debugger_config import BUILTIN_RULE_DEFAULTS
+    from contracts.rule_selection import PRODUCT_RULE_DEFAULTS
+
+    configuration = healthy_corpus.by_name()["mlp-tanh-sgd-digits"]
+    rules = [name for name in healthy_corpus.PYTORCH_RULES if name not in healthy_corpus.refused_rules()]
+    _, ours = healthy_corpus.job_configuration(configuration, rules, "job")
+    _, documented = healthy_corpus.job_configuration(configuration, rules, "job", documented_defaults=True)
+    changed = {
+        mine["RuleConfigurationName"]: {
+            key: (mine["RuleParameters"].get(key), value)
+            for key, value in theirs["RuleParameters"].items()
+            if mine["RuleParameters"].get(key) != value
+        }
+        for mine, theirs in zip(ours, documented, strict=True)
+    }
+    expected = {
+        name: {key: (value, BUILTIN_RULE_DEFAULTS[name][key]) for key, value in parameters.items()}
+        for name, parameters in PRODUCT_RULE_DEFAULTS["pytorch"].items()
+    }
+    assert {name: change for name, change in changed.items() if change} == expected
+
+
 @pytest.mark.training
 def test_healthy_jobs_raise_no_alarm_under_every_rule(tmp_path):
     # the tanh MLP on digits, whose validation split has a pixel the training split never varies
