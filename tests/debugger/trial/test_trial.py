@@ -74,10 +74,13 @@ def _kill_writer_mid_write(out_dir):
     try:
         wait_for_line(writer, "step 2")
         deadline = time.monotonic() + 300
-        # steps are written by the hook's background thread: wait for two complete ones and a third in progress
+        # steps are written by the hook's background thread, which makes the steps directory with the first one (on
+        # a busy machine, after the script printed step 2): wait for two complete ones and a third in progress
+        def written() -> list[str]:
+            return os.listdir(steps_dir) if steps_dir.is_dir() else []
+
         while not (
-            len([name for name in os.listdir(steps_dir) if name.endswith(".npz")]) >= 2
-            and any(name.endswith(".tmp") for name in os.listdir(steps_dir))
+            len([name for name in written() if name.endswith(".npz")]) >= 2 and any(name.endswith(".tmp") for name in written())
         ):
             assert time.monotonic() < deadline, "the writer never wrote another step"
         os.kill(writer.pid, signal.SIGKILL)
