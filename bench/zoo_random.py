@@ -19,6 +19,8 @@ The stated space (every choice uniform unless said otherwise):
   - ``smd_text_lr``: ``bench/zoo_scripts/digits_smd.py``, argparse with ``--lr`` as a string, ``--use-bn``/
     ``--standardize`` as true/false strings, channels ``training`` and ``test``; smdebug
     (``import smdebug.pytorch as smd``) and ``hook.save_scalar("val_acc", acc)``; logs the accuracy in percent.
+    Its run_spec writes the rate as a JSON number: written as text (``"lr": "0.002"``) the product refuses it for
+    the evidence remedies, though ``hyperparameter_names`` maps it to ``learning_rate``.
 
 * family: ``mlp`` (three styles) or ``cnn`` (``cnn_smd``).
 * data set: ``digits`` (scikit-learn's bundled 8x8 digits, 1,797 images, 10 classes, pixel values 0..16; objective
