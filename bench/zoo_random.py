@@ -71,6 +71,8 @@ WIDTHS = (32, 64, 128)
 CNN_CHANNELS = (8, 16)
 BATCH_SIZES = (32, 64, 128)
 DEPTHS = (1, 2, 3, 4)
+#: What a fault's setting is in a base configuration that does not state it.
+UNFAULTED = {"init_scale": 1.0, "inputs_scaled": True, "label_noise": 0.0, "rare_class": 1.0}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -193,7 +195,8 @@ class DrawnConfiguration:
         settings = self.settings(healthy=True)
         shape = (f"{settings['width']} channels" if STYLES[self.style].family == "cnn"
                  else f"{settings['depth']}x{settings['width']}")
-        change = ", ".join(f"{key} {self.base.get(key, '-')} -> {value}" for key, value in self.fault_change.items())
+        change = ", ".join(f"{key} {self.base.get(key, UNFAULTED.get(key))} -> {value}"
+                           for key, value in self.fault_change.items())
         return (f"{STYLES[self.style].family} {shape} {settings['norm']}-norm {settings['activation']} "
                 f"{settings['optimizer']} lr {settings['lr']:g} batch {settings['batch_size']} on {self.dataset}; "
                 f"fault {self.fault}: {change}")

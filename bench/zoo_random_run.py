@@ -76,13 +76,15 @@ def run_random(configuration: DrawnConfiguration, work: Path, data_root: Path, t
     rng = random.Random(f"repair-zoo-random/{configuration.seed}/{configuration.index}")
     hyperparameters = configuration.hyperparameters()
     options = _channel_options(configuration, False, data_root)
-    launches, steps, changes, row = 0, 0, [], {}
+    launches, steps, changes, row, first, rows = 0, 0, [], {}, {}, []
     for number in range(1, MAX_LAUNCHES + 1):
         spec = {**configuration.execution_input(), "hyperparameters": hyperparameters, "max_num_retraining": 1}
         row = repair_zoo.launch(spec, f"{configuration.name}-random-{number}", RANDOM, work, timeout, threads, options)
+        rows.append(row)
         if "error" in row:
             return {**row, "launches": launches + 1, "changes": changes}
         launches += 1
+        first = first or row
         steps += row.get("training_steps") or 0
         if row["met_objective"] or row.get("first_outcome") == "data_error":
             break
@@ -90,7 +92,9 @@ def run_random(configuration: DrawnConfiguration, work: Path, data_root: Path, t
             name, hyperparameters = random_change(configuration, hyperparameters, rng)
             changes.append(name)
     return {"policy": RANDOM, "met_objective": bool(row.get("met_objective")), "launches": launches,
-            "training_steps": steps, "objective_value": row.get("objective_value"), "first_rule": None,
+            "training_steps": steps, "objective_value": row.get("objective_value"),
+            "first_rule": first.get("first_rule"), "first_issue_step": first.get("first_issue_step"),
+            "rules_fired": [rule for launch_row in rows for rule in launch_row.get("rules_fired") or []],
             "changes": changes, "held_out": held_out_check(configuration, row)}
 
 

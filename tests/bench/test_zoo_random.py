@@ -69,7 +69,9 @@ def test_label_noise_and_a_rare_class_touch_the_training_labels_only():
 def test_every_drawn_run_spec_passes_the_check_remediate_local_run_applies(tmp_path, healthy):
     """The check the CLI runs before anything starts (remediate.local_inputs.prepare_run): a refused run_spec would
     be a zoo row that measures nothing."""
-    for configuration in zoo_random.draw(DEVELOPMENT_SEED, 24):
+    drawn = zoo_random.draw(DEVELOPMENT_SEED, 24)
+    assert {c.style for c in drawn} == set(zoo_random.STYLES)
+    for configuration in drawn:
         spec_file = tmp_path / f"{configuration.name}-{healthy}.json"
         spec_file.write_text(json.dumps(configuration.execution_input(healthy)))
         channels = zoo_random.write_channels(configuration, healthy, tmp_path / "data")
