@@ -124,10 +124,10 @@ def test_the_summary_arithmetic_on_hand_given_rows():
     evidence = zoo_random_run.EVIDENCE
     cases = [  # (evidence row, random row, reference row)
         (_row(2, True, 120, ["ExplodingTensor"]), _row(3, True, 300), _row(1, True, 100)),  # ratio 1.2
-        (_row(3, True, 160, ["LossNotDecreasing"]), _row(5, False, 500), _row(1, True, 100)),  # ratio 1.6
+        (_row(2, True, 160, ["LossNotDecreasing"]), _row(5, False, 500), _row(1, True, 100)),  # ratio 1.6
         (_row(5, False, 400, ["ExplodingTensor"]), _row(5, False, 450), None),  # not repaired
         (_row(1, True, 100), _row(1, True, 100), None),  # the fault left the objective met
-        (_row(4, True, 200, held_out=False), _row(2, True, 150), _row(1, True, 100)),  # a false success, ratio 2.0
+        (_row(5, True, 200, held_out=False), _row(2, True, 150), _row(1, True, 100)),  # a false success, ratio 2.0
     ]
     results = []
     for evidence_row, random_row, reference in cases:
@@ -137,7 +137,7 @@ def test_the_summary_arithmetic_on_hand_given_rows():
     summary = zoo_random_run.totals(results, twins, zoo_random_run.POLICIES)
     assert summary["configurations"] == 5 and summary["failing"] == 4 and summary["fault_ineffective"] == 1
     assert summary[evidence]["repaired"] == 3 and summary[evidence]["repair_rate"] == 0.75
-    assert summary[evidence]["median_launches"] == 3  # of 2, 3 and 4
+    assert summary[evidence]["median_launches"] == 2  # of 2, 2 and 5 (their mean is 3)
     assert summary[evidence]["compute_ratio_median"] == 1.6 and summary[evidence]["compute_ratio_max"] == 2.0
     assert summary[evidence]["compute_ratio_within_target"] == 1 and summary[evidence]["compute_ratios_measured"] == 3
     assert summary[evidence]["false_successes"] == 1
