@@ -15,6 +15,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import zoo_random  # noqa: E402
 import zoo_random_run  # noqa: E402
+
 from remediate.local_inputs import prepare_run  # noqa: E402
 from remediate.main import build_parser  # noqa: E402
 
