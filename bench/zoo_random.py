@@ -41,10 +41,15 @@ can express it (so every kind has the same share); the healthy twin is that base
 * ``init_scale``: initial weights at x0.001, x0.01, x10 or x100 their usual scale (styles with that knob).
 * ``activation``: sigmoid in a network of 3-4 hidden layers (styles that offer sigmoid).
 * ``unscaled_inputs``: the script's own input standardisation switched off (styles with that switch).
+  These three are drawn on a base without normalization: a normalization layer absorbs them (in development, seeds
+  7 and 11, a sigmoid stack with layer norm, a x0.001 initialisation and unscaled inputs with batch norm each met
+  the objective at their first launch).
 * ``label_noise``: 40% or 60% of the training labels replaced by labels drawn at random (held-out labels clean).
 * ``rare_class``: class 0 kept at 2% of its training samples (the held-out set keeps all its classes).
 * ``few_epochs``: 1 epoch instead of 12.
-* ``optimizer``: the other optimizer at this one's learning rate (Adam at SGD's 0.05; SGD at Adam's 0.002).
+
+Not a fault here: the other optimizer at this one's learning rate (Adam at SGD's 0.05, SGD at Adam's 0.002) left both
+configurations drawn with it in development (seed 11) meeting their objective at the first launch.
 
 No drawn run_spec sets ``rules``: each job is watched by the product's default rules at their default parameters,
 and the ``evidence`` remedy set (the product's default for a user's script) answers them.
@@ -63,7 +68,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 EPOCHS = 12
 FAULT_KINDS = ("lr_high", "lr_frozen", "init_scale", "activation", "unscaled_inputs", "label_noise", "rare_class",
-               "few_epochs", "optimizer")
+               "few_epochs")
+#: Faults a normalization layer absorbs: drawn on a base without one.
+UNNORMALIZED_FAULTS = ("init_scale", "activation", "unscaled_inputs")
 DATASETS = {"digits": 0.9, "tabular": 0.8}  # data set -> the objective's held-out accuracy
 BASE_RATES = {"sgd": 0.05, "adam": 0.002}
 CNN_SGD_RATE = 0.02
@@ -100,7 +107,7 @@ class Style:
         return ROOT / self.source_dir / self.entry_point
 
 
-_ALL_DATA_FAULTS = ("lr_high", "lr_frozen", "label_noise", "rare_class", "few_epochs", "optimizer")
+_ALL_DATA_FAULTS = ("lr_high", "lr_frozen", "label_noise", "rare_class", "few_epochs")
 STYLES: dict[str, Style] = {
     style.name: style
     for style in (
@@ -252,6 +259,8 @@ def _draw_base(rng: random.Random, style: Style, fault: str) -> dict[str, Any]:
     }
     if fault == "activation" and base["depth"] < 3:
         base["depth"] = rng.choice((3, 4))  # the fault is a deep sigmoid stack: the base is drawn deep
+    if fault in UNNORMALIZED_FAULTS:
+        base["norm"] = "none"
     return {key: value for key, value in base.items() if value is not None}
 
 
@@ -272,8 +281,6 @@ def _draw_fault(rng: random.Random, fault: str, base: dict[str, Any]) -> dict[st
         return {"rare_class": 0.02}
     if fault == "few_epochs":
         return {"epochs": 1}
-    if fault == "optimizer":
-        return {"optimizer": "adam" if base["optimizer"] == "sgd" else "sgd"}
     raise ValueError(f"fault must be one of {', '.join(FAULT_KINDS)}; got {fault!r}")
 
 
