@@ -7,8 +7,8 @@
   watched and stopped by the same default rules), and after each failed launch one change drawn at random: half the
   time among the evidence set's changes that apply to the script's hyperparameters (whatever the evidence said),
   else a random change of one hyperparameter of the space (learning rate x0.1/x0.3/x3/x10, epochs x2, batch size
-  x0.5/x2, width x0.5/x2, depth +-1, another activation, normalization or optimizer); every relaunch starts from
-  step 0.
+  x0.5/x2, width x0.5/x2, depth +-1, another activation, normalization or optimizer); the changes add up (a random
+  walk from the faulty configuration) and every relaunch starts from step 0.
 
 Some healthy twins (the configurations without their fault, ``--healthy-share``) run under ``evidence`` too: a
 rule that fires on one is a false alarm. Once a failing configuration's evidence run has met its objective, the
