@@ -13,6 +13,11 @@ it ended with (the "reference" run, made once the evidence run has met its objec
     python bench/repair_zoo.py --list
     python bench/repair_zoo.py --scenario mlp-explode --policies evidence
     python bench/repair_zoo.py --markdown zoo.md     # the table into a file as well
+    python bench/repair_zoo.py --random 40 --seed 7 --policies evidence,random --workers 2 --markdown zoo7.md
+
+``--random N --seed S`` runs N configurations drawn at random (``bench/zoo_random.py``: the space, the faults) under
+the evidence policy and a random-remedy baseline, with some healthy twins for the false-alarm rate
+(``bench/zoo_random_run.py``: the run and the per-seed report).
 """
 
 from __future__ import annotations
@@ -71,15 +76,23 @@ def run_one(scenario: Scenario, policy: str, work: Path, data_root: Path, timeou
     spec["max_num_retraining"] = 1 if policy in ("none", REFERENCE) else MAX_LAUNCHES
     if scenario.family == "mlp":
         spec["source_dir"] = str(ROOT / spec["source_dir"])
-    run_spec = work / f"{scenario.name}-{policy}.json"
+        options = ["--channel", f"train={write_data(scenario, data_root)}"]
+    else:
+        options = ["--train-samples", str(RESNET_TRAIN_SAMPLES), "--test-samples", str(RESNET_TEST_SAMPLES)]
+    return launch(spec, f"{scenario.name}-{policy}", policy, work, timeout, threads, options)
+
+
+def launch(spec: dict[str, Any], label: str, policy: str, work: Path, timeout: float, threads: int,
+           options: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:
+    """One `remediate local run --json` of the execution input ``spec`` (written to ``work/<label>.json``, its run
+    directory ``work/<label>``; ``options``: more command-line options, e.g. ``--channel``); its figures
+    (:func:`summarize`). ``policy`` anchor or evidence is passed on; any other (none, reference, random) runs the
+    evidence set, whose launches ``spec["max_num_retraining"]`` bounds."""
+    run_spec = work / f"{label}.json"
     run_spec.write_text(json.dumps(spec, indent=1))
     command = [sys.executable, "-m", "remediate.main", "local", "run", "--json", "--run-spec", str(run_spec),
-               "--run-dir", str(work / f"{scenario.name}-{policy}"), "--num-threads", str(threads)]
-    command += ["--policy", policy if policy in ("anchor", "evidence") else "evidence"]
-    if scenario.family == "mlp":
-        command += ["--channel", f"train={write_data(scenario, data_root)}"]
-    else:
-        command += ["--train-samples", str(RESNET_TRAIN_SAMPLES), "--test-samples", str(RESNET_TEST_SAMPLES)]
+               "--run-dir", str(work / label), "--num-threads", str(threads)]
+    command += ["--policy", policy if policy in ("anchor", "evidence") else "evidence", *options]
     started = time.monotonic()
     finished = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=ROOT,
                               env={**os.environ, "OMP_NUM_THREADS": "1"})  # the loop's own process
@@ -108,6 +121,8 @@ def summarize(summary: dict[str, Any], policy: str, wall: float) -> dict[str, An
         "objective_value": values[-1] if values else None,
         "end_reason": summary.get("end_reason"),
         "wall_seconds": wall,
+        "run_dir": summary.get("run_dir"),
+        "successful_job": summary.get("successful_job"),
         "final_run_spec": final_run_spec(summary),
     }
 
@@ -214,18 +229,27 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--list", action="store_true", help="list the scenarios and exit")
     parser.add_argument("--scenario", action="append", help="run only this scenario (repeatable)")
-    parser.add_argument("--policies", default=",".join(POLICIES), help=f"comma list of {', '.join(POLICIES)}")
+    parser.add_argument("--policies", help=f"comma list of {', '.join(POLICIES)} (--random: evidence, random; "
+                        "default: all)")
     parser.add_argument("--work-dir", type=Path, help="where run directories go (default: a temp dir)")
-    parser.add_argument("--jobs", type=int, default=2, help="runs at once (default 2: one per core)")
+    parser.add_argument("--jobs", "--workers", type=int, default=2, help="runs at once (default 2: one per core)")
+    parser.add_argument("--random", type=int, metavar="N", help="run N configurations drawn at random (zoo_random.py)")
+    parser.add_argument("--seed", type=int, action="append", help="--random: the drawing's seed (repeatable)")
+    parser.add_argument("--healthy-share", type=float, default=None,
+                        help="--random: the share of configurations whose healthy twin runs too (default 0.25)")
     parser.add_argument("--timeout", type=float, default=600, help="seconds per run")
     parser.add_argument("--markdown", type=Path, help="also write the markdown table to this file")
     arguments = parser.parse_args(argv)
+    if arguments.random is not None:
+        return main_random(parser, arguments)
+    if arguments.seed or arguments.healthy_share is not None:
+        parser.error("--seed and --healthy-share go with --random N")
     scenarios = by_name()
     if arguments.list:
         for scenario in SCENARIOS:
             print(f"{scenario.name:28} {scenario.kind:10} {scenario.expect or '-':24} {scenario.description}")
         return 0
-    policies = tuple(policy.strip() for policy in arguments.policies.split(",") if policy.strip())
+    policies = tuple(policy.strip() for policy in (arguments.policies or ",".join(POLICIES)).split(",") if policy.strip())
     unknown = [policy for policy in policies if policy not in POLICIES]
     if unknown or not policies:
         parser.error(f"--policies: {', '.join(unknown) or 'none given'}; choose from {', '.join(POLICIES)}")
@@ -279,6 +303,41 @@ def main(argv: list[str] | None = None) -> int:
     print(table, file=sys.stderr)
     if arguments.markdown:
         arguments.markdown.write_text(table + "\n")
+    return 0
+
+
+def main_random(parser: argparse.ArgumentParser, arguments: argparse.Namespace) -> int:
+    """``--random N --seed S``: the drawn zoo, one report per seed (zoo_random_run.py)."""
+    import zoo_random_run
+
+    if arguments.random < 1:
+        parser.error(f"--random: the number of configurations to draw, at least 1; got {arguments.random}")
+    if not arguments.seed:
+        parser.error("--random needs --seed S (repeatable): the drawing's seed")
+    if arguments.scenario or arguments.list:
+        parser.error("--random draws its configurations; --scenario and --list are for the fixed zoo")
+    share = zoo_random_run.DEFAULT_HEALTHY_SHARE if arguments.healthy_share is None else arguments.healthy_share
+    if not 0 <= share <= 1:
+        parser.error(f"--healthy-share: a share between 0 and 1; got {share}")
+    allowed = zoo_random_run.POLICIES
+    policies = tuple(policy.strip() for policy in (arguments.policies or ",".join(allowed)).split(",") if policy.strip())
+    unknown = [policy for policy in policies if policy not in allowed]
+    if unknown or not policies:
+        parser.error(f"--policies: {', '.join(unknown) or 'none given'}; with --random choose from {', '.join(allowed)}")
+    work = arguments.work_dir or Path(tempfile.mkdtemp(prefix="repair-zoo-random-"))
+    reports, tables = [], []
+    for seed in arguments.seed:
+        seed_work = work / f"seed-{seed}"
+        seed_work.mkdir(parents=True, exist_ok=True)
+        report, table = zoo_random_run.run_seed(seed, arguments.random, policies, seed_work, arguments.jobs,
+                                                arguments.timeout, share)
+        report["summary"]["command"] = "python bench/repair_zoo.py " + " ".join(sys.argv[1:])
+        reports.append(report)
+        tables.append(f"### Seed {seed}\n\n{table}")
+    print(json.dumps({"seeds": reports}, indent=1))
+    print("\n\n".join(tables), file=sys.stderr)
+    if arguments.markdown:
+        arguments.markdown.write_text("\n\n".join(tables) + "\n")
     return 0
 
 

@@ -1,0 +1,170 @@
+"""The random repair zoo without training: the drawing (bench/zoo_random.py) and the report's arithmetic
+(bench/zoo_random_run.py), as `python bench/repair_zoo.py --random N --seed S` uses them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+
+import zoo_random  # noqa: E402
+import zoo_random_run  # noqa: E402
+
+from remediate.local_inputs import prepare_run  # noqa: E402
+from remediate.main import build_parser  # noqa: E402
+
+DEVELOPMENT_SEED = 5  # below 1000: seeds 1000 and up are kept for the report
+
+
+def test_the_drawing_is_the_same_for_the_same_seed_and_a_shorter_draw_is_a_prefix():
+    first = [configuration.to_json() for configuration in zoo_random.draw(DEVELOPMENT_SEED, 40)]
+    again = [configuration.to_json() for configuration in zoo_random.draw(DEVELOPMENT_SEED, 40)]
+    assert first == again
+    assert [c.to_json() for c in zoo_random.draw(DEVELOPMENT_SEED, 10)] == first[:10]
+    other = [configuration.to_json() for configuration in zoo_random.draw(DEVELOPMENT_SEED + 1, 40)]
+    assert [c["base"] for c in other] != [c["base"] for c in first]
+
+
+def test_a_moderate_draw_covers_every_fault_kind_every_script_style_and_both_data_sets():
+    drawn = zoo_random.draw(DEVELOPMENT_SEED, 120)
+    assert {c.fault for c in drawn} == set(zoo_random.FAULT_KINDS)
+    assert {c.style for c in drawn} == set(zoo_random.STYLES) and len(zoo_random.STYLES) >= 3
+    assert {c.dataset for c in drawn} == set(zoo_random.DATASETS)
+    # each configuration's fault is one the style can express, and its healthy twin is the base without it
+    for configuration in drawn:
+        assert configuration.fault in zoo_random.STYLES[configuration.style].faults
+        assert configuration.hyperparameters(healthy=True) != configuration.hyperparameters() or \
+            configuration.data_faults() != configuration.data_faults(healthy=True)
+        assert configuration.data_faults(healthy=True) == {}
+
+
+def test_each_fault_changes_what_it_says_on_the_script_own_argument_names():
+    drawn = {c.fault: c for c in zoo_random.draw(DEVELOPMENT_SEED, 120)}
+    high = drawn["lr_high"]
+    lr = zoo_random.STYLES[high.style].knobs["lr"]
+    factor = high.hyperparameters()[lr] / high.hyperparameters(healthy=True)[lr]
+    assert round(factor) in (10, 100, 1000)
+    few = drawn["few_epochs"]
+    epochs = zoo_random.STYLES[few.style].knobs["epochs"]
+    assert few.hyperparameters()[epochs] == 1 and few.hyperparameters(healthy=True)[epochs] == zoo_random.EPOCHS
+    noisy = drawn["label_noise"]
+    assert noisy.hyperparameters() == noisy.hyperparameters(healthy=True) and noisy.data_faults()["label_noise"] >= 0.4
+
+
+def test_label_noise_and_a_rare_class_touch_the_training_labels_only():
+    clean = zoo_random.make_data("digits", 3)
+    rare = zoo_random.make_data("digits", 3, rare_class=0.02)
+    noisy = zoo_random.make_data("digits", 3, label_noise=0.4)
+    assert (rare[3] == clean[3]).all() and (noisy[3] == clean[3]).all()  # the held-out labels are untouched
+    assert (rare[1] == 0).sum() <= max(1, int((clean[1] == 0).sum() * 0.02))
+    assert 0.25 < (noisy[1] != clean[1]).mean() < 0.4  # 40% redrawn, a tenth of them to the same label
+
+
+@pytest.mark.parametrize("healthy", [False, True], ids=["faulty", "healthy-twin"])
+def test_every_drawn_run_spec_passes_the_check_remediate_local_run_applies(tmp_path, healthy):
+    """The check the CLI runs before anything starts (remediate.local_inputs.prepare_run): a refused run_spec would
+    be a zoo row that measures nothing."""
+    drawn = zoo_random.draw(DEVELOPMENT_SEED, 24)
+    assert {c.style for c in drawn} == set(zoo_random.STYLES)
+    for configuration in drawn:
+        spec_file = tmp_path / f"{configuration.name}-{healthy}.json"
+        spec_file.write_text(json.dumps(configuration.execution_input(healthy)))
+        channels = zoo_random.write_channels(configuration, healthy, tmp_path / "data")
+        argv = ["local", "run", "--run-spec", str(spec_file)]
+        for name, directory in channels.items():
+            argv += ["--channel", f"{name}={directory}"]
+        prepared = prepare_run(build_parser().parse_args(argv))  # raises BadInput naming the field
+        try:
+            assert prepared.policy == "evidence"
+        finally:
+            prepared.scratch.cleanup()
+
+
+def test_no_drawn_configuration_sets_rules_rule_parameters_or_remedies():
+    for configuration in zoo_random.draw(DEVELOPMENT_SEED, 120):
+        for healthy in (False, True):
+            spec = configuration.execution_input(healthy)
+            assert "rules" not in spec and "remedies" not in spec and spec["policy"] == "evidence"
+            assert not any("rule" in key for key in spec)
+
+
+def test_the_healthy_twins_are_an_even_share_of_the_draw():
+    drawn = zoo_random.draw(DEVELOPMENT_SEED, 12)
+    twins = zoo_random.healthy_twins(drawn, 0.25)
+    assert [c.index for c in twins] == [0, 4, 8]
+    assert zoo_random.healthy_twins(drawn, 0) == []
+
+
+def test_the_random_baseline_draws_evidence_changes_and_moves_in_the_space_on_the_script_own_names():
+    configuration = next(c for c in zoo_random.draw(DEVELOPMENT_SEED, 120) if c.style == "logline")
+    hyperparameters = configuration.hyperparameters()
+    evidence = zoo_random_run.evidence_changes(configuration, hyperparameters)
+    assert evidence and all(set(after) == set(hyperparameters) for after in evidence.values())
+    assert any(after["learning-rate"] != hyperparameters["learning-rate"] for after in evidence.values())
+    moves = zoo_random_run.space_changes(configuration, hyperparameters)
+    assert "epochs x2" in moves and moves["epochs x2"]["n-epochs"] == 2 * hyperparameters["n-epochs"]
+    import random
+
+    picks = [zoo_random_run.random_change(configuration, hyperparameters, random.Random(1))[0] for _ in range(2)]
+    assert picks[0] == picks[1]  # the same stream, the same change
+
+
+def _row(launches, met, steps, rules=(), held_out=True, first_rule=None):
+    return {"launches": launches, "met_objective": met, "training_steps": steps, "rules_fired": list(rules),
+            "first_rule": first_rule, "objective_value": 0.95 if met else None,
+            "held_out": ({"value": 0.95, "meets": held_out} if met else None)}
+
+
+def test_the_summary_arithmetic_on_hand_given_rows():
+    evidence = zoo_random_run.EVIDENCE
+    cases = [  # (evidence row, random row, reference row)
+        (_row(2, True, 120, ["ExplodingTensor"]), _row(3, True, 300), _row(1, True, 100)),  # ratio 1.2
+        (_row(2, True, 160, ["LossNotDecreasing"]), _row(5, False, 500), _row(1, True, 100)),  # ratio 1.6
+        (_row(5, False, 400, ["ExplodingTensor"]), _row(5, False, 450), None),  # not repaired
+        (_row(1, True, 100), _row(1, True, 100), None),  # the fault left the objective met
+        (_row(5, True, 200, held_out=False), _row(2, True, 150), _row(1, True, 100)),  # a false success, ratio 2.0
+    ]
+    results = []
+    for evidence_row, random_row, reference in cases:
+        runs = {evidence: evidence_row, zoo_random_run.RANDOM: random_row}
+        results.append({"runs": runs, "verdict": zoo_random_run.verdict(runs, reference)})
+    twins = [_row(1, True, 100), _row(2, True, 150, ["VanishingGradient"]), {"error": "exit 3"}]
+    summary = zoo_random_run.totals(results, twins, zoo_random_run.POLICIES)
+    assert summary["configurations"] == 5 and summary["failing"] == 4 and summary["fault_ineffective"] == 1
+    assert summary[evidence]["repaired"] == 3 and summary[evidence]["repair_rate"] == 0.75
+    assert summary[evidence]["median_launches"] == 2  # of 2, 2 and 5 (their mean is 3)
+    assert summary[evidence]["compute_ratio_median"] == 1.6 and summary[evidence]["compute_ratio_max"] == 2.0
+    assert summary[evidence]["compute_ratio_within_target"] == 1 and summary[evidence]["compute_ratios_measured"] == 3
+    assert summary[evidence]["false_successes"] == 1
+    assert summary["random"]["repaired"] == 2 and summary["random"]["repair_rate"] == 0.5
+    assert summary["random"]["median_launches"] == 2.5 and summary["random"]["false_successes"] == 0
+    assert summary["healthy_twins_run"] == 3 and summary["false_alarms"] == 1 and summary["false_alarm_rate"] == 0.5
+
+
+def test_a_met_claim_is_checked_against_the_held_out_accuracy_the_script_logged(tmp_path):
+    configuration = next(c for c in zoo_random.draw(DEVELOPMENT_SEED, 120)
+                         if c.style == "smd_text_lr" and c.dataset == "digits")
+    log = tmp_path / "jobs" / "job-2" / "training.log"
+    log.parent.mkdir(parents=True)
+    log.write_text("Epoch 1/12 - loss 1.2 - validation accuracy 93.10%\nEpoch 2/12 - loss 1.1 - validation accuracy 88.50%\n")
+    row = {"met_objective": True, "run_dir": str(tmp_path), "successful_job": "job-2"}
+    assert zoo_random_run.held_out_check(configuration, row) == {"value": 0.885, "meets": False}
+    assert zoo_random_run.verdict({"evidence": {**row, "launches": 2, "held_out": {"value": 0.885, "meets": False}}},
+                                  None)["evidence_false_success"] is True
+    assert zoo_random_run.held_out_check(configuration, {**row, "successful_job": "job-9"})["meets"] is False
+    assert zoo_random_run.held_out_check(configuration, {"met_objective": False}) is None
+
+
+def test_the_command_refuses_a_random_run_without_a_seed_and_unknown_policies():
+    zoo = [sys.executable, str(ROOT / "bench" / "repair_zoo.py")]
+    no_seed = subprocess.run([*zoo, "--random", "3"], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert no_seed.returncode == 2 and "--seed" in no_seed.stderr
+    anchor = subprocess.run([*zoo, "--random", "3", "--seed", "2", "--policies", "anchor"], capture_output=True,
+                            text=True, cwd=ROOT, timeout=60)
+    assert anchor.returncode == 2 and "evidence, random" in anchor.stderr
