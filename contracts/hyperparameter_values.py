@@ -72,6 +72,31 @@ def infer_kinds(
     }
 
 
+def numbers_written_as_text(
+    hyperparameters: Mapping[str, Any], declared: Mapping[str, str], meanings: Mapping[str, str]
+) -> dict[str, Any]:
+    """``hyperparameters`` with a number written as JSON text ("lr": "0.002", as boto3's CreateTrainingJob wants
+    every hyperparameter) read as the number, where the hyperparameter is a number: declared real or integer, the
+    conventional one it stands for is, or (undeclared) a learning rate's name. The script sees the same value: every
+    hyperparameter reaches it as text. Text that is no number, or not a whole one for an integer, stays as it is
+    (the kind checks then say so)."""
+    read = dict(hyperparameters)
+    for name, value in hyperparameters.items():
+        if not isinstance(value, str):
+            continue
+        kind = declared.get(name) or meanings.get(name) or (REAL if RATE_NAME.search(name) else None)
+        if kind not in (REAL, INTEGER):
+            continue
+        try:
+            number = float(value)
+        except ValueError:
+            continue
+        if not math.isfinite(number) or (kind == INTEGER and not number.is_integer()):
+            continue
+        read[name] = int(number) if kind == INTEGER else number
+    return read
+
+
 def fits_kind(value: Any, kind: str) -> bool:
     """Whether ``value`` can be a value of ``kind`` (as a starting value, a ``set_to`` or a condition's value)."""
     if kind == FLAG:

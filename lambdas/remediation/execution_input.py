@@ -26,7 +26,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from contracts import ContractError, bucket_layout, rule_selection
 from contracts import run_spec as bounds
-from contracts.hyperparameter_values import KINDS, describe_kind, fits_kind
+from contracts.hyperparameter_values import KINDS, describe_kind, fits_kind, numbers_written_as_text
 from contracts.objective import Objective
 from contracts.remedies import adapt_to_script, parse_remedies, remedies_to_json, same_kind
 from contracts.rule_feasibility import check_rule_can_fire
@@ -61,7 +61,12 @@ from lambdas.remediation.payload_fields import (
     canonical_framework_version,
     no_bool,
 )
-from lambdas.remediation.remedy_sets import CONVENTIONAL_HYPERPARAMETERS, POLICY_REMEDIES, hyperparameter_kinds
+from lambdas.remediation.remedy_sets import (
+    CONVENTIONAL_HYPERPARAMETERS,
+    POLICY_REMEDIES,
+    conventional_meanings,
+    hyperparameter_kinds,
+)
 from lambdas.remediation.run_spec_model import RunSpec
 from lambdas.remediation.validation_messages import InvalidExecutionInput, describe_validation_error
 
@@ -245,9 +250,12 @@ def _resolve(given: ExecutionInput, keys: set[str]) -> WorkflowState:
             given.max_num_retraining, given.monitor_interval_seconds
         )
     bounds.check_execution_budget(given.max_num_retraining, max_monitor_transitions, given.monitor_interval_seconds)
+    names = _hyperparameter_names(given.hyperparameter_names, hyperparameters)
+    hyperparameters = numbers_written_as_text(
+        hyperparameters, given.hyperparameter_kinds or {}, conventional_meanings(names)
+    )
     declared_kinds = _hyperparameter_kinds(given.hyperparameter_kinds, hyperparameters)
     policy, remedies = _resolve_remedies(given, hyperparameters, default_policy, declared_kinds)
-    names = _hyperparameter_names(given.hyperparameter_names, hyperparameters)
     run_spec = RunSpec(
         entry_point=entry_point,
         source_dir=source_dir,

@@ -86,13 +86,18 @@ def hyperparameter_kinds(
     """Every hyperparameter's kind: as the run_spec declares it (``hyperparameter_kinds``), else as the conventional
     name it stands for (``names``: conventional -> the script's; a script using a conventional name itself needs
     none), else from its name and value (``contracts.hyperparameter_values.infer_kinds``)."""
+    return infer_kinds(hyperparameters, declared, conventional_meanings(names))
+
+
+def conventional_meanings(names: Mapping[str, str]) -> dict[str, str]:
+    """The script's hyperparameter name -> the kind of the conventional one it stands for (``names``: conventional ->
+    the script's; a conventional name no other name claims stands for itself)."""
     claimed = {own for conventional, own in names.items() if own != conventional}
-    meanings = {
+    return {
         names.get(conventional, conventional): kind
         for conventional, kind in CONVENTIONAL_KINDS.items()
         if conventional in names or conventional not in claimed
     }
-    return infer_kinds(hyperparameters, declared, meanings)
 
 
 ANCHOR_REMEDIES: dict[str, list[dict[str, Any]]] = {

@@ -378,3 +378,23 @@ def test_a_declared_kind_decides_how_a_remedy_writes_the_value(account_input):
     assert whole.declared_remedies()["ExplodingTensor"][0].apply({"clip": 3}) == {"clip": 2}
     assert real.declared_remedies()["ExplodingTensor"][0].apply({"clip": 3}) == {"clip": 1.5}
     assert real.hyperparameter_kinds == {"clip": "real"}
+
+
+def test_numbers_written_as_text_are_numbers_where_the_hyperparameter_is_one(account_input):
+    """boto3's CreateTrainingJob wants every hyperparameter as text, so run_specs carry "lr": "0.002"; the evidence
+    set used to refuse that rate ("must be text like lr's starting value"), even with hyperparameter_kinds lr: real."""
+    plain = {key: value for key, value in SCRIPT.items() if key != "remedies"}
+    spec = {
+        **plain,
+        "hyperparameters": {"lr": "0.002", "epochs": "12", "optimizer": "sgd", "width": "64"},
+        "hyperparameter_names": {"learning_rate": "lr", "num_epochs": "epochs"},
+    }
+    state = initial_state({**account_input, **spec})
+    # the rate and the mapped epochs are numbers; an unmapped "64" that nothing says is a number stays text
+    assert state.run_spec.hyperparameters == {"lr": 0.002, "epochs": 12, "optimizer": "sgd", "width": "64"}
+    declared = initial_state({**account_input, **spec, "hyperparameter_kinds": {"lr": "real", "width": "integer"}})
+    assert declared.run_spec.hyperparameters["width"] == 64
+    with pytest.raises(InvalidExecutionInput) as caught:
+        initial_state({**account_input, **spec, "hyperparameter_kinds": {"width": "integer"},
+                       "hyperparameters": {**spec["hyperparameters"], "width": "64.5"}})  # fmt: skip
+    assert "says integer but width's starting value is \"64.5\"" in caught.value.problems["hyperparameter_kinds.width"]
