@@ -44,14 +44,20 @@ def test_the_samples_execution_input_ends_in_the_samples_final_state(workflow):
     assert state["next_action"] == "end"
     assert state["job_status"] == "Completed"
     history = {key: value for key, value in state["history"].items() if key in _SAMPLE_HISTORY_KEYS}
+    monitor_passes = len(
+        [event for event in workflow.history() if event.get("stateEnteredEventDetails", {}).get("name") == "Monitor"]
+    )
     assert history == {
         "num_warmup_adjustments": 5,
         "num_batch_layer_adjustments": 1,
         "num_retraining": 7,
         "latest_job_name": jobs[-1],
         "num_learning_rate_adjustments": 0,
-        "num_monitor_transitions": 14,  # two polls per job
+        # the sample's monitor adds 1 at every poll: two per job (the wait's and the one its end brings), and one
+        # more where the 1 s fallback poll fires before the job's state change (a loaded machine)
+        "num_monitor_transitions": monitor_passes,
     }
+    assert monitor_passes >= 14
     warmups = [float(sagemaker.hyperparameter(index, "warmup_learning_rate")) for index in range(7)]
     assert warmups == [0.1, 0.05, 0.025, 0.0125, 0.00625, 0.003125, 0.003125]
     # add_batch_norm: the sample's 0/1 flag, off until the ladder adds batch norm at the last launch
