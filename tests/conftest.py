@@ -12,8 +12,9 @@ import pytest  # noqa: E402
 
 from local_runtime.offline_aws import OFFLINE_AWS_ENVIRONMENT  # noqa: E402
 
-#: `make test` runs the fast suite a second time with the clock a year ahead: a test that holds only on the day it
-#: was written (a literal date that ages, a deadline counted from one) fails there, not on the day it ages.
+#: `make test` runs the suite with the clock a year ahead (`make test-fast` at today's date): a test that holds only
+#: on the day it was written (a literal date that ages, a deadline counted from one) fails there, not on the day it
+#: ages.
 CLOCK_SHIFT_ENVIRONMENT = "REMEDIATION_TEST_CLOCK_SHIFT_DAYS"
 
 
