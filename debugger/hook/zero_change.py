@@ -25,6 +25,7 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 #: The failure text's first word when the zero-change hook refuses a script.
 REFUSED_KIND = "ZeroScriptChangeUnsupported"
@@ -129,3 +130,19 @@ def remove_hook_output(out_dir: Path) -> int:
     for name in (RULE_STATUS_FILE, layout.COLLECTIONS_FILE, layout.METRICS_FILE):
         (out_dir / name).unlink(missing_ok=True)
     return len(steps)
+
+
+def discard_automatic_run(hook: Any, began: str, saved: str) -> None:
+    """The script created a hook of its own after ``began`` (training, boosting) began: close the zero-change hook
+    (``hook``, None if it never started), remove what it recorded and say so in the job's log."""
+    if hook is None:
+        return
+    hook.close(training_ended=False)
+    removed = remove_hook_output(hook.out_dir)
+    print(
+        f"debugger: the script created its own hook after {began} began; the zero-change hook's output "
+        f"({removed} {saved}) was removed and the script's hook records the run",
+        file=sys.stderr,
+        flush=True,
+    )
+

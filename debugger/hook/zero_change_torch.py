@@ -55,7 +55,7 @@ from debugger.hook.container_config import read_container_hook_config, rule_conf
 from debugger.hook.hook_common import HookBase, add_creation_listener, remove_creation_listener
 from debugger.hook.hook_steps import _flatten
 from debugger.hook.torch_hook import Hook
-from debugger.hook.zero_change import EXPLICIT_HOOK_ADVICE, ZeroScriptChangeRefused, remove_hook_output
+from debugger.hook.zero_change import EXPLICIT_HOOK_ADVICE, ZeroScriptChangeRefused, discard_automatic_run
 
 #: Modules that wrap the model they train: named and watched through to it.
 MODEL_WRAPPERS = (nn.parallel.DistributedDataParallel, nn.DataParallel)
@@ -305,15 +305,7 @@ class TorchWatcher:
         self.stood_aside = True
         self.uninstall()
         hook, self.hook = self.hook, None
-        if hook is not None:
-            hook.close(training_ended=False)
-            removed = remove_hook_output(hook.out_dir)
-            print(
-                f"debugger: the script created its own hook after training began; the zero-change hook's output "
-                f"({removed} saved steps) was removed and the script's hook records the run",
-                file=sys.stderr,
-                flush=True,
-            )
+        discard_automatic_run(hook, "training", "saved steps")
 
     def _refuse(self, reason: str) -> None:
         hook, self.hook = self.hook, None

@@ -24,7 +24,7 @@ import xgboost
 
 from debugger.hook.hook_common import HookBase, add_creation_listener, remove_creation_listener
 from debugger.hook.xgboost_hook import XGBoostHook
-from debugger.hook.zero_change import remove_hook_output
+from debugger.hook.zero_change import discard_automatic_run
 
 #: Where ``xgboost.train`` is looked up by the callers a script uses: the package, its module, the sklearn estimators.
 TRAIN_LOCATIONS = ("xgboost", "xgboost.training", "xgboost.sklearn")
@@ -128,15 +128,7 @@ class XGBoostWatcher:
         self.stood_aside = True
         self.uninstall()
         hook, self.hook = self.hook, None
-        if hook is not None:
-            hook.close(training_ended=False)
-            removed = remove_hook_output(hook.out_dir)
-            print(
-                f"debugger: the script created its own hook after boosting began; the zero-change hook's output "
-                f"({removed} saved rounds) was removed and the script's hook records the run",
-                file=sys.stderr,
-                flush=True,
-            )
+        discard_automatic_run(hook, "boosting", "saved rounds")
 
 
 _WATCHER: XGBoostWatcher | None = None
