@@ -83,48 +83,12 @@ class SageMakerExecutionRole(Construct):
                 resources=[bucket.arn_for_objects(prefix + "*") for prefix in WRITE_PREFIXES],
             )
         )
-        training_log_group_arn = stack.format_arn(
-            service="logs",
-            resource="log-group",
-            resource_name=TRAINING_LOG_GROUP,
-            arn_format=ArnFormat.COLON_RESOURCE_NAME,
-        )
-        self.role.add_to_policy(
-            iam.PolicyStatement(
-                sid="CreateTrainingLogGroup",
-                actions=["logs:CreateLogGroup", "logs:DescribeLogStreams"],
-                resources=[training_log_group_arn + ":*"],
-            )
-        )
-        self.role.add_to_policy(
-            iam.PolicyStatement(
-                sid="WriteOwnJobLogStreams",
-                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
-                resources=[f"{training_log_group_arn}:log-stream:{job_name_prefix}*"],
-            )
-        )
+        self._grant_job_logs(stack, TRAINING_LOG_GROUP, job_name_prefix, "CreateTrainingLogGroup", "WriteOwnJobLogStreams")
         if legacy_sagemaker_debugger:
             # Legacy mode (SageMaker Debugger's built-in rules): each rule runs as a processing job under this role,
             # named after the lower-cased training job, so its log streams start with the job-name prefix.
-            rule_log_group_arn = stack.format_arn(
-                service="logs",
-                resource="log-group",
-                resource_name=RULE_EVALUATION_LOG_GROUP,
-                arn_format=ArnFormat.COLON_RESOURCE_NAME,
-            )
-            self.role.add_to_policy(
-                iam.PolicyStatement(
-                    sid="CreateRuleEvaluationLogGroup",
-                    actions=["logs:CreateLogGroup", "logs:DescribeLogStreams"],
-                    resources=[rule_log_group_arn + ":*"],
-                )
-            )
-            self.role.add_to_policy(
-                iam.PolicyStatement(
-                    sid="WriteOwnRuleEvaluationLogStreams",
-                    actions=["logs:CreateLogStream", "logs:PutLogEvents"],
-                    resources=[f"{rule_log_group_arn}:log-stream:{job_name_prefix}*"],
-                )
+            self._grant_job_logs(
+                stack, RULE_EVALUATION_LOG_GROUP, job_name_prefix, "CreateRuleEvaluationLogGroup", "WriteOwnRuleEvaluationLogStreams"
             )
             # The StopTraining action (smdebug rules/action/stop_training_action.py) finds the InProgress job by
             # name with ListTrainingJobs (no resource-level scoping) and stops it.
@@ -210,6 +174,25 @@ class SageMakerExecutionRole(Construct):
             self.role,
             "AwsSolutions-IAM5[Resource::*]",
             "ecr:GetAuthorizationToken, namespace-scoped PutMetricData (legacy: sagemaker:ListTrainingJobs) take no ARN.",
+        )
+
+    def _grant_job_logs(self, stack: Stack, log_group: str, job_name_prefix: str, create_sid: str, write_sid: str) -> None:
+        """SageMaker creates ``log_group`` and writes one stream per job, named after the job: the streams of this
+        stack's jobs (the job-name prefix) only."""
+        log_group_arn = stack.format_arn(
+            service="logs", resource="log-group", resource_name=log_group, arn_format=ArnFormat.COLON_RESOURCE_NAME
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid=create_sid, actions=["logs:CreateLogGroup", "logs:DescribeLogStreams"], resources=[log_group_arn + ":*"]
+            )
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid=write_sid,
+                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+                resources=[f"{log_group_arn}:log-stream:{job_name_prefix}*"],
+            )
         )
 
 
