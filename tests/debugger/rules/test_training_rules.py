@@ -247,11 +247,26 @@ def hung_loop(hook: Hook, hang_after: int, release) -> None:
     release.wait(timeout=300)
 
 
+class StallClock:
+    """The rule's monotonic clock, moved by the test: the stall happens when the test says so, however slowly the
+    machine runs the steps before it (a real 0.5 s threshold fired before the first step on a loaded machine)."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
 @pytest.mark.parametrize("stop", [False, True])
 def test_stalled_training_rule_fires_from_the_watchdog_in_process(tmp_path, monkeypatch, stop):
     import threading
 
+    from debugger.rules import training_rules
+
     monkeypatch.setenv("TRAINING_FAILURE_FILE", str(tmp_path / "failure"))
+    clock = StallClock()
+    monkeypatch.setattr(training_rules, "time", clock)
 
     parameters = {"threshold": "0.5", "stop_training_on_fire": str(stop)}
     hook = Hook.from_configs(
@@ -260,12 +275,23 @@ def test_stalled_training_rule_fires_from_the_watchdog_in_process(tmp_path, monk
     exits = []
     release = threading.Event()
     hook._stall_watchdog.exit_process = lambda code: (exits.append(code), release.set())
-    # Without a stop the hung loop waits for this timer; with one the watchdog's exit must release it long before.
-    timer = threading.Timer(120 if stop else 1.5, release.set)
-    timer.start()
+    (stalled_state,) = hook._stall_watchdog.states
+
+    def stall_after_the_third_step() -> None:
+        while stalled_state.rule.last_step != 2:
+            time.sleep(0.01)
+        clock.now += 1.0  # the loop hangs: a second passes with no step (threshold 0.5 s)
+        if not stop:
+            # without a stop nothing ends the hung loop: release it once the watchdog has reported the stall
+            while stalled_state.status != ISSUES_FOUND:
+                time.sleep(0.01)
+            release.set()
+
+    staller = threading.Thread(target=stall_after_the_third_step, daemon=True)
+    staller.start()
     hung_loop(hook, hang_after=3, release=release)
-    released_by_the_watchdog = timer.is_alive()
-    timer.cancel()
+    staller.join(timeout=300)
+    released_by_the_watchdog = bool(exits)
     status = read_status(tmp_path)
     stalled = status.rules[0]
     assert stalled.RuleEvaluationStatus == ISSUES_FOUND
