@@ -132,6 +132,23 @@ def remove_hook_output(out_dir: Path) -> int:
     return len(steps)
 
 
+class StandsAside:
+    """What both watchers (PyTorch's, XGBoost's) do when the script creates a hook of its own: it wins. The watcher's
+    hooks go (``uninstall``), and its automatic hook, if it started, is closed and what it recorded removed."""
+
+    #: what had begun when the script's hook came (training, boosting), and what the automatic hook saved
+    BEGAN = "training"
+    SAVED = "saved steps"
+
+    def stand_aside(self) -> None:
+        if self.stood_aside:
+            return
+        self.stood_aside = True
+        self.uninstall()
+        hook, self.hook = self.hook, None
+        discard_automatic_run(hook, self.BEGAN, self.SAVED)
+
+
 def discard_automatic_run(hook: Any, began: str, saved: str) -> None:
     """The script created a hook of its own after ``began`` (training, boosting) began: close the zero-change hook
     (``hook``, None if it never started), remove what it recorded and say so in the job's log."""

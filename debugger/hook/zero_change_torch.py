@@ -55,7 +55,7 @@ from debugger.hook.container_config import read_container_hook_config, rule_conf
 from debugger.hook.hook_common import HookBase, add_creation_listener, remove_creation_listener
 from debugger.hook.hook_steps import _flatten
 from debugger.hook.torch_hook import Hook
-from debugger.hook.zero_change import EXPLICIT_HOOK_ADVICE, ZeroScriptChangeRefused, discard_automatic_run
+from debugger.hook.zero_change import EXPLICIT_HOOK_ADVICE, StandsAside, ZeroScriptChangeRefused
 
 #: Modules that wrap the model they train: named and watched through to it.
 MODEL_WRAPPERS = (nn.parallel.DistributedDataParallel, nn.DataParallel)
@@ -181,7 +181,7 @@ def _describe_optimizers(optimizers: list[torch.optim.Optimizer]) -> str:
     )
 
 
-class TorchWatcher:
+class TorchWatcher(StandsAside):
     """The global hooks and the wrapped functions, and the step they see. ``hook_factory`` builds the job's hook at
     the first training step (default: from the job's configuration files)."""
 
@@ -297,15 +297,6 @@ class TorchWatcher:
         if self._starting or isinstance(hook, AutomaticHook) or (hook is not None and not isinstance(hook, Hook)):
             return  # our own hook, or another framework's
         self.stand_aside()
-
-    def stand_aside(self) -> None:
-        """The script created a hook of its own: it wins. The global hooks go; a run recorded so far is removed."""
-        if self.stood_aside:
-            return
-        self.stood_aside = True
-        self.uninstall()
-        hook, self.hook = self.hook, None
-        discard_automatic_run(hook, "training", "saved steps")
 
     def _refuse(self, reason: str) -> None:
         hook, self.hook = self.hook, None

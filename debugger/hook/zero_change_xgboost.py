@@ -24,7 +24,7 @@ import xgboost
 
 from debugger.hook.hook_common import HookBase, add_creation_listener, remove_creation_listener
 from debugger.hook.xgboost_hook import XGBoostHook
-from debugger.hook.zero_change import discard_automatic_run
+from debugger.hook.zero_change import StandsAside
 
 #: Where ``xgboost.train`` is looked up by the callers a script uses: the package, its module, the sklearn estimators.
 TRAIN_LOCATIONS = ("xgboost", "xgboost.training", "xgboost.sklearn")
@@ -37,9 +37,12 @@ def _validation_data(evals: Any, dtrain: Any) -> Any:
     return None
 
 
-class XGBoostWatcher:
+class XGBoostWatcher(StandsAside):
     """The wrapped ``train`` functions; ``hook_factory(params, dtrain, dvalidation)`` builds the job's hook (default:
     from the job's configuration files)."""
+
+    BEGAN = "boosting"
+    SAVED = "saved rounds"
 
     def __init__(self, hook_factory: Callable[..., XGBoostHook] | None = None):
         self._factory = hook_factory or self._hook_from_job_config
@@ -120,15 +123,6 @@ class XGBoostWatcher:
         if self._starting or (hook is not None and not isinstance(hook, XGBoostHook)):
             return  # our own hook, or another framework's
         self.stand_aside()
-
-    def stand_aside(self) -> None:
-        """The script's own hook wins: the wrappers go; a run recorded so far is removed."""
-        if self.stood_aside:
-            return
-        self.stood_aside = True
-        self.uninstall()
-        hook, self.hook = self.hook, None
-        discard_automatic_run(hook, "boosting", "saved rounds")
 
 
 _WATCHER: XGBoostWatcher | None = None
