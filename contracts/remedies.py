@@ -170,7 +170,7 @@ def parse_remedies(
             raise ContractError(
                 f"{where}.{key}", f"takes no remedies: {FAILURE_KINDS[key]}; the run ends at once when it happens"
             )
-        if len(entries) > MAX_REMEDIES_PER_KEY:
+        if check_size and len(entries) > MAX_REMEDIES_PER_KEY:  # a declaration's cap; a built-in set is code
             raise ContractError(f"{where}.{key}", f"has {len(entries)} remedies; at most {MAX_REMEDIES_PER_KEY}")
         parsed[key] = tuple(
             _parse_remedy(entry, hyperparameters, kinds, f"{where}.{key}[{index}]")

@@ -9,6 +9,8 @@ A condition holds when every test it gives holds::
     "when": {"hyperparameters": {"activation": "relu"}}     # the run's current value
     "when": {"hyperparameters_above": {"learning_rate": 0.4}}  # a number above (or _below) a bound
     "when": {"spiked_above": 10, "spike_phase": "warmup"}   # the run's history: see below
+    "when": {"loss_shape": "still_falling"}                 # the loss's course over the job (contracts.loss_history)
+    "when": {"loss_shape": ["settled", "unknown"]}          # one of these ("unknown": too little reported to tell)
 
 ``spiked_above`` reads the run's history, not only its last symptom: it holds when the loss or the total gradient
 norm rose to more than that many times its initial value at or before the step the rule fired (the job reports
@@ -28,10 +30,13 @@ from typing import Any
 
 from contracts import ContractError
 from contracts.hyperparameter_values import Value, describe_kind, fits_kind, is_number, kind_of_value, show
+from contracts.loss_history import LOSS_SHAPES, LossShape, LossWindow, loss_shape
 from contracts.rule_status import ISSUE_KIND_PATTERN, PHASES, Peak
 from contracts.suggestions import did_you_mean
 
 LOSS_TRENDS = ("rising", "falling")
+#: The loss_shape condition's word for a job that reported too little of its loss's course to tell.
+UNKNOWN_LOSS_SHAPE = "unknown"
 #: Without steps_per_epoch in the evidence, an issue before this step counts as "early".
 EARLY_STEP_FALLBACK = 10
 
@@ -77,6 +82,12 @@ class Situation:
     #: Where the loss and the total gradient norm peaked (the run's history).
     loss_peak: Peak | None = None
     gradient_norm_peak: Peak | None = None
+    #: The training loss's course over the whole job (contracts.loss_history).
+    loss_windows: tuple[LossWindow, ...] | None = None
+
+    @property
+    def loss_shape(self) -> LossShape | None:
+        return loss_shape(self.loss_windows, self.initial_loss) if self.loss_windows else None
 
     def spike(self, factor: float) -> Spike | None:
         """The first of the loss and the gradient norm to peak above ``factor`` times its initial value at or
@@ -127,6 +138,9 @@ class Condition:
     hyperparameters_below: tuple[tuple[str, float], ...] = ()
     spiked_above: float | None = None
     spike_phase: str | None = None
+    #: The shapes of the loss's course this holds for (contracts.loss_history.LOSS_SHAPES, or "unknown": the job
+    #: reported too little of it).
+    loss_shape: tuple[str, ...] = ()
 
     def check(self, situation: Situation, hyperparameters: Mapping[str, Value]) -> tuple[bool, list[str]]:
         """(holds, the facts behind it with their numbers) for the reason the planner writes."""
@@ -174,6 +188,12 @@ class Condition:
                 return False, []
             fired = f" before the rule fired at step {situation.issue_step}" if situation.issue_step is not None else ""
             facts.append(f"{spike.describe()}{fired}, more than {show(self.spiked_above)}x its initial value")
+        if self.loss_shape:
+            shape = situation.loss_shape
+            if (shape.shape if shape else UNKNOWN_LOSS_SHAPE) not in self.loss_shape:
+                return False, []
+            if shape is not None:
+                facts.append(shape.describe())
         for name, expected in self.hyperparameters:
             if hyperparameters.get(name) != expected:
                 return False, []
@@ -191,7 +211,10 @@ class Condition:
         for key in CONDITION_KEYS:
             if key in HYPERPARAMETER_TESTS:
                 continue
-            if getattr(self, key) is not None:
+            if key == "loss_shape":
+                if self.loss_shape:
+                    data[key] = self.loss_shape[0] if len(self.loss_shape) == 1 else list(self.loss_shape)
+            elif getattr(self, key) is not None:
                 data[key] = getattr(self, key)
         for key in HYPERPARAMETER_TESTS:
             if getattr(self, key):
@@ -215,6 +238,7 @@ CONDITION_KEYS = (
     "hyperparameters_below",
     "spiked_above",
     "spike_phase",
+    "loss_shape",
 )
 #: The conditions on the run's hyperparameters (their names follow the script's, see contracts.remedies.adapt_to_script).
 HYPERPARAMETER_TESTS = ("hyperparameters", "hyperparameters_above", "hyperparameters_below")
@@ -272,6 +296,13 @@ def parse_condition(
             raise ContractError(f"{where}.spike_phase", f"must be one of {', '.join(PHASES)} (got {spike_phase!r})")
         if spiked_above is None:
             raise ContractError(f"{where}.spike_phase", "needs spiked_above: the spike whose phase it tests")
+    shape = value.get("loss_shape")
+    shapes = (shape,) if isinstance(shape, str) else tuple(shape) if isinstance(shape, list) else shape
+    allowed = (*LOSS_SHAPES, UNKNOWN_LOSS_SHAPE)
+    if shapes is not None and (not shapes or any(item not in allowed for item in shapes)):
+        raise ContractError(
+            f"{where}.loss_shape", f"must be one of {', '.join(allowed)}, or a list of them (got {shape!r})"
+        )
     equal = value.get("hyperparameters", {})
     if not isinstance(equal, Mapping):
         raise ContractError(f"{where}.hyperparameters", "must be an object of hyperparameter: value")
@@ -307,4 +338,5 @@ def parse_condition(
         hyperparameters_below=compared["hyperparameters_below"],
         spiked_above=float(spiked_above) if spiked_above is not None else None,
         spike_phase=spike_phase,
+        loss_shape=shapes or (),
     )

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from contracts import ContractError
+from contracts.loss_history import LossWindow
 
 RULE_STATUS_FILE = "rule-status.json"
 SCHEMA_VERSION = 2
@@ -130,10 +131,14 @@ class Evidence:
     #: Files in the job's checkpoint directory when the status was last written (None: the job has no
     #: checkpoint directory): 0 means a next job has nothing to continue from.
     checkpoint_files: int | None = None
+    #: The training loss's course, in at most contracts.loss_history.MAX_LOSS_WINDOWS windows of steps.
+    loss_windows: list[LossWindow] | None = None
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Evidence:
         fields = dict(data)
+        if fields.get("loss_windows") is not None:
+            fields["loss_windows"] = [LossWindow.from_dict(window) for window in fields["loss_windows"]]
         for name in ("loss_peak", "gradient_norm_peak"):
             fields[name] = Peak.from_dict(fields.get(name))
         if fields.get("learning_rates") is not None:

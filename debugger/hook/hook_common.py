@@ -12,6 +12,7 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
+from contracts.loss_history import LossHistory
 from contracts.rule_status import (
     IN_PROGRESS,
     MAX_REPORTED_METRICS,
@@ -83,6 +84,7 @@ class HookBase(RuleRunner):
     def _start_status(self, status_heartbeat_seconds: float) -> None:
         """The state the rule-status document is written from (:class:`debugger.hook.hook_rules.RuleRunner`)."""
         self.evidence = Evidence()
+        self._loss_history = LossHistory()
         self.actions = []
         self.metrics: dict[str, MetricValue] = {}
         self._phase: str | None = None

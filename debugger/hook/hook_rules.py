@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from contracts.job import checkpoint_directory
+from contracts.loss_history import LossHistory
 from contracts.rule_status import (
     ERROR,
     IN_PROGRESS,
@@ -72,13 +73,16 @@ class _RuleState:
 class RuleRunner:
     """State set up by Hook.__init__: _rules, evidence, actions, metrics, _stop, out_dir, mirror, job_name."""
 
-    def _update_evidence(self, step: int, loss: float | None, gradient_norm: float | None) -> None:
+    def _update_evidence(self, step: int, loss: float | None, gradient_norm: float | None, training: bool = True) -> None:
+        """``training``: the step trained (its loss joins the loss history; an evaluation step's does not)."""
         evidence = self.evidence
         if not self._initial_recorded:  # step 0, or the first step of a resumed job
             self._initial_recorded = True
             evidence.initial_loss = loss
             evidence.initial_gradient_norm = gradient_norm
         if loss is not None and math.isfinite(loss):
+            if training:
+                self._loss_history.add(step, loss)
             evidence.last_finite_loss = loss
             if evidence.loss_peak is None or loss > evidence.loss_peak.value:
                 evidence.loss_peak = self._peak(loss, step)
@@ -110,6 +114,7 @@ class RuleRunner:
                     rates.append(rate)
             self.evidence.learning_rates = rates[:MAX_REPORTED_LEARNING_RATES] or None
         self.evidence.checkpoint_files = _count_files(checkpoint_directory(os.environ))
+        self.evidence.loss_windows = self._loss_history.windows() or None
 
     def _evaluate_rules(self, step: int, learning_rate: float | None) -> None:
         changed = False
@@ -174,6 +179,7 @@ class RuleRunner:
                 state.status, state.details, state.modified = rule.RuleEvaluationStatus, rule.StatusDetails, rule.LastModifiedTime
                 state.issue = rule.issue
         self.evidence = dataclasses.replace(document.evidence)
+        self._loss_history = LossHistory.resumed(document.evidence.loss_windows)
         self._initial_recorded = document.last_step >= 0  # the job's initial loss and gradient norm are the first run's
         self.actions = list(document.actions)
         self.metrics.update(document.metrics)

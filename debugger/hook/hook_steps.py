@@ -250,7 +250,7 @@ class StepCapture:
         loss = float(self._pending_loss.float().mean()) if self._pending_loss is not None else None
         learning_rate = self._learning_rate()
         self.last_loss, self.last_gradient_norm = loss, gradient_norm
-        self._update_evidence(step, loss, gradient_norm)
+        self._update_evidence(step, loss, gradient_norm, training=with_gradients)
         if gradient_norm is not None:
             self.trial.add_signal(TOTAL_GRADIENT_NORM, (GRADIENTS,), step, gradient_norm)
         if loss is not None:

@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, Field, model_validator
 
+from contracts.loss_history import MAX_LOSS_WINDOWS
 from contracts.rule_status import ISSUE_KIND_PATTERN, MAX_REPORTED_LEARNING_RATES, Evidence
 from lambdas.remediation.payload_fields import (
     MAX_CHANGES,
@@ -104,6 +105,17 @@ class Peak(BaseModel):
     phase: Phase | None = None
 
 
+class LossWindow(BaseModel):
+    """Consecutive training steps and their mean loss (``contracts.loss_history.LossWindow``)."""
+
+    model_config = STRICT
+
+    first_step: Whole
+    last_step: Whole
+    count: Annotated[Whole, Field(ge=1)]
+    mean: float
+
+
 class AttemptEvidence(BaseModel):
     """The debugger's evidence for the planner (the fields of ``contracts.rule_status.Evidence``): a few numbers
     per attempt, so the payload stays small however long the job trained."""
@@ -124,6 +136,7 @@ class AttemptEvidence(BaseModel):
     loss_peak: Peak | None = None
     gradient_norm_peak: Peak | None = None
     checkpoint_files: Count | None = None
+    loss_windows: Annotated[list[LossWindow], Field(max_length=MAX_LOSS_WINDOWS)] | None = None
 
     @classmethod
     def from_contract(cls, evidence: Evidence) -> AttemptEvidence:

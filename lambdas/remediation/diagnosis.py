@@ -4,6 +4,7 @@ and the gradient norm peaked), and the learning-rate range of the optimizer the 
 
 from __future__ import annotations
 
+from contracts.loss_history import LossWindow
 from contracts.remedies import FAILURE_KINDS, Situation
 from contracts.rule_status import Peak
 from lambdas.remediation import attempts as attempt_models
@@ -33,7 +34,14 @@ def situation_of(attempt: Attempt) -> Situation:
         issue_tensor=(issue.tensor or None) if issue else None,
         loss_peak=_peak(evidence.loss_peak) if evidence else None,
         gradient_norm_peak=_peak(evidence.gradient_norm_peak) if evidence else None,
+        loss_windows=_windows(evidence.loss_windows) if evidence else None,
     )
+
+
+def _windows(windows: list[attempt_models.LossWindow] | None) -> tuple[LossWindow, ...] | None:
+    if windows is None:
+        return None
+    return tuple(LossWindow(w.first_step, w.last_step, w.count, w.mean) for w in windows)
 
 
 def _peak(peak: attempt_models.Peak | None) -> Peak | None:

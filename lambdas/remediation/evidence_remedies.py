@@ -32,8 +32,15 @@ LEARNING_RATE_FLOOR = SGD_RANGE.floor
 LEARNING_RATE_CEILING = SGD_RANGE.ceiling
 #: ... and a rate far above the ceiling is brought back to SGD's usual start.
 USUAL_LEARNING_RATE = SGD_RANGE.usual
-#: The evidence policy never trains for more epochs than this when the objective is missed ...
-MAX_EPOCHS = 16
+#: The evidence policy never trains for more epochs than this when the objective is missed (the run's instance-hour
+#: budget, lambdas.remediation.run_limits, bounds a long run first) ...
+MAX_EPOCHS = 200
+#: ... and trains this many times longer a run whose loss was still falling when it ended: the next job reaches
+#: the objective at once more often than after doubling twice, for less compute (1 + 4 epochs against 1 + 2 + 4).
+STILL_FALLING_EPOCH_FACTOR = 4
+#: An init_scale (a factor on the usual He/Xavier scale) this far from 1 is the first suspect: rescaled before
+#: anything is added to the network.
+FAR_INIT_SCALE = 10.0
 #: ... nor halves the batch below this when a job runs out of memory.
 MIN_BATCH_SIZE = 8
 #: ... nor raises weight decay above this when a model overfits.
@@ -136,12 +143,29 @@ def _network_remedies(rates: RateRange) -> dict[str, list[dict[str, Any]]]:
         },
     ]
     clip_gradients = {"name": "ClipGradients", "hyperparameter": "grad_clip", "set_to": 1.0}
+    switch_to_relu = {
+        "name": "SwitchToReLU",
+        "hyperparameter": "activation",
+        "set_to": "relu",
+        "when": {"hyperparameters": {"activation": "sigmoid"}},
+        "note": "Sigmoid's derivative is at most 0.25, so gradients shrink layer by layer; ReLU passes them whole.",
+    }
     rescale_init = {
         "name": "RescaleInitialisation",
         "hyperparameter": "init_scale",
         "set_to": 1.0,
         "note": "Initial weights at the usual He/Xavier scale keep activations and gradients of order one.",
     }
+    # The script's own initialisation scale far from the usual one is the first suspect: rescale it before adding
+    # layers (batch norm over a x0.001 initialisation trained, but the scale was the cause: issue 21).
+    rescale_far_init = [
+        {**rescale_init, "when": {"hyperparameters_below": {"init_scale": 1 / FAR_INIT_SCALE}},
+         "note": f"Initial weights below a {FAR_INIT_SCALE:g}th of the usual scale shrink activations and "
+         "gradients layer by layer."},
+        {**rescale_init, "when": {"hyperparameters_above": {"init_scale": FAR_INIT_SCALE}},
+         "note": f"Initial weights over {FAR_INIT_SCALE:g} times the usual scale blow activations and gradients up "
+         "layer by layer."},
+    ]
     leaky_relu = {
         "name": "SwitchToLeakyReLU",
         "hyperparameter": "activation",
@@ -168,6 +192,7 @@ def _network_remedies(rates: RateRange) -> dict[str, list[dict[str, Any]]]:
     return {
         "ExplodingTensor": [
             rate_into_range,
+            rescale_far_init[1],
             {
                 **add_batch_norm,
                 "when": {"phase": "warmup", "early": True, "initial_gradient_norm_above": INIT_SCALE_GRADIENT_NORM},
@@ -195,16 +220,10 @@ def _network_remedies(rates: RateRange) -> dict[str, list[dict[str, Any]]]:
             rate_into_range,
             *collapse,
             rate_up_into_range,
+            rescale_far_init[0],
             {**add_batch_norm, "also": [], "note": "Batch norm keeps the gradients scaled."},
             {**leaky_relu, "note": "ReLU units can die and stop passing gradient; leaky ReLU keeps one."},
-            {
-                "name": "SwitchToReLU",
-                "hyperparameter": "activation",
-                "set_to": "relu",
-                "when": {"hyperparameters": {"activation": "sigmoid"}},
-                "note": "Sigmoid's derivative is at most 0.25, so gradients shrink layer by layer; ReLU passes them "
-                "whole.",
-            },
+            switch_to_relu,
             {**rescale_init, "note": "Initial weights far below the usual scale shrink the gradients layer by layer."},
             {**raise_warmup, "when": {"phase": "warmup"}, "note": "The warmup rate is too small to move the weights."},
             {**raise_learning_rate, "note": "The updates are too small."},
@@ -220,6 +239,7 @@ def _network_remedies(rates: RateRange) -> dict[str, list[dict[str, Any]]]:
         "SaturatedActivation": [
             rate_into_range,
             *collapse,
+            rescale_far_init[1],
             {**rescale_init, "note": "Large initial weights drive tanh/sigmoid inputs far from zero, where their "
              "derivative vanishes."},
             {**add_batch_norm, "also": [], "note": "Batch norm keeps the activations' inputs near zero."},
@@ -296,6 +316,7 @@ def _network_remedies(rates: RateRange) -> dict[str, list[dict[str, Any]]]:
         ],
         "PoorWeightInitialization": [
             rate_into_range,
+            *rescale_far_init,
             {**rescale_init, "note": "Activations of very different scale across layers mean the initial weights "
              "are badly scaled."},
             {**add_batch_norm, "also": [], "note": "Batch norm rescales every layer's activations."},
@@ -324,15 +345,75 @@ def _network_remedies(rates: RateRange) -> dict[str, list[dict[str, Any]]]:
                 "learning rates are halved with it (linear scaling rule).",
             }
         ],
+        # The job ended quietly and missed its objective: no rule names a cause, so the loss's course over the whole
+        # job does (contracts.loss_history): a loss that never fell, one still falling at the end, or one settled.
         OBJECTIVE_MISSED: [
-            # A completed job has no epochs left to continue: train again from the start at the usual rate.
-            {**rate_up_into_range, "resume": False},
+            rate_into_range,
+            # A completed job has no epochs left to continue: train again from the start, at the usual rate (a
+            # tenth of it, as after a rule, was still too slow for a quiet run to reach an objective).
+            {
+                **rate_up_into_range,
+                "name": "LearningRateToUsual",
+                "set_to": rates.usual,
+                "resume": False,
+                "note": f"A learning rate below {rates.too_small:g} barely moves the weights with {rates.optimizer}; "
+                f"{rates.usual:g} is its usual start.",
+            },
+            # Settings known to slow or stall training, whatever the loss did: fixed before anything is added.
+            switch_to_relu,
+            *rescale_far_init,
+            {
+                "name": "NormalizeInputs",
+                "hyperparameter": "normalize_inputs",
+                "set_to": True,
+                "note": "Inputs in their raw units give some features weights thousands of times too large or small "
+                "for one learning rate to train.",
+            },
+            {**add_batch_norm, "when": {"loss_shape": "flat"}, "note": "Batch norm keeps every layer's inputs and "
+             "gradients scaled, so the loss can start to fall."},
+            {
+                "name": "RaiseLearningRateToUsual",
+                "hyperparameter": "learning_rate",
+                "at_least": rates.usual,
+                "when": {"loss_shape": "flat"},
+                "note": f"The updates are too small to move the loss; {rates.usual:g} is {rates.optimizer}'s usual "
+                "start.",
+            },
+            {
+                "name": "TrainLonger",
+                "hyperparameter": "num_epochs",
+                "multiply_by": STILL_FALLING_EPOCH_FACTOR,
+                "max": MAX_EPOCHS,
+                "resume": True,
+                "when": {"loss_shape": "still_falling"},
+                "note": "Training was stable and still improving when it stopped: more epochs.",
+            },
+            {**start_weight_decay, "when": {"loss_shape": "memorised"}, "resume": False,
+             "note": "The model fits its training set and misses on held-out data: L2 regularisation, trained again "
+             "from the start."},
+            {"name": "AddDropout", "hyperparameter": "dropout", "set_to": OVERFIT_DROPOUT, "resume": False,
+             "when": {"loss_shape": "memorised"},
+             "note": "Dropout regularises a model that fits its training set, trained again from the start."},
+            {**raise_weight_decay, "when": {"loss_shape": "memorised"}, "resume": False,
+             "note": "Stronger L2 regularisation narrows the gap to the held-out data, trained again from the start."},
+            {
+                "name": "WeightClasses",
+                "hyperparameter": "class_weighting",
+                "set_to": "balanced",
+                "when": {"loss_shape": "settled"},
+                "note": "The training loss settled short of the objective: weighting the loss by inverse class "
+                "frequency makes rare classes count as much as the common ones.",
+            },
+            {**lower_learning_rate, "multiply_by": 0.3, "when": {"loss_shape": "settled"},
+             "note": "The training loss settled short of the objective: smaller steps settle lower."},
+            # Not for a model that fits its training set: more epochs would fit it further.
             {
                 "name": "TrainLonger",
                 "hyperparameter": "num_epochs",
                 "multiply_by": 2,
                 "max": MAX_EPOCHS,
                 "resume": True,
+                "when": {"loss_shape": ["settled", "unknown"]},
                 "note": "Training was stable but too short to reach the objective: more epochs.",
             },
         ],

@@ -11,6 +11,7 @@ from torch import nn
 from contracts.job import CHECKPOINT_DIR_ENV
 from contracts.rule_status import RULE_STATUS_FILE, RuleStatusDocument
 from debugger import Hook, StopTrainingRequested
+from debugger.core.modes import ModeKeys
 
 STOP = '[{"name":"StopTraining"}]'
 
@@ -115,3 +116,35 @@ def test_a_job_without_a_checkpoint_directory_reports_none(tmp_path, monkeypatch
     monkeypatch.setenv("CHECKPOINT_CONFIG_FILE_PATH", str(tmp_path / "absent.json"))
     hook = Hook.from_configs(rule_configs=[rule("LossNotDecreasing")], out_dir=tmp_path, job_name="none")
     assert hook.close().evidence.checkpoint_files is None
+
+
+def test_the_training_loss_course_is_reported_in_windows_and_evaluation_losses_stay_out(tmp_path):
+    """Issue 21: the planner reads the loss's course over the whole job. Every training step's loss is in one window
+    (the means are the steps' own), however many steps; the evaluation passes between epochs are not."""
+    hook = Hook.from_configs(rule_configs=[rule("LossNotDecreasing")], out_dir=tmp_path, job_name="course")
+    model, data = model_and_data()
+    criterion = nn.CrossEntropyLoss()
+    hook.register_module(model)
+    hook.register_loss(criterion)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    training_losses = []
+    for _ in range(5):
+        hook.set_mode(ModeKeys.TRAIN)
+        for inputs, labels in data:
+            optimizer.zero_grad()
+            loss = criterion(model(inputs), labels)
+            loss.backward()
+            training_losses.append(float(loss.detach()))
+            optimizer.step()
+        hook.set_mode(ModeKeys.EVAL)
+        with torch.no_grad():
+            for inputs, labels in data[:2]:
+                criterion(model(inputs) * 100, labels)  # evaluation losses far above the training ones
+    hook.close()
+
+    windows = read_evidence(tmp_path).loss_windows
+    assert sum(window.count for window in windows) == len(training_losses) == 40
+    position = 0
+    for window in windows:
+        assert window.mean == pytest.approx(sum(training_losses[position : position + window.count]) / window.count)
+        position += window.count

@@ -89,6 +89,36 @@ SCENARIOS: dict[str, dict[str, Any]] = {
                                                      "init-scale": 0.1, "batch-norm": 0},
                      "hyperparameter_names": MLP_NAMES, "max_num_retraining": 1},
     },
+    "mlp-sigmoid-stack-quiet": {
+        "about": "Four sigmoid layers on digits at SGD 0.05 (issue 21's quiet miss): no default rule fires and the "
+        "loss stays flat for four epochs; the next job runs with the activation the planner chose.",
+        "dataset": "digits",
+        "run_spec": {**MLP_SPEC, "hyperparameters": {"lr": 0.05, "epochs": 4, "activation": "sigmoid", "depth": 4,
+                                                     "batch-norm": 0, "init-scale": 1.0},
+                     "hyperparameter_names": MLP_NAMES, "max_num_retraining": 1},
+    },
+    "mlp-adam-frozen": {
+        "about": "The MLP on digits with Adam at 2e-8 (frozen updates): quiet and flat for two epochs; the next job "
+        "runs at the rate the planner chose.",
+        "dataset": "digits",
+        "run_spec": {**MLP_SPEC, "hyperparameters": {"optimizer": "adam", "lr": 2e-8, "epochs": 2},
+                     "hyperparameter_names": {"learning_rate": "lr", "num_epochs": "epochs"}, "max_num_retraining": 1},
+    },
+    "mlp-sgd-one-epoch-still-falling": {
+        "about": "The MLP on digits with SGD at 0.01 for one epoch: healthy and still learning when it stops, short "
+        "of the objective.",
+        "dataset": "digits",
+        "run_spec": {**MLP_SPEC, "hyperparameters": {"lr": 0.01, "epochs": 1},
+                     "hyperparameter_names": {"learning_rate": "lr", "num_epochs": "epochs"}, "max_num_retraining": 1},
+    },
+    "mlp-settled-short": {
+        "about": "The MLP on digits with SGD at 0.05 for twelve epochs against an objective of 0.995: it learns, "
+        "settles, and misses.",
+        "dataset": "digits",
+        "run_spec": {**MLP_SPEC, "hyperparameters": {"lr": 0.05, "epochs": 12},
+                     "hyperparameter_names": {"learning_rate": "lr", "num_epochs": "epochs"},
+                     "objective": {**MLP_SPEC["objective"], "target_value": 0.995}, "max_num_retraining": 1},
+    },
     "ddp-script-without-checkpoints": {
         "about": "examples/ddp (a script that writes no checkpoints) on one process, one epoch, against an objective "
         "it misses: the evidence set's TrainLonger would resume, and there is nothing to resume from.",

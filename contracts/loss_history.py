@@ -1,0 +1,173 @@
+"""The training loss's course over a whole job, in a few windows, and what its shape says. Standard library only.
+
+The job's debugger folds every training step's loss into :class:`LossHistory` (at most :data:`MAX_LOSS_WINDOWS`
+windows of consecutive steps, each its mean: a window's mean averages the minibatch noise away however long the job
+ran) and reports the windows in the rule-status evidence. The planner reads their shape (:func:`loss_shape`) when a
+job ended quietly but missed its objective, where no rule names the cause (issue 21):
+
+* ``flat``: the loss at the end is within :data:`LEARNED_FRACTION` of where it started: the network never learned
+  (a rate far too small, gradients that vanish through sigmoid layers or a tiny initialisation, unscaled inputs).
+* ``still_falling``: it learned, and the last quarter of the run is still more than :data:`STILL_FALLING_DROP` below
+  the quarter before, a drop of more than :data:`STILL_FALLING_SHARE` of the whole descent so far: training stopped
+  too early. (The share keeps a converged loss near zero, 0.0025 -> 0.002, from reading as still falling.)
+* ``memorised``: it fell to almost nothing (below :data:`MEMORISED_FRACTION` of its start) and stopped: the model fits
+  its training set, and the held-out metric's shortfall is the gap between the two (regularise).
+* ``settled``: it learned and stopped improving short of that: more of the same training will not reach the
+  objective.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from contracts.hyperparameter_values import show
+
+#: Windows kept: between half this and this many once the job has run that many steps.
+MAX_LOSS_WINDOWS = 16
+#: A loss that fell by less than this fraction of its starting value never learned.
+LEARNED_FRACTION = 0.1
+#: A last quarter this fraction below the quarter before it is still falling. Window means of a quarter of a run
+#: average dozens of minibatches; healthy runs that have converged move by a few percent between quarters.
+STILL_FALLING_DROP = 0.05
+#: ... and that drop is more than this share of the loss's whole descent from its start.
+STILL_FALLING_SHARE = 0.05
+#: A loss that ended below this fraction of its start fits the training set (cross-entropy 2.3 -> 0.046 or less).
+MEMORISED_FRACTION = 0.02
+LOSS_SHAPES = ("flat", "still_falling", "memorised", "settled")
+
+
+@dataclasses.dataclass
+class LossWindow:
+    """Consecutive training steps ``first_step``..``last_step`` (``count`` of them with a finite loss), their mean."""
+
+    first_step: int
+    last_step: int
+    count: int
+    mean: float
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> LossWindow:
+        return cls(int(data["first_step"]), int(data["last_step"]), int(data["count"]), float(data["mean"]))
+
+
+class LossHistory:
+    """Every step's loss folded into at most :data:`MAX_LOSS_WINDOWS` windows of equal step counts: when the windows
+    are full, neighbours merge pairwise and each new window holds twice as many steps."""
+
+    def __init__(self) -> None:
+        self._windows: list[LossWindow] = []
+        self._width = 1
+
+    @classmethod
+    def resumed(cls, windows: Sequence[LossWindow] | None) -> LossHistory:
+        """The history a restarted job's debugger continues from (the windows its last status document reported)."""
+        history = cls()
+        history._windows = [dataclasses.replace(window) for window in windows or ()][:MAX_LOSS_WINDOWS]
+        while history._windows and history._width < max(window.count for window in history._windows):
+            history._width *= 2
+        return history
+
+    def add(self, step: int, loss: float) -> None:
+        if not math.isfinite(loss):
+            return
+        last = self._windows[-1] if self._windows else None
+        if last is not None and last.count < self._width:
+            last.mean += (loss - last.mean) / (last.count + 1)
+            last.count += 1
+            last.last_step = step
+            return
+        if len(self._windows) == MAX_LOSS_WINDOWS:
+            self._windows = [_merged(*self._windows[i : i + 2]) for i in range(0, MAX_LOSS_WINDOWS, 2)]
+            self._width *= 2
+            self.add(step, loss)
+            return
+        self._windows.append(LossWindow(step, step, 1, loss))
+
+    def windows(self) -> list[LossWindow]:
+        return [dataclasses.replace(window) for window in self._windows]
+
+
+def _merged(first: LossWindow, second: LossWindow) -> LossWindow:
+    count = first.count + second.count
+    mean = (first.mean * first.count + second.mean * second.count) / count
+    return LossWindow(first.first_step, second.last_step, count, mean)
+
+
+@dataclasses.dataclass(frozen=True)
+class LossShape:
+    """What the windows say: the shape, and the numbers behind it for the planner's reason."""
+
+    shape: str
+    start: float  # the first window's mean
+    end: float  # the last quarter's mean
+    before_end: float  # the quarter before it
+    first_step: int
+    last_step: int
+
+    @property
+    def fell_by(self) -> float:
+        return 1 - self.end / self.start
+
+    @property
+    def last_quarter_drop(self) -> float:
+        return 1 - self.end / self.before_end
+
+    @property
+    def last_quarter_share(self) -> float:
+        """The last quarter's drop as a share of the whole descent from the start."""
+        return (self.before_end - self.end) / (self.start - self.end) if self.start != self.end else 0.0
+
+    def describe(self) -> str:
+        """'the training loss fell 80% over steps 0-22 (2.796 to 0.5518) and was still falling: ...'."""
+        if self.shape == "flat":
+            moved = f"fell {self.fell_by:.0%}" if self.fell_by >= 0 else f"rose {-self.fell_by:.0%}"
+            return (
+                f"the training loss {moved} over steps {self.first_step}-{self.last_step} ({show(self.start)} to "
+                f"{show(self.end)}): it never learned"
+            )
+        course = f"fell {self.fell_by:.0%} over steps {self.first_step}-{self.last_step} ({show(self.start)} to {show(self.end)})"
+        if self.shape == "still_falling":
+            return (
+                f"the training loss {course} and was still falling: its last quarter was "
+                f"{self.last_quarter_drop:.0%} below the quarter before"
+            )
+        settled = f"its last quarter added {self.last_quarter_share:.0%} to that descent"
+        if self.shape == "memorised":
+            return f"the training loss {course} and stopped there ({settled}): the model fits its training set"
+        return f"the training loss {course} and settled: {settled}"
+
+
+def loss_shape(windows: Sequence[LossWindow], initial_loss: float | None = None) -> LossShape | None:
+    """The shape of a run's loss (None: fewer than four windows, or a start that is not a positive loss).
+
+    ``initial_loss``: the job's first step's loss, where the loss starts (the first window's mean, which the shape
+    falls back to, already averages a fast first descent away)."""
+    if len(windows) < 4:
+        return None
+    quarter = max(1, len(windows) // 4)
+    start = (
+        initial_loss
+        if initial_loss is not None and math.isfinite(initial_loss) and initial_loss > 0
+        else windows[0].mean
+    )
+    end = _mean(windows[-quarter:])
+    before_end = _mean(windows[-2 * quarter : -quarter])
+    if not (start > 0 and math.isfinite(start) and math.isfinite(end) and before_end > 0):
+        return None
+    if end > (1 - LEARNED_FRACTION) * start:
+        shape = "flat"
+    elif end < (1 - STILL_FALLING_DROP) * before_end and before_end - end > STILL_FALLING_SHARE * (start - end):
+        shape = "still_falling"
+    elif end < MEMORISED_FRACTION * start:
+        shape = "memorised"
+    else:
+        shape = "settled"
+    return LossShape(shape, start, end, before_end, windows[0].first_step, windows[-1].last_step)
+
+
+def _mean(windows: Sequence[LossWindow]) -> float:
+    count = sum(window.count for window in windows)
+    return sum(window.mean * window.count for window in windows) / count
