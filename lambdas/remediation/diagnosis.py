@@ -4,6 +4,10 @@ and the gradient norm peaked), and the learning-rate range of the optimizer the 
 
 from __future__ import annotations
 
+import itertools
+import math
+
+from contracts.hyperparameter_values import show
 from contracts.loss_history import LossWindow
 from contracts.remedies import FAILURE_KINDS, Situation
 from contracts.rule_status import Peak
@@ -81,3 +85,25 @@ def rate_range(state: WorkflowState) -> RateRange:
 def rate_names(state: WorkflowState) -> set[str]:
     """The run's own names of its learning rates."""
     return {state.hyperparameter_names.get(name, name) for name in RATE_HYPERPARAMETERS}
+
+
+def remedies_that_made_it_worse(state: WorkflowState) -> dict[str, str]:
+    """The remedies (by label) after which the job's objective metric got worse than the job before, each with the
+    fact to say ("after LowerLearningRate, validation:accuracy went from 0.45 to 0.3"): the planner does not repeat
+    them (issue 21: lowering a rate four times on a run that lowering made worse each time)."""
+    objective = state.declared_objective()
+    worse: dict[str, str] = {}
+    if objective is None:
+        return worse
+    for before, after in itertools.pairwise(state.attempts):
+        if after.number != before.number + 1:  # attempts dropped from the payload between them
+            continue
+        remedy = before.decision.remedy if before.decision else None
+        old, new = before.objective_value, after.objective_value
+        if remedy is None or old is None or new is None or not (math.isfinite(old) and math.isfinite(new)):
+            continue
+        if objective.shortfall(new) > objective.shortfall(old):
+            worse[remedy] = (
+                f"after {remedy} (job {after.number}), {objective.metric_name} went from {show(old)} to {show(new)}"
+            )
+    return worse

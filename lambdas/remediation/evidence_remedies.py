@@ -406,14 +406,15 @@ def _network_remedies(rates: RateRange) -> dict[str, list[dict[str, Any]]]:
             },
             {**lower_learning_rate, "multiply_by": 0.3, "when": {"loss_shape": "settled"},
              "note": "The training loss settled short of the objective: smaller steps settle lower."},
-            # Not for a model that fits its training set: more epochs would fit it further.
+            # Not for a model that fits its training set: more epochs would fit it further. A loss that never fell
+            # in a short job (one epoch of 13 steps) may only need more of them.
             {
                 "name": "TrainLonger",
                 "hyperparameter": "num_epochs",
                 "multiply_by": 2,
                 "max": MAX_EPOCHS,
                 "resume": True,
-                "when": {"loss_shape": ["settled", "unknown"]},
+                "when": {"loss_shape": ["flat", "settled", "unknown"]},
                 "note": "Training was stable but too short to reach the objective: more epochs.",
             },
         ],

@@ -39,7 +39,7 @@ from lambdas.remediation.decision_text import (
     resume_sentence,
     short_action,
 )
-from lambdas.remediation.diagnosis import failure_of, rate_names, rate_range, situation_of
+from lambdas.remediation.diagnosis import failure_of, rate_names, rate_range, remedies_that_made_it_worse, situation_of
 from lambdas.remediation.learning_rate_ranges import RateRange
 from lambdas.remediation.payload import WorkflowState
 
@@ -87,9 +87,12 @@ def plan(state: WorkflowState) -> WorkflowState:
     ladders = remedy_ladders(state, failure, rates)
     situation = situation_of(attempt)
     hyperparameters = state.run_spec.hyperparameters
+    worse = remedies_that_made_it_worse(state)
     chosen = None
     for key, ladder in ladders:
         for index, remedy in enumerate(ladder):
+            if remedy.label in worse:
+                continue
             holds, facts = remedy.when.check(situation, hyperparameters)
             updated = remedy.apply(hyperparameters) if holds else None
             if updated is not None:
@@ -100,6 +103,8 @@ def plan(state: WorkflowState) -> WorkflowState:
     end_cause = failure if failure in FAILURE_KINDS else "no_remedy_left"
     if chosen is None:
         reason = exhausted_reason(state, attempt, failure, ladders, situation, ANY_RULE, FAILURE_KINDS)
+        if worse:
+            reason += f" Not tried again: {'; '.join(worse.values())}."
         return _end(state, reason, end_cause=end_cause)
 
     key, ladder, index, remedy, facts, updated = chosen
@@ -128,9 +133,11 @@ def plan(state: WorkflowState) -> WorkflowState:
         rules, sentence = answered
         run_spec = run_spec.with_rules(rules)
         after += f" {sentence}"
+    skipped = [fact for label, fact in worse.items() if any(item.label == label for item in ladder[:index])]
+    not_again = f" Not tried again: {'; '.join(skipped)}." if skipped else ""
     reason = (
-        f"{headline(attempt, state)}. {_why(state, key, failure, ladder, index, remedy, facts, attempt, rates)} "
-        f"Next: {what}.{after}"
+        f"{headline(attempt, state)}. {_why(state, key, failure, ladder, index, remedy, facts, attempt, rates)}"
+        f"{not_again} Next: {what}.{after}"
     )
     decision = Decision(
         remedy=remedy.label,

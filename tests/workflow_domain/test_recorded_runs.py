@@ -168,6 +168,28 @@ def test_a_run_that_fits_its_training_set_and_misses_is_regularised_not_trained_
     assert planned.run_spec.hyperparameters["epochs"] == 12
 
 
+def test_a_remedy_after_which_the_objective_got_worse_is_not_repeated(account_input):
+    """The one-epoch SGD job (0.894) trains four times longer; suppose that job then scored 0.85 with its loss still
+    falling (the recorded job's own trajectory, its metric lowered: a constructed second job). Training longer made
+    it worse, so it is not tried again, and the reason says why."""
+    run = recorded("mlp-sgd-one-epoch-still-falling")
+    first = run["jobs"][0]
+    state = plan(finish(start(run, account_input), first))
+    assert state.last_attempt.decision.remedy == "TrainLonger"
+    second = {
+        **first,
+        "hyperparameters": dict(state.run_spec.hyperparameters),
+        "describe": {**first["describe"], "TrainingJobName": "remediation-job-second",
+                     "FinalMetricDataList": [{"MetricName": "validation:accuracy", "Value": 0.85}]},
+    }  # fmt: skip
+    planned = plan(finish(state, second))
+    decision = planned.last_attempt.decision
+    assert decision.remedy != "TrainLonger"
+    assert planned.run_spec.hyperparameters["epochs"] == 4
+    text = decision.reason
+    assert "Not tried again: after TrainLonger (job 2), validation:accuracy went from 0.8944 to 0.85." in text
+
+
 # --------------------------------------------------------------------------- optimizers and types
 
 
