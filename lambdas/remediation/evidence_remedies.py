@@ -38,9 +38,10 @@ MAX_EPOCHS = 200
 #: ... and trains this many times longer a run whose loss was still falling when it ended: the next job reaches
 #: the objective at once more often than after doubling twice, for less compute (1 + 4 epochs against 1 + 2 + 4).
 STILL_FALLING_EPOCH_FACTOR = 4
-#: An init_scale (a factor on the usual He/Xavier scale) this far from 1 is the first suspect: rescaled before
-#: anything is added to the network.
-FAR_INIT_SCALE = 10.0
+#: An init_scale (a factor on the usual He/Xavier scale) more than this far from 1 (above it, or below its inverse)
+#: is the first suspect: rescaled before anything is added to the network. (Per layer the factor compounds: five
+#: times the scale through four layers is 625 times the activations.)
+FAR_INIT_SCALE = 5.0
 #: ... nor halves the batch below this when a job runs out of memory.
 MIN_BATCH_SIZE = 8
 #: ... nor raises weight decay above this when a model overfits.
@@ -143,6 +144,13 @@ def _network_remedies(rates: RateRange) -> dict[str, list[dict[str, Any]]]:
         },
     ]
     clip_gradients = {"name": "ClipGradients", "hyperparameter": "grad_clip", "set_to": 1.0}
+    normalize_inputs = {
+        "name": "NormalizeInputs",
+        "hyperparameter": "normalize_inputs",
+        "set_to": True,
+        "note": "Inputs in their raw units give some features weights thousands of times too large or small for one "
+        "learning rate to train.",
+    }
     switch_to_relu = {
         "name": "SwitchToReLU",
         "hyperparameter": "activation",
@@ -160,7 +168,7 @@ def _network_remedies(rates: RateRange) -> dict[str, list[dict[str, Any]]]:
     # layers (batch norm over a x0.001 initialisation trained, but the scale was the cause: issue 21).
     rescale_far_init = [
         {**rescale_init, "when": {"hyperparameters_below": {"init_scale": 1 / FAR_INIT_SCALE}},
-         "note": f"Initial weights below a {FAR_INIT_SCALE:g}th of the usual scale shrink activations and "
+         "note": f"Initial weights below 1/{FAR_INIT_SCALE:g} of the usual scale shrink activations and "
          "gradients layer by layer."},
         {**rescale_init, "when": {"hyperparameters_above": {"init_scale": FAR_INIT_SCALE}},
          "note": f"Initial weights over {FAR_INIT_SCALE:g} times the usual scale blow activations and gradients up "
@@ -298,9 +306,14 @@ def _network_remedies(rates: RateRange) -> dict[str, list[dict[str, Any]]]:
             rate_up_into_range,
             {**lower_warmup, "when": {"phase": "warmup", "loss": "rising"}, "note": "The loss oscillates or rises."},
             {**raise_warmup, "when": {"phase": "warmup", "loss": "falling"}, "note": "The loss falls too slowly."},
+            normalize_inputs,
+            {**lower_learning_rate, "when": {"issue_kind": "rising"}, "note": "The loss rose well above its lowest "
+             "point: the learning rate overshoots."},
             {**lower_learning_rate, "when": {"loss": "rising"}, "note": "The loss rises: the learning rate "
              "overshoots."},
-            {**raise_learning_rate, "when": {"loss": "falling"}, "resume": True,
+            # Only when the rule found the loss flat: a loss that rose again after falling from its start is no
+            # slow descent (raising the rate there, then lowering it, went round in circles: issue 21).
+            {**raise_learning_rate, "when": {"loss": "falling", "issue_kind": "flat"}, "resume": True,
              "note": "The loss falls, too slowly to count: larger steps."},
             {**lower_learning_rate, "note": "The loss stopped decreasing: the main rate overshoots."},
         ],
@@ -362,13 +375,7 @@ def _network_remedies(rates: RateRange) -> dict[str, list[dict[str, Any]]]:
             # Settings known to slow or stall training, whatever the loss did: fixed before anything is added.
             switch_to_relu,
             *rescale_far_init,
-            {
-                "name": "NormalizeInputs",
-                "hyperparameter": "normalize_inputs",
-                "set_to": True,
-                "note": "Inputs in their raw units give some features weights thousands of times too large or small "
-                "for one learning rate to train.",
-            },
+            normalize_inputs,
             {**add_batch_norm, "when": {"loss_shape": "flat"}, "note": "Batch norm keeps every layer's inputs and "
              "gradients scaled, so the loss can start to fall."},
             {

@@ -88,6 +88,8 @@ def plan(state: WorkflowState) -> WorkflowState:
     situation = situation_of(attempt)
     hyperparameters = state.run_spec.hyperparameters
     worse = remedies_that_made_it_worse(state)
+    tried = [attempt.hyperparameters for attempt in state.attempts]
+    repeats: dict[str, int] = {}
     chosen = None
     for key, ladder in ladders:
         for index, remedy in enumerate(ladder):
@@ -95,6 +97,9 @@ def plan(state: WorkflowState) -> WorkflowState:
                 continue
             holds, facts = remedy.when.check(situation, hyperparameters)
             updated = remedy.apply(hyperparameters) if holds else None
+            if updated is not None and updated in tried:  # a job already ran these settings: no circles
+                repeats.setdefault(remedy.label, next(a.number for a in state.attempts if a.hyperparameters == updated))
+                continue
             if updated is not None:
                 chosen = (key, ladder, index, remedy, facts, updated)
                 break
@@ -103,8 +108,7 @@ def plan(state: WorkflowState) -> WorkflowState:
     end_cause = failure if failure in FAILURE_KINDS else "no_remedy_left"
     if chosen is None:
         reason = exhausted_reason(state, attempt, failure, ladders, situation, ANY_RULE, FAILURE_KINDS)
-        if worse:
-            reason += f" Not tried again: {'; '.join(worse.values())}."
+        reason += _not_again(worse, repeats)
         return _end(state, reason, end_cause=end_cause)
 
     key, ladder, index, remedy, facts, updated = chosen
@@ -133,8 +137,11 @@ def plan(state: WorkflowState) -> WorkflowState:
         rules, sentence = answered
         run_spec = run_spec.with_rules(rules)
         after += f" {sentence}"
-    skipped = [fact for label, fact in worse.items() if any(item.label == label for item in ladder[:index])]
-    not_again = f" Not tried again: {'; '.join(skipped)}." if skipped else ""
+    passed = {item.label for item in ladder[:index]}
+    not_again = _not_again(
+        {label: fact for label, fact in worse.items() if label in passed},
+        {label: number for label, number in repeats.items() if label in passed},
+    )
     reason = (
         f"{headline(attempt, state)}. {_why(state, key, failure, ladder, index, remedy, facts, attempt, rates)}"
         f"{not_again} Next: {what}.{after}"
@@ -154,6 +161,13 @@ def plan(state: WorkflowState) -> WorkflowState:
         history.num_hyperparameter_adjustments[name] = history.num_hyperparameter_adjustments.get(name, 0) + 1
     planned = state.with_last_attempt(decision=decision)
     return planned.updated(run_spec=run_spec, history=history, next_action="launch_new", end_reason=None)
+
+
+def _not_again(worse: dict[str, str], repeats: dict[str, int]) -> str:
+    """' Not tried again: after LowerLearningRate (job 2), val_acc went from 0.7 to 0.64; RaiseLearningRate would
+    repeat job 1's settings.'"""
+    facts = [*worse.values(), *(f"{label} would repeat job {number}'s settings" for label, number in repeats.items())]
+    return f" Not tried again: {'; '.join(facts)}." if facts else ""
 
 
 def answered_data_finding(state: WorkflowState, failure: str, situation: Situation) -> tuple[list[dict], str] | None:

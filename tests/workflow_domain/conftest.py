@@ -52,6 +52,7 @@ def launch_and_record(
     step: int | None = 2,
     phase: str | None = "warmup",
     evidence: dict[str, Any] | None = None,
+    kind: str | None = None,
     **attempt_fields: Any,
 ) -> WorkflowState:
     """Launch the next job for ``state`` and record how it ended, as the train and monitor handlers do."""
@@ -59,6 +60,8 @@ def launch_and_record(
     fields: dict[str, Any] = {"outcome": outcome, **attempt_fields}
     if outcome == "issues_found":
         fields["issue"] = {"rule": rule, "step": step, "tensor": "gradient_norm", "value": float("nan"), "phase": phase}
+        if kind is not None:
+            fields["issue"]["kind"] = kind
         fields["rule_statuses"] = [{"name": rule, "status": "IssuesFound", "step": step}]
         fields["evidence"] = REFERENCE_EVIDENCE if evidence is None else evidence
     return launched.with_last_attempt(**fields)

@@ -246,7 +246,13 @@ def test_the_evidence_set_switches_a_0_1_batch_norm_knob(account_input):
     """'"batch-norm": 0' named add_batch_norm: the run is accepted, and batch norm is turned on as 1 (the script's
     own spelling), not refused for not being true/false."""
     run = recorded("mlp-sigmoid-batch-norm-0")
-    planned = plan(finish(start(run, account_input), run["jobs"][0]))
+    # at a tenth of the usual initial scale, the scale is changed first ...
+    rescaled = plan(finish(start(run, account_input), run["jobs"][0]))
+    assert rescaled.last_attempt.decision.remedy == "RescaleInitialisation"
+    assert rescaled.run_spec.hyperparameters["init-scale"] == 1.0
+    # ... and with init-scale not named for the product, batch norm goes on
+    names = {key: value for key, value in run["run_spec"]["hyperparameter_names"].items() if key != "init_scale"}
+    planned = plan(finish(start(run, account_input, hyperparameter_names=names), run["jobs"][0]))
     decision = planned.last_attempt.decision
     assert decision.remedy == "AddBatchNorm"
     knob = planned.run_spec.hyperparameters["batch-norm"]

@@ -219,7 +219,7 @@ def test_loss_not_decreasing_remedies(account_input, record, reference_evidence)
 
     # in the main phase a slowly falling loss gets larger steps, continuing from the checkpoints ...
     main = {**stuck, "phase": "main"}
-    raised = plan(record(initial_state(bn), rule="LossNotDecreasing", phase="main", step=30, evidence=main))
+    raised = plan(record(initial_state(bn), rule="LossNotDecreasing", phase="main", step=30, evidence=main, kind="flat"))
     assert raised.run_spec.hyperparameters["learning_rate"] == 0.2
     assert raised.last_attempt.decision.resume_from == raised.last_attempt.job_name
     assert "a script that resumes from its checkpoints continues where remediation-resnet-1 stopped" in (
@@ -230,6 +230,11 @@ def test_loss_not_decreasing_remedies(account_input, record, reference_evidence)
     halved = plan(record(initial_state(bn), rule="LossNotDecreasing", phase="main", step=30, evidence=rising_main))
     assert halved.run_spec.hyperparameters["learning_rate"] == 0.05
     assert halved.last_attempt.decision.resume_from is None
+    # ... and so does a loss the rule found rising from its lowest point, though it is below where it started: that
+    # is no slow descent (larger steps there, then smaller ones, went round in circles: issue 21)
+    risen = plan(record(initial_state(bn), rule="LossNotDecreasing", phase="main", step=30, evidence=main, kind="rising"))
+    assert risen.run_spec.hyperparameters["learning_rate"] == 0.05
+    assert "the rule found rising" in risen.last_attempt.decision.reason
 
 
 def test_learning_rate_is_never_lowered_below_the_floor(account_input, record, reference_evidence):
@@ -309,3 +314,17 @@ def test_planned_state_survives_the_payload_round_trip(reference_state, record):
 
     planned = plan(record(reference_state))
     assert parse_state(planned.to_payload()).to_payload() == planned.to_payload()
+
+
+def test_settings_a_job_already_ran_are_not_launched_again(account_input, record, reference_evidence):
+    """Lowered after a rise, then raised after a slow fall, would relaunch the first job's settings: the planner
+    goes on to the next remedy and says why (issue 21's random zoo went 0.05 -> 0.1 -> 0.05 -> 0.1 -> 0.05)."""
+    bn = {**account_input, "add_batch_norm": True}
+    falling = {**reference_evidence, "initial_loss": 2.3, "last_finite_loss": 2.25, "phase": "main"}
+    rising = {**falling, "last_finite_loss": 2.9}
+    state = plan(record(initial_state(bn), rule="LossNotDecreasing", phase="main", step=30, evidence=rising, kind="rising"))
+    assert state.run_spec.hyperparameters["learning_rate"] == 0.05
+    state = plan(record(state, rule="LossNotDecreasing", phase="main", step=30, evidence=falling, kind="flat"))
+    decision = state.last_attempt.decision
+    assert decision.remedy != "RaiseLearningRate" and state.run_spec.hyperparameters["learning_rate"] != 0.1
+    assert "Not tried again: RaiseLearningRate would repeat job 1's settings." in decision.reason
