@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 from interpreter_clock import retry_waits_shortened
+from interpreter_stop import stops_as_in_aws
 from workflow_harness import open_workflow
 
 
 @pytest.fixture
 def workflow(monkeypatch, offline_aws_credentials, asl_parsed_once):
-    with retry_waits_shortened(), open_workflow(monkeypatch.setenv) as opened:
+    with retry_waits_shortened(), stops_as_in_aws(), open_workflow(monkeypatch.setenv) as opened:
         yield opened
 
 
