@@ -14,10 +14,11 @@ def workflow(monkeypatch, offline_aws_credentials, asl_parsed_once):
     with (
         retry_waits_shortened(),
         stops_as_in_aws(),
-        callback_timeouts_when_quiet(lambda: bool(quiet) and quiet[0]()),
+        callback_timeouts_when_quiet(lambda: bool(quiet) and quiet[0]()) as timeouts_asked,
         open_workflow(monkeypatch.setenv) as opened,
     ):
         quiet.append(opened.quiet)
+        opened.callback_timeouts_asked = timeouts_asked  # what each wait for a token asked (seconds), in order
         yield opened
 
 

@@ -500,6 +500,8 @@ class Workflow:
             FUNCTION_ARNS["JobEventsFunctionArn"], self._wait_for_job, time_budgets.JOB_EVENTS_TIMEOUT_SECONDS
         )
         self.cleanups: list[dict[str, Any]] = []
+        #: The timeouts (seconds) the execution's waits for a token asked, in order (the workflow fixture's record).
+        self.callback_timeouts_asked: list[float] = []
         #: What else may complete a wait's token (a fault harness's held-back event): each says True while under way.
         self.under_way: list[Callable[[], bool]] = []
         self._lock = threading.Lock()
