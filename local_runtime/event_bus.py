@@ -61,6 +61,7 @@ class LocalEventBus:
         self._rules: list[_Rule] = []
         self._queue: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self._lock = threading.Lock()
+        self._delayed = 0  # events put with a delay that has not passed yet
         self._closed = threading.Event()
         self._thread = threading.Thread(target=self._deliver_forever, name="local-event-bus", daemon=True)
         self._thread.start()
@@ -83,11 +84,24 @@ class LocalEventBus:
         if self._closed.is_set():
             return
         if delay_seconds > 0:
-            timer = threading.Timer(delay_seconds, self._queue.put, args=(dict(event),))
+            with self._lock:
+                self._delayed += 1
+            timer = threading.Timer(delay_seconds, self._put_delayed, args=(dict(event),))
             timer.daemon = True
             timer.start()
         else:
             self._queue.put(dict(event))
+
+    def _put_delayed(self, event: dict[str, Any]) -> None:
+        self._queue.put(event)  # queued before it stops counting as delayed: idle() never misses it
+        with self._lock:
+            self._delayed -= 1
+
+    def idle(self) -> bool:
+        """No event put is still waiting for its delay, queued, or being delivered."""
+        with self._lock:
+            delayed = self._delayed
+        return delayed == 0 and self._queue.unfinished_tasks == 0
 
     def matching_rules(self, event: Mapping[str, Any]) -> list[str]:
         with self._lock:

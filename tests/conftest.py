@@ -29,6 +29,12 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
+    from botocore_models_once import models_read_once
+
+    # botocore's service models, read once per test process (tests/botocore_models_once.py)
+    reading_once = models_read_once()
+    reading_once.__enter__()
+    config.stash[_MODELS_READ_ONCE] = reading_once
     days = config.getoption("--clock-shift-days")
     if days:
         import time_machine  # only the shifted run needs it
@@ -42,6 +48,9 @@ def pytest_unconfigure(config):
     traveller = config.stash.get(_TRAVELLER, None)
     if traveller is not None:
         traveller.stop()
+    reading_once = config.stash.get(_MODELS_READ_ONCE, None)
+    if reading_once is not None:
+        reading_once.__exit__(None, None, None)
 
 
 def pytest_report_header(config):
@@ -50,6 +59,7 @@ def pytest_report_header(config):
 
 
 _TRAVELLER = pytest.StashKey()
+_MODELS_READ_ONCE = pytest.StashKey()
 
 
 @pytest.fixture(scope="session")

@@ -6,18 +6,23 @@ one. Here each retry waits at most ``longest`` seconds; which errors are retried
 records stay the same (nothing else happens during a retry's wait that the tests could observe), and every interval
 the definition asked for is recorded.
 
-Task timeouts (WaitForJob's fallback poll) are left real: their order against the job-events Lambda and the
-scripted job's events is what the tests check, and a shortened timeout would race a handler on a busy machine.
+A callback task's timeout (WaitForJob's fallback poll, monitor_interval_seconds: 1 s in the workflow tests, 60 s
+where a test means "never") was a real wait too, the largest part of the workflow tests' time. Shortening it
+naively raced the handlers and the scripted job's events on a busy machine. :func:`callback_timeouts_when_quiet`
+instead ends such a wait by its timeout as soon as nothing can end it sooner: ``quiet()`` (the workflow harness's)
+says no Lambda, event, timer or test action is under way that could complete the token. What the wait asks is
+recorded; a wait that is not quiet waits as before, up to its real timeout. So the order of a timeout against
+everything else is the one it has in real time, without the idle second.
 
-The patch point is moto 5.2's retrier module; it is checked, so a moto upgrade that moves it fails here with the
-name of what moved instead of slowing the suite down silently.
+The patch points are moto 5.2's retrier module and its callback task's wait; they are checked, so a moto upgrade
+that moves them fails here with the name of what moved instead of slowing the suite down silently.
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import SimpleNamespace
 
 #: The longest a Retry's wait lasts in the workflow tests, in seconds.
@@ -44,3 +49,38 @@ def retry_waits_shortened(longest: float = LONGEST_RETRY_WAIT_SECONDS) -> Iterat
         yield asked
     finally:
         retrier_decl.time = original
+
+
+#: How often a callback task's wait looks again whether it has become quiet, in seconds.
+QUIET_CHECK_SECONDS = 0.005
+
+
+@contextlib.contextmanager
+def callback_timeouts_when_quiet(quiet: Callable[[], bool]) -> Iterator[list[float]]:
+    """While open, a callback task's wait for its token ends by its timeout once ``quiet()`` holds (nothing under
+    way can complete the token before then), else as before; yields the timeouts asked for, in order."""
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import state_task_service_callback
+
+    task_class = state_task_service_callback.StateTaskServiceCallback
+    if not callable(getattr(task_class, "_wait_for_task_token_timeout", None)):
+        raise AssertionError(
+            f"moto's interpreter moved {task_class.__name__}._wait_for_task_token_timeout: update tests/interpreter_clock.py"
+        )
+    original = task_class._wait_for_task_token_timeout
+    asked: list[float] = []
+
+    def wait_for_task_token(self, timeout_seconds: int, callback_endpoint):
+        asked.append(timeout_seconds)
+        deadline = time.monotonic() + timeout_seconds
+        while True:
+            outcome = callback_endpoint.wait(timeout=min(QUIET_CHECK_SECONDS, max(0.0, deadline - time.monotonic())))
+            if callback_endpoint._notify_event.is_set():
+                return outcome  # the token was completed (or the wait interrupted: None)
+            if time.monotonic() >= deadline or quiet():
+                return None  # timed out: moto's CallbackOutcomeTimedOut, States.Timeout
+
+    task_class._wait_for_task_token_timeout = wait_for_task_token
+    try:
+        yield asked
+    finally:
+        task_class._wait_for_task_token_timeout = original

@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import pytest
-from interpreter_clock import retry_waits_shortened
+from interpreter_clock import callback_timeouts_when_quiet, retry_waits_shortened
+from interpreter_stop import stops_as_in_aws
 from workflow_harness import open_workflow
 
 
 @pytest.fixture
 def workflow(monkeypatch, offline_aws_credentials, asl_parsed_once):
-    with retry_waits_shortened(), open_workflow(monkeypatch.setenv) as opened:
+    quiet = []  # the workflow's, once it exists
+    with (
+        retry_waits_shortened(),
+        stops_as_in_aws(),
+        callback_timeouts_when_quiet(lambda: bool(quiet) and quiet[0]()) as timeouts_asked,
+        open_workflow(monkeypatch.setenv) as opened,
+    ):
+        quiet.append(opened.quiet)
+        opened.callback_timeouts_asked = timeouts_asked  # what each wait for a token asked (seconds), in order
         yield opened
 
 

@@ -296,6 +296,7 @@ class FaultHarness:
             return None
 
         bus.put = perturbed_put
+        self.workflow.under_way.append(lambda: self._held_event is not None)  # it may yet complete a wait
 
     def _release_held(self, put: Callable[..., Any], event: dict[str, Any]) -> None:
         if self._held_event is event:

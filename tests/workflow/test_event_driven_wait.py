@@ -90,6 +90,7 @@ def test_the_fallback_poll_costs_three_transitions_each_time_it_fires(workflow):
     (attempt,) = transitions_per_attempt(history)
     waits = wait_outputs(history)
     assert [outcome["woken_by"] for outcome in waits[:-1]] == ["fallback_timeout", "fallback_timeout"]
+    assert workflow.callback_timeouts_asked == [1] * len(waits)  # each wait asked the 1 s fallback of its input
     # the last one ends the attempt: woken by the job's state change or, when the two coincide, by a timeout that
     # finds the job completed, or by the wait itself finding it completed
     assert waits[-1]["woken_by"] in ("job_state_change", "fallback_timeout", "job_already_ended")

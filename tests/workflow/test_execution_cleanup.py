@@ -5,10 +5,12 @@ job's tags prove it is that execution's."""
 
 from __future__ import annotations
 
+import threading
 import time
 
 import boto3
-from workflow_harness import BASE_INPUT, REGION, running
+import pytest
+from workflow_harness import BASE_INPUT, FUNCTION_ARNS, REGION, running
 
 SLOW_FALLBACK = {**BASE_INPUT, "monitor_interval_seconds": 60}
 
@@ -31,9 +33,7 @@ def test_an_aborted_executions_job_is_stopped_by_the_cleanup(workflow):
     arn = workflow.start(SLOW_FALLBACK)
     wait_for(lambda: current_state(workflow) == "WaitForJob")
     workflow.stop(arn, error="UserStop", cause="stopped from the console")
-    # AWS aborts it; moto, whose stop does not interrupt the callback task, fails it once the wait is released.
-    status = workflow.wait(arn)["status"]
-    assert status in ("ABORTED", "FAILED")
+    assert workflow.wait(arn)["status"] == "ABORTED"
     job = sagemaker.created[0]["TrainingJobName"]
     assert sagemaker.stopped == []  # no Catch ran: nothing in the execution stopped the job
 
@@ -43,7 +43,57 @@ def test_an_aborted_executions_job_is_stopped_by_the_cleanup(workflow):
     assert cleanup["stopped"] == [job] and cleanup["notes"] == [f"stopped training job {job}"]
     notification = workflow.drain_notifications()[-1]
     assert notification["event_type"] == "workflow_error"
-    assert notification["error"] == {"ABORTED": "ExecutionAborted", "FAILED": "ExecutionFailed"}[status]
+    assert notification["error"] == "ExecutionAborted"
+
+
+# Where a stop can land while WaitForJob is being evaluated rather than waiting (tests/interpreter_stop.py): before its
+# timeout is read, and inside its task before the task is scheduled (moto recorded the state's input as the task's
+# timeoutInSeconds there, and GetExecutionHistory then failed: the cleanup could not read the history).
+STOP_LANDS_INSIDE = {
+    "before the state reads its timeout": (
+        "moto.stepfunctions.parser.asl.component.state.exec.execute_state.ExecutionState",
+        "_evaluate_with_timeout",
+    ),
+    "before the task is scheduled": (
+        "moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service.StateTaskService",
+        "_before_eval_execution",
+    ),
+}
+
+
+@pytest.mark.parametrize("moment", STOP_LANDS_INSIDE)
+def test_a_stop_that_lands_while_the_wait_is_set_up_aborts_and_the_cleanup_stops_the_job(workflow, monkeypatch, moment):
+    """The user stops while the execution enters WaitForJob (the interleaving forced): the execution is ABORTED,
+    its history ends there and reads back, and the cleanup stops the job."""
+    import importlib
+
+    module_name, method = STOP_LANDS_INSIDE[moment]
+    owner = getattr(importlib.import_module(module_name.rsplit(".", 1)[0]), module_name.rsplit(".", 1)[1])
+    original = getattr(owner, method)
+    reached, stopped = threading.Event(), threading.Event()
+
+    def stop_lands_here(self, env, *args, **kwargs):
+        if self.name == "WaitForJob" and not stopped.is_set():
+            reached.set()
+            assert stopped.wait(300), "the test never stopped the execution"
+        return original(self, env, *args, **kwargs)
+
+    monkeypatch.setattr(owner, method, stop_lands_here)
+    sagemaker = workflow.script([running()])
+    workflow.add_execution_cleanup_rule(workflow.state_machine_arn)
+    arn = workflow.start(SLOW_FALLBACK)
+    assert reached.wait(300)
+    workflow.stop(arn, error="UserStop", cause="stopped from the console")
+    stopped.set()
+
+    assert workflow.wait(arn)["status"] == "ABORTED"
+    cleanup = workflow.execution_ended(arn)
+
+    job = sagemaker.created[0]["TrainingJobName"]
+    assert sagemaker.stopped == [job] and cleanup["stopped"] == [job]
+    history = workflow.history(arn)
+    assert history[-1]["type"] == "ExecutionAborted"
+    assert not [event for event in history if event["type"] in ("TaskFailed", "ExecutionFailed")]
 
 
 def test_a_timed_out_executions_job_is_stopped_by_the_cleanup(workflow):
@@ -62,16 +112,23 @@ def test_a_timed_out_executions_job_is_stopped_by_the_cleanup(workflow):
 
 
 def test_an_execution_aborted_while_launching_has_its_new_job_stopped(workflow):
-    """Aborted inside the Train task: the job exists, but no state in the history names it yet."""
+    """Aborted inside the Train task once the train Lambda has made its job and seen its execution still running (so
+    it left the job alone): the job exists, but no state in the history names it yet."""
+    from lambdas import train_handler
+
     sagemaker = workflow.script([running()])
     workflow.add_execution_cleanup_rule(workflow.state_machine_arn)
 
-    def abort_while_launching(name):
+    def train_then_abort(event, context):
+        answer = train_handler.handler(event, context)
         workflow.sfn.stop_execution(executionArn=workflow.execution_arn, error="UserStop", cause="during the launch")
+        return answer
 
-    workflow.on_launch(abort_while_launching)
+    workflow.dispatch.register_lambda_function(FUNCTION_ARNS["TrainFunctionArn"], train_then_abort)
     arn = workflow.start(SLOW_FALLBACK)
     assert workflow.wait(arn)["status"] == "ABORTED"
+    assert sagemaker.stopped == []
+    assert current_state(workflow) == "Train"
 
     cleanup = workflow.execution_ended(arn)
 

@@ -500,6 +500,22 @@ class Workflow:
             FUNCTION_ARNS["JobEventsFunctionArn"], self._wait_for_job, time_budgets.JOB_EVENTS_TIMEOUT_SECONDS
         )
         self.cleanups: list[dict[str, Any]] = []
+        #: The timeouts (seconds) the execution's waits for a token asked, in order (the workflow fixture's record).
+        self.callback_timeouts_asked: list[float] = []
+        #: What else may complete a wait's token (a fault harness's held-back event): each says True while under way.
+        self.under_way: list[Callable[[], bool]] = []
+        self._lock = threading.Lock()
+        self._awaiting_end = 0  # test threads inside wait(): the test does nothing but wait for the execution
+        self._ticks_under_way = 0  # scripted jobs training towards their next tick (its timer not yet run)
+
+    def quiet(self) -> bool:
+        """Nothing can complete a waiting task's token: the test waits for the execution to end, no scripted job is
+        on its way to its next tick, the event bus has no event delayed, queued or in delivery, and nothing in
+        ``under_way`` runs. Then a callback task's wait ends by its timeout at once (tests/interpreter_clock.py)."""
+        with self._lock:
+            if not self._awaiting_end or self._ticks_under_way:
+                return False
+        return self.events.idle() and not any(check() for check in self.under_way)
 
     def add_execution_cleanup_rule(self, state_machine_arn: str, wrapper: Callable[[Any], Any] | None = None) -> None:
         """The stack's rule on the state machine's executions ending TIMED_OUT, ABORTED or FAILED, to the real
@@ -572,16 +588,22 @@ class Workflow:
             name = answer["job_name"]
             tick = self.sagemaker.next_tick(name)
             if tick is not None:
+                with self._lock:
+                    self._ticks_under_way += 1
                 timer = threading.Timer(tick.after_seconds, self._reach, args=(name, tick))
                 timer.daemon = True
                 timer.start()
         return answer
 
     def _reach(self, name: str, tick: Tick) -> None:
-        self.sagemaker.reach(name, tick)
-        if tick.status in job_events.FINAL_TRAINING_JOB_STATUSES:
-            described = self.sagemaker.describe_response(REGION, name, tick)
-            self.events.put(training_job_state_change_event(described, REGION, ACCOUNT))
+        try:
+            self.sagemaker.reach(name, tick)
+            if tick.status in job_events.FINAL_TRAINING_JOB_STATUSES:
+                described = self.sagemaker.describe_response(REGION, name, tick)
+                self.events.put(training_job_state_change_event(described, REGION, ACCOUNT))
+        finally:
+            with self._lock:
+                self._ticks_under_way -= 1
 
     # ------------------------------------------------------------------ executions
 
@@ -595,37 +617,33 @@ class Workflow:
         return self.execution_arn
 
     def stop(self, arn: str, **reason: str) -> None:
-        """StopExecution, and (moto does not interrupt a callback task) the end of its open wait, as the local
-        runtime does. As in AWS, the execution reads ABORTED at once: moto's would read RUNNING until the task
-        in flight (a Lambda still running) returns."""
-        from moto.stepfunctions.parser.api import ExecutionStatus
-        from moto.stepfunctions.responses import get_backend
-
-        self.sfn.stop_execution(executionArn=arn, **reason)
-        execution = get_backend(ACCOUNT, REGION).describe_execution(arn)
-        if execution.exec_status == ExecutionStatus.RUNNING:
-            execution.exec_status = ExecutionStatus.ABORTED
-            execution.stop_date = datetime.datetime.now(datetime.UTC)
-            # and stays so: moto's worker, still finishing the task in flight (a callback task waits for its
-            # timeout), would otherwise record how that task ended (FAILED, States.Timeout) over the abort
-            communication = execution.exec_worker._execution_communication
-            communication._reflect_execution_status = lambda: None
+        """StopExecution (as in AWS the execution reads ABORTED at once: tests/interpreter_stop.py), then the release
+        of its open wait, as the local runtime does."""
         from local_runtime.runtime import release_pending_waits
 
+        self.sfn.stop_execution(executionArn=arn, **reason)
         with acting_as(None):
             release_pending_waits(boto3.client("s3", region_name=REGION), self.sfn, BUCKET, arn)
 
     def wait(self, arn: str, timeout: float = 300.0) -> dict[str, Any]:
+        """Wait for the execution to end: meanwhile the test does nothing else, so a task waiting for its token
+        with nothing under way to complete it times out at once (:meth:`quiet`)."""
         deadline = time.monotonic() + timeout
         pause = 0.02  # short executions end fast; each poll costs moto's interpreter CPU, so longer ones wait longer
-        while True:
-            described = self.sfn.describe_execution(executionArn=arn)
-            if described["status"] != "RUNNING":
-                return described
-            if time.monotonic() > deadline:
-                raise AssertionError(f"execution still running after {timeout} s")
-            time.sleep(pause)
-            pause = min(pause * 1.5, 0.25)
+        with self._lock:
+            self._awaiting_end += 1
+        try:
+            while True:
+                described = self.sfn.describe_execution(executionArn=arn)
+                if described["status"] != "RUNNING":
+                    return described
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"execution still running after {timeout} s")
+                time.sleep(pause)
+                pause = min(pause * 1.5, 0.25)
+        finally:
+            with self._lock:
+                self._awaiting_end -= 1
 
     def history(self, arn: str | None = None) -> list[dict[str, Any]]:
         events: list[dict[str, Any]] = []
