@@ -84,9 +84,10 @@ test: $(VENV)/.dev-installed node_modules/.installed node-check smdebug-referenc
 # Real training (marker "training"), CDK synth ("cdk"), the install test ("install") and the differential harness
 # against real smdebug ("differential") left out.
 FAST_TESTS := not training and not cdk and not install and not differential
-# Two workers per core: the fast tests spend about half their time waiting (moto's executions on their real 1 s
-# fallback polls, subprocesses), not computing (measured on 2 idle cores: 194 s with -n 2, 151 s with -n 4).
-FAST_WORKERS := $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) * 2 )))
+# One worker per core: since moto's executions no longer sit out their 1 s fallback polls (tests/interpreter_clock's
+# quiet clock) the fast tests compute more than they wait (2 idle cores: 103 s and 146 CPU-s with -n 2, 100 s and
+# 193 CPU-s with -n 4; `/usr/bin/time make test-fast FAST_WORKERS=N`).
+FAST_WORKERS := $(shell nproc 2>/dev/null || echo 1)
 test-fast: $(VENV)/.dev-installed
 	$(TEST_ENV) $(BIN)/python -m pytest -q -n $(FAST_WORKERS) -m "$(FAST_TESTS)" $(PYTEST_ARGS)
 
