@@ -42,8 +42,10 @@ def test_a_real_history_has_exactly_the_events_the_asl_count_predicts(workflow):
     assert execution.status == "SUCCEEDED", execution.cause
     history = workflow.history()
     assert len(history) == predicted_events(history)
-    # three launches (one a capacity relaunch), five monitor passes (three by the fallback, two by events)
-    assert entered_states(history).count("Train") == 3 and entered_states(history).count("Monitor") == 5
+    # three launches (one a capacity relaunch), and at least a monitor pass per job state the script went through
+    # (five); a loaded machine may add fallback passes while a job is still running, which the count above prices
+    # in like any other: a run of five fast-suite runs beside `make test` saw six once
+    assert entered_states(history).count("Train") == 3 and entered_states(history).count("Monitor") >= 5
 
 
 def test_the_guardrail_run_stays_within_the_bound_it_was_accepted_with(workflow):
