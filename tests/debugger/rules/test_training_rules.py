@@ -282,8 +282,9 @@ def test_stalled_training_rule_fires_from_the_watchdog_in_process(tmp_path, monk
             time.sleep(0.01)
         clock.now += 1.0  # the loop hangs: a second passes with no step (threshold 0.5 s)
         if not stop:
-            # without a stop nothing ends the hung loop: release it once the watchdog has reported the stall
-            while stalled_state.status != ISSUES_FOUND:
+            # without a stop nothing ends the hung loop: release it once the watchdog has reported the stall in the
+            # status document, as the monitor reads it (its in-memory status is set just before the write)
+            while read_status(tmp_path).rules[0].RuleEvaluationStatus != ISSUES_FOUND:
                 time.sleep(0.01)
             release.set()
 
