@@ -86,7 +86,8 @@ class Situation:
     loss_windows: tuple[LossWindow, ...] | None = None
 
     @property
-    def loss_shape(self) -> LossShape | None:
+    def loss_course(self) -> LossShape | None:
+        """What the loss's course says (None: the job reported too little of it)."""
         return loss_shape(self.loss_windows, self.initial_loss) if self.loss_windows else None
 
     def spike(self, factor: float) -> Spike | None:
@@ -189,7 +190,7 @@ class Condition:
             fired = f" before the rule fired at step {situation.issue_step}" if situation.issue_step is not None else ""
             facts.append(f"{spike.describe()}{fired}, more than {show(self.spiked_above)}x its initial value")
         if self.loss_shape:
-            shape = situation.loss_shape
+            shape = situation.loss_course
             if (shape.shape if shape else UNKNOWN_LOSS_SHAPE) not in self.loss_shape:
                 return False, []
             if shape is not None:
