@@ -24,6 +24,7 @@ from contracts.remedies import (
     ANY_RULE,
     FAILURE_KINDS,
     NOT_REMEDIABLE,
+    OBJECTIVE_MISSED,
     Remedy,
     Situation,
     show,
@@ -39,7 +40,7 @@ from lambdas.remediation.decision_text import (
     resume_sentence,
     short_action,
 )
-from lambdas.remediation.diagnosis import failure_of, rate_names, rate_range, remedies_that_made_it_worse, situation_of
+from lambdas.remediation.diagnosis import failure_of, rate_names, rate_range, remedies_that_made_it_worse, situation_in
 from lambdas.remediation.learning_rate_ranges import RateRange
 from lambdas.remediation.payload import WorkflowState
 
@@ -85,7 +86,10 @@ def plan(state: WorkflowState) -> WorkflowState:
         return _end(state, reason, end_cause=failure)
     rates = rate_range(state)
     ladders = remedy_ladders(state, failure, rates)
-    situation = situation_of(attempt)
+    situation = situation_in(state, attempt)
+    # A quiet miss the training labels explain: only a remedy that names a cause in the run (a setting, or the labels
+    # themselves) answers it; the loss's course would only send more epochs or another rate after the data.
+    labels = situation.labels if failure == OBJECTIVE_MISSED else None
     hyperparameters = state.run_spec.hyperparameters
     worse = remedies_that_made_it_worse(state)
     tried = [attempt.hyperparameters for attempt in state.attempts]
@@ -93,7 +97,7 @@ def plan(state: WorkflowState) -> WorkflowState:
     chosen = None
     for key, ladder in ladders:
         for index, remedy in enumerate(ladder):
-            if remedy.label in worse:
+            if remedy.label in worse or (labels is not None and not remedy.when.names_a_cause):
                 continue
             holds, facts = remedy.when.check(situation, hyperparameters)
             updated = remedy.apply(hyperparameters) if holds else None
@@ -106,6 +110,12 @@ def plan(state: WorkflowState) -> WorkflowState:
         if chosen is not None:
             break
     end_cause = failure if failure in FAILURE_KINDS else "no_remedy_left"
+    if chosen is None and labels is not None:
+        reason = (
+            f"{headline(attempt, state)}. {_sentence(labels.describe())}. No remedy in the {state.policy} remedies "
+            f"answers that: {labels.advice}.{_not_again(worse, repeats)} Ending with {state.run_spec.summary()}."
+        )
+        return _end(state, reason, end_cause=end_cause)
     if chosen is None:
         reason = exhausted_reason(state, attempt, failure, ladders, situation, ANY_RULE, FAILURE_KINDS)
         reason += _not_again(worse, repeats)
@@ -142,9 +152,10 @@ def plan(state: WorkflowState) -> WorkflowState:
         {label: fact for label, fact in worse.items() if label in passed},
         {label: number for label, number in repeats.items() if label in passed},
     )
+    also = f" Also: {labels.describe()}." if labels is not None and not remedy.when.training_labels else ""
     reason = (
         f"{headline(attempt, state)}. {_why(state, key, failure, ladder, index, remedy, facts, attempt, rates)}"
-        f"{not_again} Next: {what}.{after}"
+        f"{also}{not_again} Next: {what}.{after}"
     )
     decision = Decision(
         remedy=remedy.label,
@@ -209,6 +220,10 @@ def remedy_ladders(
     if failure not in FAILURE_KINDS and remedies.get(ANY_RULE):
         return [(ANY_RULE, remedies[ANY_RULE])]
     return []
+
+
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
 def _launches(count: int) -> str:

@@ -148,3 +148,59 @@ def test_the_training_loss_course_is_reported_in_windows_and_evaluation_losses_s
     for window in windows:
         assert window.mean == pytest.approx(sum(training_losses[position : position + window.count]) / window.count)
         position += window.count
+
+
+def test_the_training_labels_are_counted_by_class_with_how_often_the_model_matched_them(tmp_path):
+    """Issue 21: the job counts the class-index labels its loss module trains on, and per loss window how often the
+    model's top class matched them before the update; evaluation passes and labels outside the classes
+    (CrossEntropyLoss's ignore_index) are not counted."""
+    hook = Hook.from_configs(rule_configs=[rule("LossNotDecreasing")], out_dir=tmp_path, job_name="labels")
+    model, data = model_and_data()
+    criterion = nn.CrossEntropyLoss()
+    hook.register_module(model)
+    hook.register_loss(criterion)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    counts, matched = torch.zeros(4, dtype=torch.int64), []
+    for _ in range(3):
+        hook.set_mode(ModeKeys.TRAIN)
+        for inputs, labels in data:
+            labels = labels.clone()
+            labels[0] = -100  # ignored by the loss: not a class
+            optimizer.zero_grad()
+            scores = model(inputs)
+            kept = labels >= 0
+            counts += torch.bincount(labels[kept], minlength=4)
+            matched.append(float((scores.argmax(1)[kept] == labels[kept]).float().mean()))
+            criterion(scores, labels).backward()
+            optimizer.step()
+        hook.set_mode(ModeKeys.EVAL)
+        with torch.no_grad():
+            criterion(model(data[0][0]), torch.zeros(32, dtype=torch.int64))  # all class 0: would tilt the counts
+    hook.close()
+
+    evidence = read_evidence(tmp_path)
+    assert evidence.label_counts == counts.tolist() and sum(evidence.label_counts) == 3 * 8 * 31
+    position = 0
+    for window in evidence.loss_windows:
+        assert window.agreement_count == window.count
+        assert window.agreement == pytest.approx(sum(matched[position : position + window.count]) / window.count)
+        position += window.count
+
+
+def test_a_regression_loss_counts_no_labels(tmp_path):
+    """MSELoss takes real-valued targets: nothing about classes to count, and no agreement is claimed."""
+    hook = Hook.from_configs(rule_configs=[rule("LossNotDecreasing")], out_dir=tmp_path, job_name="regression")
+    model, data = model_and_data()
+    criterion = nn.MSELoss()
+    hook.register_module(model)
+    hook.register_loss(criterion)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    hook.set_mode(ModeKeys.TRAIN)
+    for inputs, _ in data:
+        optimizer.zero_grad()
+        criterion(model(inputs), torch.zeros(32, 4)).backward()
+        optimizer.step()
+    hook.close()
+    evidence = read_evidence(tmp_path)
+    assert evidence.label_counts is None
+    assert all(window.agreement is None and window.agreement_count == 0 for window in evidence.loss_windows)

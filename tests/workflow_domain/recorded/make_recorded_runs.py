@@ -119,6 +119,39 @@ SCENARIOS: dict[str, dict[str, Any]] = {
                      "hyperparameter_names": {"learning_rate": "lr", "num_epochs": "epochs"},
                      "objective": {**MLP_SPEC["objective"], "target_value": 0.995}, "max_num_retraining": 1},
     },
+    "mlp-rare-class": {
+        "about": "The MLP on digits with SGD at 0.05 for twelve epochs, class 0 kept at 2% of its training samples "
+        "(the held-out channel keeps all its classes): quiet, and short of the objective; the script has a "
+        "class-weighting knob, and the next job runs with what the planner chose.",
+        "dataset": "digits",
+        "train_faults": {"rare_class": 0.02},
+        "run_spec": {**MLP_SPEC, "hyperparameters": {"lr": 0.05, "epochs": 12, "class-weighting": "none"},
+                     "hyperparameter_names": {"learning_rate": "lr", "num_epochs": "epochs",
+                                              "class_weighting": "class-weighting"},
+                     "max_num_retraining": 2},
+    },
+    "mlp-noisy-labels": {
+        "about": "The MLP on digits with SGD at 0.05 for twelve epochs, 60% of its training labels replaced by labels "
+        "drawn at random (held-out labels clean): quiet, and short of the objective; the network learns the wrong "
+        "labels by heart. The script's weight decay and dropout are knobs; the next jobs run with what the planner "
+        "chose.",
+        "dataset": "digits",
+        "train_faults": {"label_noise": 0.6},
+        "run_spec": {**MLP_SPEC, "hyperparameters": {"lr": 0.05, "epochs": 12, "weight-decay": 0.0, "dropout": 0.0},
+                     "hyperparameter_names": {"learning_rate": "lr", "num_epochs": "epochs",
+                                              "weight_decay": "weight-decay"},
+                     "max_num_retraining": 4},
+    },
+    "mlp-noisy-labels-small": {
+        "about": "One hidden layer of 32 units on digits with SGD at 0.05 for twelve epochs, 60% of its training labels "
+        "replaced by labels drawn at random (held-out labels clean): too small to learn the wrong labels by heart, "
+        "it learns what the correct ones share; quiet, and short of the objective.",
+        "dataset": "digits",
+        "train_faults": {"label_noise": 0.6},
+        "run_spec": {**MLP_SPEC, "hyperparameters": {"lr": 0.05, "epochs": 12, "hidden": 32, "depth": 1},
+                     "hyperparameter_names": {"learning_rate": "lr", "num_epochs": "epochs"},
+                     "max_num_retraining": 1},
+    },
     "ddp-script-without-checkpoints": {
         "about": "examples/ddp (a script that writes no checkpoints) on one process, one epoch, against an objective "
         "it misses: the evidence set's TrainLonger would resume, and there is nothing to resume from.",
@@ -147,12 +180,38 @@ def channels_for(scenario: dict[str, Any], work: Path) -> list[str]:
         from make_data import make_dataset
 
         x, y = make_dataset(scenario.get("dataset", "blobs"))
-        train = work / "mlp-data" / "train"
-        train.mkdir(parents=True, exist_ok=True)
-        np.save(train / "x.npy", x)
-        np.save(train / "y.npy", y)
-        return ["--channel", f"train={train}"]
+        faults = scenario.get("train_faults")
+        channels = {"train": (x, y)}
+        if faults:  # the faults on the training 80% only; the held-out 20% stays clean, as a user's would
+            cut = int(len(y) * 0.8)
+            channels = {"train": training_faults(x[:cut], y[:cut], **faults), "validation": (x[cut:], y[cut:])}
+        options = []
+        for name, (features, labels) in channels.items():
+            directory = work / "mlp-data" / name
+            directory.mkdir(parents=True, exist_ok=True)
+            np.save(directory / "x.npy", features)
+            np.save(directory / "y.npy", labels)
+            options += ["--channel", f"{name}={directory}"]
+        return options
     return []
+
+
+def training_faults(x, y, rare_class: float | None = None, label_noise: float = 0.0, seed: int = 1):
+    """A training set with class 0 kept at ``rare_class`` of its samples and ``label_noise`` of the labels replaced
+    by labels drawn at random (as bench/zoo_random.py makes them)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    if rare_class:
+        rare = np.flatnonzero(y == 0)
+        keep = np.ones(len(y), bool)
+        keep[rare[max(1, int(len(rare) * rare_class)) :]] = False
+        x, y = x[keep], y[keep]
+    if label_noise:
+        y = y.copy()
+        rows = rng.choice(len(y), int(len(y) * label_noise), replace=False)
+        y[rows] = rng.integers(0, int(y.max()) + 1, len(rows))
+    return x, y
 
 
 def record(name: str, threads: int) -> Path:
