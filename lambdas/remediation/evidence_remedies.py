@@ -174,6 +174,15 @@ def _network_remedies(rates: RateRange) -> dict[str, list[dict[str, Any]]]:
          "note": f"Initial weights over {FAR_INIT_SCALE:g} times the usual scale blow activations and gradients up "
          "layer by layer."},
     ]
+    # A sigmoid stack at a far initialisation scale has two causes: fixed together, in one launch (the fixed zoo's
+    # mlp-vanishing-sigmoid took a launch for each, the rescale first).
+    rescale_with_relu = [
+        {**rescale, "name": "RescaleAndSwitchToReLU",
+         "when": {**rescale["when"], "hyperparameters": {"activation": "sigmoid"}},
+         "also": [{"hyperparameter": "activation", "set_to": "relu"}],
+         "note": f"{rescale['note']} {switch_to_relu['note']}"}
+        for rescale in rescale_far_init
+    ]  # fmt: skip
     leaky_relu = {
         "name": "SwitchToLeakyReLU",
         "hyperparameter": "activation",
@@ -243,6 +252,7 @@ def _network_remedies(rates: RateRange) -> dict[str, list[dict[str, Any]]]:
             normalize_inputs,  # raw inputs blow a network up and leave it collapsed: the cause, before the rate
             *collapse,
             rate_up_into_range,
+            rescale_with_relu[0],
             rescale_far_init[0],
             {**add_batch_norm, "also": [], "note": "Batch norm keeps the gradients scaled."},
             {**leaky_relu, "note": "ReLU units can die and stop passing gradient; leaky ReLU keeps one."},
@@ -390,6 +400,7 @@ def _network_remedies(rates: RateRange) -> dict[str, list[dict[str, Any]]]:
                 f"{rates.usual:g} is its usual start.",
             },
             # Settings known to slow or stall training, whatever the loss did: fixed before anything is added.
+            *rescale_with_relu,
             switch_to_relu,
             *rescale_far_init,
             normalize_inputs,

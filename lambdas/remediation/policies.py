@@ -244,7 +244,7 @@ def _why(
     """'Remedy 1 of 2 for ExplodingTensor in the declared remedies, ClipGradients (set grad_clip to 1), applies
     because ... Note. Evidence: ...'; for the evidence set's remedies on a learning rate, the range it judged in."""
     source = "the AWS sample's ladder" if state.policy == "anchor" else f"the {state.policy} remedies"
-    described = remedy.change.describe()
+    described = " and ".join(change.describe() for change in remedy.changes())
     label = f"{remedy.name} ({described})" if remedy.name else described
     sentence = f"Remedy {index + 1} of {len(ladder)} for {key} in {source}, {label}, applies"
     if facts:

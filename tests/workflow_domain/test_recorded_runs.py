@@ -328,10 +328,17 @@ def test_the_evidence_set_switches_a_0_1_batch_norm_knob(account_input):
     """'"batch-norm": 0' named add_batch_norm: the run is accepted, and batch norm is turned on as 1 (the script's
     own spelling), not refused for not being true/false."""
     run = recorded("mlp-sigmoid-batch-norm-0")
-    # at a tenth of the usual initial scale, the scale is changed first ...
+    # at a tenth of the usual initial scale, the scale and the sigmoid are both changed, in one launch (the fixed
+    # zoo's mlp-vanishing-sigmoid took one for each); the recorded next job met the objective ...
     rescaled = plan(finish(start(run, account_input), run["jobs"][0]))
-    assert rescaled.last_attempt.decision.remedy == "RescaleInitialisation"
-    assert rescaled.run_spec.hyperparameters["init-scale"] == 1.0
+    decision = rescaled.last_attempt.decision
+    assert decision.remedy == "RescaleAndSwitchToReLU"
+    assert (rescaled.run_spec.hyperparameters["init-scale"], rescaled.run_spec.hyperparameters["activation"]) == (
+        1.0, "relu")
+    assert "RescaleAndSwitchToReLU (set init-scale to 1 and set activation to relu), applies because activation is " \
+           "sigmoid and init-scale 0.1 is below 0.2" in decision.reason
+    met = finish(rescaled, run["jobs"][1]).last_attempt
+    assert met.outcome == "completed" and met.objective_value == 0.9278
     # ... and with init-scale not named for the product, batch norm goes on
     names = {key: value for key, value in run["run_spec"]["hyperparameter_names"].items() if key != "init_scale"}
     planned = plan(finish(start(run, account_input, hyperparameter_names=names), run["jobs"][0]))

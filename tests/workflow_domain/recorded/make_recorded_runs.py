@@ -83,11 +83,11 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     },
     "mlp-sigmoid-batch-norm-0": {
         "about": 'Eight sigmoid layers at a tenth of the usual initial scale on digits, "batch-norm": 0 (a 0/1 knob): '
-        "VanishingGradient at step 0.",
+        "VanishingGradient at step 0; the next job runs with what the planner chose.",
         "dataset": "digits",
         "run_spec": {**MLP_SPEC, "hyperparameters": {"lr": 0.05, "epochs": 4, "activation": "sigmoid", "depth": 8,
                                                      "init-scale": 0.1, "batch-norm": 0},
-                     "hyperparameter_names": MLP_NAMES, "max_num_retraining": 1},
+                     "hyperparameter_names": MLP_NAMES, "max_num_retraining": 2},
     },
     "mlp-sigmoid-stack-quiet": {
         "about": "Four sigmoid layers on digits at SGD 0.05 (issue 21's quiet miss): no default rule fires and the "
