@@ -10,7 +10,7 @@ import math
 from contracts.hyperparameter_values import show
 from contracts.loss_history import LossWindow
 from contracts.objective import Objective
-from contracts.remedies import FAILURE_KINDS, Situation
+from contracts.remedies import FAILURE_KINDS, OBJECTIVE_MISSED, Situation
 from contracts.rule_status import Peak
 from lambdas.remediation import attempts as attempt_models
 from lambdas.remediation.attempts import Attempt
@@ -129,3 +129,19 @@ def remedies_that_made_it_worse(state: WorkflowState) -> dict[str, str]:
                 f"after {remedy} (job {after.number}), {objective.metric_name} went from {show(old)} to {show(new)}"
             )
     return worse
+
+
+def best_quiet_attempt(state: WorkflowState) -> Attempt | None:
+    """The attempt that came closest to the objective among those that completed with quiet rules and missed it
+    (the earliest of equals); None without an objective or such an attempt. The planner goes back to its settings
+    when a later remedy made things worse, instead of building on a change that did not help."""
+    objective = state.declared_objective()
+    if objective is None:
+        return None
+    quiet = [
+        attempt
+        for attempt in state.attempts
+        if attempt.outcome == OBJECTIVE_MISSED and attempt.objective_value is not None
+        and math.isfinite(attempt.objective_value)
+    ]  # fmt: skip
+    return min(quiet, key=lambda attempt: objective.shortfall(attempt.objective_value), default=None)

@@ -40,7 +40,14 @@ from lambdas.remediation.decision_text import (
     resume_sentence,
     short_action,
 )
-from lambdas.remediation.diagnosis import failure_of, rate_names, rate_range, remedies_that_made_it_worse, situation_in
+from lambdas.remediation.diagnosis import (
+    best_quiet_attempt,
+    failure_of,
+    rate_names,
+    rate_range,
+    remedies_that_made_it_worse,
+    situation_in,
+)
 from lambdas.remediation.learning_rate_ranges import RateRange
 from lambdas.remediation.payload import WorkflowState
 
@@ -86,11 +93,19 @@ def plan(state: WorkflowState) -> WorkflowState:
         return _end(state, reason, end_cause=failure)
     rates = rate_range(state)
     ladders = remedy_ladders(state, failure, rates)
-    situation = situation_in(state, attempt)
+    # After a quiet miss, plan from the attempt that came closest to the objective: a remedy that made things worse
+    # is left behind, not built on.
+    base = attempt
+    best = best_quiet_attempt(state) if failure == OBJECTIVE_MISSED else None
+    if best is not None and best.number != attempt.number and attempt.outcome == OBJECTIVE_MISSED:
+        objective = state.declared_objective()
+        if objective.shortfall(best.objective_value) < objective.shortfall(attempt.objective_value):
+            base = best
+    situation = situation_in(state, base)
     # A quiet miss the training labels explain: only a remedy that names a cause in the run (a setting, or the labels
     # themselves) answers it; the loss's course would only send more epochs or another rate after the data.
     labels = situation.labels if failure == OBJECTIVE_MISSED else None
-    hyperparameters = state.run_spec.hyperparameters
+    hyperparameters = base.hyperparameters if base is not attempt else state.run_spec.hyperparameters
     worse = remedies_that_made_it_worse(state)
     tried = [attempt.hyperparameters for attempt in state.attempts]
     repeats: dict[str, int] = {}
@@ -117,15 +132,16 @@ def plan(state: WorkflowState) -> WorkflowState:
         )
         return _end(state, reason, end_cause=end_cause)
     if chosen is None:
-        reason = exhausted_reason(state, attempt, failure, ladders, situation, ANY_RULE, FAILURE_KINDS)
+        reason = exhausted_reason(state, attempt, failure, ladders, situation, ANY_RULE, FAILURE_KINDS, hyperparameters)
         reason += _not_again(worse, repeats)
         return _end(state, reason, end_cause=end_cause)
 
     key, ladder, index, remedy, facts, updated = chosen
+    current = state.run_spec.hyperparameters
     changes = {
-        name: Change(before=hyperparameters.get(name), after=value)
+        name: Change(before=current.get(name), after=value)
         for name, value in updated.items()
-        if hyperparameters.get(name) != value
+        if current.get(name) != value
     }
     what = describe_changes(changes, state.kinds())
     if state.retraining_budget_left == 0:
@@ -137,10 +153,12 @@ def plan(state: WorkflowState) -> WorkflowState:
         return _end(state, reason, end_cause="budget_spent")
     spent = run_limits.instance_hours_spent(state)
     if spent:
-        reason = f"{headline(attempt, state)}. {spent}; the next remedy would have been {remedy.label} ({what}). Ending."
+        reason = (
+            f"{headline(attempt, state)}. {spent}; the next remedy would have been {remedy.label} ({what}). Ending."
+        )
         return _end(state, reason, end_cause="instance_hours_spent")
 
-    after, resumable = resume_sentence(attempt) if remedy.resume else ("", False)
+    after, resumable = resume_sentence(base) if remedy.resume else ("", False)
     run_spec = state.run_spec.with_hyperparameters(updated)
     answered = answered_data_finding(state, failure, situation) if key == failure else None  # not by "*"
     if answered is not None:
@@ -153,8 +171,14 @@ def plan(state: WorkflowState) -> WorkflowState:
         {label: number for label, number in repeats.items() if label in passed},
     )
     also = f" Also: {labels.describe()}." if labels is not None and not remedy.when.training_labels else ""
+    back = ""
+    if base is not attempt:
+        back = (
+            f" Back to job {base.number}'s settings, the closest to the objective so far "
+            f"({state.declared_objective().metric_name} = {show(base.objective_value)}); from there:"
+        )
     reason = (
-        f"{headline(attempt, state)}. {_why(state, key, failure, ladder, index, remedy, facts, attempt, rates)}"
+        f"{headline(attempt, state)}.{back} {_why(state, key, failure, ladder, index, remedy, facts, base, rates)}"
         f"{also}{not_again} Next: {what}.{after}"
     )
     decision = Decision(
@@ -162,7 +186,7 @@ def plan(state: WorkflowState) -> WorkflowState:
         reason=reason,
         next_action="launch_new",
         changes=changes,
-        resume_from=attempt.job_name if resumable else None,
+        resume_from=base.job_name if resumable else None,
     )
     history = state.history.model_copy(deep=True)
     for name in changes:
