@@ -24,6 +24,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
 sys.path.insert(0, str(REPO / "examples" / "mlp"))
+sys.path.insert(0, str(REPO / "bench"))  # the random zoo's faults, made the same way
 
 #: The MLP example's knobs the evidence set turns, on its own names.
 MLP_NAMES = {
@@ -178,13 +179,15 @@ def channels_for(scenario: dict[str, Any], work: Path) -> list[str]:
     if scenario["run_spec"].get("source_dir", "").endswith("mlp"):
         import numpy as np
         from make_data import make_dataset
+        from zoo_random import training_faults
 
         x, y = make_dataset(scenario.get("dataset", "blobs"))
         faults = scenario.get("train_faults")
         channels = {"train": (x, y)}
         if faults:  # the faults on the training 80% only; the held-out 20% stays clean, as a user's would
             cut = int(len(y) * 0.8)
-            channels = {"train": training_faults(x[:cut], y[:cut], **faults), "validation": (x[cut:], y[cut:])}
+            faulty = training_faults(x[:cut], y[:cut], np.random.default_rng(1), int(y.max()) + 1, **faults)
+            channels = {"train": faulty, "validation": (x[cut:], y[cut:])}
         options = []
         for name, (features, labels) in channels.items():
             directory = work / "mlp-data" / name
@@ -194,24 +197,6 @@ def channels_for(scenario: dict[str, Any], work: Path) -> list[str]:
             options += ["--channel", f"{name}={directory}"]
         return options
     return []
-
-
-def training_faults(x, y, rare_class: float | None = None, label_noise: float = 0.0, seed: int = 1):
-    """A training set with class 0 kept at ``rare_class`` of its samples and ``label_noise`` of the labels replaced
-    by labels drawn at random (as bench/zoo_random.py makes them)."""
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    if rare_class:
-        rare = np.flatnonzero(y == 0)
-        keep = np.ones(len(y), bool)
-        keep[rare[max(1, int(len(rare) * rare_class)) :]] = False
-        x, y = x[keep], y[keep]
-    if label_noise:
-        y = y.copy()
-        rows = rng.choice(len(y), int(len(y) * label_noise), replace=False)
-        y[rows] = rng.integers(0, int(y.max()) + 1, len(rows))
-    return x, y
 
 
 def record(name: str, threads: int) -> Path:
