@@ -131,17 +131,20 @@ def remedies_that_made_it_worse(state: WorkflowState) -> dict[str, str]:
     return worse
 
 
-def best_quiet_attempt(state: WorkflowState) -> Attempt | None:
-    """The attempt that came closest to the objective among those that completed with quiet rules and missed it
-    (the earliest of equals); None without an objective or such an attempt. The planner goes back to its settings
-    when a later remedy made things worse, instead of building on a change that did not help."""
+def attempt_to_plan_from(state: WorkflowState, attempt: Attempt, failure: str) -> Attempt:
+    """The attempt the planner plans from: after a quiet miss, the one that came closest to the objective among those
+    that completed with quiet rules and missed it (the earliest of equals), when it came strictly closer than the last
+    (``attempt``): a remedy that made things worse is undone, not built on. Else ``attempt``."""
     objective = state.declared_objective()
-    if objective is None:
-        return None
+    if failure != OBJECTIVE_MISSED or attempt.outcome != OBJECTIVE_MISSED or objective is None:
+        return attempt
     quiet = [
-        attempt
-        for attempt in state.attempts
-        if attempt.outcome == OBJECTIVE_MISSED and attempt.objective_value is not None
-        and math.isfinite(attempt.objective_value)
+        earlier
+        for earlier in state.attempts
+        if earlier.outcome == OBJECTIVE_MISSED and earlier.objective_value is not None
+        and math.isfinite(earlier.objective_value)
     ]  # fmt: skip
-    return min(quiet, key=lambda attempt: objective.shortfall(attempt.objective_value), default=None)
+    best = min(quiet, key=lambda earlier: objective.shortfall(earlier.objective_value), default=attempt)
+    if attempt.objective_value is None or best.objective_value is None:
+        return attempt
+    return best if objective.shortfall(best.objective_value) < objective.shortfall(attempt.objective_value) else attempt

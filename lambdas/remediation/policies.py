@@ -41,7 +41,7 @@ from lambdas.remediation.decision_text import (
     short_action,
 )
 from lambdas.remediation.diagnosis import (
-    best_quiet_attempt,
+    attempt_to_plan_from,
     failure_of,
     rate_names,
     rate_range,
@@ -93,14 +93,7 @@ def plan(state: WorkflowState) -> WorkflowState:
         return _end(state, reason, end_cause=failure)
     rates = rate_range(state)
     ladders = remedy_ladders(state, failure, rates)
-    # After a quiet miss, plan from the attempt that came closest to the objective: a remedy that made things worse
-    # is left behind, not built on.
-    base = attempt
-    best = best_quiet_attempt(state) if failure == OBJECTIVE_MISSED else None
-    if best is not None and best.number != attempt.number and attempt.outcome == OBJECTIVE_MISSED:
-        objective = state.declared_objective()
-        if objective.shortfall(best.objective_value) < objective.shortfall(attempt.objective_value):
-            base = best
+    base = attempt_to_plan_from(state, attempt, failure)
     situation = situation_in(state, base)
     # A quiet miss the training labels explain: only a remedy that names a cause in the run (a setting, or the labels
     # themselves) answers it; the loss's course would only send more epochs or another rate after the data.
