@@ -20,7 +20,11 @@ mode runs them, with our debugger.
   ResNet's pictures: accuracy 1.0, its training loss down to 1e-5), with, at every saved step, each gradient
   tensor's mean |g| (all VanishingGradient compares), the total gradient norm at every step, and the tensors the
   hook found cannot carry a signal; ``_seed6``: its first 3 epochs with seed 6, where some batches are fit exactly
-  (a loss of 0.0 in float32, a total gradient norm of 1e-10).
+  (a loss of 0.0 in float32, a total gradient norm of 1e-10);
+  ``logline_tabular_sgd`` (the random repair zoo's plain script, bench/zoo_scripts/tabular_logline.py, as its seed
+  1005, configuration 12's healthy twin runs it: two ReLU layers, SGD 0.05 with momentum on raw-unit tabular data,
+  12 epochs, held-out accuracy 0.92; its training loss falls from 0.77 to 0.03 and, on the same minibatches at
+  every rate, jumps back to 0.07 at step 426).
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ ROOT = HERE.parents[3]
 sys.path.insert(0, str(ROOT / "bench"))
 
 import healthy_corpus  # noqa: E402  (bench/healthy_corpus.py: its data sets and scripts)
+import zoo_random  # noqa: E402  (bench/zoo_random.py: the random repair zoo's configurations)
 
 SEED = 0
 RECORDED = {
@@ -51,6 +56,8 @@ RECORDED = {
                                                           "lr": 0.003, "epochs": 60}),
     "cnn_digits_global_mode": ("cnn_train.py", "digits", {"activation": "tanh", "norm": "none", "optimizer": "sgd",
                                                            "lr": 0.02, "epochs": 8}),
+    # the random zoo's seed 1005, configuration 12, healthy twin: LossNotDecreasing stopped it at step 430
+    "logline_tabular_sgd": ("tabular_logline.py", "zoo:1005:12", {}),
 }
 #: Recorded with each gradient tensor's mean |g| at the saved steps (the hook's default interval, 10).
 RECORDED_WITH_GRADIENTS = {
@@ -63,18 +70,29 @@ RECORDED_WITH_GRADIENTS = {
 
 
 def run_job(script: str, dataset: str, hyperparameters: dict, hook: dict, rules: list, work: Path, seed: int = SEED) -> Path:
-    """One job of ``script`` through the launcher (data and model seed ``seed``); returns its debug output directory."""
-    channels = healthy_corpus.write_data(dataset, seed, work / "data")
+    """One job of ``script`` through the launcher (data and model seed ``seed``); returns its debug output directory.
+    ``dataset`` "zoo:SEED:INDEX": the random repair zoo's drawn configuration (bench/zoo_random.py), its healthy
+    twin's data, script and hyperparameters (``hyperparameters`` and ``seed`` are then its own)."""
+    scripts, arguments = healthy_corpus.SCRIPTS, ["--seed", str(seed)]
+    if dataset.startswith("zoo:"):
+        _, zoo_seed, index = dataset.split(":")
+        configuration = zoo_random.draw(int(zoo_seed), int(index) + 1)[int(index)]
+        channels = zoo_random.write_channels(configuration, True, work / "data")
+        style = zoo_random.STYLES[configuration.style]
+        scripts, script, arguments = style.script.parent, style.entry_point, []
+        hyperparameters = configuration.hyperparameters(healthy=True)
+    else:
+        channels = healthy_corpus.write_data(dataset, seed, work / "data")
     debug = work / "debug-output"
-    arguments = ["--remediation_entry_point", script, "--remediation_debugger_hook_config", json.dumps(hook),
-                 "--remediation_debugger_rule_configs", json.dumps(rules), "--seed", str(seed)]
+    arguments += ["--remediation_entry_point", script, "--remediation_debugger_hook_config", json.dumps(hook),
+                  "--remediation_debugger_rule_configs", json.dumps(rules)]
     for name, value in hyperparameters.items():
         arguments += [f"--{name}", str(value)]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "SM_CHANNEL_TRAIN": str(channels["train"]),
-           "SM_CHANNEL_VALIDATION": str(channels["validation"]), "DEBUG_OUTPUT_DIR": str(debug),
-           "DEBUG_OUTPUT_S3_SYNC": "off", "OMP_NUM_THREADS": "1", "TRAINING_FAILURE_FILE": str(work / "failure")}
-    launcher = f"from debugger.launcher import main; main({str(healthy_corpus.SCRIPTS)!r})"
-    subprocess.run([sys.executable, "-c", launcher, *arguments], cwd=healthy_corpus.SCRIPTS, env=env, check=True)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "DEBUG_OUTPUT_DIR": str(debug), "DEBUG_OUTPUT_S3_SYNC": "off",
+           "OMP_NUM_THREADS": "1", "TRAINING_FAILURE_FILE": str(work / "failure"),
+           **{f"SM_CHANNEL_{name.upper()}": str(directory) for name, directory in channels.items()}}
+    launcher = f"from debugger.launcher import main; main({str(scripts)!r})"
+    subprocess.run([sys.executable, "-c", launcher, *arguments], cwd=scripts, env=env, check=True)
     return debug
 
 
