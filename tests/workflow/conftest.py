@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 from interpreter_clock import callback_timeouts_when_quiet, retry_waits_shortened
-from interpreter_stop import stops_as_in_aws
 from workflow_harness import open_workflow
+
+from local_runtime.interpreter_stop import stops_as_in_aws
 
 
 @pytest.fixture

@@ -617,13 +617,9 @@ class Workflow:
         return self.execution_arn
 
     def stop(self, arn: str, **reason: str) -> None:
-        """StopExecution (as in AWS the execution reads ABORTED at once: tests/interpreter_stop.py), then the release
-        of its open wait, as the local runtime does."""
-        from local_runtime.runtime import release_pending_waits
-
+        """StopExecution: as in AWS the execution reads ABORTED at once and its wait for a token ends
+        (local_runtime/interpreter_stop.py)."""
         self.sfn.stop_execution(executionArn=arn, **reason)
-        with acting_as(None):
-            release_pending_waits(boto3.client("s3", region_name=REGION), self.sfn, BUCKET, arn)
 
     def wait(self, arn: str, timeout: float = 300.0) -> dict[str, Any]:
         """Wait for the execution to end: meanwhile the test does nothing else, so a task waiting for its token
