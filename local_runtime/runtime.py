@@ -37,7 +37,7 @@ from typing import Any
 import boto3
 from moto import mock_aws
 
-from lambdas.remediation import job_events
+from lambdas.remediation import handler_support, job_events
 from local_runtime.botocore_dispatch import LocalDispatch
 from local_runtime.event_bus import LocalEventBus, training_job_state_change_event
 from local_runtime.interpreter_stop import stops_as_in_aws
@@ -191,6 +191,7 @@ class LocalRuntime:
         self._route_handler_logs()
         self._route_interpreter_logs()
         self.dispatch.install()
+        handler_support.forget_clients()  # the handlers' clients are this account's, made with the dispatch installed
 
         definition = substitute(ASL_PATH.read_text(), substitutions)
         self.state_machine_arn = self.client("stepfunctions").create_state_machine(
@@ -242,6 +243,7 @@ class LocalRuntime:
             if self._mock is not None:
                 self._mock.stop()
                 self._mock = None
+            handler_support.forget_clients()
             if self._aws_stops is not None:
                 self._aws_stops.__exit__(None, None, None)
                 self._aws_stops = None
