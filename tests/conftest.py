@@ -72,6 +72,16 @@ def asl_parsed_once():
         yield
 
 
+@pytest.fixture(scope="session")
+def sns_signing_key_made_once():
+    """moto's SNS signs every delivery with one key per test process, not one per subscription
+    (tests/sns_signing_key_once.py)."""
+    from sns_signing_key_once import signing_key_made_once
+
+    with signing_key_made_once():
+        yield
+
+
 @pytest.fixture(autouse=True)
 def handler_clients_per_test():
     """The handlers keep their AWS clients (lambdas.remediation.handler_support.client); each test has its own fake

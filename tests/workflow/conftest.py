@@ -10,7 +10,7 @@ from local_runtime.interpreter_stop import stops_as_in_aws
 
 
 @pytest.fixture
-def workflow(monkeypatch, offline_aws_credentials, asl_parsed_once):
+def workflow(monkeypatch, offline_aws_credentials, asl_parsed_once, sns_signing_key_made_once):
     quiet = []  # the workflow's, once it exists
     with (
         retry_waits_shortened(),

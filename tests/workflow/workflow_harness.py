@@ -87,7 +87,7 @@ def open_workflow(setenv: Callable[[str, str], None]) -> Iterator[Workflow]:
         queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
         sns.subscribe(TopicArn=topic_arn, Protocol="sqs", Endpoint=queue_arn)
         setenv("NOTIFICATION_TOPIC_ARN", topic_arn)
-        workflow = Workflow(dispatch, queue_url)
+        workflow = Workflow(dispatch, queue_url, sqs)
         try:
             yield workflow
         finally:
@@ -269,6 +269,7 @@ class ScriptedSageMaker:
         self.stopped_while_running: list[str] = []
         self.execution_running: Callable[[], bool] = lambda: True
         self._lock = threading.Lock()
+        self._s3_client = None
         #: Set while the job-events handler runs on this thread: its reads are not the monitor's polls.
         self.quiet = threading.local()
 
@@ -384,7 +385,7 @@ class ScriptedSageMaker:
             )
             bucket, _ = bucket_layout.split_s3_uri(request["OutputDataConfig"]["S3OutputPath"])
             with acting_as(None):  # the job's own write, not a handler's call
-                boto3.client("s3", region_name=REGION).put_object(
+                self._s3().put_object(
                     Bucket=bucket, Key=bucket_layout.rule_status_key(name), Body=body.encode()
                 )
         response = {
@@ -418,6 +419,13 @@ class ScriptedSageMaker:
                 for name, value in tick.final_metrics.items()
             ]
         return response
+
+    def _s3(self) -> Any:
+        """The job's own S3 client, made once (a client costs milliseconds of CPU; jobs write at every poll)."""
+        with self._lock:
+            if self._s3_client is None:
+                self._s3_client = boto3.client("s3", region_name=REGION)
+            return self._s3_client
 
     def stop_training_job(self, call: OperationCall) -> dict[str, Any]:
         name = call.params["TrainingJobName"]
@@ -482,11 +490,11 @@ class Execution:
 
 
 class Workflow:
-    def __init__(self, dispatch: LocalDispatch, queue_url: str, definition_changes: dict[str, Any] | None = None):
+    def __init__(self, dispatch: LocalDispatch, queue_url: str, sqs: Any, definition_changes: dict[str, Any] | None = None):
         self.dispatch = dispatch
         self.queue_url = queue_url
         self.sfn = boto3.client("stepfunctions", region_name=REGION)
-        self.sqs = boto3.client("sqs", region_name=REGION)
+        self.sqs = sqs
         self.state_machine_arn = self.create_state_machine("remediation", definition_changes)
         self.sagemaker: ScriptedSageMaker | None = None
         self.execution_arn: str | None = None
