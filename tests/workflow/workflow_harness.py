@@ -617,11 +617,12 @@ class Workflow:
 
     def start(self, execution_input: Any, state_machine_arn: str | None = None, name: str | None = None) -> str:
         self._count += 1
-        self.execution_arn = self.sfn.start_execution(
-            stateMachineArn=state_machine_arn or self.state_machine_arn,
-            name=name or f"run-{self._count}",
-            input=json.dumps(execution_input),
-        )["executionArn"]
+        machine, name = state_machine_arn or self.state_machine_arn, name or f"run-{self._count}"
+        # Known before StartExecution returns: the first Lambda may run (and a test's wrapper of it read this) before
+        # the test's thread is back from the call, as it did once on a loaded machine.
+        self.execution_arn = f"{machine.replace(':stateMachine:', ':execution:', 1)}:{name}"
+        started = self.sfn.start_execution(stateMachineArn=machine, name=name, input=json.dumps(execution_input))
+        assert started["executionArn"] == self.execution_arn, started["executionArn"]
         return self.execution_arn
 
     def stop(self, arn: str, **reason: str) -> None:
