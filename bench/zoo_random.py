@@ -337,16 +337,24 @@ def make_data(dataset: str, seed: int, label_noise: float = 0.0, rare_class: flo
     order = rng.permutation(len(y))
     cut = int(len(y) * 0.8)
     x_train, y_train, x_held, y_held = x[order[:cut]], y[order[:cut]], x[order[cut:]], y[order[cut:]]
-    if rare_class:
-        rare = np.flatnonzero(y_train == 0)
-        keep = np.ones(len(y_train), bool)
-        keep[rare[max(1, int(len(rare) * rare_class)):]] = False
-        x_train, y_train = x_train[keep], y_train[keep]
-    if label_noise:
-        y_train = y_train.copy()
-        rows = rng.choice(len(y_train), int(len(y_train) * label_noise), replace=False)
-        y_train[rows] = rng.integers(0, int(y.max()) + 1, len(rows))
+    x_train, y_train = training_faults(x_train, y_train, rng, int(y.max()) + 1, label_noise, rare_class)
     return x_train, y_train, x_held, y_held
+
+
+def training_faults(x, y, rng: np.random.Generator, classes: int, label_noise: float = 0.0,
+                    rare_class: float | None = None):
+    """(x, y) with class 0 kept at ``rare_class`` of its samples (at least one) and ``label_noise`` of the labels
+    replaced by labels drawn at random from the ``classes``."""
+    if rare_class:
+        rare = np.flatnonzero(y == 0)
+        keep = np.ones(len(y), bool)
+        keep[rare[max(1, int(len(rare) * rare_class)):]] = False
+        x, y = x[keep], y[keep]
+    if label_noise:
+        y = y.copy()
+        rows = rng.choice(len(y), int(len(y) * label_noise), replace=False)
+        y[rows] = rng.integers(0, classes, len(rows))
+    return x, y
 
 
 def write_channels(configuration: DrawnConfiguration, healthy: bool, root: Path) -> dict[str, Path]:

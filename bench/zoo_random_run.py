@@ -191,10 +191,23 @@ def fault_took_effect(row: dict[str, Any]) -> bool | None:
     return not (row.get("met_objective") and row.get("launches") == 1)
 
 
-def verdict(runs: dict[str, dict[str, Any]], reference: dict[str, Any] | None) -> dict[str, Any]:
+#: Faults in the data no hyperparameter of the zoo's scripts answers, and what the evidence set's end reason says
+#: when it names them (contracts.training_labels' findings).
+DATA_FAULT_NAMES = {
+    "rare_class": ("training labels are imbalanced",),
+    "label_noise": ("training labels look noisy", "learns its training labels by heart"),
+}
+
+
+def verdict(runs: dict[str, dict[str, Any]], reference: dict[str, Any] | None, fault: str | None = None) -> dict[str, Any]:
     first = runs.get(EVIDENCE) or runs.get(RANDOM) or {}
     failing = fault_took_effect(first)
     result: dict[str, Any] = {"failing": failing}
+    evidence = runs.get(EVIDENCE)
+    if failing and evidence and not evidence.get("met_objective") and fault in DATA_FAULT_NAMES:
+        # not repaired: did the run end saying what was wrong with the data?
+        result["evidence_named_data_fault"] = any(name in (evidence.get("end_reason") or "")
+                                                  for name in DATA_FAULT_NAMES[fault])
     for policy, row in runs.items():
         result[f"{policy}_repaired"] = bool(failing and row.get("met_objective"))
         check = row.get("held_out")
@@ -232,6 +245,17 @@ def totals(results: list[dict[str, Any]], twins: list[dict[str, Any]], policies:
             "false_successes": sum(bool(r["verdict"].get(f"{policy}_false_success")) for r in results),
         }
         if policy == EVIDENCE:
+            other = [r for r in failing if r["configuration"]["fault"] not in DATA_FAULT_NAMES]
+            missed_data = [r for r in failing if "evidence_named_data_fault" in r["verdict"]]
+            named = [r for r in missed_data if r["verdict"]["evidence_named_data_fault"]]
+            entry.update(
+                repaired_other_faults=sum(bool(r["verdict"].get(f"{policy}_repaired")) for r in other),
+                failing_other_faults=len(other),
+                data_faults_missed=len(missed_data),
+                data_faults_named=len(named),
+                data_faults_named_median_launches=(statistics.median(r["runs"][policy]["launches"] for r in named)
+                                                   if named else None),
+            )
             ratios = [r["verdict"]["compute_ratio"] for r in repaired if "compute_ratio" in r["verdict"]]
             entry.update(compute_ratio_median=statistics.median(ratios) if ratios else None,
                          compute_ratio_max=max(ratios) if ratios else None,
@@ -285,6 +309,11 @@ def markdown(results: list[dict[str, Any]], twins: list[dict[str, Any]], policie
                  f"{repair_zoo.TARGET_REPAIR_RATE}), median launches {entry['median_launches']} (target at most "
                  f"{repair_zoo.TARGET_MEDIAN_LAUNCHES}), false successes {entry['false_successes']}. ")
     if evidence:
+        text += (f"Evidence, faults other than the data's ({', '.join(DATA_FAULT_NAMES)}): repaired "
+                 f"{evidence['repaired_other_faults']} of {evidence['failing_other_faults']}; data faults not repaired: "
+                 f"{evidence['data_faults_missed']}, of which the run ended naming the fault in "
+                 f"{evidence['data_faults_named']} (median launches "
+                 f"{evidence['data_faults_named_median_launches']}). ")
         text += (f"Evidence compute ratio: median {evidence['compute_ratio_median']}, max "
                  f"{evidence['compute_ratio_max']}, {evidence['compute_ratio_within_target']} of "
                  f"{evidence['compute_ratios_measured']} within {repair_zoo.TARGET_COMPUTE_RATIO}. ")
@@ -336,7 +365,7 @@ def run_seed(seed: int, n: int, policies: tuple[str, ...], work: Path, workers: 
     for configuration in configurations:
         runs = {policy: rows[(configuration.name, policy)] for policy in policies}
         reference = rows.get((configuration.name, REFERENCE))
-        result = {"configuration": configuration.to_json(), "runs": runs, "verdict": verdict(runs, reference)}
+        result = {"configuration": configuration.to_json(), "runs": runs, "verdict": verdict(runs, reference, configuration.fault)}
         if reference is not None:
             result["reference"] = reference
         results.append(result)

@@ -41,16 +41,29 @@ LOSS_SHAPES = ("flat", "still_falling", "memorised", "settled")
 
 @dataclasses.dataclass
 class LossWindow:
-    """Consecutive training steps ``first_step``..``last_step`` (``count`` of them with a finite loss), their mean."""
+    """Consecutive training steps ``first_step``..``last_step`` (``count`` of them with a finite loss), their mean.
+
+    ``agreement``: the mean share of each step's training labels the model's top class matched, over the
+    ``agreement_count`` steps of the window whose labels the job saw (contracts.training_labels); None when none."""
 
     first_step: int
     last_step: int
     count: int
     mean: float
+    agreement: float | None = None
+    agreement_count: int = 0
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> LossWindow:
-        return cls(int(data["first_step"]), int(data["last_step"]), int(data["count"]), float(data["mean"]))
+        agreement = data.get("agreement")
+        return cls(
+            int(data["first_step"]),
+            int(data["last_step"]),
+            int(data["count"]),
+            float(data["mean"]),
+            float(agreement) if agreement is not None else None,
+            int(data.get("agreement_count") or 0),
+        )
 
 
 class LossHistory:
@@ -70,7 +83,8 @@ class LossHistory:
             history._width *= 2
         return history
 
-    def add(self, step: int, loss: float) -> None:
+    def add(self, step: int, loss: float, agreement: float | None = None) -> None:
+        """A training step's loss, and the share of its labels the model's top class matched (when seen)."""
         if not math.isfinite(loss):
             return
         last = self._windows[-1] if self._windows else None
@@ -78,13 +92,16 @@ class LossHistory:
             last.mean += (loss - last.mean) / (last.count + 1)
             last.count += 1
             last.last_step = step
+            if agreement is not None:
+                last.agreement_count += 1
+                last.agreement = (last.agreement or 0.0) + (agreement - (last.agreement or 0.0)) / last.agreement_count
             return
         if len(self._windows) == MAX_LOSS_WINDOWS:
             self._windows = [_merged(*self._windows[i : i + 2]) for i in range(0, MAX_LOSS_WINDOWS, 2)]
             self._width *= 2
-            self.add(step, loss)
+            self.add(step, loss, agreement)
             return
-        self._windows.append(LossWindow(step, step, 1, loss))
+        self._windows.append(LossWindow(step, step, 1, loss, agreement, 1 if agreement is not None else 0))
 
     def windows(self) -> list[LossWindow]:
         return [dataclasses.replace(window) for window in self._windows]
@@ -93,7 +110,19 @@ class LossHistory:
 def _merged(first: LossWindow, second: LossWindow) -> LossWindow:
     count = first.count + second.count
     mean = (first.mean * first.count + second.mean * second.count) / count
-    return LossWindow(first.first_step, second.last_step, count, mean)
+    agreed = first.agreement_count + second.agreement_count
+    agreement = (
+        sum(window.agreement * window.agreement_count for window in (first, second) if window.agreement is not None)
+        / agreed
+        if agreed
+        else None
+    )
+    return LossWindow(first.first_step, second.last_step, count, mean, agreement, agreed)
+
+
+def last_quarter(windows: Sequence[LossWindow]) -> Sequence[LossWindow]:
+    """The windows of the run's last quarter (at least the last one)."""
+    return windows[-max(1, len(windows) // 4) :]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -147,7 +176,7 @@ def loss_shape(windows: Sequence[LossWindow], initial_loss: float | None = None)
     falls back to, already averages a fast first descent away)."""
     if len(windows) < 4:
         return None
-    quarter = max(1, len(windows) // 4)
+    quarter = len(last_quarter(windows))
     start = (
         initial_loss
         if initial_loss is not None and math.isfinite(initial_loss) and initial_loss > 0

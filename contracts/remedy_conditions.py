@@ -11,6 +11,7 @@ A condition holds when every test it gives holds::
     "when": {"spiked_above": 10, "spike_phase": "warmup"}   # the run's history: see below
     "when": {"loss_shape": "still_falling"}                 # the loss's course over the job (contracts.loss_history)
     "when": {"loss_shape": ["settled", "unknown"]}          # one of these ("unknown": too little reported to tell)
+    "when": {"training_labels": "imbalanced"}               # what the job's training labels say (contracts.training_labels)
 
 ``spiked_above`` reads the run's history, not only its last symptom: it holds when the loss or the total gradient
 norm rose to more than that many times its initial value at or before the step the rule fired (the job reports
@@ -33,6 +34,7 @@ from contracts.hyperparameter_values import Value, describe_kind, fits_kind, is_
 from contracts.loss_history import LOSS_SHAPES, LossShape, LossWindow, loss_shape
 from contracts.rule_status import ISSUE_KIND_PATTERN, PHASES, Peak
 from contracts.suggestions import did_you_mean
+from contracts.training_labels import LABEL_FINDINGS, LabelFinding, label_finding
 
 LOSS_TRENDS = ("rising", "falling")
 #: The loss_shape condition's word for a job that reported too little of its loss's course to tell.
@@ -84,6 +86,16 @@ class Situation:
     gradient_norm_peak: Peak | None = None
     #: The training loss's course over the whole job (contracts.loss_history).
     loss_windows: tuple[LossWindow, ...] | None = None
+    #: The training labels the job counted by class, and the objective's value when it is a 0-1 score.
+    label_counts: tuple[int, ...] | None = None
+    held_out_score: float | None = None
+    #: The epochs the job trained, when the run names its epochs hyperparameter.
+    epochs: int | None = None
+
+    @property
+    def labels(self) -> LabelFinding | None:
+        """What the training labels say (contracts.training_labels), when they say something."""
+        return label_finding(self.label_counts, self.loss_windows, self.held_out_score, self.epochs)
 
     @property
     def loss_course(self) -> LossShape | None:
@@ -142,6 +154,15 @@ class Condition:
     #: The shapes of the loss's course this holds for (contracts.loss_history.LOSS_SHAPES, or "unknown": the job
     #: reported too little of it).
     loss_shape: tuple[str, ...] = ()
+    #: The findings about the training labels this holds for (contracts.training_labels.LABEL_FINDINGS).
+    training_labels: tuple[str, ...] = ()
+
+    @property
+    def names_a_cause(self) -> bool:
+        """Whether this condition names a cause of the failure in the run itself (a setting of its hyperparameters,
+        or what its training labels say), not only the loss's course or the rule's finding: such a remedy still
+        answers a missed objective that the training labels explain (``plan``)."""
+        return bool(self.training_labels) or any(getattr(self, key) for key in HYPERPARAMETER_TESTS)
 
     def check(self, situation: Situation, hyperparameters: Mapping[str, Value]) -> tuple[bool, list[str]]:
         """(holds, the facts behind it with their numbers) for the reason the planner writes."""
@@ -195,6 +216,11 @@ class Condition:
                 return False, []
             if shape is not None:
                 facts.append(shape.describe())
+        if self.training_labels:
+            finding = situation.labels
+            if finding is None or finding.kind not in self.training_labels:
+                return False, []
+            facts.append(finding.describe())
         for name, expected in self.hyperparameters:
             if hyperparameters.get(name) != expected:
                 return False, []
@@ -212,9 +238,10 @@ class Condition:
         for key in CONDITION_KEYS:
             if key in HYPERPARAMETER_TESTS:
                 continue
-            if key == "loss_shape":
-                if self.loss_shape:
-                    data[key] = self.loss_shape[0] if len(self.loss_shape) == 1 else list(self.loss_shape)
+            if key in ("loss_shape", "training_labels"):
+                values = getattr(self, key)
+                if values:
+                    data[key] = values[0] if len(values) == 1 else list(values)
             elif getattr(self, key) is not None:
                 data[key] = getattr(self, key)
         for key in HYPERPARAMETER_TESTS:
@@ -240,6 +267,7 @@ CONDITION_KEYS = (
     "spiked_above",
     "spike_phase",
     "loss_shape",
+    "training_labels",
 )
 #: The conditions on the run's hyperparameters (their names follow the script's, see contracts.remedies.adapt_to_script).
 HYPERPARAMETER_TESTS = ("hyperparameters", "hyperparameters_above", "hyperparameters_below")
@@ -297,13 +325,8 @@ def parse_condition(
             raise ContractError(f"{where}.spike_phase", f"must be one of {', '.join(PHASES)} (got {spike_phase!r})")
         if spiked_above is None:
             raise ContractError(f"{where}.spike_phase", "needs spiked_above: the spike whose phase it tests")
-    shape = value.get("loss_shape")
-    shapes = (shape,) if isinstance(shape, str) else tuple(shape) if isinstance(shape, list) else shape
-    allowed = (*LOSS_SHAPES, UNKNOWN_LOSS_SHAPE)
-    if shapes is not None and (not shapes or any(item not in allowed for item in shapes)):
-        raise ContractError(
-            f"{where}.loss_shape", f"must be one of {', '.join(allowed)}, or a list of them (got {shape!r})"
-        )
+    shapes = _one_or_list(value, "loss_shape", (*LOSS_SHAPES, UNKNOWN_LOSS_SHAPE), where)
+    findings = _one_or_list(value, "training_labels", LABEL_FINDINGS, where)
     equal = value.get("hyperparameters", {})
     if not isinstance(equal, Mapping):
         raise ContractError(f"{where}.hyperparameters", "must be an object of hyperparameter: value")
@@ -339,5 +362,17 @@ def parse_condition(
         hyperparameters_below=compared["hyperparameters_below"],
         spiked_above=float(spiked_above) if spiked_above is not None else None,
         spike_phase=spike_phase,
-        loss_shape=shapes or (),
+        loss_shape=shapes,
+        training_labels=findings,
     )
+
+
+def _one_or_list(value: Mapping[str, Any], key: str, allowed: tuple[str, ...], where: str) -> tuple[str, ...]:
+    """A condition given as one name or a list of them, each one of ``allowed``."""
+    given = value.get(key)
+    if given is None:
+        return ()
+    names = (given,) if isinstance(given, str) else tuple(given) if isinstance(given, list) else None
+    if not names or any(name not in allowed for name in names):
+        raise ContractError(f"{where}.{key}", f"must be one of {', '.join(allowed)}, or a list of them (got {given!r})")
+    return names

@@ -133,6 +133,9 @@ class Evidence:
     checkpoint_files: int | None = None
     #: The training loss's course, in at most contracts.loss_history.MAX_LOSS_WINDOWS windows of steps.
     loss_windows: list[LossWindow] | None = None
+    #: How many training labels of each class the job trained on (contracts.training_labels), from its loss
+    #: module's inputs; None when it saw none, or more classes than it counts.
+    label_counts: list[int] | None = None
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Evidence:

@@ -22,6 +22,7 @@ from contracts.rule_status import (
     MetricValue,
     RuleStatusDocument,
 )
+from contracts.training_labels import LabelTally
 from debugger.core.collection import ALL, DEFAULT, Collection, CollectionManager
 from debugger.core.config import CollectionSpec, HookSettings, RuleSpec
 from debugger.core.save_config import SaveConfig, SaveConfigMode
@@ -85,6 +86,9 @@ class HookBase(RuleRunner):
         """The state the rule-status document is written from (:class:`debugger.hook.hook_rules.RuleRunner`)."""
         self.evidence = Evidence()
         self._loss_history = LossHistory()
+        self._label_tally = LabelTally()
+        #: [matched, seen]: the training labels of the step under way and how many the model's top class matched.
+        self._step_labels = [0, 0]
         self.actions = []
         self.metrics: dict[str, MetricValue] = {}
         self._phase: str | None = None

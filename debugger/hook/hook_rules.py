@@ -29,6 +29,7 @@ from contracts.rule_status import (
     RuleStatus,
     RuleStatusDocument,
 )
+from contracts.training_labels import LabelTally
 from debugger.core.config import RuleSpec
 from debugger.core.exceptions import TensorUnavailableForStep
 from debugger.hook.stop_training import StopTrainingRequested
@@ -80,9 +81,11 @@ class RuleRunner:
             self._initial_recorded = True
             evidence.initial_loss = loss
             evidence.initial_gradient_norm = gradient_norm
+        matched, seen = self._step_labels
+        self._step_labels = [0, 0]
         if loss is not None and math.isfinite(loss):
             if training:
-                self._loss_history.add(step, loss)
+                self._loss_history.add(step, loss, matched / seen if seen else None)
             evidence.last_finite_loss = loss
             if evidence.loss_peak is None or loss > evidence.loss_peak.value:
                 evidence.loss_peak = self._peak(loss, step)
@@ -91,6 +94,12 @@ class RuleRunner:
                 evidence.gradient_norm_peak = self._peak(gradient_norm, step)
                 evidence.max_gradient_norm = gradient_norm
         evidence.last_step = step
+
+    def _note_training_labels(self, counts: list[int], matched: int) -> None:
+        """A training step's labels (counts by class) and how many of them the model's top class matched."""
+        self._label_tally.add(counts)
+        self._step_labels[0] += matched
+        self._step_labels[1] += sum(counts)
 
     def _peak(self, value: float, step: int) -> Peak:
         return Peak(value=value, step=step, learning_rate=self._learning_rate(), phase=self._phase)
@@ -115,6 +124,7 @@ class RuleRunner:
             self.evidence.learning_rates = rates[:MAX_REPORTED_LEARNING_RATES] or None
         self.evidence.checkpoint_files = _count_files(checkpoint_directory(os.environ))
         self.evidence.loss_windows = self._loss_history.windows() or None
+        self.evidence.label_counts = self._label_tally.counts()
 
     def _evaluate_rules(self, step: int, learning_rate: float | None) -> None:
         changed = False
@@ -180,6 +190,7 @@ class RuleRunner:
                 state.issue = rule.issue
         self.evidence = dataclasses.replace(document.evidence)
         self._loss_history = LossHistory.resumed(document.evidence.loss_windows)
+        self._label_tally = LabelTally(document.evidence.label_counts)
         self._initial_recorded = document.last_step >= 0  # the job's initial loss and gradient norm are the first run's
         self.actions = list(document.actions)
         self.metrics.update(document.metrics)

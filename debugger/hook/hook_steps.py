@@ -410,6 +410,7 @@ class StepCapture:
         self._take_saved_tensors()
         if not isinstance(output, torch.Tensor):
             return
+        self.note_loss_inputs(inputs)
         if self.profile == NATIVE:
             if torch.is_grad_enabled():
                 self._pending_loss = output.detach()
@@ -419,6 +420,30 @@ class StepCapture:
             name = self._module_names[module]
             self._offer_module_tensors(name, inputs, "_input_")
             self._offer_module_tensors(name, output, "_output_")
+
+    def note_loss_inputs(self, inputs: Any) -> None:
+        """A loss module's inputs on a training step: class scores (N x C) and class-index labels (N), as
+        nn.CrossEntropyLoss and nn.NLLLoss take them, are counted (contracts.training_labels). Anything else (soft
+        or binary targets, a regression) says nothing about class labels and is passed over."""
+        # GLOBAL: a script that never calls set_mode; its evaluation runs without gradients
+        training = self.mode in (ModeKeys.TRAIN, ModeKeys.GLOBAL) and torch.is_grad_enabled()
+        if not training or not isinstance(inputs, tuple):
+            return
+        if len(inputs) < 2 or not all(isinstance(tensor, torch.Tensor) for tensor in inputs[:2]):
+            return
+        scores, labels = inputs[0], inputs[1]
+        if scores.dim() != 2 or labels.dim() != 1 or labels.dtype not in (torch.int64, torch.int32):
+            return
+        if scores.shape[0] != labels.shape[0] or not scores.is_floating_point():
+            return
+        with torch.no_grad():
+            labels = labels.detach()
+            counted = (labels >= 0) & (labels < scores.shape[1])  # not ignore_index (-100)
+            if not bool(counted.any()):
+                return
+            counts = torch.bincount(labels[counted], minlength=scores.shape[1]).tolist()
+            matched = int((scores.detach().argmax(dim=1)[counted] == labels[counted]).sum())
+        self._note_training_labels(counts, matched)
 
     def _on_gradient(self, parameter: torch.Tensor) -> None:
         self._take_saved_tensors()

@@ -11,6 +11,7 @@ from pydantic import AfterValidator, BaseModel, Field, model_validator
 
 from contracts.loss_history import MAX_LOSS_WINDOWS
 from contracts.rule_status import ISSUE_KIND_PATTERN, MAX_REPORTED_LEARNING_RATES, Evidence
+from contracts.training_labels import MAX_COUNTED_CLASSES
 from lambdas.remediation.payload_fields import (
     MAX_CHANGES,
     MAX_FAILURE_REASON_BYTES,
@@ -114,6 +115,8 @@ class LossWindow(BaseModel):
     last_step: Whole
     count: Annotated[Whole, Field(ge=1)]
     mean: float
+    agreement: Annotated[float, Field(ge=0, le=1)] | None = None
+    agreement_count: Whole = 0
 
 
 class AttemptEvidence(BaseModel):
@@ -137,6 +140,7 @@ class AttemptEvidence(BaseModel):
     gradient_norm_peak: Peak | None = None
     checkpoint_files: Count | None = None
     loss_windows: Annotated[list[LossWindow], Field(max_length=MAX_LOSS_WINDOWS)] | None = None
+    label_counts: Annotated[list[Whole], Field(max_length=MAX_COUNTED_CLASSES)] | None = None
 
     @classmethod
     def from_contract(cls, evidence: Evidence) -> AttemptEvidence:

@@ -5,6 +5,7 @@ do with the stopped job's checkpoints."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from contracts.hyperparameter_values import FLAG, is_number
 from contracts.remedies import DATA_ERROR, OUT_OF_MEMORY, Remedy, Situation, show
@@ -158,9 +159,11 @@ def exhausted_reason(
     situation: Situation,
     any_rule: str,
     failure_kinds: Mapping[str, str],
+    hyperparameters: Mapping[str, Any] | None = None,
 ) -> str:
-    """Which remedies exist for this failure and why none applies now, with the numbers."""
-    hyperparameters = state.run_spec.hyperparameters
+    """Which remedies exist for this failure and why none applies now, with the numbers; ``hyperparameters``: the
+    settings they were tried from (default: the last job's)."""
+    hyperparameters = state.run_spec.hyperparameters if hyperparameters is None else hyperparameters
     lines = []
     for key, ladder in ladders:
         for remedy in ladder:

@@ -9,7 +9,8 @@ import math
 
 from contracts.hyperparameter_values import show
 from contracts.loss_history import LossWindow
-from contracts.remedies import FAILURE_KINDS, Situation
+from contracts.objective import Objective
+from contracts.remedies import FAILURE_KINDS, OBJECTIVE_MISSED, Situation
 from contracts.rule_status import Peak
 from lambdas.remediation import attempts as attempt_models
 from lambdas.remediation.attempts import Attempt
@@ -20,8 +21,17 @@ from lambdas.remediation.payload import WorkflowState
 RATE_HYPERPARAMETERS = ("learning_rate", "warmup_learning_rate")
 
 
-def situation_of(attempt: Attempt) -> Situation:
-    """The attempt's issue and evidence, as remedy conditions read them."""
+def situation_in(state: WorkflowState, attempt: Attempt) -> Situation:
+    """:func:`situation_of` with what the run says about the attempt: its objective, and the epochs it trained (its
+    ``num_epochs`` hyperparameter, by the script's own name)."""
+    epochs = attempt.hyperparameters.get(state.hyperparameter_names.get("num_epochs", "num_epochs"))
+    whole = isinstance(epochs, int) and not isinstance(epochs, bool)
+    return situation_of(attempt, state.declared_objective(), epochs if whole else None)
+
+
+def situation_of(attempt: Attempt, objective: Objective | None = None, epochs: int | None = None) -> Situation:
+    """The attempt's issue and evidence, as remedy conditions read them. ``objective``: the run's, whose value the
+    training labels' agreement is compared with (contracts.training_labels); ``epochs``: how many the job trained."""
     evidence = attempt.evidence
     issue = attempt.issue
     step = issue.step if issue and issue.step is not None else (evidence.first_issue_step if evidence else None)
@@ -39,13 +49,25 @@ def situation_of(attempt: Attempt) -> Situation:
         loss_peak=_peak(evidence.loss_peak) if evidence else None,
         gradient_norm_peak=_peak(evidence.gradient_norm_peak) if evidence else None,
         loss_windows=_windows(evidence.loss_windows) if evidence else None,
+        label_counts=tuple(evidence.label_counts) if evidence and evidence.label_counts else None,
+        held_out_score=_score(attempt.objective_value, objective),
+        epochs=epochs,
     )
+
+
+def _score(value: float | None, objective: Objective | None) -> float | None:
+    """The objective's value when it is a score from 0 to 1 that a higher value betters (an accuracy)."""
+    if objective is None or objective.type != "Maximize" or value is None or not 0 <= value <= 1:
+        return None
+    return value
 
 
 def _windows(windows: list[attempt_models.LossWindow] | None) -> tuple[LossWindow, ...] | None:
     if windows is None:
         return None
-    return tuple(LossWindow(w.first_step, w.last_step, w.count, w.mean) for w in windows)
+    return tuple(
+        LossWindow(w.first_step, w.last_step, w.count, w.mean, w.agreement, w.agreement_count) for w in windows
+    )
 
 
 def _peak(peak: attempt_models.Peak | None) -> Peak | None:
@@ -107,3 +129,22 @@ def remedies_that_made_it_worse(state: WorkflowState) -> dict[str, str]:
                 f"after {remedy} (job {after.number}), {objective.metric_name} went from {show(old)} to {show(new)}"
             )
     return worse
+
+
+def attempt_to_plan_from(state: WorkflowState, attempt: Attempt, failure: str) -> Attempt:
+    """The attempt the planner plans from: after a quiet miss, the one that came closest to the objective among those
+    that completed with quiet rules and missed it (the earliest of equals), when it came strictly closer than the last
+    (``attempt``): a remedy that made things worse is undone, not built on. Else ``attempt``."""
+    objective = state.declared_objective()
+    if failure != OBJECTIVE_MISSED or attempt.outcome != OBJECTIVE_MISSED or objective is None:
+        return attempt
+    quiet = [
+        earlier
+        for earlier in state.attempts
+        if earlier.outcome == OBJECTIVE_MISSED and earlier.objective_value is not None
+        and math.isfinite(earlier.objective_value)
+    ]  # fmt: skip
+    best = min(quiet, key=lambda earlier: objective.shortfall(earlier.objective_value), default=attempt)
+    if attempt.objective_value is None or best.objective_value is None:
+        return attempt
+    return best if objective.shortfall(best.objective_value) < objective.shortfall(attempt.objective_value) else attempt

@@ -174,6 +174,15 @@ def _network_remedies(rates: RateRange) -> dict[str, list[dict[str, Any]]]:
          "note": f"Initial weights over {FAR_INIT_SCALE:g} times the usual scale blow activations and gradients up "
          "layer by layer."},
     ]
+    # A sigmoid stack at a far initialisation scale has two causes: fixed together, in one launch (the fixed zoo's
+    # mlp-vanishing-sigmoid took a launch for each, the rescale first).
+    rescale_with_relu = [
+        {**rescale, "name": "RescaleAndSwitchToReLU",
+         "when": {**rescale["when"], "hyperparameters": {"activation": "sigmoid"}},
+         "also": [{"hyperparameter": "activation", "set_to": "relu"}],
+         "note": f"{rescale['note']} {switch_to_relu['note']}"}
+        for rescale in rescale_far_init
+    ]  # fmt: skip
     leaky_relu = {
         "name": "SwitchToLeakyReLU",
         "hyperparameter": "activation",
@@ -197,9 +206,23 @@ def _network_remedies(rates: RateRange) -> dict[str, list[dict[str, Any]]]:
         "model.",
     }
 
+    def regularise(when: dict[str, Any]) -> list[dict[str, Any]]:
+        """A model that fits its training set and misses on held-out data, trained again from the start."""
+        return [
+            {**start_weight_decay, "when": when, "resume": False,
+             "note": "The model fits its training set and misses on held-out data: L2 regularisation, trained again "
+             "from the start."},
+            {"name": "AddDropout", "hyperparameter": "dropout", "set_to": OVERFIT_DROPOUT, "resume": False,
+             "when": when,
+             "note": "Dropout regularises a model that fits its training set, trained again from the start."},
+            {**raise_weight_decay, "when": when, "resume": False,
+             "note": "Stronger L2 regularisation narrows the gap to the held-out data, trained again from the start."},
+        ]  # fmt: skip
+
     return {
         "ExplodingTensor": [
             rate_into_range,
+            normalize_inputs,
             rescale_far_init[1],
             {
                 **add_batch_norm,
@@ -226,8 +249,10 @@ def _network_remedies(rates: RateRange) -> dict[str, list[dict[str, Any]]]:
         ],
         "VanishingGradient": [
             rate_into_range,
+            normalize_inputs,  # raw inputs blow a network up and leave it collapsed: the cause, before the rate
             *collapse,
             rate_up_into_range,
+            rescale_with_relu[0],
             rescale_far_init[0],
             {**add_batch_norm, "also": [], "note": "Batch norm keeps the gradients scaled."},
             {**leaky_relu, "note": "ReLU units can die and stop passing gradient; leaky ReLU keeps one."},
@@ -238,6 +263,7 @@ def _network_remedies(rates: RateRange) -> dict[str, list[dict[str, Any]]]:
         ],
         "DeadRelu": [
             rate_into_range,
+            normalize_inputs,
             *collapse,
             {**leaky_relu, "when": {"hyperparameters": {"activation": "relu"}, "issue_value_above": MOSTLY_DEAD}},
             {**lower_learning_rate, "note": "Large steps push ReLU units into the region where they stay off."},
@@ -246,6 +272,7 @@ def _network_remedies(rates: RateRange) -> dict[str, list[dict[str, Any]]]:
         ],
         "SaturatedActivation": [
             rate_into_range,
+            normalize_inputs,
             *collapse,
             rescale_far_init[1],
             {**rescale_init, "note": "Large initial weights drive tanh/sigmoid inputs far from zero, where their "
@@ -302,11 +329,11 @@ def _network_remedies(rates: RateRange) -> dict[str, list[dict[str, Any]]]:
         ],
         "LossNotDecreasing": [
             rate_into_range,
+            normalize_inputs,
             *collapse,
             rate_up_into_range,
             {**lower_warmup, "when": {"phase": "warmup", "loss": "rising"}, "note": "The loss oscillates or rises."},
             {**raise_warmup, "when": {"phase": "warmup", "loss": "falling"}, "note": "The loss falls too slowly."},
-            normalize_inputs,
             {**lower_learning_rate, "when": {"issue_kind": "rising"}, "note": "The loss rose well above its lowest "
              "point: the learning rate overshoots."},
             {**lower_learning_rate, "when": {"loss": "rising"}, "note": "The loss rises: the learning rate "
@@ -373,9 +400,22 @@ def _network_remedies(rates: RateRange) -> dict[str, list[dict[str, Any]]]:
                 f"{rates.usual:g} is its usual start.",
             },
             # Settings known to slow or stall training, whatever the loss did: fixed before anything is added.
+            *rescale_with_relu,
             switch_to_relu,
             *rescale_far_init,
             normalize_inputs,
+            # What the job's training labels say (contracts.training_labels): a class too rare to learn.
+            {
+                "name": "WeightClasses",
+                "hyperparameter": "class_weighting",
+                "set_to": "balanced",
+                "when": {"training_labels": "imbalanced"},
+                "note": "Weighting the loss by inverse class frequency makes the rare classes count as much as the "
+                "common ones.",
+            },
+            # The model matches its training labels far more often than held-out ones, even while its loss still
+            # falls: regularise before anything would train it longer.
+            *regularise({"training_labels": "memorised"}),
             {**add_batch_norm, "when": {"loss_shape": "flat"}, "note": "Batch norm keeps every layer's inputs and "
              "gradients scaled, so the loss can start to fall."},
             {
@@ -395,22 +435,7 @@ def _network_remedies(rates: RateRange) -> dict[str, list[dict[str, Any]]]:
                 "when": {"loss_shape": "still_falling"},
                 "note": "Training was stable and still improving when it stopped: more epochs.",
             },
-            {**start_weight_decay, "when": {"loss_shape": "memorised"}, "resume": False,
-             "note": "The model fits its training set and misses on held-out data: L2 regularisation, trained again "
-             "from the start."},
-            {"name": "AddDropout", "hyperparameter": "dropout", "set_to": OVERFIT_DROPOUT, "resume": False,
-             "when": {"loss_shape": "memorised"},
-             "note": "Dropout regularises a model that fits its training set, trained again from the start."},
-            {**raise_weight_decay, "when": {"loss_shape": "memorised"}, "resume": False,
-             "note": "Stronger L2 regularisation narrows the gap to the held-out data, trained again from the start."},
-            {
-                "name": "WeightClasses",
-                "hyperparameter": "class_weighting",
-                "set_to": "balanced",
-                "when": {"loss_shape": "settled"},
-                "note": "The training loss settled short of the objective: weighting the loss by inverse class "
-                "frequency makes rare classes count as much as the common ones.",
-            },
+            *regularise({"loss_shape": "memorised"}),
             {**lower_learning_rate, "multiply_by": 0.3, "when": {"loss_shape": "settled"},
              "note": "The training loss settled short of the objective: smaller steps settle lower."},
             # Not for a model that fits its training set: more epochs would fit it further. A loss that never fell

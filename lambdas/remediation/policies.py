@@ -24,6 +24,7 @@ from contracts.remedies import (
     ANY_RULE,
     FAILURE_KINDS,
     NOT_REMEDIABLE,
+    OBJECTIVE_MISSED,
     Remedy,
     Situation,
     show,
@@ -39,7 +40,14 @@ from lambdas.remediation.decision_text import (
     resume_sentence,
     short_action,
 )
-from lambdas.remediation.diagnosis import failure_of, rate_names, rate_range, remedies_that_made_it_worse, situation_of
+from lambdas.remediation.diagnosis import (
+    attempt_to_plan_from,
+    failure_of,
+    rate_names,
+    rate_range,
+    remedies_that_made_it_worse,
+    situation_in,
+)
 from lambdas.remediation.learning_rate_ranges import RateRange
 from lambdas.remediation.payload import WorkflowState
 
@@ -85,15 +93,19 @@ def plan(state: WorkflowState) -> WorkflowState:
         return _end(state, reason, end_cause=failure)
     rates = rate_range(state)
     ladders = remedy_ladders(state, failure, rates)
-    situation = situation_of(attempt)
-    hyperparameters = state.run_spec.hyperparameters
+    base = attempt_to_plan_from(state, attempt, failure)
+    situation = situation_in(state, base)
+    # A quiet miss the training labels explain: only a remedy that names a cause in the run (a setting, or the labels
+    # themselves) answers it; the loss's course would only send more epochs or another rate after the data.
+    labels = situation.labels if failure == OBJECTIVE_MISSED else None
+    hyperparameters = base.hyperparameters if base is not attempt else state.run_spec.hyperparameters
     worse = remedies_that_made_it_worse(state)
     tried = [attempt.hyperparameters for attempt in state.attempts]
     repeats: dict[str, int] = {}
     chosen = None
     for key, ladder in ladders:
         for index, remedy in enumerate(ladder):
-            if remedy.label in worse:
+            if remedy.label in worse or (labels is not None and not remedy.when.names_a_cause):
                 continue
             holds, facts = remedy.when.check(situation, hyperparameters)
             updated = remedy.apply(hyperparameters) if holds else None
@@ -106,16 +118,23 @@ def plan(state: WorkflowState) -> WorkflowState:
         if chosen is not None:
             break
     end_cause = failure if failure in FAILURE_KINDS else "no_remedy_left"
+    if chosen is None and labels is not None:
+        reason = (
+            f"{headline(attempt, state)}. {_sentence(labels.describe())}. No remedy in the {state.policy} remedies "
+            f"answers that: {labels.advice}.{_not_again(worse, repeats)} Ending with {state.run_spec.summary()}."
+        )
+        return _end(state, reason, end_cause=end_cause)
     if chosen is None:
-        reason = exhausted_reason(state, attempt, failure, ladders, situation, ANY_RULE, FAILURE_KINDS)
+        reason = exhausted_reason(state, attempt, failure, ladders, situation, ANY_RULE, FAILURE_KINDS, hyperparameters)
         reason += _not_again(worse, repeats)
         return _end(state, reason, end_cause=end_cause)
 
     key, ladder, index, remedy, facts, updated = chosen
+    current = state.run_spec.hyperparameters
     changes = {
-        name: Change(before=hyperparameters.get(name), after=value)
+        name: Change(before=current.get(name), after=value)
         for name, value in updated.items()
-        if hyperparameters.get(name) != value
+        if current.get(name) != value
     }
     what = describe_changes(changes, state.kinds())
     if state.retraining_budget_left == 0:
@@ -127,10 +146,12 @@ def plan(state: WorkflowState) -> WorkflowState:
         return _end(state, reason, end_cause="budget_spent")
     spent = run_limits.instance_hours_spent(state)
     if spent:
-        reason = f"{headline(attempt, state)}. {spent}; the next remedy would have been {remedy.label} ({what}). Ending."
+        reason = (
+            f"{headline(attempt, state)}. {spent}; the next remedy would have been {remedy.label} ({what}). Ending."
+        )
         return _end(state, reason, end_cause="instance_hours_spent")
 
-    after, resumable = resume_sentence(attempt) if remedy.resume else ("", False)
+    after, resumable = resume_sentence(base) if remedy.resume else ("", False)
     run_spec = state.run_spec.with_hyperparameters(updated)
     answered = answered_data_finding(state, failure, situation) if key == failure else None  # not by "*"
     if answered is not None:
@@ -142,16 +163,23 @@ def plan(state: WorkflowState) -> WorkflowState:
         {label: fact for label, fact in worse.items() if label in passed},
         {label: number for label, number in repeats.items() if label in passed},
     )
+    also = f" Also: {labels.describe()}." if labels is not None and not remedy.when.training_labels else ""
+    back = ""
+    if base is not attempt:
+        back = (
+            f" Back to job {base.number}'s settings, the closest to the objective so far "
+            f"({state.declared_objective().metric_name} = {show(base.objective_value)}); from there:"
+        )
     reason = (
-        f"{headline(attempt, state)}. {_why(state, key, failure, ladder, index, remedy, facts, attempt, rates)}"
-        f"{not_again} Next: {what}.{after}"
+        f"{headline(attempt, state)}.{back} {_why(state, key, failure, ladder, index, remedy, facts, base, rates)}"
+        f"{also}{not_again} Next: {what}.{after}"
     )
     decision = Decision(
         remedy=remedy.label,
         reason=reason,
         next_action="launch_new",
         changes=changes,
-        resume_from=attempt.job_name if resumable else None,
+        resume_from=base.job_name if resumable else None,
     )
     history = state.history.model_copy(deep=True)
     for name in changes:
@@ -211,6 +239,10 @@ def remedy_ladders(
     return []
 
 
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
 def _launches(count: int) -> str:
     return f"{count} launch{'' if count == 1 else 'es'}"
 
@@ -229,7 +261,7 @@ def _why(
     """'Remedy 1 of 2 for ExplodingTensor in the declared remedies, ClipGradients (set grad_clip to 1), applies
     because ... Note. Evidence: ...'; for the evidence set's remedies on a learning rate, the range it judged in."""
     source = "the AWS sample's ladder" if state.policy == "anchor" else f"the {state.policy} remedies"
-    described = remedy.change.describe()
+    described = " and ".join(change.describe() for change in remedy.changes())
     label = f"{remedy.name} ({described})" if remedy.name else described
     sentence = f"Remedy {index + 1} of {len(ladder)} for {key} in {source}, {label}, applies"
     if facts:

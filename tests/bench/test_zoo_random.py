@@ -123,26 +123,33 @@ def _row(launches, met, steps, rules=(), held_out=True, first_rule=None):
 
 def test_the_summary_arithmetic_on_hand_given_rows():
     evidence = zoo_random_run.EVIDENCE
-    cases = [  # (evidence row, random row, reference row)
-        (_row(2, True, 120, ["ExplodingTensor"]), _row(3, True, 300), _row(1, True, 100)),  # ratio 1.2
-        (_row(2, True, 160, ["LossNotDecreasing"]), _row(5, False, 500), _row(1, True, 100)),  # ratio 1.6
-        (_row(5, False, 400, ["ExplodingTensor"]), _row(5, False, 450), None),  # not repaired
-        (_row(1, True, 100), _row(1, True, 100), None),  # the fault left the objective met
-        (_row(5, True, 200, held_out=False), _row(2, True, 150), _row(1, True, 100)),  # a false success, ratio 2.0
+    named = {**_row(1, False, 100), "end_reason": "... missed it. The training labels are imbalanced: class 0 made 24"}
+    cases = [  # (fault, evidence row, random row, reference row)
+        ("lr_high", _row(2, True, 120, ["ExplodingTensor"]), _row(3, True, 300), _row(1, True, 100)),  # ratio 1.2
+        ("init_scale", _row(2, True, 160, ["LossNotDecreasing"]), _row(5, False, 500), _row(1, True, 100)),  # 1.6
+        ("lr_high", _row(5, False, 400, ["ExplodingTensor"]), _row(5, False, 450), None),  # not repaired
+        ("activation", _row(1, True, 100), _row(1, True, 100), None),  # the fault left the objective met
+        ("lr_frozen", _row(5, True, 200, held_out=False), _row(2, True, 150), _row(1, True, 100)),  # false success, 2.0
+        ("rare_class", named, _row(5, False, 500), None),  # a data fault not repaired, named: 1 launch
+        ("label_noise", {**_row(3, False, 300), "end_reason": "No remedy left"}, _row(5, False, 500), None),
     ]
     results = []
-    for evidence_row, random_row, reference in cases:
+    for fault, evidence_row, random_row, reference in cases:
         runs = {evidence: evidence_row, zoo_random_run.RANDOM: random_row}
-        results.append({"runs": runs, "verdict": zoo_random_run.verdict(runs, reference)})
+        results.append({"configuration": {"fault": fault}, "runs": runs,
+                        "verdict": zoo_random_run.verdict(runs, reference, fault)})
     twins = [_row(1, True, 100), _row(2, True, 150, ["VanishingGradient"]), {"error": "exit 3"}]
     summary = zoo_random_run.totals(results, twins, zoo_random_run.POLICIES)
-    assert summary["configurations"] == 5 and summary["failing"] == 4 and summary["fault_ineffective"] == 1
-    assert summary[evidence]["repaired"] == 3 and summary[evidence]["repair_rate"] == 0.75
+    assert summary["configurations"] == 7 and summary["failing"] == 6 and summary["fault_ineffective"] == 1
+    assert summary[evidence]["repaired"] == 3 and summary[evidence]["repair_rate"] == 0.5
+    assert summary[evidence]["repaired_other_faults"] == 3 and summary[evidence]["failing_other_faults"] == 4
+    assert summary[evidence]["data_faults_missed"] == 2 and summary[evidence]["data_faults_named"] == 1
+    assert summary[evidence]["data_faults_named_median_launches"] == 1
     assert summary[evidence]["median_launches"] == 2  # of 2, 2 and 5 (their mean is 3)
     assert summary[evidence]["compute_ratio_median"] == 1.6 and summary[evidence]["compute_ratio_max"] == 2.0
     assert summary[evidence]["compute_ratio_within_target"] == 1 and summary[evidence]["compute_ratios_measured"] == 3
     assert summary[evidence]["false_successes"] == 1
-    assert summary["random"]["repaired"] == 2 and summary["random"]["repair_rate"] == 0.5
+    assert summary["random"]["repaired"] == 2 and summary["random"]["repair_rate"] == 0.333
     assert summary["random"]["median_launches"] == 2.5 and summary["random"]["false_successes"] == 0
     assert summary["healthy_twins_run"] == 3 and summary["false_alarms"] == 1 and summary["false_alarm_rate"] == 0.5
 

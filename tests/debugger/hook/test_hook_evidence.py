@@ -32,12 +32,18 @@ def read_evidence(directory):
     return RuleStatusDocument.from_json((directory / RULE_STATUS_FILE).read_text()).evidence
 
 
-def test_an_unregistered_adam_is_named_with_its_rates_and_the_peaks_carry_their_step_and_rate(tmp_path):
-    hook = Hook.from_configs(rule_configs=[rule("LossNotDecreasing")], out_dir=tmp_path, job_name="adam")
+def hooked(out_dir, job_name, criterion=None, rules=None):
+    """(hook, model, data, criterion): the hook watching the model and its loss, as an smdebug script registers them."""
+    hook = Hook.from_configs(rule_configs=rules or [rule("LossNotDecreasing")], out_dir=out_dir, job_name=job_name)
     model, data = model_and_data()
-    criterion = nn.CrossEntropyLoss()
+    criterion = criterion or nn.CrossEntropyLoss()
     hook.register_module(model)
     hook.register_loss(criterion)
+    return hook, model, data, criterion
+
+
+def test_an_unregistered_adam_is_named_with_its_rates_and_the_peaks_carry_their_step_and_rate(tmp_path):
+    hook, model, data, criterion = hooked(tmp_path, "adam")
     optimizer = torch.optim.Adam(
         [{"params": model[0].parameters(), "lr": 1e-3}, {"params": model[2].parameters(), "lr": 3e-4}]
     )
@@ -67,13 +73,8 @@ def test_an_unregistered_adam_is_named_with_its_rates_and_the_peaks_carry_their_
 
 
 def test_a_rule_that_stops_the_job_before_the_first_optimizer_step_still_names_the_optimizer(tmp_path):
-    hook = Hook.from_configs(
-        rule_configs=[rule("VanishingGradient", threshold="1e3", action_json=STOP)], out_dir=tmp_path, job_name="early"
-    )
-    model, data = model_and_data()
-    criterion = nn.CrossEntropyLoss()
-    hook.register_module(model)
-    hook.register_loss(criterion)
+    early_stop = [rule("VanishingGradient", threshold="1e3", action_json=STOP)]
+    hook, model, data, criterion = hooked(tmp_path, "early", rules=early_stop)
     optimizer = torch.optim.AdamW(model.parameters(), lr=2e-3)
     inputs, labels = data[0]
     with pytest.raises(StopTrainingRequested):
@@ -89,11 +90,7 @@ def test_the_checkpoint_files_the_job_left_are_counted(tmp_path, monkeypatch):
     checkpoints = tmp_path / "checkpoints"
     checkpoints.mkdir()
     monkeypatch.setenv(CHECKPOINT_DIR_ENV, str(checkpoints))
-    hook = Hook.from_configs(rule_configs=[rule("LossNotDecreasing")], out_dir=tmp_path / "debug", job_name="ckpt")
-    model, data = model_and_data()
-    criterion = nn.CrossEntropyLoss()
-    hook.register_module(model)
-    hook.register_loss(criterion)
+    hook, model, data, criterion = hooked(tmp_path / "debug", "ckpt")
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     for inputs, labels in data[:2]:
         optimizer.zero_grad()
@@ -121,11 +118,7 @@ def test_a_job_without_a_checkpoint_directory_reports_none(tmp_path, monkeypatch
 def test_the_training_loss_course_is_reported_in_windows_and_evaluation_losses_stay_out(tmp_path):
     """Issue 21: the planner reads the loss's course over the whole job. Every training step's loss is in one window
     (the means are the steps' own), however many steps; the evaluation passes between epochs are not."""
-    hook = Hook.from_configs(rule_configs=[rule("LossNotDecreasing")], out_dir=tmp_path, job_name="course")
-    model, data = model_and_data()
-    criterion = nn.CrossEntropyLoss()
-    hook.register_module(model)
-    hook.register_loss(criterion)
+    hook, model, data, criterion = hooked(tmp_path, "course")
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     training_losses = []
     for _ in range(5):
@@ -148,3 +141,51 @@ def test_the_training_loss_course_is_reported_in_windows_and_evaluation_losses_s
     for window in windows:
         assert window.mean == pytest.approx(sum(training_losses[position : position + window.count]) / window.count)
         position += window.count
+
+
+def test_the_training_labels_are_counted_by_class_with_how_often_the_model_matched_them(tmp_path):
+    """Issue 21: the job counts the class-index labels its loss module trains on, and per loss window how often the
+    model's top class matched them before the update; evaluation passes and labels outside the classes
+    (CrossEntropyLoss's ignore_index) are not counted."""
+    hook, model, data, criterion = hooked(tmp_path, "labels")
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    counts, matched = torch.zeros(4, dtype=torch.int64), []
+    for _ in range(3):
+        hook.set_mode(ModeKeys.TRAIN)
+        for inputs, labels in data:
+            labels = labels.clone()
+            labels[0] = -100  # ignored by the loss: not a class
+            optimizer.zero_grad()
+            scores = model(inputs)
+            kept = labels >= 0
+            counts += torch.bincount(labels[kept], minlength=4)
+            matched.append(float((scores.argmax(1)[kept] == labels[kept]).float().mean()))
+            criterion(scores, labels).backward()
+            optimizer.step()
+        hook.set_mode(ModeKeys.EVAL)
+        with torch.no_grad():
+            criterion(model(data[0][0]), torch.zeros(32, dtype=torch.int64))  # all class 0: would tilt the counts
+    hook.close()
+
+    evidence = read_evidence(tmp_path)
+    assert evidence.label_counts == counts.tolist() and sum(evidence.label_counts) == 3 * 8 * 31
+    position = 0
+    for window in evidence.loss_windows:
+        assert window.agreement_count == window.count
+        assert window.agreement == pytest.approx(sum(matched[position : position + window.count]) / window.count)
+        position += window.count
+
+
+def test_a_regression_loss_counts_no_labels(tmp_path):
+    """MSELoss takes real-valued targets: nothing about classes to count, and no agreement is claimed."""
+    hook, model, data, criterion = hooked(tmp_path, "regression", nn.MSELoss())
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    hook.set_mode(ModeKeys.TRAIN)
+    for inputs, _ in data:
+        optimizer.zero_grad()
+        criterion(model(inputs), torch.zeros(32, 4)).backward()
+        optimizer.step()
+    hook.close()
+    evidence = read_evidence(tmp_path)
+    assert evidence.label_counts is None
+    assert all(window.agreement is None and window.agreement_count == 0 for window in evidence.loss_windows)

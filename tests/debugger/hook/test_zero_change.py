@@ -385,3 +385,17 @@ def test_a_plain_script_gets_the_same_structural_zeros_skipped_as_an_explicit_ho
     assert "gradient/0.weight" not in silent and "gradient/5.bias" not in silent
     document = watcher.hook.close()
     assert [rule.RuleEvaluationStatus for rule in document.rules] == ["NoIssuesFound"] * 3
+
+
+def test_a_plain_loop_has_its_training_labels_counted(watch, tmp_path):
+    """A script with no hook: its nn.CrossEntropyLoss's labels are counted as an explicit hook's register_loss counts
+    them (issue 21: the planner reads a rare class from them)."""
+    watcher = watch()
+    model = mlp()
+    data = batches(5)
+    plain_loop(model, torch.optim.SGD(model.parameters(), lr=0.05), data)
+    watcher.uninstall()
+    evidence = watcher.hook.close().evidence
+    expected = sum(torch.bincount(labels, minlength=4) for _, labels in data)
+    assert evidence.label_counts == expected.tolist()
+    assert all(window.agreement is not None for window in evidence.loss_windows)

@@ -24,6 +24,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
 sys.path.insert(0, str(REPO / "examples" / "mlp"))
+sys.path.insert(0, str(REPO / "bench"))  # the random zoo's faults, made the same way
 
 #: The MLP example's knobs the evidence set turns, on its own names.
 MLP_NAMES = {
@@ -83,11 +84,11 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     },
     "mlp-sigmoid-batch-norm-0": {
         "about": 'Eight sigmoid layers at a tenth of the usual initial scale on digits, "batch-norm": 0 (a 0/1 knob): '
-        "VanishingGradient at step 0.",
+        "VanishingGradient at step 0; the next job runs with what the planner chose.",
         "dataset": "digits",
         "run_spec": {**MLP_SPEC, "hyperparameters": {"lr": 0.05, "epochs": 4, "activation": "sigmoid", "depth": 8,
                                                      "init-scale": 0.1, "batch-norm": 0},
-                     "hyperparameter_names": MLP_NAMES, "max_num_retraining": 1},
+                     "hyperparameter_names": MLP_NAMES, "max_num_retraining": 2},
     },
     "mlp-sigmoid-stack-quiet": {
         "about": "Four sigmoid layers on digits at SGD 0.05 (issue 21's quiet miss): no default rule fires and the "
@@ -119,6 +120,39 @@ SCENARIOS: dict[str, dict[str, Any]] = {
                      "hyperparameter_names": {"learning_rate": "lr", "num_epochs": "epochs"},
                      "objective": {**MLP_SPEC["objective"], "target_value": 0.995}, "max_num_retraining": 1},
     },
+    "mlp-rare-class": {
+        "about": "The MLP on digits with SGD at 0.05 for twelve epochs, class 0 kept at 2% of its training samples "
+        "(the held-out channel keeps all its classes): quiet, and short of the objective; the script has a "
+        "class-weighting knob, and the next job runs with what the planner chose.",
+        "dataset": "digits",
+        "train_faults": {"rare_class": 0.02},
+        "run_spec": {**MLP_SPEC, "hyperparameters": {"lr": 0.05, "epochs": 12, "class-weighting": "none"},
+                     "hyperparameter_names": {"learning_rate": "lr", "num_epochs": "epochs",
+                                              "class_weighting": "class-weighting"},
+                     "max_num_retraining": 2},
+    },
+    "mlp-noisy-labels": {
+        "about": "The MLP on digits with SGD at 0.05 for twelve epochs, 60% of its training labels replaced by labels "
+        "drawn at random (held-out labels clean): quiet, and short of the objective; the network learns the wrong "
+        "labels by heart. The script's weight decay and dropout are knobs; the next jobs run with what the planner "
+        "chose.",
+        "dataset": "digits",
+        "train_faults": {"label_noise": 0.6},
+        "run_spec": {**MLP_SPEC, "hyperparameters": {"lr": 0.05, "epochs": 12, "weight-decay": 0.0, "dropout": 0.0},
+                     "hyperparameter_names": {"learning_rate": "lr", "num_epochs": "epochs",
+                                              "weight_decay": "weight-decay"},
+                     "max_num_retraining": 4},
+    },
+    "mlp-noisy-labels-small": {
+        "about": "One hidden layer of 32 units on digits with SGD at 0.05 for twelve epochs, 60% of its training labels "
+        "replaced by labels drawn at random (held-out labels clean): too small to learn the wrong labels by heart, "
+        "it learns what the correct ones share; quiet, and short of the objective.",
+        "dataset": "digits",
+        "train_faults": {"label_noise": 0.6},
+        "run_spec": {**MLP_SPEC, "hyperparameters": {"lr": 0.05, "epochs": 12, "hidden": 32, "depth": 1},
+                     "hyperparameter_names": {"learning_rate": "lr", "num_epochs": "epochs"},
+                     "max_num_retraining": 1},
+    },
     "ddp-script-without-checkpoints": {
         "about": "examples/ddp (a script that writes no checkpoints) on one process, one epoch, against an objective "
         "it misses: the evidence set's TrainLonger would resume, and there is nothing to resume from.",
@@ -145,13 +179,23 @@ def channels_for(scenario: dict[str, Any], work: Path) -> list[str]:
     if scenario["run_spec"].get("source_dir", "").endswith("mlp"):
         import numpy as np
         from make_data import make_dataset
+        from zoo_random import training_faults
 
         x, y = make_dataset(scenario.get("dataset", "blobs"))
-        train = work / "mlp-data" / "train"
-        train.mkdir(parents=True, exist_ok=True)
-        np.save(train / "x.npy", x)
-        np.save(train / "y.npy", y)
-        return ["--channel", f"train={train}"]
+        faults = scenario.get("train_faults")
+        channels = {"train": (x, y)}
+        if faults:  # the faults on the training 80% only; the held-out 20% stays clean, as a user's would
+            cut = int(len(y) * 0.8)
+            faulty = training_faults(x[:cut], y[:cut], np.random.default_rng(1), int(y.max()) + 1, **faults)
+            channels = {"train": faulty, "validation": (x[cut:], y[cut:])}
+        options = []
+        for name, (features, labels) in channels.items():
+            directory = work / "mlp-data" / name
+            directory.mkdir(parents=True, exist_ok=True)
+            np.save(directory / "x.npy", features)
+            np.save(directory / "y.npy", labels)
+            options += ["--channel", f"{name}={directory}"]
+        return options
     return []
 
 

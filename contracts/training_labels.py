@@ -1,0 +1,157 @@
+"""What a job's training labels say about a missed objective. Standard library only.
+
+A job can end quietly and miss its objective for a reason no learning rate, epoch count or layer fixes: its training
+data. The job's debugger reads the inputs of the script's loss module at every training step (the model's class
+scores and the class-index labels it trains on: ``nn.CrossEntropyLoss``, ``nn.NLLLoss``) and reports
+
+* ``label_counts``: how many training labels of each class the job trained on (classes 0 to
+  :data:`MAX_COUNTED_CLASSES` - 1; a job with more classes reports none), counted at every step (each epoch again);
+* per loss window (:class:`contracts.loss_history.LossWindow`), the ``agreement``: the share of the step's training
+  labels the model's top class matched before that step's update.
+
+Three findings follow (:func:`label_finding`), read by the planner when a job missed its objective quietly:
+
+* ``imbalanced``: the rarest class the job trained on has fewer than 1/:data:`IMBALANCE_RATIO` as many labels as
+  the most common one. A model sees that class too rarely to learn it, and a held-out set that has its share of it
+  is missed; more epochs or another rate do not change what it sees. Weighting the loss by class (or resampling)
+  does.
+* ``noisy``: over the last quarter of the run the model's top class matched its own training labels at least
+  :data:`FIT_GAP` less often than it matched the held-out labels (the objective's score). A model fits the labels
+  it trains on at least as well as unseen ones unless many of those labels are wrong: it learned the rule the
+  correct ones share and the wrong ones contradict it. Training longer, or at another rate, only fits more of the
+  wrong labels.
+* ``memorised``: the other way round, at least :data:`FIT_GAP` more often: the model fits its training labels far
+  better than it generalises (too little data for its capacity, or wrong labels it learned by heart, as a large
+  enough network does). More epochs widen the gap; regularisation (weight decay, dropout, early stopping) narrows
+  it. The loss's course says the same thing only once the loss is near zero (``contracts.loss_history``'s
+  ``memorised``); the labels say it while the loss is still falling. Learning by heart takes seeing the samples
+  again and again: a job known to have trained fewer than :data:`MIN_EPOCHS_TO_MEMORISE` epochs is not read so (a
+  one-epoch CNN with batch norm matched 65% of its training labels in train mode and scored 0.52 in eval mode,
+  its running statistics still young: development seed 5).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from contracts.hyperparameter_values import show
+from contracts.loss_history import LossWindow, last_quarter
+
+#: Classes counted (a job whose labels reach this index reports no counts: too many classes to judge balance here).
+MAX_COUNTED_CLASSES = 100
+#: SageMaker Debugger's ClassImbalance rule documents threshold_imbalance=10: the same ratio, on the labels a job
+#: trained on.
+IMBALANCE_RATIO = 10
+#: Fewer labels than this say nothing about balance.
+MIN_COUNTED_LABELS = 200
+#: How much less (noisy) or more (memorised) often the model matches its training labels than held-out ones. Dropout
+#: lowers the match in train mode by a few points on a healthy run, and a healthy model that has converged matches
+#: its training labels a few points more often than held-out ones; 40% of labels drawn at random lower the match by
+#: about 35 points in a model too small to learn them by heart (development seeds of bench/zoo_random.py).
+FIT_GAP = 0.15
+#: Fewer epochs than this are too few to learn labels by heart.
+MIN_EPOCHS_TO_MEMORISE = 3
+LABEL_FINDINGS = ("imbalanced", "noisy", "memorised")
+
+
+@dataclasses.dataclass(frozen=True)
+class LabelFinding:
+    """A finding about the training labels, with the numbers behind it."""
+
+    kind: str
+    detail: str
+    advice: str
+
+    def describe(self) -> str:
+        return self.detail
+
+
+def label_finding(
+    label_counts: Sequence[int] | None,
+    windows: Sequence[LossWindow] | None,
+    held_out_score: float | None,
+    epochs: int | None = None,
+) -> LabelFinding | None:
+    """What the training labels say (None: nothing, or too little reported). ``held_out_score``: the objective's
+    value when it is a score from 0 to 1 that a higher value betters (an accuracy), else None; ``epochs``: how many
+    the job trained, when known."""
+    return _imbalance(label_counts) or _fit(windows, held_out_score, epochs)
+
+
+def _imbalance(label_counts: Sequence[int] | None) -> LabelFinding | None:
+    if not label_counts or sum(label_counts) < MIN_COUNTED_LABELS:
+        return None
+    seen = [(count, label) for label, count in enumerate(label_counts) if count > 0]
+    if len(seen) < 2:
+        return None
+    rarest, rare_label = min(seen)
+    common, common_label = max(seen)
+    if common < IMBALANCE_RATIO * rarest:
+        return None
+    total = sum(label_counts)
+    return LabelFinding(
+        "imbalanced",
+        f"the training labels are imbalanced: class {rare_label} made {rarest:,} of the {total:,} labels the job "
+        f"trained on ({rarest / total:.1%}), class {common_label} {common:,} ({common / rarest:.0f} to 1; "
+        f"{IMBALANCE_RATIO} to 1 or more is imbalanced)",
+        "weight the loss by class: give the script a class-weighting argument and map it in hyperparameter_names as "
+        'class_weighting (the evidence remedies set it to "balanced"), or resample the rare classes in the training '
+        "channel",
+    )
+
+
+def _fit(windows: Sequence[LossWindow] | None, held_out_score: float | None, epochs: int | None) -> LabelFinding | None:
+    if not windows or held_out_score is None or not 0 <= held_out_score <= 1:
+        return None
+    late = [window for window in last_quarter(windows) if window.agreement is not None and window.agreement_count]
+    counted = sum(window.agreement_count for window in late)
+    if not counted:
+        return None
+    agreement = sum(window.agreement * window.agreement_count for window in late) / counted
+    if abs(held_out_score - agreement) < FIT_GAP:
+        return None
+    matched = (
+        f"over steps {late[0].first_step}-{late[-1].last_step} the model's top class matched {agreement:.0%} of its "
+        f"training labels, yet it scored {show(held_out_score)} on held-out data"
+    )
+    if agreement < held_out_score:
+        return LabelFinding(
+            "noisy",
+            f"the training labels look noisy: {matched}; a model fits the labels it trains on at least as well as "
+            "unseen ones unless many of them are wrong",
+            "check and correct the training labels (a share of them disagree with what the rest teach the model); "
+            "more epochs or another learning rate would fit more of the wrong ones",
+        )
+    if epochs is not None and epochs < MIN_EPOCHS_TO_MEMORISE:
+        return None
+    return LabelFinding(
+        "memorised",
+        f"the model learns its training labels by heart: {matched}",
+        "regularise (give the script weight decay, dropout or early stopping and map them in hyperparameter_names as "
+        "weight_decay, dropout, early_stopping_patience), add training data, or check the training labels (a network "
+        "large enough learns wrong ones by heart too); more epochs would widen the gap",
+    )
+
+
+class LabelTally:
+    """The job's count of training labels by class (the debugger adds each training step's), and whether it saw a
+    class beyond :data:`MAX_COUNTED_CLASSES`, after which it reports none."""
+
+    def __init__(self, counts: Sequence[int] | None = None) -> None:
+        self._counts = [int(count) for count in counts or ()][:MAX_COUNTED_CLASSES]
+        self._too_many_classes = False
+
+    def add(self, counts: Sequence[int]) -> None:
+        """One step's labels, as counts by class index (``counts[i]``: labels of class i)."""
+        if len(counts) > MAX_COUNTED_CLASSES:
+            if any(counts[MAX_COUNTED_CLASSES:]):
+                self._too_many_classes = True
+            counts = counts[:MAX_COUNTED_CLASSES]
+        if len(counts) > len(self._counts):
+            self._counts.extend([0] * (len(counts) - len(self._counts)))
+        for label, count in enumerate(counts):
+            self._counts[label] += int(count)
+
+    def counts(self) -> list[int] | None:
+        return None if self._too_many_classes or not any(self._counts) else list(self._counts)

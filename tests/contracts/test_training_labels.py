@@ -1,0 +1,123 @@
+"""What a job's training labels say (contracts.training_labels): the counts by class, the share the model's top class
+matched per loss window, and the findings the planner reads from them."""
+
+from __future__ import annotations
+
+import pytest
+
+from contracts import ContractError
+from contracts.loss_history import MAX_LOSS_WINDOWS, LossHistory, LossWindow
+from contracts.remedy_conditions import Condition, Situation, parse_condition
+from contracts.training_labels import MAX_COUNTED_CLASSES, LabelTally, label_finding
+
+
+def windows(agreements: list[float], steps: int = 10) -> list[LossWindow]:
+    return [
+        LossWindow(index * steps, index * steps + steps - 1, steps, 2.0 - 0.1 * index, agreement, steps)
+        for index, agreement in enumerate(agreements)
+    ]
+
+
+def test_the_tally_adds_steps_by_class_and_goes_on_from_a_resumed_count():
+    tally = LabelTally()
+    tally.add([3, 0, 5])
+    tally.add([1, 2, 0, 4])
+    assert tally.counts() == [4, 2, 5, 4]
+    resumed = LabelTally(tally.counts())
+    resumed.add([1])
+    assert resumed.counts() == [5, 2, 5, 4]
+    assert LabelTally().counts() is None
+
+
+def test_a_job_with_more_classes_than_counted_reports_no_counts():
+    """Counts cut at the cap would misstate the balance: none are reported."""
+    tally = LabelTally()
+    tally.add([1] * MAX_COUNTED_CLASSES + [0, 0])  # classes past the cap, none of them seen: still fine
+    assert tally.counts() == [1] * MAX_COUNTED_CLASSES
+    tally.add([0] * MAX_COUNTED_CLASSES + [1])
+    assert tally.counts() is None
+
+
+def test_window_agreements_are_exact_means_through_merges():
+    history = LossHistory()
+    matched = [(step % 7) / 7 for step in range(5 * MAX_LOSS_WINDOWS + 3)]
+    for step, share in enumerate(matched):
+        history.add(step, 1.0, share if step % 5 else None)  # every fifth step saw no labels
+    position = 0
+    for window in history.windows():
+        seen = [share for step, share in enumerate(matched[position : position + window.count], position) if step % 5]
+        assert window.agreement_count == len(seen)
+        assert window.agreement == pytest.approx(sum(seen) / len(seen))
+        position += window.count
+
+
+def test_a_class_ten_times_rarer_than_the_most_common_is_imbalanced():
+    finding = label_finding([24, 1740, 1560, 1860], None, None)
+    assert finding.kind == "imbalanced"
+    assert finding.describe() == (
+        "the training labels are imbalanced: class 0 made 24 of the 5,184 labels the job trained on (0.5%), class 3 "
+        "1,860 (78 to 1; 10 to 1 or more is imbalanced)"
+    )
+    assert "class_weighting" in finding.advice
+
+
+@pytest.mark.parametrize(
+    "counts",
+    [
+        [200, 1900, 1500],  # 9.5 to 1: within the ratio
+        [0, 1800, 1700],  # a class never seen is not a rare one (its index may be unused)
+        [2, 60, 50],  # too few labels to judge
+        [5000],
+    ],
+)
+def test_balanced_or_too_few_labels_say_nothing(counts):
+    assert label_finding(counts, None, None) is None
+
+
+def test_fitting_training_labels_far_worse_than_held_out_ones_reads_as_noisy_labels():
+    finding = label_finding(None, windows([0.3, 0.4, 0.45, 0.46, 0.47, 0.46, 0.48, 0.46]), 0.78)
+    assert finding.kind == "noisy"
+    assert "over steps 60-79 the model's top class matched 47% of its training labels, yet it scored 0.78" in (
+        finding.describe()
+    )
+
+
+def test_fitting_them_far_better_reads_as_learning_them_by_heart():
+    finding = label_finding(None, windows([0.5, 0.6, 0.8, 0.9, 0.95, 0.97, 0.99, 1.0]), 0.7)
+    assert finding.kind == "memorised"
+    assert "weight_decay, dropout, early_stopping_patience" in finding.advice
+
+
+@pytest.mark.parametrize(
+    ("agreements", "score"),
+    [
+        ([0.5, 0.8, 0.95, 0.97, 0.99, 1.0, 1.0, 1.0], 0.9),  # a healthy fit: a few points better on training labels
+        ([0.3, 0.5, 0.6, 0.7, 0.75, 0.8, 0.82, 0.85], 0.9),  # dropout: a few points worse in train mode
+        ([0.2, 0.3, 0.4, 0.5], None),  # the objective is not a 0-1 score
+    ],
+)
+def test_a_fit_within_the_gap_or_no_score_says_nothing(agreements, score):
+    assert label_finding(None, windows(agreements), score) is None
+
+
+def test_the_training_labels_condition_holds_on_its_findings_and_is_parsed_with_a_clear_error():
+    condition = parse_condition({"training_labels": ["noisy", "memorised"]}, {"lr": 0.1}, "remedies.x[0].when")
+    assert condition == Condition(training_labels=("noisy", "memorised"))
+    assert condition.to_json() == {"training_labels": ["noisy", "memorised"]}
+    assert condition.names_a_cause
+    noisy = Situation(loss_windows=tuple(windows([0.4, 0.45, 0.46, 0.47])), held_out_score=0.8)
+    holds, facts = condition.check(noisy, {"lr": 0.1})
+    assert holds and facts[0].startswith("the training labels look noisy")
+    assert condition.check(Situation(), {"lr": 0.1}) == (False, [])
+    with pytest.raises(ContractError) as error:
+        parse_condition({"training_labels": "skewed"}, {"lr": 0.1}, "remedies.x[0].when")
+    assert str(error.value).startswith("remedies.x[0].when.training_labels: must be one of imbalanced, noisy, memorised")
+
+
+def test_a_job_of_one_or_two_epochs_is_not_read_as_learning_labels_by_heart():
+    """A model learns labels by heart from seeing them again and again; a one-epoch job's gap is something else (a
+    batch-norm network's young running statistics in eval mode)."""
+    late_gap = windows([0.2, 0.4, 0.6, 0.65])
+    assert label_finding(None, late_gap, 0.45, epochs=1) is None
+    assert label_finding(None, late_gap, 0.45, epochs=3).kind == "memorised"
+    assert label_finding(None, late_gap, 0.45).kind == "memorised"  # epochs unknown
