@@ -136,6 +136,8 @@ class LocalDispatch:
         self._sessions: list[Any] = []
         self._interceptors: list[Interceptor] = []
         self._lambda_timeouts: dict[str, float] = {}
+        self._running_invocations: dict[str, int] = {}  # by function name
+        self._invocations_ended = threading.Condition()
         self.calls: list[OperationCall] = []
 
     # ------------------------------------------------------------------ registration
@@ -170,6 +172,12 @@ class LocalDispatch:
 
     def lambda_timeout(self, function_name: str) -> float | None:
         return self._lambda_timeouts.get(function_name_from(function_name))
+
+    def wait_for_invocations(self, function_name: str, timeout: float | None) -> bool:
+        """Wait until no invocation of ``function_name`` runs (at most ``timeout`` seconds); True when none does."""
+        name = function_name_from(function_name)
+        with self._invocations_ended:
+            return self._invocations_ended.wait_for(lambda: not self._running_invocations.get(name), timeout)
 
     def add_interceptor(self, interceptor: Interceptor) -> None:
         """Show ``interceptor`` every call from now on: the dispatched ones and those moto (or the network) answers.
@@ -350,6 +358,8 @@ class LocalDispatch:
             timeout_seconds=self._lambda_timeouts.get(name, 900.0),
         )
         response: dict[str, Any] = {"StatusCode": 202 if call.params.get("InvocationType") == "Event" else 200}
+        with self._invocations_ended:
+            self._running_invocations[name] = self._running_invocations.get(name, 0) + 1
         try:
             result = handler(event, context)
         except Exception as error:
@@ -364,6 +374,10 @@ class LocalDispatch:
             ).encode()
         else:
             response["Payload"] = json.dumps(result).encode()
+        finally:
+            with self._invocations_ended:
+                self._running_invocations[name] -= 1
+                self._invocations_ended.notify_all()
         response["ExecutedVersion"] = "$LATEST"
         return response
 

@@ -19,6 +19,7 @@ cloud accepts, and reads what happens.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import importlib
@@ -27,6 +28,7 @@ import logging
 import os
 import re
 import threading
+import time
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
@@ -35,10 +37,10 @@ from typing import Any
 import boto3
 from moto import mock_aws
 
-from contracts import bucket_layout
-from lambdas.remediation import job_events
+from lambdas.remediation import handler_support, job_events
 from local_runtime.botocore_dispatch import LocalDispatch
 from local_runtime.event_bus import LocalEventBus, training_job_state_change_event
+from local_runtime.interpreter_stop import stops_as_in_aws
 from local_runtime.offline_aws import ACCOUNT_ID, OFFLINE_AWS_ENVIRONMENT
 from local_runtime.sagemaker_api import register_training_api
 from local_runtime.shipped import ASL_PATH
@@ -98,6 +100,7 @@ class LocalRuntime:
         self.queue_url: str | None = None
         self.notifications: list[dict[str, Any]] = []
         self._mock = None
+        self._aws_stops: contextlib.AbstractContextManager | None = None
         self._saved_environment: dict[str, str | None] = {}
         self._lambda_log = None
         self._redirected_handlers: list[tuple[logging.StreamHandler, Any]] = []
@@ -123,6 +126,11 @@ class LocalRuntime:
         options = self.options
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self._set_environment({**OFFLINE_AWS_ENVIRONMENT, "AWS_DEFAULT_REGION": options.region, "AWS_REGION": options.region})
+        # A stop (Ctrl-C, SIGTERM, close) can land while a state is being evaluated: moto alone then ends the
+        # execution FAILED with a history it cannot serialize; with this it ends ABORTED at once, as in AWS.
+        aws_stops = stops_as_in_aws()
+        aws_stops.__enter__()
+        self._aws_stops = aws_stops
         mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True}})
         mock.start()
         # only a mock that finished starting is stopped at close: Ctrl-C can land inside start(), before it counts
@@ -183,16 +191,20 @@ class LocalRuntime:
         self._route_handler_logs()
         self._route_interpreter_logs()
         self.dispatch.install()
+        handler_support.forget_clients()  # the handlers' clients are this account's, made with the dispatch installed
 
         definition = substitute(ASL_PATH.read_text(), substitutions)
         self.state_machine_arn = self.client("stepfunctions").create_state_machine(
             name=STATE_MACHINE_NAME, definition=definition, roleArn=STATES_ROLE_ARN
         )["stateMachineArn"]
         cleanup = importlib.import_module("lambdas.execution_cleanup_handler")
-        # moto ends a stopped execution only once the Lambda in flight has returned (the watch above sees its end
-        # then), so a launch has settled when the cleanup runs: no need to wait out the train Lambda's timeout.
+        # A stopped execution ends at once, as in AWS, while a train Lambda may still be launching its job. The
+        # cloud's cleanup looks again once that Lambda's timeout has passed; here it knows when the Lambda returned.
         self._saved_settle_launch = cleanup.settle_launch
-        cleanup.settle_launch = _launch_already_settled
+        train_function = HANDLERS["TrainFunctionArn"][0]
+        cleanup.settle_launch = lambda until: self.dispatch.wait_for_invocations(
+            train_function, max(0.0, until - time.time())
+        )
         self.events.add_rule(
             "ExecutionEnded", job_events.execution_status_change_pattern(self.state_machine_arn), cleanup.handler
         )
@@ -231,6 +243,10 @@ class LocalRuntime:
             if self._mock is not None:
                 self._mock.stop()
                 self._mock = None
+            handler_support.forget_clients()
+            if self._aws_stops is not None:
+                self._aws_stops.__exit__(None, None, None)
+                self._aws_stops = None
             self._restore_environment()
 
     # ------------------------------------------------------------------ the execution
@@ -245,11 +261,7 @@ class LocalRuntime:
         return self.execution_arn
 
     def describe(self) -> dict[str, Any]:
-        description = self.client("stepfunctions").describe_execution(executionArn=self.execution_arn)
-        if description.get("status") == "FAILED" and description.get("error") == ABORTED_WAIT_ERROR:
-            # release_pending_waits ended a stopped execution's wait: AWS would show that execution ABORTED.
-            description = {**description, "status": "ABORTED"}
-        return description
+        return self.client("stepfunctions").describe_execution(executionArn=self.execution_arn)
 
     def history(self) -> list[dict[str, Any]]:
         events: list[dict[str, Any]] = []
@@ -259,8 +271,8 @@ class LocalRuntime:
         return events
 
     def stop_execution(self, cause: str) -> None:
-        self.client("stepfunctions").stop_execution(executionArn=self.execution_arn, error="LocalStop", cause=cause)
-        release_pending_waits(self.client("s3"), self.client("stepfunctions"), self.options.bucket, self.execution_arn)
+        """StopExecution: the execution is ABORTED at once (its wait for the job released), as in AWS."""
+        self.client("stepfunctions").stop_execution(executionArn=self.execution_arn, error=STOP_ERROR, cause=cause)
 
     def drain_notifications(self) -> list[dict[str, Any]]:
         """Receive what arrived on the SNS subscription since the last call, in order."""
@@ -322,9 +334,13 @@ class LocalRuntime:
         loggers = [logging.getLogger()] + [
             logger for logger in logging.root.manager.loggerDict.values() if isinstance(logger, logging.Logger)
         ]
+        redirected: set[int] = {id(warnings_handler)}  # a handler on several loggers is redirected (and restored) once
         for logger in loggers:
             for handler in logger.handlers:
+                if id(handler) in redirected:
+                    continue
                 if isinstance(handler, logging.StreamHandler) and not isinstance(handler, logging.FileHandler):
+                    redirected.add(id(handler))
                     self._redirected_handlers.append((handler, handler.setStream(self._lambda_log)))
 
     def _route_interpreter_logs(self) -> None:
@@ -360,35 +376,8 @@ class LocalRuntime:
         self._saved_environment = {}
 
 
-#: The error release_pending_waits fails a stopped execution's wait with; describe() shows that execution ABORTED.
-ABORTED_WAIT_ERROR = "LocalStop"
-
-
-def _launch_already_settled(_until: float) -> None:
-    """The local cleanup's second look needs no wait (see LocalRuntime._open)."""
-
-
-def release_pending_waits(s3: Any, stepfunctions: Any, bucket: str, execution_arn: str) -> int:
-    """After StopExecution, end the execution's open WaitForJob with SendTaskFailure; returns how many.
-
-    moto's interpreter does not interrupt a callback task when its execution is stopped: the execution would stay
-    RUNNING until the wait's timeout. Failing the wait ends it at once (moto then records the execution as FAILED
-    rather than ABORTED; AWS aborts it directly). The kept task tokens say which waits are this execution's.
-    """
-    released = 0
-    listing = s3.list_objects_v2(Bucket=bucket, Prefix=bucket_layout.TASK_TOKENS_PREFIX)
-    for item in listing.get("Contents", []):
-        record = json.loads(s3.get_object(Bucket=bucket, Key=item["Key"])["Body"].read())
-        if record.get("execution_id") != execution_arn:
-            continue
-        try:
-            stepfunctions.send_task_failure(
-                taskToken=record["task_token"], error=ABORTED_WAIT_ERROR, cause="the execution was stopped"
-            )
-            released += 1
-        except stepfunctions.exceptions.ClientError:
-            pass  # that wait had already ended
-    return released
+#: The error a local stop gives StopExecution (the ExecutionAborted event's error).
+STOP_ERROR = "LocalStop"
 
 
 def substitute(definition: str, substitutions: Mapping[str, str]) -> str:

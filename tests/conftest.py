@@ -2,6 +2,7 @@
 
 import datetime as dt
 import os
+import sys
 
 # One compute thread per test process, set before anything imports torch: two xdist workers with a thread pool of
 # two each on two cores spin against each other (a 32-sample MLP step took 25 ms instead of 4). Training jobs the
@@ -69,6 +70,29 @@ def asl_parsed_once():
 
     with parse_each_definition_once():
         yield
+
+
+@pytest.fixture(scope="session")
+def sns_signing_key_made_once():
+    """moto's SNS signs every delivery with one key per test process, not one per subscription
+    (tests/sns_signing_key_once.py)."""
+    from sns_signing_key_once import signing_key_made_once
+
+    with signing_key_made_once():
+        yield
+
+
+@pytest.fixture(autouse=True)
+def handler_clients_per_test():
+    """The handlers keep their AWS clients (lambdas.remediation.handler_support.client); each test has its own fake
+    account, dispatch and environment, so each starts and ends with none kept."""
+    support = sys.modules.get("lambdas.remediation.handler_support")  # only where a test imported the handlers
+    if support is not None:
+        support.forget_clients()
+    yield
+    support = sys.modules.get("lambdas.remediation.handler_support")
+    if support is not None:
+        support.forget_clients()
 
 
 @pytest.fixture

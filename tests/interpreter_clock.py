@@ -14,13 +14,25 @@ says no Lambda, event, timer or test action is under way that could complete the
 recorded; a wait that is not quiet waits as before, up to its real timeout. So the order of a timeout against
 everything else is the one it has in real time, without the idle second.
 
-The patch points are moto 5.2's retrier module and its callback task's wait; they are checked, so a moto upgrade
-that moves them fails here with the name of what moved instead of slowing the suite down silently.
+moto times such a task twice: the task's wait for its token, and around the whole task (ExecutionState's
+``_evaluate_with_timeout``) a real timer with the same timeout, started before the task invokes the Lambda that
+hands its token out. On a loaded machine that in-process Lambda (milliseconds in AWS) took longer than the tests'
+1 s fallback: the state timed out before its wait began, and moto's abandoned evaluation went on with its frame
+ended, every part of it skipped while the code around it still popped their values; it read the state's input as
+the wait's timeout (a dict among the timeouts asked) and added a stale TaskSubmitted to the next wait's history
+(forced in tests/workflow/test_event_driven_wait.py). A wall-clock limit on the machine's speed, then: while
+:func:`callback_timeouts_when_quiet` is open, a callback task's own wait carries its timeout (counted from when the
+token was handed out) and the timer around it waits for the task to end.
+
+The patch points are moto 5.2's retrier module, its callback task's wait and the timer around a state; they are
+checked, so a moto upgrade that moves them fails here with the name of what moved instead of slowing the suite down
+or racing it silently.
 """
 
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Callable, Iterator
 from types import SimpleNamespace
@@ -80,7 +92,49 @@ def callback_timeouts_when_quiet(quiet: Callable[[], bool]) -> Iterator[list[flo
                 return None  # timed out: moto's CallbackOutcomeTimedOut, States.Timeout
 
     task_class._wait_for_task_token_timeout = wait_for_task_token
+    with _state_timer_waits_for_callback_tasks(task_class):
+        try:
+            yield asked
+        finally:
+            task_class._wait_for_task_token_timeout = original
+
+
+@contextlib.contextmanager
+def _state_timer_waits_for_callback_tasks(task_class: type) -> Iterator[None]:
+    """While open, the timer moto keeps around a callback task waits for the task to end: its wait for the token
+    ends by the same timeout (above), counted from when the token was handed out."""
+    from moto.stepfunctions.parser.asl.component.state.exec import execute_state
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.resource import ResourceCondition
+
+    state_class = execute_state.ExecutionState
+    if not callable(getattr(state_class, "_evaluate_with_timeout", None)) or not hasattr(execute_state, "threading"):
+        raise AssertionError(
+            f"moto's interpreter moved {state_class.__name__}._evaluate_with_timeout: update tests/interpreter_clock.py"
+        )
+    original_evaluate, original_threading = state_class._evaluate_with_timeout, execute_state.threading
+    timing_a_callback_task = threading.local()
+
+    class TaskTimer(threading.Event):
+        """The event _evaluate_with_timeout waits on for its task to end (the only Event that module makes)."""
+
+        def wait(self, timeout: float | None = None) -> bool:
+            if getattr(timing_a_callback_task, "active", False):
+                return super().wait()
+            return super().wait(timeout)
+
+    def evaluate_with_timeout(self, env) -> None:
+        callback = isinstance(self, task_class) and self.resource.condition == ResourceCondition.WaitForTaskToken
+        timing_a_callback_task.active = callback
+        try:
+            return original_evaluate(self, env)
+        finally:
+            timing_a_callback_task.active = False
+
+    # _evaluate_with_timeout calls threading.Event() once, for its timer, and nothing else of the threading module.
+    execute_state.threading = SimpleNamespace(Event=TaskTimer)
+    state_class._evaluate_with_timeout = evaluate_with_timeout
     try:
-        yield asked
+        yield
     finally:
-        task_class._wait_for_task_token_timeout = original
+        state_class._evaluate_with_timeout = original_evaluate
+        execute_state.threading = original_threading

@@ -161,13 +161,35 @@ def _refuse_past_the_deadline(model: Any = None, **_: Any) -> None:
 
 def client(service: str, region: str, read_timeout: float | None = None) -> Any:
     """A client whose every call (and every try of it) is refused once the invocation's deadline has passed, so
-    no call runs past the Lambda's timeout; ``read_timeout`` for calls that answer only when their work is done."""
-    config = CLIENT_CONFIG if read_timeout is None else CLIENT_CONFIG.merge(Config(read_timeout=read_timeout))
-    made = boto3.client(service, region_name=region, config=config)
-    # before-parameter-build: before each call (a dispatched one too); before-send: before each try of it.
-    made.meta.events.register("before-parameter-build", _refuse_past_the_deadline)
-    made.meta.events.register("before-send", _refuse_past_the_deadline)
-    return made
+    no call runs past the Lambda's timeout; ``read_timeout`` for calls that answer only when their work is done.
+
+    Made once per service, region and read timeout, and kept: as AWS advises for a Lambda, whose warm invocations
+    reuse its clients (a client costs 5-20 ms of CPU to make, a workflow test made a dozen; botocore's clients are
+    thread-safe, and the deadline is read per call from the invocation's thread). :func:`forget_clients` drops them
+    where the account behind them changes: the local runtime's fake account and each test's.
+    """
+    key = (service, region, read_timeout, id(boto3.DEFAULT_SESSION))
+    with _clients_lock:  # boto3's default session is not safe for making clients from several threads at once
+        made = _clients.get(key)
+        if made is None:
+            config = CLIENT_CONFIG if read_timeout is None else CLIENT_CONFIG.merge(Config(read_timeout=read_timeout))
+            made = boto3.client(service, region_name=region, config=config)
+            # before-parameter-build: before each call (a dispatched one too); before-send: before each try of it.
+            made.meta.events.register("before-parameter-build", _refuse_past_the_deadline)
+            made.meta.events.register("before-send", _refuse_past_the_deadline)
+            _clients[key] = made
+        return made
+
+
+def forget_clients() -> None:
+    """The next :func:`client` calls make new clients (they then see the credentials, endpoints and botocore event
+    handlers set up since: a new fake account, another in-process dispatch)."""
+    with _clients_lock:
+        _clients.clear()
+
+
+_clients: dict[tuple[Any, ...], Any] = {}
+_clients_lock = threading.Lock()
 
 
 def is_transient(error: BaseException) -> bool:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 from interpreter_clock import callback_timeouts_when_quiet, retry_waits_shortened
-from interpreter_stop import stops_as_in_aws
 from workflow_harness import open_workflow
+
+from local_runtime.interpreter_stop import stops_as_in_aws
 
 
 @pytest.fixture
-def workflow(monkeypatch, offline_aws_credentials, asl_parsed_once):
+def workflow(monkeypatch, offline_aws_credentials, asl_parsed_once, sns_signing_key_made_once):
     quiet = []  # the workflow's, once it exists
     with (
         retry_waits_shortened(),

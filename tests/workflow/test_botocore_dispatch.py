@@ -151,6 +151,38 @@ def test_a_raised_exception_becomes_lambdas_function_error_shape():
     assert payload["errorMessage"] == "capacity"
 
 
+def test_waiting_for_a_functions_invocations_ends_when_the_last_one_returns_or_raises():
+    """What the local cleanup's second look waits for: the train Lambda still launching a stopped execution's job."""
+    entered, release = threading.Semaphore(0), threading.Event()
+
+    def launching(event, context):
+        entered.release()
+        assert release.wait(60)
+        if event.get("fail"):
+            raise RuntimeError("capacity")
+        return {}
+
+    dispatch = LocalDispatch()
+    dispatch.register_lambda_function("train", launching)
+    dispatch.register_lambda_function("monitor", lambda event, context: {})
+    with dispatch:
+        client = boto3.client("lambda", region_name=REGION)
+        assert dispatch.wait_for_invocations("train", timeout=0)  # none runs
+        calls = [
+            threading.Thread(target=client.invoke, kwargs={"FunctionName": "train", "Payload": json.dumps(payload)})
+            for payload in ({}, {"fail": True})
+        ]
+        for call in calls:
+            call.start()
+        assert entered.acquire(timeout=60) and entered.acquire(timeout=60)  # both run now
+        assert not dispatch.wait_for_invocations("arn:aws:lambda:us-east-1:123456789012:function:train", timeout=0.05)
+        assert dispatch.wait_for_invocations("monitor", timeout=0)  # another function's count
+        release.set()
+        assert dispatch.wait_for_invocations("train", timeout=60)
+        for call in calls:
+            call.join(60)
+
+
 def test_unknown_function_is_resource_not_found():
     dispatch = LocalDispatch()
     dispatch.register_lambda_function("train", lambda event, context: {})

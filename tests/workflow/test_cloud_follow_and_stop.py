@@ -100,7 +100,7 @@ def test_cloud_stop_stops_the_execution_and_the_job_it_launched(workflow, capsys
     printed = capsys.readouterr().out
     assert f"stopped {arn}" in printed and f"stopped training job {job}" in printed
     assert sagemaker.stopped == [job]
-    assert workflow.wait(arn)["status"] == "ABORTED"  # at once, as in AWS (tests/interpreter_stop.py)
+    assert workflow.wait(arn)["status"] == "ABORTED"  # at once, as in AWS (local_runtime/interpreter_stop.py)
     assert workflow.history(arn)[-1]["type"] == "ExecutionAborted"
 
 

@@ -46,7 +46,7 @@ def test_an_aborted_executions_job_is_stopped_by_the_cleanup(workflow):
     assert notification["error"] == "ExecutionAborted"
 
 
-# Where a stop can land while WaitForJob is being evaluated rather than waiting (tests/interpreter_stop.py): before its
+# Where a stop can land while WaitForJob is being evaluated rather than waiting (local_runtime/interpreter_stop.py): before its
 # timeout is read, and inside its task before the task is scheduled (moto recorded the state's input as the task's
 # timeoutInSeconds there, and GetExecutionHistory then failed: the cleanup could not read the history).
 STOP_LANDS_INSIDE = {

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 from fault_scenarios import ABORT_POINTS, draw, run_drawn
-from workflow_harness import BASE_INPUT
+from workflow_harness import BASE_INPUT, FUNCTION_ARNS, completed
 
 #: Seeds `make test` runs (each a few seconds); the bench draws from 0 upwards.
 SEEDS = range(1000, 1008)
@@ -29,3 +29,32 @@ def test_an_execution_stopped_anywhere_leaves_no_job_running(workflow, faults, f
     drawn.execution_input = {**BASE_INPUT, "max_num_retraining": 3}
     outcome = run_drawn(workflow, faults, drawn)
     assert outcome.violations == [], outcome.line()
+
+
+def test_a_handler_that_runs_before_start_execution_returns_knows_its_execution(workflow, monkeypatch):
+    """The first Lambda (Initialize) can run before the test's thread is back from StartExecution (a loaded machine
+    did it once: the fault harness's abort at that Lambda then asked DescribeExecution for None). Forced here."""
+    import threading
+
+    workflow.script([completed()])
+    first_ran, seen = threading.Event(), []
+    plan = workflow.dispatch.lambda_functions()["remediation-plan"]
+
+    def plan_noting_the_execution(event, context):
+        if not first_ran.is_set():
+            seen.append(workflow.execution_arn)
+            first_ran.set()
+        return plan(event, context)
+
+    workflow.dispatch.register_lambda_function(FUNCTION_ARNS["PlanFunctionArn"], plan_noting_the_execution)
+    start_execution = workflow.sfn.start_execution
+
+    def start_then_lag(**kwargs):
+        started = start_execution(**kwargs)
+        assert first_ran.wait(300), "the execution never ran its first Lambda"
+        return started
+
+    monkeypatch.setattr(workflow.sfn, "start_execution", start_then_lag)
+    arn = workflow.start(BASE_INPUT)
+    assert workflow.wait(arn)["status"] == "SUCCEEDED"
+    assert seen == [arn]

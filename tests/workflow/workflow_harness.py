@@ -87,7 +87,7 @@ def open_workflow(setenv: Callable[[str, str], None]) -> Iterator[Workflow]:
         queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
         sns.subscribe(TopicArn=topic_arn, Protocol="sqs", Endpoint=queue_arn)
         setenv("NOTIFICATION_TOPIC_ARN", topic_arn)
-        workflow = Workflow(dispatch, queue_url)
+        workflow = Workflow(dispatch, queue_url, sqs)
         try:
             yield workflow
         finally:
@@ -269,6 +269,7 @@ class ScriptedSageMaker:
         self.stopped_while_running: list[str] = []
         self.execution_running: Callable[[], bool] = lambda: True
         self._lock = threading.Lock()
+        self._s3_client = None
         #: Set while the job-events handler runs on this thread: its reads are not the monitor's polls.
         self.quiet = threading.local()
 
@@ -384,7 +385,7 @@ class ScriptedSageMaker:
             )
             bucket, _ = bucket_layout.split_s3_uri(request["OutputDataConfig"]["S3OutputPath"])
             with acting_as(None):  # the job's own write, not a handler's call
-                boto3.client("s3", region_name=REGION).put_object(
+                self._s3().put_object(
                     Bucket=bucket, Key=bucket_layout.rule_status_key(name), Body=body.encode()
                 )
         response = {
@@ -418,6 +419,13 @@ class ScriptedSageMaker:
                 for name, value in tick.final_metrics.items()
             ]
         return response
+
+    def _s3(self) -> Any:
+        """The job's own S3 client, made once (a client costs milliseconds of CPU; jobs write at every poll)."""
+        with self._lock:
+            if self._s3_client is None:
+                self._s3_client = boto3.client("s3", region_name=REGION)
+            return self._s3_client
 
     def stop_training_job(self, call: OperationCall) -> dict[str, Any]:
         name = call.params["TrainingJobName"]
@@ -482,11 +490,11 @@ class Execution:
 
 
 class Workflow:
-    def __init__(self, dispatch: LocalDispatch, queue_url: str, definition_changes: dict[str, Any] | None = None):
+    def __init__(self, dispatch: LocalDispatch, queue_url: str, sqs: Any, definition_changes: dict[str, Any] | None = None):
         self.dispatch = dispatch
         self.queue_url = queue_url
         self.sfn = boto3.client("stepfunctions", region_name=REGION)
-        self.sqs = boto3.client("sqs", region_name=REGION)
+        self.sqs = sqs
         self.state_machine_arn = self.create_state_machine("remediation", definition_changes)
         self.sagemaker: ScriptedSageMaker | None = None
         self.execution_arn: str | None = None
@@ -609,21 +617,18 @@ class Workflow:
 
     def start(self, execution_input: Any, state_machine_arn: str | None = None, name: str | None = None) -> str:
         self._count += 1
-        self.execution_arn = self.sfn.start_execution(
-            stateMachineArn=state_machine_arn or self.state_machine_arn,
-            name=name or f"run-{self._count}",
-            input=json.dumps(execution_input),
-        )["executionArn"]
+        machine, name = state_machine_arn or self.state_machine_arn, name or f"run-{self._count}"
+        # Known before StartExecution returns: the first Lambda may run (and a test's wrapper of it read this) before
+        # the test's thread is back from the call, as it did once on a loaded machine.
+        self.execution_arn = f"{machine.replace(':stateMachine:', ':execution:', 1)}:{name}"
+        started = self.sfn.start_execution(stateMachineArn=machine, name=name, input=json.dumps(execution_input))
+        assert started["executionArn"] == self.execution_arn, started["executionArn"]
         return self.execution_arn
 
     def stop(self, arn: str, **reason: str) -> None:
-        """StopExecution (as in AWS the execution reads ABORTED at once: tests/interpreter_stop.py), then the release
-        of its open wait, as the local runtime does."""
-        from local_runtime.runtime import release_pending_waits
-
+        """StopExecution: as in AWS the execution reads ABORTED at once and its wait for a token ends
+        (local_runtime/interpreter_stop.py)."""
         self.sfn.stop_execution(executionArn=arn, **reason)
-        with acting_as(None):
-            release_pending_waits(boto3.client("s3", region_name=REGION), self.sfn, BUCKET, arn)
 
     def wait(self, arn: str, timeout: float = 300.0) -> dict[str, Any]:
         """Wait for the execution to end: meanwhile the test does nothing else, so a task waiting for its token

@@ -48,6 +48,26 @@ def test_no_call_goes_out_past_the_invocations_deadline(monkeypatch, offline_aws
     assert "ListObjectsV2: not attempted" in str(caught.value)
 
 
+def test_a_kept_client_holds_each_later_invocation_to_its_own_deadline(monkeypatch, offline_aws_credentials):
+    """The handlers keep their clients between invocations (as a warm Lambda does): the deadline a kept client
+    enforces is the invocation's that calls it, not the one's that made it."""
+    clock = [1000.0]
+    monkeypatch.setattr(handler_support, "monotonic", lambda: clock[0])
+    handler_support.begin_invocation(Context(seconds=900))  # the invocation that makes the client: far from its end
+    made = handler_support.client("s3", "us-east-1")
+    handler_support.begin_invocation(Context(seconds=30))  # a later one, past its deadline below
+    clock[0] += 30 - time_budgets.DEADLINE_MARGIN_SECONDS + 0.1
+    kept = handler_support.client("s3", "us-east-1")
+    assert kept is made
+    with pytest.raises(handler_support.DeadlineExceeded, match="ListObjectsV2: not attempted"):
+        kept.list_objects_v2(Bucket="artifacts-bucket")
+    # kept per service, region and read timeout; forgotten when the account behind them changes
+    assert handler_support.client("s3", "eu-west-1") is not made
+    assert handler_support.client("s3", "us-east-1", read_timeout=600) is not made
+    handler_support.forget_clients()
+    assert handler_support.client("s3", "us-east-1") is not made
+
+
 def test_outside_an_invocation_there_is_no_deadline(monkeypatch):
     monkeypatch.setattr(handler_support, "_invocation", type("Fresh", (), {})())
     assert handler_support.seconds_left() is None
