@@ -5,36 +5,21 @@ runtime and the workflow tests each hold it, possibly at once and from several t
 
 from __future__ import annotations
 
-import importlib
 import threading
 
 import pytest
+from moto_stop_points import STOP_LANDS_INSIDE, stop_point
 
 from local_runtime import interpreter_stop
 from local_runtime.interpreter_stop import stops_as_in_aws
 from local_runtime.runtime import STOP_ERROR, LocalRuntime, RuntimeOptions, local_execution_input
-
-# Where a stop can land while the first state (Initialize, a Lambda task) is being evaluated rather than waiting:
-# before it reads its timeout, and inside its task before the task is scheduled. moto alone read the state's input
-# as the task's timeout there: the execution ended FAILED (States.Runtime), or its history could not be serialized.
-STOP_LANDS_INSIDE = {
-    "before the state reads its timeout": (
-        "moto.stepfunctions.parser.asl.component.state.exec.execute_state.ExecutionState",
-        "_evaluate_with_timeout",
-    ),
-    "before the task is scheduled": (
-        "moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service.StateTaskService",
-        "_before_eval_execution",
-    ),
-}
 
 
 @pytest.mark.parametrize("moment", STOP_LANDS_INSIDE)
 def test_a_local_run_stopped_while_a_state_is_evaluated_ends_aborted_with_the_stops_cause(
     tmp_path, monkeypatch, moment
 ):
-    module_name, owner_name = STOP_LANDS_INSIDE[moment][0].rsplit(".", 1)
-    owner, method = getattr(importlib.import_module(module_name), owner_name), STOP_LANDS_INSIDE[moment][1]
+    owner, method = stop_point(moment)
     original = getattr(owner, method)
     reached, stopped, went_on = threading.Event(), threading.Event(), threading.Event()
 

@@ -10,6 +10,7 @@ import time
 
 import boto3
 import pytest
+from moto_stop_points import STOP_LANDS_INSIDE, stop_point
 from workflow_harness import BASE_INPUT, FUNCTION_ARNS, REGION, running
 
 SLOW_FALLBACK = {**BASE_INPUT, "monitor_interval_seconds": 60}
@@ -46,29 +47,11 @@ def test_an_aborted_executions_job_is_stopped_by_the_cleanup(workflow):
     assert notification["error"] == "ExecutionAborted"
 
 
-# Where a stop can land while WaitForJob is being evaluated rather than waiting (local_runtime/interpreter_stop.py): before its
-# timeout is read, and inside its task before the task is scheduled (moto recorded the state's input as the task's
-# timeoutInSeconds there, and GetExecutionHistory then failed: the cleanup could not read the history).
-STOP_LANDS_INSIDE = {
-    "before the state reads its timeout": (
-        "moto.stepfunctions.parser.asl.component.state.exec.execute_state.ExecutionState",
-        "_evaluate_with_timeout",
-    ),
-    "before the task is scheduled": (
-        "moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service.StateTaskService",
-        "_before_eval_execution",
-    ),
-}
-
-
 @pytest.mark.parametrize("moment", STOP_LANDS_INSIDE)
 def test_a_stop_that_lands_while_the_wait_is_set_up_aborts_and_the_cleanup_stops_the_job(workflow, monkeypatch, moment):
     """The user stops while the execution enters WaitForJob (the interleaving forced): the execution is ABORTED,
     its history ends there and reads back, and the cleanup stops the job."""
-    import importlib
-
-    module_name, method = STOP_LANDS_INSIDE[moment]
-    owner = getattr(importlib.import_module(module_name.rsplit(".", 1)[0]), module_name.rsplit(".", 1)[1])
+    owner, method = stop_point(moment)  # the stop lands while WaitForJob is being evaluated
     original = getattr(owner, method)
     reached, stopped = threading.Event(), threading.Event()
 
