@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from contracts.training_labels import MAX_COUNTED_CLASSES
 from debugger.core.collection import (
     BIASES,
     GRADIENTS,
@@ -441,7 +442,10 @@ class StepCapture:
             counted = (labels >= 0) & (labels < scores.shape[1])  # not ignore_index (-100)
             if not bool(counted.any()):
                 return
-            counts = torch.bincount(labels[counted], minlength=scores.shape[1]).tolist()
+            # classes past the tally's cap are counted together, in one bin past it: a long list per step for a
+            # model of thousands of classes would cost more than it tells (the tally then reports no counts)
+            capped = labels[counted].clamp(max=MAX_COUNTED_CLASSES)
+            counts = torch.bincount(capped, minlength=min(scores.shape[1], MAX_COUNTED_CLASSES + 1)).tolist()
             matched = int((scores.detach().argmax(dim=1)[counted] == labels[counted]).sum())
         self._note_training_labels(counts, matched)
 

@@ -189,3 +189,24 @@ def test_a_regression_loss_counts_no_labels(tmp_path):
     evidence = read_evidence(tmp_path)
     assert evidence.label_counts is None
     assert all(window.agreement is None and window.agreement_count == 0 for window in evidence.loss_windows)
+
+
+def test_a_model_of_more_classes_than_counted_reports_no_label_counts_but_its_agreement(tmp_path):
+    """1,000 classes: counts cut at the tally's cap would misstate the balance, so none are reported; how often the
+    model's top class matched its labels still is."""
+    hook = Hook.from_configs(rule_configs=[rule("LossNotDecreasing")], out_dir=tmp_path, job_name="many")
+    torch.manual_seed(0)
+    model = nn.Linear(6, 1000)
+    criterion = nn.CrossEntropyLoss()
+    hook.register_module(model)
+    hook.register_loss(criterion)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    hook.set_mode(ModeKeys.TRAIN)
+    for _ in range(4):
+        optimizer.zero_grad()
+        criterion(model(torch.randn(32, 6)), torch.randint(0, 1000, (32,))).backward()
+        optimizer.step()
+    hook.close()
+    evidence = read_evidence(tmp_path)
+    assert evidence.label_counts is None
+    assert all(window.agreement is not None for window in evidence.loss_windows)
