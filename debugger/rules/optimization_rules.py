@@ -143,8 +143,11 @@ class _LossSeries:
     first_step: int | None = None
     #: the lowest window mean judged so far, with its number of losses (the level a rise is measured from)
     lowest: tuple[float, int] | None = None
-    #: the first window mean judged (where the descent a rise is weighed against began)
+    #: the first window mean judged (where the descent a rise is weighed against began), with its number of losses
     first_mean: float | None = None
+    first_count: int = 0
+    #: how many times the curve was judged
+    checks: int = 0
 
 
 #: A rise from the lowest window mean must also undo more than this share of the descent before it. A loss near zero
@@ -153,6 +156,18 @@ class _LossSeries:
 #: from 0.77 (the random repair zoo's seed 1005, configuration 12's healthy twin: held-out accuracy 0.92). A rate
 #: that overshoots takes back a large share of the descent, and all of it when the run diverges.
 RISE_SHARE_OF_DESCENT = 0.1
+
+#: A loss that, over at least STAGNANT_STEPS mode steps and STAGNANT_CHECKS judgements, has not fallen below its first
+#: window's mean by more than the noise of the two means, nor by STAGNANT_FALL_PERCENT of it, is reported "stagnant",
+#: whatever its last two windows did. The window-to-window test alone never fires on a loss that does not move at
+#: all: one window's mean is below the one before about half the time (the random repair zoo's frozen updates, a rate
+#: x1e-5, trained all 12 epochs unreported; tests/debugger/rules/trajectories/smd_digits_frozen: 2.34 -> 2.34). A
+#: slow start is not stagnant: a 3x64 sigmoid stack's loss fell 4.5% in 80 steps, within the noise of windows of 10,
+#: and went on to meet its objective (logline_digits_sigmoid); a healthy run's loss leaves its first window's noise
+#: within a few windows (the healthy corpus).
+STAGNANT_STEPS = 80
+STAGNANT_CHECKS = 3
+STAGNANT_FALL_PERCENT = 2.0
 
 
 class LossNotDecreasing(Rule):
@@ -273,7 +288,8 @@ class LossNotDecreasing(Rule):
         sigma = rule_checks.noise_sigma([loss for _, loss in series.points])
         before, after = float(np.mean(previous)), float(np.mean(current))
         if series.first_mean is None:
-            series.first_mean = before
+            series.first_mean, series.first_count = before, len(previous)
+        series.checks += 1
         for mean, count in ((before, len(previous)), (after, len(current))):
             if series.lowest is None or mean < series.lowest[0]:
                 series.lowest = (mean, count)
@@ -284,6 +300,8 @@ class LossNotDecreasing(Rule):
             finding = self._flat(before, after, len(previous), len(current), span)
         else:
             finding = None
+        if finding is None:
+            finding = self._stagnant(series, mode_step, after, len(current), sigma, span)
         if finding is None:
             return False
         kind, message = finding
@@ -312,6 +330,25 @@ class LossNotDecreasing(Rule):
         return "rising", (
             f"loss rose {increase:.3g}% from its lowest mean {low:.6g} (over {low_count} loss(es)) to {after:.6g} over "
             f"{count} {span}; allowed increase {self.increase_threshold_percent:g}% plus the noise ({allowance:.3g})"
+        )
+
+    def _stagnant(self, series: _LossSeries, mode_step: int, after: float, count: int, sigma: float, span: str):
+        """("stagnant", why) when, over STAGNANT_STEPS mode steps and STAGNANT_CHECKS judgements, the latest window's
+        mean is not below the first window's by more than the noise of the two means nor by STAGNANT_FALL_PERCENT."""
+        if series.first_mean is None or series.checks < STAGNANT_CHECKS:
+            return None
+        if series.first_step is None or mode_step - series.first_step + 1 < STAGNANT_STEPS:
+            return None
+        first = series.first_mean
+        allowance = rule_checks.NOISE_STANDARD_ERRORS * rule_checks.mean_difference_error(sigma, series.first_count, count)
+        fall = first - after
+        fall_percent = fall / (abs(first) or 1.0) * 100.0
+        if fall > allowance or fall_percent >= STAGNANT_FALL_PERCENT:
+            return None
+        return "stagnant", (
+            f"loss has not fallen since its first judged window: mean {first:.6g} (over {series.first_count} "
+            f"loss(es)) then {after:.6g} over {count} {span}, {mode_step - series.first_step + 1} steps in; a fall "
+            f"under {STAGNANT_FALL_PERCENT:g}% or within the noise ({allowance:.3g}) does not count"
         )
 
     def _flat(self, before: float, after: float, before_count: int, count: int, span: str):

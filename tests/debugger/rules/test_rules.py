@@ -20,6 +20,7 @@ from debugger.rules import (
     WeightUpdateRatio,
     builtin_rule_parameters,
 )
+from debugger.rules.optimization_rules import STAGNANT_STEPS
 from debugger.trial import LiveTrial
 
 
@@ -146,6 +147,20 @@ def test_loss_not_decreasing_allows_the_runs_own_noise(tmp_path):
     rule = make("LossNotDecreasing", loss_trial(tmp_path / "rise", dict(enumerate(risen))))
     assert any(rule.invoke_at_step(step) for step in range(40)) and rule.finding.kind == "rising"
     assert "noise" in rule.finding.message
+
+
+def test_a_loss_that_never_leaves_its_first_windows_noise_is_reported_stagnant(tmp_path):
+    # one window's mean below the one before half the time: the window-to-window test alone never fires on it
+    rng = np.random.default_rng(0)
+    level = list(1.0 + 0.3 * rng.standard_normal(200))
+    rule = make("LossNotDecreasing", loss_trial(tmp_path / "level", dict(enumerate(level))))
+    fired = [step for step in range(200) if rule.invoke_at_step(step)]
+    assert fired and fired[0] >= STAGNANT_STEPS - 1 and rule.finding.kind == "stagnant"
+    assert "has not fallen since its first judged window" in rule.finding.message
+    # a loss that falls 0.1% a step (8% by step 80) under 5% noise is a slow descent, not a stagnant one
+    falling = [1.0 + 0.05 * noise - 0.001 * step for step, noise in enumerate(rng.standard_normal(200))]
+    rule = make("LossNotDecreasing", loss_trial(tmp_path / "falling", dict(enumerate(falling))))
+    assert not any(rule.invoke_at_step(step) for step in range(200))
 
 
 def test_loss_not_decreasing_rise_counts_from_the_lowest_window(tmp_path):

@@ -24,7 +24,10 @@ mode runs them, with our debugger.
   ``logline_tabular_sgd`` (the random repair zoo's plain script, bench/zoo_scripts/tabular_logline.py, as its seed
   1005, configuration 12's healthy twin runs it: two ReLU layers, SGD 0.05 with momentum on raw-unit tabular data,
   12 epochs, held-out accuracy 0.92; its training loss falls from 0.77 to 0.03 and, on the same minibatches at
-  every rate, jumps back to 0.07 at step 426).
+  every rate, jumps back to 0.07 at step 426); ``smd_digits_frozen`` (development seed 24, configuration 34 of the
+  random zoo with its fault: bench/zoo_scripts/digits_smd.py at SGD 5e-7, a loss that never moves) and
+  ``logline_digits_sigmoid`` (seed 24, configuration 2: a 3x64 sigmoid stack, SGD 0.05, whose loss starts slowly and
+  which meets its objective, 0.925).
 """
 
 from __future__ import annotations
@@ -58,6 +61,10 @@ RECORDED = {
                                                            "lr": 0.02, "epochs": 8}),
     # the random zoo's seed 1005, configuration 12, healthy twin: LossNotDecreasing stopped it at step 430
     "logline_tabular_sgd": ("tabular_logline.py", "zoo:1005:12", {}),
+    # development seed 24's frozen updates (SGD at 5e-7, a 0.05 rate x1e-5): its loss never moves
+    "smd_digits_frozen": ("digits_smd.py", "zoo:24:34:faulted", {}),
+    # development seed 24's sigmoid stack (3x64, SGD 0.05): a slow start that meets the objective (0.925)
+    "logline_digits_sigmoid": ("tabular_logline.py", "zoo:24:2:faulted", {}),
 }
 #: Recorded with each gradient tensor's mean |g| at the saved steps (the hook's default interval, 10).
 RECORDED_WITH_GRADIENTS = {
@@ -72,15 +79,17 @@ RECORDED_WITH_GRADIENTS = {
 def run_job(script: str, dataset: str, hyperparameters: dict, hook: dict, rules: list, work: Path, seed: int = SEED) -> Path:
     """One job of ``script`` through the launcher (data and model seed ``seed``); returns its debug output directory.
     ``dataset`` "zoo:SEED:INDEX": the random repair zoo's drawn configuration (bench/zoo_random.py), its healthy
-    twin's data, script and hyperparameters (``hyperparameters`` and ``seed`` are then its own)."""
+    twin's data, script and hyperparameters (``hyperparameters`` and ``seed`` are then its own); "zoo:SEED:INDEX:faulted":
+    the configuration with its fault."""
     scripts, arguments = healthy_corpus.SCRIPTS, ["--seed", str(seed)]
     if dataset.startswith("zoo:"):
-        _, zoo_seed, index = dataset.split(":")
+        _, zoo_seed, index, *which = dataset.split(":")
+        healthy = which != ["faulted"]
         configuration = zoo_random.draw(int(zoo_seed), int(index) + 1)[int(index)]
-        channels = zoo_random.write_channels(configuration, True, work / "data")
+        channels = zoo_random.write_channels(configuration, healthy, work / "data")
         style = zoo_random.STYLES[configuration.style]
         scripts, script, arguments = style.script.parent, style.entry_point, []
-        hyperparameters = configuration.hyperparameters(healthy=True)
+        hyperparameters = configuration.hyperparameters(healthy=healthy)
     else:
         channels = healthy_corpus.write_data(dataset, seed, work / "data")
     debug = work / "debug-output"
