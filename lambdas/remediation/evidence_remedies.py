@@ -334,7 +334,23 @@ def _network_remedies(rates: RateRange) -> dict[str, list[dict[str, Any]]]:
             rate_into_range,
             normalize_inputs,
             *collapse,
+            # A loss that never left its first window's noise at a rate that barely moves the weights: the usual
+            # rate at once (a tenth of it, as rate_up_into_range gives a loss that moved, then needed more epochs:
+            # Adam at 1e-4 trained 48 epochs to meet the objective in development, seed 24).
+            {**rate_up_into_range, "name": "LearningRateToUsual", "set_to": rates.usual,
+             "when": {**rate_up_into_range["when"], "issue_kind": "stagnant"},
+             "note": f"The loss never moved: a learning rate below {rates.too_small:g} barely moves the weights with "
+             f"{rates.optimizer}; {rates.usual:g} is its usual start."},
             rate_up_into_range,
+            # A loss that never left its first window's noise: the settings known to stall training, as after a
+            # quiet miss, then larger steps (the rate guesses below are for a loss that moved and then stopped).
+            *[{**remedy, "when": {**remedy["when"], "issue_kind": "stagnant"}}
+              for remedy in (*rescale_with_relu, switch_to_relu, *rescale_far_init)],
+            {**add_batch_norm, "when": {"issue_kind": "stagnant"}, "note": "The loss never started to fall: batch "
+             "norm keeps every layer's inputs and gradients scaled."},
+            {"name": "RaiseLearningRateToUsual", "hyperparameter": "learning_rate", "at_least": rates.usual,
+             "when": {"issue_kind": "stagnant"},
+             "note": f"The updates are too small to move the loss; {rates.usual:g} is {rates.optimizer}'s usual start."},
             {**lower_warmup, "when": {"phase": "warmup", "loss": "rising"}, "note": "The loss oscillates or rises."},
             {**raise_warmup, "when": {"phase": "warmup", "loss": "falling"}, "note": "The loss falls too slowly."},
             {**lower_learning_rate, "when": {"issue_kind": "rising"}, "note": "The loss rose well above its lowest "

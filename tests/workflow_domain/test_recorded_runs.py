@@ -139,6 +139,49 @@ def test_a_frozen_adam_rate_goes_to_adams_usual_start(account_input):
     assert "raising lr 2e-08 -> 0.001" in decision.reason
 
 
+def test_a_loss_that_never_moves_is_stopped_a_third_in_and_the_rate_goes_to_the_usual_start(account_input):
+    """SGD at 5e-7 for 12 epochs (276 steps): the loss wandered around 3.05 and LossNotDecreasing reported it
+    stagnant at step 79, so the job stopped a third of the way in (before, it trained all 12 epochs unreported and
+    was answered after). The rate goes to SGD's usual start, and the recorded next job met the objective."""
+    run = recorded("mlp-sgd-frozen-stagnant")
+    state = finish(start(run, account_input), run["jobs"][0])
+    issue = state.last_attempt.issue
+    assert (issue.rule, issue.kind, issue.step) == ("LossNotDecreasing", "stagnant", 82)  # training step 79
+    assert "loss has not fallen since its first judged window" in issue.message
+    planned = plan(state)
+    decision = planned.last_attempt.decision
+    assert (decision.remedy, planned.run_spec.hyperparameters["lr"]) == ("LearningRateToUsual", 0.1)
+    assert "The loss never moved" in decision.reason and "raising lr 5e-07 -> 0.1" in decision.reason
+    met = finish(planned, run["jobs"][1])
+    assert met.last_attempt.outcome == "completed" and met.last_attempt.objective_value == 0.9722
+
+
+@pytest.mark.parametrize(
+    ("hyperparameters", "remedy", "changed"),
+    [
+        ({"lr": 0.05, "epochs": 12, "activation": "sigmoid"}, "SwitchToReLU", {"activation": "relu"}),
+        ({"lr": 0.05, "epochs": 12, "init-scale": 0.001}, "RescaleInitialisation", {"init-scale": 1.0}),
+        ({"lr": 0.05, "epochs": 12, "batch-norm": False}, "AddBatchNorm", {"batch-norm": True}),
+        ({"lr": 0.05, "epochs": 12}, "RaiseLearningRateToUsual", {"lr": 0.1}),
+    ],
+)
+def test_a_stagnant_loss_at_a_usual_rate_is_answered_by_the_setting_that_stalls_training(
+    account_input, hyperparameters, remedy, changed
+):
+    """The same stagnant job as its script's other settings would have it: at a usual rate, the settings known to
+    stall training are fixed first (as after a quiet miss), then batch norm, then the usual rate; never a rate halved
+    or raised a notch as for a loss that moved and then stopped."""
+    run = recorded("mlp-sgd-frozen-stagnant")
+    job = {**run["jobs"][0], "hyperparameters": hyperparameters}
+    conventional = {"activation": "activation", "init-scale": "init_scale", "batch-norm": "add_batch_norm"}
+    names = {"learning_rate": "lr", "num_epochs": "epochs",
+             **{conventional[key]: key for key in hyperparameters if key in conventional}}
+    state = start(run, account_input, hyperparameters=hyperparameters, hyperparameter_names=names)
+    planned = plan(finish(state, job))
+    assert planned.last_attempt.decision.remedy == remedy
+    assert {key: planned.run_spec.hyperparameters[key] for key in changed} == changed
+
+
 def test_a_run_still_learning_when_it_stopped_trains_four_times_longer(account_input):
     """SGD 0.01 for one epoch, 0.894 against 0.9: the loss fell 80% and its last quarter was still well below the
     quarter before. Four times the epochs, and the reason says what the loss did."""

@@ -105,6 +105,14 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "run_spec": {**MLP_SPEC, "hyperparameters": {"optimizer": "adam", "lr": 2e-8, "epochs": 2},
                      "hyperparameter_names": {"learning_rate": "lr", "num_epochs": "epochs"}, "max_num_retraining": 1},
     },
+    "mlp-sgd-frozen-stagnant": {
+        "about": "The MLP on digits with SGD at 5e-7 for 12 epochs (frozen updates, the random zoo's x1e-5): the loss "
+        "never leaves its first window's noise and LossNotDecreasing reports it stagnant a third of the way in; the "
+        "next job runs at the rate the planner chose.",
+        "dataset": "digits",
+        "run_spec": {**MLP_SPEC, "hyperparameters": {"lr": 5e-7, "epochs": 12},
+                     "hyperparameter_names": {"learning_rate": "lr", "num_epochs": "epochs"}, "max_num_retraining": 2},
+    },
     "mlp-sgd-one-epoch-still-falling": {
         "about": "The MLP on digits with SGD at 0.01 for one epoch: healthy and still learning when it stops, short "
         "of the objective.",
