@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from interpreter_clock import callback_timeouts_when_quiet, retry_waits_shortened
+from interpreter_lambda_clients import lambda_clients_kept
 from workflow_harness import open_workflow
 
 from local_runtime.interpreter_stop import stops_as_in_aws
@@ -14,6 +15,7 @@ def workflow(monkeypatch, offline_aws_credentials, asl_parsed_once, sns_signing_
     quiet = []  # the workflow's, once it exists
     with (
         retry_waits_shortened(),
+        lambda_clients_kept(),
         stops_as_in_aws(),
         callback_timeouts_when_quiet(lambda: bool(quiet) and quiet[0]()) as timeouts_asked,
         open_workflow(monkeypatch.setenv) as opened,
