@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import boto3
+from execution_ends import Ended
 
 from contracts import aws_tags, bucket_layout, rule_selection, rule_status, time_budgets
 from contracts import job as job_contract
@@ -527,6 +528,8 @@ class Workflow:
         self.cleanups: list[dict[str, Any]] = []
         #: The timeouts (seconds) the execution's waits for a token asked, in order (the workflow fixture's record).
         self.callback_timeouts_asked: list[float] = []
+        #: What tells :meth:`wait` that an execution ended (tests/execution_ends.py; the workflow fixture's).
+        self.executions_ended: Ended | None = None
         #: What else may complete a wait's token (a fault harness's held-back event): each says True while under way.
         self.under_way: list[Callable[[], bool]] = []
         self._lock = threading.Lock()
@@ -649,20 +652,25 @@ class Workflow:
 
     def wait(self, arn: str, timeout: float = 300.0) -> dict[str, Any]:
         """Wait for the execution to end: meanwhile the test does nothing else, so a task waiting for its token
-        with nothing under way to complete it times out at once (:meth:`quiet`)."""
+        with nothing under way to complete it times out at once (:meth:`quiet`). Woken when an execution ends
+        (``executions_ended``, the workflow fixture's), else it looks again after a pause."""
         deadline = time.monotonic() + timeout
         pause = 0.02  # short executions end fast; each poll costs moto's interpreter CPU, so longer ones wait longer
         with self._lock:
             self._awaiting_end += 1
         try:
             while True:
+                ended_before = self.executions_ended.count if self.executions_ended else 0
                 described = self.sfn.describe_execution(executionArn=arn)
                 if described["status"] != "RUNNING":
                     return described
                 if time.monotonic() > deadline:
                     raise AssertionError(f"execution still running after {timeout} s")
-                time.sleep(pause)
-                pause = min(pause * 1.5, 0.25)
+                if self.executions_ended:
+                    self.executions_ended.wait_after(ended_before, max(0.0, deadline - time.monotonic()))
+                else:
+                    time.sleep(pause)
+                    pause = min(pause * 1.5, 0.25)
         finally:
             with self._lock:
                 self._awaiting_end -= 1
