@@ -170,8 +170,9 @@ def build_source_archive(
     entries.sort(key=lambda entry: entry[0])
 
     def write(raw) -> None:
-        # gzip's header carries an mtime and a file name: fix both.
-        with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=FIXED_MTIME, compresslevel=9) as zipped:
+        # gzip's header carries an mtime and a file name: fix both. Level 6 (gzip's own default): level 9 took twice
+        # the CPU (77 against 38 ms for the built-in example's archive, packed at every run) for 0.7% fewer bytes.
+        with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=FIXED_MTIME, compresslevel=6) as zipped:
             with tarfile.open(fileobj=zipped, mode="w", format=tarfile.PAX_FORMAT) as archive:
                 for name, data in entries:
                     _add_bytes(archive, name, data)

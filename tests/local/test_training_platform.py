@@ -217,7 +217,11 @@ def test_a_job_that_ignores_sigterm_is_killed_after_the_grace_period(platform_en
     name = "remediation-stubborn-1"
     sagemaker.create_training_job(**request(name, mode="ignore_sigterm"))
     wait_for_secondary(sagemaker, name, "Training")
-    time.sleep(1.0)  # let it install its SIGTERM handler
+    report = platform.debug_output_dir(platform.job(name)) / "report.json"  # written after it ignores SIGTERM
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and not report.exists():
+        time.sleep(0.05)
+    assert report.exists(), "the fixture never got to ignore SIGTERM"
     started = time.monotonic()
     sagemaker.stop_training_job(TrainingJobName=name)
     described = wait_for(sagemaker, name, timeout=300)
@@ -231,7 +235,7 @@ def test_max_runtime_stops_the_job(platform_env):
     _, sagemaker, _ = platform_env
     name = "remediation-timeout-1"
     sagemaker.create_training_job(
-        **request(name, mode="run_until_stopped", StoppingCondition={"MaxRuntimeInSeconds": 2})
+        **request(name, mode="run_until_stopped", StoppingCondition={"MaxRuntimeInSeconds": 1})  # the API's least
     )
     described = wait_for(sagemaker, name, timeout=300)
     assert (described["TrainingJobStatus"], described["SecondaryStatus"]) == ("Stopped", "MaxRuntimeExceeded")

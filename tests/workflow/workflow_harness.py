@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import boto3
+from execution_ends import Ended
 
 from contracts import aws_tags, bucket_layout, rule_selection, rule_status, time_budgets
 from contracts import job as job_contract
@@ -78,20 +79,35 @@ def open_workflow(setenv: Callable[[str, str], None]) -> Iterator[Workflow]:
     dispatch.register_lambda_function(FUNCTION_ARNS["TrainFunctionArn"], train_handler.handler, timeouts["train"])
     dispatch.register_lambda_function(FUNCTION_ARNS["MonitorFunctionArn"], monitor_handler.handler, timeouts["monitor"])
     dispatch.register_lambda_function(FUNCTION_ARNS["PlanFunctionArn"], plan_handler.handler, timeouts["plan"])
-    with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}), dispatch:
-        boto3.client("s3", region_name=REGION).create_bucket(Bucket=BUCKET)
-        sns = boto3.client("sns", region_name=REGION)
-        sqs = boto3.client("sqs", region_name=REGION)
-        topic_arn = sns.create_topic(Name="remediation-notifications")["TopicArn"]
-        queue_url = sqs.create_queue(QueueName="notifications")["QueueUrl"]
-        queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-        sns.subscribe(TopicArn=topic_arn, Protocol="sqs", Endpoint=queue_arn)
-        setenv("NOTIFICATION_TOPIC_ARN", topic_arn)
-        workflow = Workflow(dispatch, queue_url, sqs)
-        try:
-            yield workflow
-        finally:
-            workflow.close()
+    with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
+        clients = _harness_clients()  # before the dispatch is installed: they carry none of its handlers
+        with dispatch:
+            clients["s3"].create_bucket(Bucket=BUCKET)
+            sns, sqs = clients["sns"], clients["sqs"]
+            topic_arn = sns.create_topic(Name="remediation-notifications")["TopicArn"]
+            queue_url = sqs.create_queue(QueueName="notifications")["QueueUrl"]
+            queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+            sns.subscribe(TopicArn=topic_arn, Protocol="sqs", Endpoint=queue_arn)
+            setenv("NOTIFICATION_TOPIC_ARN", topic_arn)
+            workflow = Workflow(dispatch, queue_url, sqs, clients["stepfunctions"])
+            try:
+                yield workflow
+            finally:
+                workflow.close()
+
+
+#: The harness's own clients (S3, SNS, SQS, Step Functions), made once per test process: each test made four, about
+#: a tenth of a workflow test's CPU time. Made inside moto's mock but before a test's dispatch is installed, they carry
+#: botocore's and moto's handlers and nothing of a test (moto resets its backends, not clients, per test); the fake
+#: credentials and the region are the same in every test.
+_HARNESS_CLIENTS: dict[str, Any] = {}
+
+
+def _harness_clients() -> dict[str, Any]:
+    if not _HARNESS_CLIENTS:
+        for service in ("s3", "sns", "sqs", "stepfunctions"):
+            _HARNESS_CLIENTS[service] = boto3.client(service, region_name=REGION)
+    return _HARNESS_CLIENTS
 
 
 # --------------------------------------------------------------------------- who is calling
@@ -490,10 +506,12 @@ class Execution:
 
 
 class Workflow:
-    def __init__(self, dispatch: LocalDispatch, queue_url: str, sqs: Any, definition_changes: dict[str, Any] | None = None):
+    def __init__(
+        self, dispatch: LocalDispatch, queue_url: str, sqs: Any, sfn: Any, definition_changes: dict[str, Any] | None = None
+    ):
         self.dispatch = dispatch
         self.queue_url = queue_url
-        self.sfn = boto3.client("stepfunctions", region_name=REGION)
+        self.sfn = sfn
         self.sqs = sqs
         self.state_machine_arn = self.create_state_machine("remediation", definition_changes)
         self.sagemaker: ScriptedSageMaker | None = None
@@ -510,6 +528,8 @@ class Workflow:
         self.cleanups: list[dict[str, Any]] = []
         #: The timeouts (seconds) the execution's waits for a token asked, in order (the workflow fixture's record).
         self.callback_timeouts_asked: list[float] = []
+        #: What tells :meth:`wait` that an execution ended (tests/execution_ends.py; the workflow fixture's).
+        self.executions_ended: Ended | None = None
         #: What else may complete a wait's token (a fault harness's held-back event): each says True while under way.
         self.under_way: list[Callable[[], bool]] = []
         self._lock = threading.Lock()
@@ -632,20 +652,25 @@ class Workflow:
 
     def wait(self, arn: str, timeout: float = 300.0) -> dict[str, Any]:
         """Wait for the execution to end: meanwhile the test does nothing else, so a task waiting for its token
-        with nothing under way to complete it times out at once (:meth:`quiet`)."""
+        with nothing under way to complete it times out at once (:meth:`quiet`). Woken when an execution ends
+        (``executions_ended``, the workflow fixture's), else it looks again after a pause."""
         deadline = time.monotonic() + timeout
         pause = 0.02  # short executions end fast; each poll costs moto's interpreter CPU, so longer ones wait longer
         with self._lock:
             self._awaiting_end += 1
         try:
             while True:
+                ended_before = self.executions_ended.count if self.executions_ended else 0
                 described = self.sfn.describe_execution(executionArn=arn)
                 if described["status"] != "RUNNING":
                     return described
                 if time.monotonic() > deadline:
                     raise AssertionError(f"execution still running after {timeout} s")
-                time.sleep(pause)
-                pause = min(pause * 1.5, 0.25)
+                if self.executions_ended:
+                    self.executions_ended.wait_after(ended_before, max(0.0, deadline - time.monotonic()))
+                else:
+                    time.sleep(pause)
+                    pause = min(pause * 1.5, 0.25)
         finally:
             with self._lock:
                 self._awaiting_end -= 1
