@@ -22,8 +22,9 @@ its TaskSubmitted, as one clock would have it; nothing of the task runs on after
 keep moto's timer.
 
 The patch is process-wide (moto's classes) and re-entrant, as local_runtime/interpreter_stop.py's is: the local
-runtime holds it for its interpreter's life, the workflow tests' clock (tests/interpreter_clock.py) builds on it. Its
-patch points are checked, so a moto upgrade that moves them fails here with the name of what moved.
+runtime holds it for its interpreter's life. The workflow tests' clock (tests/interpreter_clock.py) still has its own
+patch of the same timer, counted from the hand-out; the two nest. Its patch points are checked, so a moto upgrade
+that moves them fails here with the name of what moved.
 """
 
 from __future__ import annotations
