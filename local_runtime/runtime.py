@@ -41,6 +41,7 @@ from lambdas.remediation import handler_support, job_events
 from local_runtime.botocore_dispatch import LocalDispatch
 from local_runtime.event_bus import LocalEventBus, training_job_state_change_event
 from local_runtime.interpreter_stop import stops_as_in_aws
+from local_runtime.interpreter_timeouts import callback_timeouts_as_in_aws
 from local_runtime.offline_aws import ACCOUNT_ID, OFFLINE_AWS_ENVIRONMENT
 from local_runtime.sagemaker_api import register_training_api
 from local_runtime.shipped import ASL_PATH
@@ -101,6 +102,7 @@ class LocalRuntime:
         self.notifications: list[dict[str, Any]] = []
         self._mock = None
         self._aws_stops: contextlib.AbstractContextManager | None = None
+        self._aws_timeouts: contextlib.AbstractContextManager | None = None
         self._saved_environment: dict[str, str | None] = {}
         self._lambda_log = None
         self._redirected_handlers: list[tuple[logging.StreamHandler, Any]] = []
@@ -131,6 +133,11 @@ class LocalRuntime:
         aws_stops = stops_as_in_aws()
         aws_stops.__enter__()
         self._aws_stops = aws_stops
+        # WaitForJob's fallback counts from when the task is scheduled and ends it by its own path, however long the
+        # in-process job-events Lambda takes to keep the token (local_runtime/interpreter_timeouts.py).
+        aws_timeouts = callback_timeouts_as_in_aws()
+        aws_timeouts.__enter__()
+        self._aws_timeouts = aws_timeouts
         mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True}})
         mock.start()
         # only a mock that finished starting is stopped at close: Ctrl-C can land inside start(), before it counts
@@ -247,6 +254,9 @@ class LocalRuntime:
             if self._aws_stops is not None:
                 self._aws_stops.__exit__(None, None, None)
                 self._aws_stops = None
+            if self._aws_timeouts is not None:
+                self._aws_timeouts.__exit__(None, None, None)
+                self._aws_timeouts = None
             self._restore_environment()
 
     # ------------------------------------------------------------------ the execution
