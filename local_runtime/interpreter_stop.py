@@ -26,50 +26,35 @@ from __future__ import annotations
 import contextlib
 import datetime
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
-_lock = threading.Lock()
-_entries = 0  # open stops_as_in_aws contexts, in every thread
-_original_stop: Callable | None = None  # moto's own Execution.stop while the patch is installed
-_original_response: Callable | None = None  # moto's own StopExecution response while the patch is installed
+from local_runtime.process_patch import ProcessWidePatch
+
+
+def _install() -> Callable[[], None]:
+    execution_class, response_class = _patch_points()
+    moto_stop, moto_response = execution_class.stop, response_class.stop_execution
+    execution_class.stop = _stop_as_in_aws(moto_stop)
+    response_class.stop_execution = _keeping_error_and_cause(moto_response)
+
+    def restore() -> None:
+        execution_class.stop, response_class.stop_execution = moto_stop, moto_response
+
+    return restore
+
+
+_PATCH = ProcessWidePatch(_install)
 _request = threading.local()  # the error and cause of the StopExecution this thread is answering
 
 
-@contextlib.contextmanager
-def stops_as_in_aws() -> Iterator[None]:
+def stops_as_in_aws() -> contextlib.AbstractContextManager[None]:
     """While open (in any thread), moto's StopExecution aborts as AWS does; nests and overlaps freely."""
-    _enter()
-    try:
-        yield
-    finally:
-        _exit()
+    return _PATCH.opened()
 
 
 def installed() -> bool:
     """Whether moto's StopExecution is patched now (some stops_as_in_aws is open)."""
-    with _lock:
-        return _original_stop is not None
-
-
-def _enter() -> None:
-    global _entries, _original_stop, _original_response
-    with _lock:
-        if _entries == 0:
-            execution_class, response_class = _patch_points()
-            _original_stop, _original_response = execution_class.stop, response_class.stop_execution
-            execution_class.stop = _stop_as_in_aws(_original_stop)
-            response_class.stop_execution = _keeping_error_and_cause(_original_response)
-        _entries += 1
-
-
-def _exit() -> None:
-    global _entries, _original_stop, _original_response
-    with _lock:
-        _entries -= 1
-        if _entries == 0:
-            execution_class, response_class = _patch_points()
-            execution_class.stop, response_class.stop_execution = _original_stop, _original_response
-            _original_stop = _original_response = None
+    return _PATCH.installed()
 
 
 def _patch_points() -> tuple[type, type]:

@@ -32,32 +32,45 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from types import SimpleNamespace
 
-_lock = threading.Lock()
-_entries = 0  # open callback_timeouts_as_in_aws contexts, in every thread
-_originals: tuple[Callable, Callable, object] | None = None  # moto's own, while the patch is installed
+from local_runtime.process_patch import ProcessWidePatch
+
 _timing = threading.local()  # set while this thread's _evaluate_with_timeout times a callback task
 
 #: The clock the deadlines are counted on (seconds; a test may put its own).
 clock: Callable[[], float] = time.monotonic
 
 
-@contextlib.contextmanager
-def callback_timeouts_as_in_aws() -> Iterator[None]:
+def _install() -> Callable[[], None]:
+    state_class, task_class, execute_state = _patch_points()
+    moto_evaluate, moto_wait, moto_threading = (
+        state_class._evaluate_with_timeout, task_class._wait_for_task_token_timeout, execute_state.threading
+    )
+    state_class._evaluate_with_timeout = _evaluate_with_timeout(moto_evaluate, task_class)
+    task_class._wait_for_task_token_timeout = _wait_for_task_token_until_deadline
+    # _evaluate_with_timeout makes one threading.Event, its timer, and uses nothing else of that module.
+    execute_state.threading = SimpleNamespace(Event=_StateTimer)
+
+    def restore() -> None:
+        state_class._evaluate_with_timeout, task_class._wait_for_task_token_timeout = moto_evaluate, moto_wait
+        execute_state.threading = moto_threading
+
+    return restore
+
+
+_PATCH = ProcessWidePatch(_install)
+
+
+def callback_timeouts_as_in_aws() -> contextlib.AbstractContextManager[None]:
     """While open (in any thread), a callback task's timeout counts from when it was scheduled and ends it by its own
     path; nests and overlaps freely."""
-    _enter()
-    try:
-        yield
-    finally:
-        _exit()
+    return _PATCH.opened()
 
 
 def installed() -> bool:
-    with _lock:
-        return _originals is not None
+    return _PATCH.installed()
 
 
 def deadline(callback_endpoint: object, timeout_seconds: float) -> float:
@@ -68,31 +81,6 @@ def deadline(callback_endpoint: object, timeout_seconds: float) -> float:
 
 
 _SCHEDULED_AT = "_remediation_scheduled_at"  # set on moto's CallbackEndpoint of the task
-
-
-def _enter() -> None:
-    global _entries, _originals
-    with _lock:
-        if _entries == 0:
-            state_class, task_class, execute_state = _patch_points()
-            _originals = (state_class._evaluate_with_timeout, task_class._wait_for_task_token_timeout, execute_state.threading)
-            state_class._evaluate_with_timeout = _evaluate_with_timeout(state_class._evaluate_with_timeout, task_class)
-            task_class._wait_for_task_token_timeout = _wait_for_task_token_until_deadline
-            # _evaluate_with_timeout makes one threading.Event, its timer, and uses nothing else of that module.
-            execute_state.threading = SimpleNamespace(Event=_StateTimer)
-        _entries += 1
-
-
-def _exit() -> None:
-    global _entries, _originals
-    with _lock:
-        _entries -= 1
-        if _entries == 0:
-            state_class, task_class, execute_state = _patch_points()
-            state_class._evaluate_with_timeout, task_class._wait_for_task_token_timeout, execute_state.threading = (
-                _originals
-            )
-            _originals = None
 
 
 def _patch_points() -> tuple[type, type, object]:
