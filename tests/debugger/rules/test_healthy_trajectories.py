@@ -89,6 +89,10 @@ def test_a_gradient_that_dies_while_the_loss_has_not_fallen_is_still_reported(tm
 # --------------------------------------------------------------------------- minibatch noise
 
 
+def training_losses(recording: str) -> np.ndarray:
+    return np.array([loss for _, mode, _, loss, _ in recorded_steps(recording) if mode == "TRAIN"])
+
+
 @pytest.mark.parametrize("recording", ["mlp_batch16_tabular", "cnn_digits_global_mode"])
 @pytest.mark.parametrize("parameters", [{}, product_rule_parameters("LossNotDecreasing")], ids=["documented", "product"])
 def test_a_noisy_healthy_loss_is_not_reported(tmp_path, recording, parameters):
@@ -105,8 +109,7 @@ def test_hard_minibatches_at_the_bottom_of_a_long_descent_are_not_reported_as_a_
     # the random zoo's plain script, healthy (held-out 0.92): its loss falls from 0.77 to 0.03 and a window of hard
     # minibatches takes the mean back to 0.07 (124% up, past 5% and the noise allowance) but 5% of the descent: the
     # rule stopped it at step 430 (the zoo's only false alarm on seeds 1004 and 1005)
-    recording = recorded_steps("logline_tabular_sgd")
-    losses = np.array([loss for _, mode, _, loss, _ in recording if mode == "TRAIN"])
+    losses = training_losses("logline_tabular_sgd")
     assert losses[:20].mean() > 10 * losses[380:400].mean() and losses[400:420].mean() > 2 * losses[380:400].mean()
     rule, fired = replay(tmp_path, "logline_tabular_sgd", "LossNotDecreasing", **parameters)
     assert fired is None, rule.finding
@@ -116,8 +119,7 @@ def test_hard_minibatches_at_the_bottom_of_a_long_descent_are_not_reported_as_a_
 def test_a_slow_start_that_meets_its_objective_is_not_reported_stagnant(tmp_path, parameters):
     # a 3x64 sigmoid stack (SGD 0.05): its loss fell 4.5% in its first 80 steps, within the noise of windows of 10,
     # then fell to 0.2; held-out accuracy 0.925 against the zoo's 0.9 (its log lines: the recorder does not read them)
-    recording = recorded_steps("logline_digits_sigmoid")
-    losses = np.array([loss for _, mode, _, loss, _ in recording if mode == "TRAIN"])
+    losses = training_losses("logline_digits_sigmoid")
     assert 0.02 < 1 - losses[60:80].mean() / losses[:20].mean() < 0.06 and losses[-20:].mean() < 0.3
     rule, fired = replay(tmp_path, "logline_digits_sigmoid", "LossNotDecreasing", **parameters)
     assert fired is None, rule.finding
@@ -127,8 +129,7 @@ def test_a_slow_start_that_meets_its_objective_is_not_reported_stagnant(tmp_path
 def test_a_loss_that_never_moves_is_reported_stagnant(tmp_path, parameters):
     # frozen updates (SGD at 5e-7): the loss sits at 2.33 from its first step to its last; the window-to-window test
     # alone let it train all 12 epochs (276 steps) unreported
-    recording = recorded_steps("smd_digits_frozen")
-    losses = np.array([loss for _, mode, _, loss, _ in recording if mode == "TRAIN"])
+    losses = training_losses("smd_digits_frozen")
     assert abs(losses[:20].mean() - losses[-20:].mean()) < 0.02 * losses[:20].mean() and len(losses) == 276
     rule, fired = replay(tmp_path, "smd_digits_frozen", "LossNotDecreasing", **parameters)
     assert fired is not None and rule.finding.kind == "stagnant", rule.finding
