@@ -53,7 +53,7 @@ class RuleIssue:
     #: "warmup" or "main" when the script said so (Hook.set_context); None when it did not.
     phase: str | None = None
     #: How the rule's condition failed, in the rule's own words, for remedies that differ by it:
-    #: TensorVariance "above_max" / "below_min", LossNotDecreasing "rising" / "flat", WeightUpdateRatio
+    #: TensorVariance "above_max" / "below_min", LossNotDecreasing "rising" / "flat" / "stagnant", WeightUpdateRatio
     #: "too_large" / "too_small". None for rules with one way to fail.
     kind: str | None = None
 
