@@ -109,6 +109,21 @@ def _network_remedies(rates: RateRange) -> dict[str, list[dict[str, Any]]]:
         "note": f"A learning rate below {rates.too_small:g} barely moves the weights with {rates.optimizer}; "
         f"{rates.raised_to:g} is within its usual range.",
     }
+    # ... or, for a loss that never moved, straight to the usual start (a tenth of it left Adam at 1e-4 needing 48
+    # epochs on development seed 24; a quiet run short of its objective likewise).
+    rate_to_usual = {
+        **rate_up_into_range,
+        "name": "LearningRateToUsual",
+        "set_to": rates.usual,
+        "note": f"A learning rate below {rates.too_small:g} barely moves the weights with {rates.optimizer}; "
+        f"{rates.usual:g} is its usual start.",
+    }
+    raise_rate_to_usual = {
+        "name": "RaiseLearningRateToUsual",
+        "hyperparameter": "learning_rate",
+        "at_least": rates.usual,
+        "note": f"The updates are too small to move the loss; {rates.usual:g} is {rates.optimizer}'s usual start.",
+    }
     lower_warmup = {
         "name": "LowerWarmupLearningRate",
         "hyperparameter": "warmup_learning_rate",
@@ -186,6 +201,8 @@ def _network_remedies(rates: RateRange) -> dict[str, list[dict[str, Any]]]:
          "note": f"{rescale['note']} {switch_to_relu['note']}"}
         for rescale in rescale_far_init
     ]  # fmt: skip
+    # Settings known to slow or stall training, whatever the loss did.
+    stalling_settings = [*rescale_with_relu, switch_to_relu, *rescale_far_init]
     leaky_relu = {
         "name": "SwitchToLeakyReLU",
         "hyperparameter": "activation",
@@ -335,22 +352,16 @@ def _network_remedies(rates: RateRange) -> dict[str, list[dict[str, Any]]]:
             normalize_inputs,
             *collapse,
             # A loss that never left its first window's noise at a rate that barely moves the weights: the usual
-            # rate at once (a tenth of it, as rate_up_into_range gives a loss that moved, then needed more epochs:
-            # Adam at 1e-4 trained 48 epochs to meet the objective in development, seed 24).
-            {**rate_up_into_range, "name": "LearningRateToUsual", "set_to": rates.usual,
-             "when": {**rate_up_into_range["when"], "issue_kind": "stagnant"},
-             "note": f"The loss never moved: a learning rate below {rates.too_small:g} barely moves the weights with "
-             f"{rates.optimizer}; {rates.usual:g} is its usual start."},
+            # rate at once, continuing from the checkpoints (rate_up_into_range's tenth is for a loss that moved).
+            {**rate_to_usual, "when": {**rate_to_usual["when"], "issue_kind": "stagnant"},
+             "note": f"The loss never moved: a{rate_to_usual['note'][1:]}"},
             rate_up_into_range,
             # A loss that never left its first window's noise: the settings known to stall training, as after a
             # quiet miss, then larger steps (the rate guesses below are for a loss that moved and then stopped).
-            *[{**remedy, "when": {**remedy["when"], "issue_kind": "stagnant"}}
-              for remedy in (*rescale_with_relu, switch_to_relu, *rescale_far_init)],
+            *[{**remedy, "when": {**remedy["when"], "issue_kind": "stagnant"}} for remedy in stalling_settings],
             {**add_batch_norm, "when": {"issue_kind": "stagnant"}, "note": "The loss never started to fall: batch "
              "norm keeps every layer's inputs and gradients scaled."},
-            {"name": "RaiseLearningRateToUsual", "hyperparameter": "learning_rate", "at_least": rates.usual,
-             "when": {"issue_kind": "stagnant"},
-             "note": f"The updates are too small to move the loss; {rates.usual:g} is {rates.optimizer}'s usual start."},
+            {**raise_rate_to_usual, "when": {"issue_kind": "stagnant"}},
             {**lower_warmup, "when": {"phase": "warmup", "loss": "rising"}, "note": "The loss oscillates or rises."},
             {**raise_warmup, "when": {"phase": "warmup", "loss": "falling"}, "note": "The loss falls too slowly."},
             {**lower_learning_rate, "when": {"issue_kind": "rising"}, "note": "The loss rose well above its lowest "
@@ -410,18 +421,9 @@ def _network_remedies(rates: RateRange) -> dict[str, list[dict[str, Any]]]:
             rate_into_range,
             # A completed job has no epochs left to continue: train again from the start, at the usual rate (a
             # tenth of it, as after a rule, was still too slow for a quiet run to reach an objective).
-            {
-                **rate_up_into_range,
-                "name": "LearningRateToUsual",
-                "set_to": rates.usual,
-                "resume": False,
-                "note": f"A learning rate below {rates.too_small:g} barely moves the weights with {rates.optimizer}; "
-                f"{rates.usual:g} is its usual start.",
-            },
+            {**rate_to_usual, "resume": False},
             # Settings known to slow or stall training, whatever the loss did: fixed before anything is added.
-            *rescale_with_relu,
-            switch_to_relu,
-            *rescale_far_init,
+            *stalling_settings,
             normalize_inputs,
             # What the job's training labels say (contracts.training_labels): a class too rare to learn.
             {
@@ -437,14 +439,7 @@ def _network_remedies(rates: RateRange) -> dict[str, list[dict[str, Any]]]:
             *regularise({"training_labels": "memorised"}),
             {**add_batch_norm, "when": {"loss_shape": "flat"}, "note": "Batch norm keeps every layer's inputs and "
              "gradients scaled, so the loss can start to fall."},
-            {
-                "name": "RaiseLearningRateToUsual",
-                "hyperparameter": "learning_rate",
-                "at_least": rates.usual,
-                "when": {"loss_shape": "flat"},
-                "note": f"The updates are too small to move the loss; {rates.usual:g} is {rates.optimizer}'s usual "
-                "start.",
-            },
+            {**raise_rate_to_usual, "when": {"loss_shape": "flat"}},
             {
                 "name": "TrainLonger",
                 "hyperparameter": "num_epochs",
