@@ -22,7 +22,8 @@ ended, every part of it skipped while the code around it still popped their valu
 the wait's timeout (a dict among the timeouts asked) and added a stale TaskSubmitted to the next wait's history
 (forced in tests/workflow/test_event_driven_wait.py). A wall-clock limit on the machine's speed, then: while
 :func:`callback_timeouts_when_quiet` is open, a callback task's own wait carries its timeout (counted from when the
-token was handed out) and the timer around it waits for the task to end.
+token was handed out) and the timer around it waits for the task to end: that timer is the local runtime's own patch
+(local_runtime/interpreter_timeouts.py), which the tests' wait replaces while it is open.
 
 The patch points are moto 5.2's retrier module, its callback task's wait and the timer around a state; they are
 checked, so a moto upgrade that moves them fails here with the name of what moved instead of slowing the suite down
@@ -32,10 +33,11 @@ or racing it silently.
 from __future__ import annotations
 
 import contextlib
-import threading
 import time
 from collections.abc import Callable, Iterator
 from types import SimpleNamespace
+
+from local_runtime.interpreter_timeouts import callback_timeouts_as_in_aws
 
 #: The longest a Retry's wait lasts in the workflow tests, in seconds.
 LONGEST_RETRY_WAIT_SECONDS = 0.01
@@ -78,7 +80,6 @@ def callback_timeouts_when_quiet(quiet: Callable[[], bool]) -> Iterator[list[flo
         raise AssertionError(
             f"moto's interpreter moved {task_class.__name__}._wait_for_task_token_timeout: update tests/interpreter_clock.py"
         )
-    original = task_class._wait_for_task_token_timeout
     asked: list[float] = []
 
     def wait_for_task_token(self, timeout_seconds: int, callback_endpoint):
@@ -91,50 +92,12 @@ def callback_timeouts_when_quiet(quiet: Callable[[], bool]) -> Iterator[list[flo
             if time.monotonic() >= deadline or quiet():
                 return None  # timed out: moto's CallbackOutcomeTimedOut, States.Timeout
 
-    task_class._wait_for_task_token_timeout = wait_for_task_token
-    with _state_timer_waits_for_callback_tasks(task_class):
+    # moto's timer around the state waits for the callback task to end, as in the local runtime (the product's
+    # patch, local_runtime/interpreter_timeouts.py); the task's own wait is this clock's, counted from the hand-out.
+    with callback_timeouts_as_in_aws():
+        original = task_class._wait_for_task_token_timeout
+        task_class._wait_for_task_token_timeout = wait_for_task_token
         try:
             yield asked
         finally:
             task_class._wait_for_task_token_timeout = original
-
-
-@contextlib.contextmanager
-def _state_timer_waits_for_callback_tasks(task_class: type) -> Iterator[None]:
-    """While open, the timer moto keeps around a callback task waits for the task to end: its wait for the token
-    ends by the same timeout (above), counted from when the token was handed out."""
-    from moto.stepfunctions.parser.asl.component.state.exec import execute_state
-    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.resource import ResourceCondition
-
-    state_class = execute_state.ExecutionState
-    if not callable(getattr(state_class, "_evaluate_with_timeout", None)) or not hasattr(execute_state, "threading"):
-        raise AssertionError(
-            f"moto's interpreter moved {state_class.__name__}._evaluate_with_timeout: update tests/interpreter_clock.py"
-        )
-    original_evaluate, original_threading = state_class._evaluate_with_timeout, execute_state.threading
-    timing_a_callback_task = threading.local()
-
-    class TaskTimer(threading.Event):
-        """The event _evaluate_with_timeout waits on for its task to end (the only Event that module makes)."""
-
-        def wait(self, timeout: float | None = None) -> bool:
-            if getattr(timing_a_callback_task, "active", False):
-                return super().wait()
-            return super().wait(timeout)
-
-    def evaluate_with_timeout(self, env) -> None:
-        callback = isinstance(self, task_class) and self.resource.condition == ResourceCondition.WaitForTaskToken
-        timing_a_callback_task.active = callback
-        try:
-            return original_evaluate(self, env)
-        finally:
-            timing_a_callback_task.active = False
-
-    # _evaluate_with_timeout calls threading.Event() once, for its timer, and nothing else of the threading module.
-    execute_state.threading = SimpleNamespace(Event=TaskTimer)
-    state_class._evaluate_with_timeout = evaluate_with_timeout
-    try:
-        yield
-    finally:
-        state_class._evaluate_with_timeout = original_evaluate
-        execute_state.threading = original_threading
