@@ -9,10 +9,11 @@ the definition asked for is recorded.
 A callback task's timeout (WaitForJob's fallback poll, monitor_interval_seconds: 1 s in the workflow tests, 60 s
 where a test means "never") was a real wait too, the largest part of the workflow tests' time. Shortening it
 naively raced the handlers and the scripted job's events on a busy machine. :func:`callback_timeouts_when_quiet`
-instead ends such a wait by its timeout as soon as nothing can end it sooner: ``quiet()`` (the workflow harness's)
-says no Lambda, event, timer or test action is under way that could complete the token. What the wait asks is
-recorded; a wait that is not quiet waits as before, up to its real timeout. So the order of a timeout against
-everything else is the one it has in real time, without the idle second.
+instead ends such a wait by its timeout as soon as nothing can end it sooner: ``quiet(timeout)`` (the workflow
+harness's) says no Lambda, event, timer or test action is under way that could complete the token within it (a
+scripted job due to end sooner is made to end at once instead). What the wait asks is recorded; a wait that is not
+quiet waits as before, up to its real timeout. So the order of a timeout against everything else is the one it has
+in real time, without the idle seconds.
 
 moto times such a task twice: the task's wait for its token, and around the whole task (ExecutionState's
 ``_evaluate_with_timeout``) a real timer with the same timeout, started before the task invokes the Lambda that
@@ -70,9 +71,9 @@ QUIET_CHECK_SECONDS = 0.005
 
 
 @contextlib.contextmanager
-def callback_timeouts_when_quiet(quiet: Callable[[], bool]) -> Iterator[list[float]]:
-    """While open, a callback task's wait for its token ends by its timeout once ``quiet()`` holds (nothing under
-    way can complete the token before then), else as before; yields the timeouts asked for, in order."""
+def callback_timeouts_when_quiet(quiet: Callable[[float], bool]) -> Iterator[list[float]]:
+    """While open, a callback task's wait for its token ends by its timeout once ``quiet(timeout)`` holds (nothing
+    under way can complete the token before then), else as before; yields the timeouts asked for, in order."""
     from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import state_task_service_callback
 
     task_class = state_task_service_callback.StateTaskServiceCallback
@@ -89,7 +90,7 @@ def callback_timeouts_when_quiet(quiet: Callable[[], bool]) -> Iterator[list[flo
             outcome = callback_endpoint.wait(timeout=min(QUIET_CHECK_SECONDS, max(0.0, deadline - time.monotonic())))
             if callback_endpoint._notify_event.is_set():
                 return outcome  # the token was completed (or the wait interrupted: None)
-            if time.monotonic() >= deadline or quiet():
+            if time.monotonic() >= deadline or quiet(timeout_seconds):
                 return None  # timed out: moto's CallbackOutcomeTimedOut, States.Timeout
 
     # moto's timer around the state waits for the callback task to end, as in the local runtime (the product's

@@ -18,7 +18,7 @@ def workflow(monkeypatch, offline_aws_credentials, asl_parsed_once, sns_signing_
         retry_waits_shortened(),
         lambda_clients_kept(),
         stops_as_in_aws(),
-        callback_timeouts_when_quiet(lambda: bool(quiet) and quiet[0]()) as timeouts_asked,
+        callback_timeouts_when_quiet(lambda timeout: bool(quiet) and quiet[0](timeout)) as timeouts_asked,
         execution_ends_told() as executions_ended,
         open_workflow(monkeypatch.setenv) as opened,
     ):

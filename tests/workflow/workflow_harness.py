@@ -535,15 +535,30 @@ class Workflow:
         self._lock = threading.Lock()
         self._awaiting_end = 0  # test threads inside wait(): the test does nothing but wait for the execution
         self._ticks_under_way = 0  # scripted jobs training towards their next tick (its timer not yet run)
+        #: The ticks jobs train towards, by job: (seconds of training from the hand-out, the tick, its timer).
+        self._training: dict[str, tuple[float, Tick, threading.Timer]] = {}
 
-    def quiet(self) -> bool:
-        """Nothing can complete a waiting task's token: the test waits for the execution to end, no scripted job is
-        on its way to its next tick, the event bus has no event delayed, queued or in delivery, and nothing in
-        ``under_way`` runs. Then a callback task's wait ends by its timeout at once (tests/interpreter_clock.py)."""
+    def quiet(self, timeout_seconds: float) -> bool:
+        """Nothing can complete a waiting task's token within its ``timeout_seconds``: the test waits for the
+        execution to end, no scripted job is on its way to its next tick, the event bus has no event delayed, queued
+        or in delivery, and nothing in ``under_way`` runs. Then a callback task's wait ends by its timeout at once
+        (tests/interpreter_clock.py).
+
+        A job that trains towards its next tick and would reach it before that timeout, with nothing else under
+        way, reaches it at once instead of after its real seconds: the training time passes as the fallback's does,
+        and the event due first still wins."""
+        if not self._awaiting_end or not self.events.idle() or any(check() for check in self.under_way):
+            return False
         with self._lock:
-            if not self._awaiting_end or self._ticks_under_way:
-                return False
-        return self.events.idle() and not any(check() for check in self.under_way)
+            if not self._training:
+                return not self._ticks_under_way
+            name, (seconds, tick, timer) = min(self._training.items(), key=lambda item: item[1][0])
+            if seconds >= timeout_seconds:
+                return False  # the fallback comes first: its real seconds pass, as before
+            del self._training[name]
+        timer.cancel()
+        threading.Thread(target=self._reach, args=(name, tick), daemon=True).start()
+        return False
 
     def add_execution_cleanup_rule(self, state_machine_arn: str, wrapper: Callable[[Any], Any] | None = None) -> None:
         """The stack's rule on the state machine's executions ending TIMED_OUT, ABORTED or FAILED, to the real
@@ -616,12 +631,21 @@ class Workflow:
             name = answer["job_name"]
             tick = self.sagemaker.next_tick(name)
             if tick is not None:
+                timer = threading.Timer(tick.after_seconds, self._reach_in_time, args=(name, tick))
+                timer.daemon = True
                 with self._lock:
                     self._ticks_under_way += 1
-                timer = threading.Timer(tick.after_seconds, self._reach, args=(name, tick))
-                timer.daemon = True
+                    self._training[name] = (tick.after_seconds, tick, timer)
                 timer.start()
         return answer
+
+    def _reach_in_time(self, name: str, tick: Tick) -> None:
+        """The tick's real seconds have passed (unless :meth:`quiet` has made the job reach it already)."""
+        with self._lock:
+            if self._training.get(name, (None, None))[1] is not tick:
+                return
+            del self._training[name]
+        self._reach(name, tick)
 
     def _reach(self, name: str, tick: Tick) -> None:
         try:
@@ -656,9 +680,7 @@ class Workflow:
         (``executions_ended``, the workflow fixture's), else it looks again after a pause."""
         deadline = time.monotonic() + timeout
         pause = 0.02  # short executions end fast; each poll costs moto's interpreter CPU, so longer ones wait longer
-        with self._lock:
-            self._awaiting_end += 1
-        try:
+        with self.only_waiting():
             while True:
                 ended_before = self.executions_ended.count if self.executions_ended else 0
                 described = self.sfn.describe_execution(executionArn=arn)
@@ -671,6 +693,15 @@ class Workflow:
                 else:
                     time.sleep(pause)
                     pause = min(pause * 1.5, 0.25)
+
+    @contextlib.contextmanager
+    def only_waiting(self) -> Iterator[None]:
+        """While open, the test only waits for the execution to end (in :meth:`wait`, or following it as
+        ``remediate cloud status --watch`` does): nothing it does can complete a task's token (:meth:`quiet`)."""
+        with self._lock:
+            self._awaiting_end += 1
+        try:
+            yield
         finally:
             with self._lock:
                 self._awaiting_end -= 1
