@@ -84,11 +84,11 @@ test: $(VENV)/.dev-installed node_modules/.installed node-check smdebug-referenc
 # Real training (marker "training"), CDK synth ("cdk"), the install test ("install") and the differential harness
 # against real smdebug ("differential") left out.
 FAST_TESTS := not training and not cdk and not install and not differential
-# One worker per core: since moto's executions no longer sit out their 1 s fallback polls (tests/interpreter_clock's
-# quiet clock) the fast tests compute more than they wait (2 idle cores: 103 s and 146 CPU-s with -n 2, 100 s and
-# 193 CPU-s with -n 4; `/usr/bin/time make test-fast FAST_WORKERS=N`; -n 3 after the clients were kept once per
-# process: 74.7 s and 117 CPU-s against -n 2's 76 s and 101, on a busy machine).
-FAST_WORKERS := $(shell nproc 2>/dev/null || echo 1)
+# One worker more than the machine has cores: what is left of the fast tests' waiting (real processes starting and
+# stopping, a job's grace period, the local platform's polls) overlaps another worker's computing. Side by side on 2
+# idle cores (`/usr/bin/time .venv/bin/python -m pytest -q -n N -m "$(FAST_TESTS)"`): -n 2 83.0 s and
+# 126 CPU-s, -n 3 73.1 s and 133 CPU-s, -n 4 98.8 s and 171 CPU-s (every worker collects, and imports torch, alone).
+FAST_WORKERS := $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
 test-fast: $(VENV)/.dev-installed
 	$(TEST_ENV) $(BIN)/python -m pytest -q -n $(FAST_WORKERS) -m "$(FAST_TESTS)" $(PYTEST_ARGS)
 
