@@ -285,7 +285,6 @@ class ScriptedSageMaker:
         self.stopped_while_running: list[str] = []
         self.execution_running: Callable[[], bool] = lambda: True
         self._lock = threading.Lock()
-        self._s3_client = None
         #: Set while the job-events handler runs on this thread: its reads are not the monitor's polls.
         self.quiet = threading.local()
 
@@ -437,11 +436,9 @@ class ScriptedSageMaker:
         return response
 
     def _s3(self) -> Any:
-        """The job's own S3 client, made once (a client costs milliseconds of CPU; jobs write at every poll)."""
-        with self._lock:
-            if self._s3_client is None:
-                self._s3_client = boto3.client("s3", region_name=REGION)
-            return self._s3_client
+        """The job's S3 client: the harness's own (a client costs milliseconds of CPU to make), which carries no
+        test's dispatch or interceptors: a job's writes are not a handler's calls."""
+        return _harness_clients()["s3"]
 
     def stop_training_job(self, call: OperationCall) -> dict[str, Any]:
         name = call.params["TrainingJobName"]
