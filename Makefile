@@ -1,7 +1,7 @@
 # Entry points on a fresh machine:
 #   make local-run   the local remediation loop with defaults (real training, no AWS account)
 #   make test        the whole test suite (what CI runs), then the fast tests with the clock a year ahead
-#   make test-fast   everything but real training and CDK synth (a couple of minutes)
+#   make test-fast   everything but real training and CDK synth (about 75 s on 2 cores)
 #   make synth       the CloudFormation template into cdk.out/ (offline, no AWS account)
 #   make bootstrap   once per account and region: the CDK's bootstrap stack
 #   make deploy      deploy the stack with your AWS credentials, e.g. ARGS="-c notification_email=you@example.com"
