@@ -102,6 +102,19 @@ def test_the_fallback_poll_costs_three_transitions_each_time_it_fires(workflow):
     assert len(attempt) == 5 + 3 * (len(waits) - 1)
 
 
+def test_a_job_that_ends_after_the_fallback_is_polled_by_it_and_then_wakes_the_next_wait(workflow):
+    """The job ends 1.5 s after the wait began, the fallback is 1 s: the fallback fires first (a job due later is
+    never made to end sooner), the monitor finds it training, and the job's state change wakes the next wait."""
+    fallback_seconds = BASE_INPUT["monitor_interval_seconds"]
+    workflow.script([completed(after_seconds=fallback_seconds + 0.5)])
+    execution = workflow.run(BASE_INPUT)
+
+    assert execution.status == "SUCCEEDED", execution.cause
+    outcomes = [outcome["woken_by"] for outcome in wait_outputs(workflow.history())]
+    assert outcomes == ["fallback_timeout", "job_state_change"]
+    assert workflow.callback_timeouts_asked == [fallback_seconds, fallback_seconds]
+
+
 @pytest.mark.parametrize("late_event", [False, True], ids=["event-at-once", "event-later-than-the-fallback"])
 def test_a_wait_whose_token_is_handed_out_slower_than_its_fallback_still_waits_its_fallback(workflow, late_event):
     """The job-events Lambda keeps the token in milliseconds in AWS; on a loaded machine the in-process one once took
