@@ -1,7 +1,7 @@
 # Entry points on a fresh machine:
 #   make local-run   the local remediation loop with defaults (real training, no AWS account)
 #   make test        the whole test suite (what CI runs), then the fast tests with the clock a year ahead
-#   make test-fast   everything but real training and CDK synth (about 75 s on 2 cores)
+#   make test-fast   everything but real training and CDK synth (75-90 s on 2 cores)
 #   make synth       the CloudFormation template into cdk.out/ (offline, no AWS account)
 #   make bootstrap   once per account and region: the CDK's bootstrap stack
 #   make deploy      deploy the stack with your AWS credentials, e.g. ARGS="-c notification_email=you@example.com"
@@ -86,8 +86,8 @@ test: $(VENV)/.dev-installed node_modules/.installed node-check smdebug-referenc
 FAST_TESTS := not training and not cdk and not install and not differential
 # One worker more than the machine has cores: what is left of the fast tests' waiting (real processes starting and
 # stopping, a job's grace period, the local platform's polls) overlaps another worker's computing. Side by side on 2
-# idle cores (`/usr/bin/time .venv/bin/python -m pytest -q -n N -m "$(FAST_TESTS)"`): -n 2 83.0 s and
-# 126 CPU-s, -n 3 73.1 s and 133 CPU-s, -n 4 98.8 s and 171 CPU-s (every worker collects, and imports torch, alone).
+# idle cores (`/usr/bin/time .venv/bin/python -m pytest -q -n N -m "$(FAST_TESTS)"`, three rounds): -n 2 83.0,
+# 86.1 and 90.0 s; -n 3 73.1, 76.8 and 87.8 s; -n 4 98.8 s (171 CPU-s: every worker collects, and imports torch, alone).
 FAST_WORKERS := $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
 test-fast: $(VENV)/.dev-installed
 	$(TEST_ENV) $(BIN)/python -m pytest -q -n $(FAST_WORKERS) -m "$(FAST_TESTS)" $(PYTEST_ARGS)
