@@ -5,7 +5,8 @@ breaks, under 100 characters), a JSON body and an ``event_type`` that also goes
 into the ``event_type`` message attribute so subscriptions can filter on it:
 
 * ``job_launched``  a training job was launched (attempt n of the budget);
-* ``issues_found``  a rule fired; what, at which step, what the planner changes;
+* ``issues_found``  a job ended short and another is launched (a rule fired, the objective was missed, the job
+  ran out of memory): what, at which step, what the planner changes;
 * ``completed``     a job completed cleanly: final run_spec, attempts, metrics;
 * ``gave_up``       the workflow ended without a clean job, and why;
 * ``workflow_error`` a state failed (the ASL's Catch: Error and Cause).
