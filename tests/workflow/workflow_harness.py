@@ -531,7 +531,7 @@ class Workflow:
         self.under_way: list[Callable[[], bool]] = []
         self._lock = threading.Lock()
         self._awaiting_end = 0  # test threads inside wait(): the test does nothing but wait for the execution
-        self._ticks_under_way = 0  # scripted jobs training towards their next tick (its timer not yet run)
+        self._ticks_under_way = 0  # ticks scripted jobs train towards, from the hand-out until reached
         #: The ticks jobs train towards, by job: (seconds of training from the hand-out, the tick, its timer).
         self._training: dict[str, tuple[float, Tick, threading.Timer]] = {}
 
@@ -639,7 +639,8 @@ class Workflow:
     def _reach_in_time(self, name: str, tick: Tick) -> None:
         """The tick's real seconds have passed (unless :meth:`quiet` has made the job reach it already)."""
         with self._lock:
-            if self._training.get(name, (None, None))[1] is not tick:
+            training = self._training.get(name)
+            if training is None or training[1] is not tick:
                 return
             del self._training[name]
         self._reach(name, tick)
