@@ -1,7 +1,7 @@
 # Entry points on a fresh machine:
 #   make local-run   the local remediation loop with defaults (real training, no AWS account)
-#   make test        the whole test suite (what CI runs), then the fast tests with the clock a year ahead
-#   make test-fast   everything but real training and CDK synth (75-90 s on 2 cores)
+#   make test        the whole test suite (what CI runs), once, with the clock a year ahead
+#   make test-fast   everything but real training, CDK synth and the tests that start a torch or xgboost Python
 #   make synth       the CloudFormation template into cdk.out/ (offline, no AWS account)
 #   make bootstrap   once per account and region: the CDK's bootstrap stack
 #   make deploy      deploy the stack with your AWS credentials, e.g. ARGS="-c notification_email=you@example.com"
@@ -81,16 +81,19 @@ TEST_ENV := PYTHONDONTWRITEBYTECODE=
 test: $(VENV)/.dev-installed node_modules/.installed node-check smdebug-reference
 	$(TEST_ENV) $(BIN)/python -m pytest -n 2 --clock-shift-days 365 $(PYTEST_ARGS)
 
-# Real training (marker "training"), CDK synth ("cdk"), the install test ("install") and the differential harness
-# against real smdebug ("differential") left out.
-FAST_TESTS := not training and not cdk and not install and not differential
+# Real training (marker "training"), CDK synth ("cdk"), the install test ("install"), the differential harness
+# against real smdebug ("differential") and the tests that start a Python importing torch, xgboost, scikit-learn or a
+# Jupyter kernel ("process": 11 tests, 28 of the fast suite's 121 test CPU-seconds with them) left out; make test runs
+# them all.
+FAST_TESTS := not training and not cdk and not install and not differential and not process
 # One worker more than the machine has cores: what is left of the fast tests' waiting (real processes starting and
 # stopping, a job's grace period, the local platform's polls) overlaps another worker's computing. Side by side on 2
-# idle cores (`/usr/bin/time .venv/bin/python -m pytest -q -n N -m "$(FAST_TESTS)"`, three rounds): -n 2 83.0,
-# 86.1 and 90.0 s; -n 3 73.1, 76.8 and 87.8 s; -n 4 98.8 s (171 CPU-s: every worker collects, and imports torch, alone).
+# idle cores (`/usr/bin/time .venv/bin/python -m pytest -q -n N --dist loadgroup -m "$(FAST_TESTS)"`, two rounds):
+# -n 2 62.7 and 60.0 s (85 and 80 CPU-s); -n 3 57.8 and 55.3 s (92 and 88 CPU-s). --dist loadgroup sends the tests
+# marked xdist_group("xgboost") to one worker, the only one that then imports xgboost (tests/conftest.py's xgb).
 FAST_WORKERS := $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
 test-fast: $(VENV)/.dev-installed
-	$(TEST_ENV) $(BIN)/python -m pytest -q -n $(FAST_WORKERS) -m "$(FAST_TESTS)" $(PYTEST_ARGS)
+	$(TEST_ENV) $(BIN)/python -m pytest -q -n $(FAST_WORKERS) --dist loadgroup -m "$(FAST_TESTS)" $(PYTEST_ARGS)
 
 # The differential harness's reference (tests/smdebug/test_differential.py): AWS's real smdebug 1.0.34 in a throwaway
 # environment, every version pinned in requirements-smdebug-reference.txt, torch's CPU build as for .venv. `make test`

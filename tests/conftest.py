@@ -1,5 +1,6 @@
 """Fixtures every test area shares, and the clock the suite runs on."""
 
+import atexit
 import datetime as dt
 import os
 import sys
@@ -29,8 +30,21 @@ def pytest_addoption(parser):
     )
 
 
+def _end_worker_without_finalizing() -> None:
+    """An xdist worker's last step: its results are with the controller, its threads joined and the exit handlers
+    registered after this one (the temporary directories', the libraries') have run; what is left is the
+    interpreter's teardown of every module, 2 to 4 CPU-seconds once torch, moto and xgboost are loaded, which the
+    controller waits for before it reports."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
 def pytest_configure(config):
     from botocore_models_once import models_read_once
+
+    if hasattr(config, "workerinput"):  # an xdist worker; registered before the tests import anything
+        atexit.register(_end_worker_without_finalizing)
 
     # botocore's service models, read once per test process (tests/botocore_models_once.py)
     reading_once = models_read_once()
@@ -102,3 +116,13 @@ def offline_aws_credentials(monkeypatch):
     for name, value in OFFLINE_AWS_ENVIRONMENT.items():
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("AWS_PROFILE", raising=False)
+
+
+@pytest.fixture(scope="session")
+def xgb():
+    """xgboost, imported by the first test that asks for it. At a test module's top it would cost every xdist worker
+    a second of collection (it imports scikit-learn and scipy); the tests that use it carry
+    ``xdist_group("xgboost")``, so that under ``--dist loadgroup`` (make test-fast) one worker imports it."""
+    import xgboost
+
+    return xgboost

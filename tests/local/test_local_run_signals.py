@@ -146,6 +146,7 @@ def test_an_empty_run_dir_is_claimed_once(tmp_path):
 # --------------------------------------------------------------------------- signals
 
 
+@pytest.mark.process
 def test_ctrl_c_during_set_up_exits_130_with_nothing_left(tmp_path):
     process = start_cli("--train-samples", "256", "--test-samples", "64", cwd=tmp_path)
     try:
@@ -257,6 +258,7 @@ print(json.dumps({"seen": seen, "environment_undone": environment_undone, "bucke
 """
 
 
+@pytest.mark.process
 def test_an_interrupt_inside_the_fake_accounts_start_is_the_interrupt_the_user_sees(tmp_path):
     """Ctrl-C can land inside moto's mock_aws.start(), before it counts itself started (seen once in the signal test
     above on a loaded machine: the run ended with moto's "Called stop() before start()" traceback instead of exit 130).

@@ -98,6 +98,7 @@ def test_a_source_directory_that_cannot_work_is_refused_naming_why(tmp_path, lay
         check_source_dir(tmp_path / "file.py", "train.py")
 
 
+@pytest.mark.process
 def test_extracted_launcher_imports_the_packed_code_not_the_checkout(tmp_path):
     archive = build_builtin_example_archive(tmp_path / "sourcedir.tar.gz")
     code = tmp_path / "code"
@@ -192,6 +193,7 @@ def run_job(code: Path, tmp_path: Path, *interpreter_options: str, python_path: 
     return job, tensorboard_dir
 
 
+@pytest.mark.process
 def test_a_job_on_an_image_without_tensorboardx_writes_tensorboard_files_with_the_packed_copy(tmp_path):
     """SageMaker's PyTorch images 2.11-2.13 install numpy, packaging and protobuf but not tensorboardX: the archive
     brings it, last on sys.path, so the job's TensorBoard files are written all the same."""
@@ -215,6 +217,7 @@ def test_a_job_on_an_image_without_tensorboardx_writes_tensorboard_files_with_th
     assert bare.returncode != 0 and "No module named 'tensorboardX'" in bare.stderr, bare.stderr
 
 
+@pytest.mark.process
 def test_an_installed_tensorboardx_wins_over_the_packed_copy(tmp_path):
     """An image's or a user's own tensorboardX (a requirements.txt the toolkit installed) comes first."""
     code = packed_tiny_job(tmp_path)

@@ -167,6 +167,7 @@ def test_bad_input_ends_the_job_with_exit_2_and_a_failure_text_naming_the_field(
     assert not job_dirs.model.exists() and not job_dirs.checkpoints.exists()
 
 
+@pytest.mark.process
 def test_bad_input_through_the_json_file_in_a_real_process(small_channels, job_dirs, run_training_job):
     (job_dirs.root / "config").mkdir()
     (job_dirs.root / "config" / "hyperparameters.json").write_text(json.dumps({"num_epochs": "two"}))

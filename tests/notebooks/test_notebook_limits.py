@@ -33,11 +33,13 @@ def run(notebooks, cell_limit: int, *options: str) -> subprocess.CompletedProces
                            "notebooks/sleeps.ipynb"], cwd=notebooks.parent, capture_output=True, text=True, timeout=300)  # fmt: skip
 
 
+@pytest.mark.process
 def test_a_cell_runs_within_the_notebooks_own_limit_not_pytest_timeouts(notebooks):
     done = run(notebooks, 60, "-o", "timeout=1")  # a per-test limit below the cell's 2 s does not cut it
     assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout[-3000:]
 
 
+@pytest.mark.process
 def test_a_cell_that_passes_the_notebooks_limit_fails(notebooks):
     done = run(notebooks, 1)
     assert done.returncode != 0 and "1 failed" in done.stdout, done.stdout[-3000:]

@@ -8,7 +8,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-import xgboost as xgb
 from torch import nn
 
 import smdebug.pytorch as smd
@@ -169,7 +168,8 @@ def test_a_dry_run_writes_no_tensors_but_ends_its_run(tmp_path):
     assert trial.has_passed_step(0) is StepState.UNAVAILABLE  # ended, not NOT_YET_AVAILABLE
 
 
-def test_xgboost_scalars_and_average_shap_as_smdebug_saves_them(tmp_path):
+@pytest.mark.xdist_group("xgboost")  # tests/conftest.py's xgb fixture says why
+def test_xgboost_scalars_and_average_shap_as_smdebug_saves_them(xgb, tmp_path):
     from smdebug.xgboost import Hook
 
     rng = np.random.default_rng(0)

@@ -12,12 +12,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import xgboost as xgb
-from sklearn.datasets import load_breast_cancer
 
 from debugger.hook.stop_training import StopTrainingRequested
-from debugger.hook.xgboost_hook import XGBoostHook
 from debugger.trial import create_trial
+
+pytestmark = pytest.mark.xdist_group("xgboost")  # tests/conftest.py's xgb fixture says why
 
 REPO = Path(__file__).resolve().parents[3]
 EXAMPLE = REPO / "examples" / "xgboost"
@@ -27,7 +26,9 @@ OVERFITTING = {"objective": "binary:logistic", "max_depth": 10, "eta": 0.9, "min
 
 
 @pytest.fixture(scope="module")
-def data():
+def data(xgb):
+    from sklearn.datasets import load_breast_cancer
+
     x, y = load_breast_cancer(return_X_y=True)
     order = np.random.default_rng(0).permutation(len(y))
     x, y = x[order], y[order]
@@ -38,26 +39,31 @@ def hook_config(interval: int = 2) -> dict:
     return {"HookParameters": {"save_interval": str(interval)}, "CollectionConfigurations": [{"CollectionName": c} for c in COLLECTIONS]}
 
 
-class TrialWatcher(xgb.callback.TrainingCallback):
+def trial_watcher(xgb, out_dir: Path):
     """Another reader of the debug output, looking after every round the hook recorded (the job is still training)."""
 
-    def __init__(self, out_dir: Path):
-        super().__init__()
-        self.trial = create_trial(str(out_dir))
-        self.seen: list[list[int]] = []
+    class TrialWatcher(xgb.callback.TrainingCallback):
+        def __init__(self):
+            super().__init__()
+            self.trial = create_trial(str(out_dir))
+            self.seen: list[list[int]] = []
 
-    def after_iteration(self, model, epoch, evals_log):
-        if epoch % 2 == 0:  # a saved round: wait for its step file, as an analysis reading a live job does
-            self.trial.wait_for_steps([epoch])
-        self.seen.append(self.trial.steps())
-        return False
+        def after_iteration(self, model, epoch, evals_log):
+            if epoch % 2 == 0:  # a saved round: wait for its step file, as an analysis reading a live job does
+                self.trial.wait_for_steps([epoch])
+            self.seen.append(self.trial.steps())
+            return False
+
+    return TrialWatcher()
 
 
-def test_the_hook_saves_smdebugs_xgboost_tensors_and_a_trial_reads_them_while_training(tmp_path, data):
+def test_the_hook_saves_smdebugs_xgboost_tensors_and_a_trial_reads_them_while_training(xgb, tmp_path, data):
+    from debugger.hook.xgboost_hook import XGBoostHook
+
     dtrain, dval = data
     hook = XGBoostHook.from_configs(hook_config(), [], out_dir=tmp_path, job_name="xgb-job",
                                     hyperparameters=OVERFITTING, train_data=dtrain, validation_data=dval)  # fmt: skip
-    watcher = TrialWatcher(tmp_path)
+    watcher = trial_watcher(xgb, tmp_path)
     xgb.train({**OVERFITTING, "max_depth": 3, "eta": 0.3}, dtrain, 8, evals=[(dtrain, "train"), (dval, "validation")],
               callbacks=[hook, watcher], verbose_eval=False)  # fmt: skip
     hook.close()
@@ -84,7 +90,9 @@ def test_the_hook_saves_smdebugs_xgboost_tensors_and_a_trial_reads_them_while_tr
     assert status["metrics"]["validation-logloss"]["step"] == 7
 
 
-def test_overtraining_stops_an_overfitting_booster_through_stop_training(tmp_path, data):
+def test_overtraining_stops_an_overfitting_booster_through_stop_training(xgb, tmp_path, data):
+    from debugger.hook.xgboost_hook import XGBoostHook
+
     dtrain, dval = data
     rules = [{"RuleConfigurationName": "Overtraining",
               "RuleParameters": {"rule_to_invoke": "Overtraining", "action_json": '[{"name": "StopTraining"}]'}}]  # fmt: skip
@@ -103,6 +111,7 @@ def test_overtraining_stops_an_overfitting_booster_through_stop_training(tmp_pat
     assert document.evidence.learning_rate_at_issue is None  # no hyperparameters given to the hook
 
 
+@pytest.mark.process
 def test_a_script_for_smdebugs_xgboost_hook_runs_unchanged_without_torch(tmp_path):
     channels = tmp_path / "data"
     subprocess.run([sys.executable, str(EXAMPLE / "make_data.py"), "--out", str(channels)], check=True, capture_output=True)

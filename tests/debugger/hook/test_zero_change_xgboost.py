@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import xgboost as xgb
-from sklearn.datasets import load_breast_cancer
 
 from debugger.hook.stop_training import StopTrainingRequested
-from debugger.hook.xgboost_hook import XGBoostHook
-from debugger.hook.zero_change_xgboost import XGBoostWatcher
 from debugger.trial import create_trial
+
+pytestmark = pytest.mark.xdist_group("xgboost")  # tests/conftest.py's xgb fixture says why
 
 STOP = '[{"name":"StopTraining"}]'
 OVERFITTING = {"objective": "binary:logistic", "max_depth": 10, "eta": 0.9, "min_child_weight": 0, "lambda": 0,
@@ -21,7 +19,9 @@ OVERTRAINING = [{"RuleConfigurationName": "Overtraining",
 
 
 @pytest.fixture(scope="module")
-def data():
+def data(xgb):
+    from sklearn.datasets import load_breast_cancer
+
     x, y = load_breast_cancer(return_X_y=True)
     order = np.random.default_rng(0).permutation(len(y))
     x, y = x[order], y[order]
@@ -29,7 +29,10 @@ def data():
 
 
 @pytest.fixture
-def watch(tmp_path):
+def watch(xgb, tmp_path):
+    from debugger.hook.xgboost_hook import XGBoostHook
+    from debugger.hook.zero_change_xgboost import XGBoostWatcher
+
     watchers: list[XGBoostWatcher] = []
 
     def make(rules=OVERTRAINING) -> XGBoostWatcher:
@@ -51,7 +54,7 @@ def watch(tmp_path):
             watcher.hook.close()
 
 
-def test_a_plain_xgboost_train_call_is_watched_and_stopped_by_its_rule(watch, data):
+def test_a_plain_xgboost_train_call_is_watched_and_stopped_by_its_rule(xgb, watch, data):
     watcher = watch()
     dtrain, dvalidation = data
     with pytest.raises(StopTrainingRequested) as stopped:
@@ -65,7 +68,9 @@ def test_a_plain_xgboost_train_call_is_watched_and_stopped_by_its_rule(watch, da
     assert {"train-logloss", "validation-logloss", "hyperparameters/eta"} <= set(trial.tensor_names())
 
 
-def test_the_scikit_learn_estimators_fit_is_watched_too(watch, data):
+def test_the_scikit_learn_estimators_fit_is_watched_too(xgb, watch, data):
+    from sklearn.datasets import load_breast_cancer
+
     watcher = watch(rules=[])
     x, y = load_breast_cancer(return_X_y=True)
     xgb.XGBClassifier(n_estimators=4, max_depth=2, n_jobs=1).fit(x[:400], y[:400], eval_set=[(x[400:], y[400:])], verbose=False)
@@ -73,7 +78,9 @@ def test_the_scikit_learn_estimators_fit_is_watched_too(watch, data):
     assert create_trial(str(watcher.hook.out_dir)).steps() == [0, 1, 2, 3]
 
 
-def test_a_hook_in_the_scripts_own_callbacks_wins(watch, data, tmp_path):
+def test_a_hook_in_the_scripts_own_callbacks_wins(xgb, watch, data, tmp_path):
+    from debugger.hook.xgboost_hook import XGBoostHook
+
     watcher = watch()
     dtrain, dvalidation = data
     own = XGBoostHook.from_configs({"HookParameters": {"save_interval": "2"}}, [], out_dir=tmp_path / "own", job_name="own")
@@ -83,7 +90,7 @@ def test_a_hook_in_the_scripts_own_callbacks_wins(watch, data, tmp_path):
     assert create_trial(str(tmp_path / "own")).steps() == [0, 2]
 
 
-def test_only_the_first_train_call_is_watched(watch, data, capsys):
+def test_only_the_first_train_call_is_watched(xgb, watch, data, capsys):
     watcher = watch(rules=[])
     dtrain, dvalidation = data
     for rounds in (3, 5):  # a model, then a refit: its rounds would restart the step numbers

@@ -8,10 +8,8 @@ import json
 
 import numpy as np
 import pytest
-import xgboost as xgb
-from sklearn.datasets import load_breast_cancer
 
-from debugger.hook.xgboost_hook import XGBoostHook
+pytestmark = pytest.mark.xdist_group("xgboost")  # tests/conftest.py's xgb fixture says why
 
 PARAMS = {"objective": "binary:logistic", "max_depth": 3, "eta": 0.3, "eval_metric": "logloss", "nthread": 1}
 HOOK = {"HookParameters": {"save_interval": "2"},
@@ -21,7 +19,9 @@ HOOK = {"HookParameters": {"save_interval": "2"},
 RULES = [{"RuleConfigurationName": "ClassImbalance", "RuleParameters": {"rule_to_invoke": "ClassImbalance"}}]
 
 
-def boost(tmp_path, x, y) -> dict:
+def boost(xgb, tmp_path, x, y) -> dict:
+    from debugger.hook.xgboost_hook import XGBoostHook
+
     order = np.random.default_rng(0).permutation(len(y))
     x, y = x[order], y[order]
     cut = len(y) * 7 // 10
@@ -34,16 +34,20 @@ def boost(tmp_path, x, y) -> dict:
     return status
 
 
-def test_a_healthy_binary_model_is_not_called_mispredicting(tmp_path):
+def test_a_healthy_binary_model_is_not_called_mispredicting(xgb, tmp_path):
+    from sklearn.datasets import load_breast_cancer
+
     x, y = load_breast_cancer(return_X_y=True)  # 212 malignant (0), 357 benign (1): ratio 1.7
-    status = boost(tmp_path, x, y)
+    status = boost(xgb, tmp_path, x, y)
     assert status["RuleEvaluationStatus"] == "NoIssuesFound", status
 
 
-def test_an_imbalanced_binary_set_fires_with_its_ratio(tmp_path):
+def test_an_imbalanced_binary_set_fires_with_its_ratio(xgb, tmp_path):
+    from sklearn.datasets import load_breast_cancer
+
     x, y = load_breast_cancer(return_X_y=True)
     keep = np.flatnonzero(y == 1).tolist() + np.flatnonzero(y == 0)[:15].tolist()  # 357 benign, 15 malignant
-    status = boost(tmp_path, x[keep], y[keep])
+    status = boost(xgb, tmp_path, x[keep], y[keep])
     assert status["RuleEvaluationStatus"] == "IssuesFound", status
     issue = status["issue"]
     assert issue["kind"] == "imbalance"

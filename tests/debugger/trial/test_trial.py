@@ -38,6 +38,7 @@ def wait_for_line(process: subprocess.Popen, prefix: str, timeout: float = 300.0
     raise AssertionError(f"no line starting {prefix!r} within {timeout}s")
 
 
+@pytest.mark.process
 def test_reader_follows_a_running_job(tmp_path):
     writer = start_writer(tmp_path, steps=8, pause=0.3, width=8)
     try:
@@ -90,6 +91,7 @@ def _kill_writer_mid_write(out_dir):
     return any(name.endswith(".tmp") for name in os.listdir(steps_dir))
 
 
+@pytest.mark.process
 def test_run_killed_mid_write_stays_readable_up_to_its_last_complete_step(tmp_path):
     # The write may complete between seeing its temporary file and the kill: try again in a fresh directory.
     for attempt in range(5):
