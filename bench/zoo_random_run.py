@@ -191,8 +191,8 @@ def fault_took_effect(row: dict[str, Any]) -> bool | None:
     return not (row.get("met_objective") and row.get("launches") == 1)
 
 
-#: Faults in the data no hyperparameter of the zoo's scripts answers, and what the evidence set's end reason says
-#: when it names them (contracts.training_labels' findings).
+#: Faults in the data, which no hyperparameter of the zoo's scripts corrects (smaller steps only soften label noise),
+#: and what the evidence set's end reason says when it names them (contracts.training_labels' findings).
 DATA_FAULT_NAMES = {
     "rare_class": ("training labels are imbalanced",),
     "label_noise": ("training labels look noisy", "learns its training labels by heart"),

@@ -18,8 +18,8 @@ Three findings follow (:func:`label_finding`), read by the planner when a job mi
 * ``noisy``: over the last quarter of the run the model's top class matched its own training labels at least
   :data:`FIT_GAP` less often than it matched the held-out labels (the objective's score). A model fits the labels
   it trains on at least as well as unseen ones unless many of those labels are wrong: it learned the rule the
-  correct ones share and the wrong ones contradict it. Training longer, or at another rate, only fits more of the
-  wrong labels.
+  correct ones share and the wrong ones contradict it. Training longer only fits more of the wrong labels; smaller
+  steps fit fewer of them in the same epochs (the evidence set's answer while the labels are being fixed).
 * ``memorised``: the other way round, at least :data:`FIT_GAP` more often: the model fits its training labels far
   better than it generalises (too little data for its capacity, or wrong labels it learned by heart, as a large
   enough network does). More epochs widen the gap; regularisation (weight decay, dropout, early stopping) narrows
@@ -131,7 +131,7 @@ def _fit(windows: Sequence[LossWindow] | None, held_out_score: float | None, epo
             f"the training labels look noisy: {matched}; a model fits the labels it trains on at least as well as "
             "unseen ones unless many of them are wrong",
             "check and correct the training labels (a share of them disagree with what the rest teach the model); "
-            "more epochs or another learning rate would fit more of the wrong ones",
+            "more epochs would fit more of the wrong ones",
         )
     return LabelFinding(
         "memorised",

@@ -137,17 +137,20 @@ def plan(state: WorkflowState) -> WorkflowState:
         if current.get(name) != value
     }
     what = describe_changes(changes, state.kinds())
+    # A run that ends here while its training labels explain the miss still says so, with what would answer it.
+    data = f" {_sentence(labels.describe())}: {labels.advice}." if labels is not None else ""
     if state.retraining_budget_left == 0:
         reason = (
             f"{headline(attempt, state)}. The relaunch budget is spent ({_launches(state.history.num_retraining)} "
             f"of max_num_retraining={state.max_num_retraining}); the next remedy would have been "
-            f"{remedy.label} ({what}). Ending."
+            f"{remedy.label} ({what}).{data} Ending."
         )
         return _end(state, reason, end_cause="budget_spent")
     spent = run_limits.instance_hours_spent(state)
     if spent:
         reason = (
-            f"{headline(attempt, state)}. {spent}; the next remedy would have been {remedy.label} ({what}). Ending."
+            f"{headline(attempt, state)}. {spent}; the next remedy would have been {remedy.label} ({what}).{data} "
+            "Ending."
         )
         return _end(state, reason, end_cause="instance_hours_spent")
 

@@ -129,11 +129,12 @@ def test_a_users_script_without_declarations_gets_the_evidence_remedies_its_hype
     assert [remedy.name for remedy in remedies["DeadRelu"]] == [
         "LearningRateIntoRange", "LowerRateAfterCollapse", "SwitchToLeakyReLU", "LowerLearningRate", "SwitchToLeakyReLU"
     ]
-    # a quiet miss: the rate, then what the loss's course says (activation and rate when it never fell, epochs when
-    # it was still falling, a lower rate when it settled), then more epochs
+    # a quiet miss: the rate, smaller steps when the training labels look wrong, then what the loss's course says
+    # (activation and rate when it never fell, epochs when it was still falling, a lower rate when it settled), then
+    # more epochs
     assert [(remedy.name, remedy.change.hyperparameter) for remedy in remedies["objective_missed"]] == [
         ("LearningRateIntoRange", "lr"), ("LearningRateToUsual", "lr"), ("SwitchToReLU", "activation"),
-        ("RaiseLearningRateToUsual", "lr"), ("TrainLonger", "epochs"), ("LowerLearningRate", "lr"),
+        ("SmallerStepsOnNoisyLabels", "lr"), ("RaiseLearningRateToUsual", "lr"), ("TrainLonger", "epochs"), ("LowerLearningRate", "lr"),
         ("TrainLonger", "epochs"),
     ]
     assert "CheckInputImages" not in remedies  # the script has no normalize_inputs

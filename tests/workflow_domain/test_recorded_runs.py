@@ -246,14 +246,38 @@ def test_a_rare_class_in_a_script_without_class_weights_ends_and_names_the_knob(
     assert "TrainLonger" not in decision.reason and planned.run_spec.hyperparameters == job["hyperparameters"]
 
 
-def test_labels_a_small_model_cannot_fit_read_as_noisy_and_the_run_ends(account_input):
+def test_noisy_labels_are_named_and_answered_by_smaller_steps_until_they_stop_helping(account_input):
     """One hidden layer of 32 units, 60% of its training labels random: its top class matched 47% of them but 0.71
-    of the held-out labels. More epochs or another rate would not help: the run ends and says to check the labels."""
+    of the held-out labels. More epochs would fit more of the wrong labels; smaller steps fit fewer of them in the same
+    epochs, so the planner lowers the rate while it helps (0.7056 -> 0.8056 at 0.015), says the labels are the fix,
+    and ends when it no longer helps (0.7861 at 0.0045)."""
+    run = recorded("mlp-noisy-labels-small")
     job, planned, decision = quiet_miss("mlp-noisy-labels-small", account_input)
-    assert decision.next_action == "end"
-    assert "The training labels look noisy: over steps 233-286 the model's top class matched 47% of its training " \
+    assert decision.remedy == "SmallerStepsOnNoisyLabels" and decision.next_action == "launch_new"
+    assert planned.run_spec.hyperparameters == {**job["hyperparameters"], "lr": 0.015}  # epochs stay 12
+    assert "the training labels look noisy: over steps 233-286 the model's top class matched 47% of its training " \
            "labels, yet it scored 0.7056 on held-out data" in decision.reason
-    assert "check and correct the training labels" in decision.reason
+    assert "Checking and correcting the labels is the fix" in decision.reason
+    assert "Next: lowering lr 0.05 -> 0.015" in decision.reason
+
+    # with no launch left, the run ends saying what the labels need
+    spent = plan(finish(start(run, account_input, max_num_retraining=1), run["jobs"][0])).last_attempt.decision
+    assert spent.end_cause == "budget_spent" and "the next remedy would have been SmallerStepsOnNoisyLabels" in (
+        spent.reason
+    )
+    assert "The training labels look noisy" in spent.reason and "check and correct the training labels" in spent.reason
+
+    second = plan(finish(planned, run["jobs"][1]))
+    assert second.last_attempt.objective_value == pytest.approx(0.8056)
+    assert second.last_attempt.decision.remedy == "SmallerStepsOnNoisyLabels"
+    assert second.run_spec.hyperparameters["lr"] == pytest.approx(0.0045)
+
+    third = plan(finish(second, run["jobs"][2]))
+    ended = third.last_attempt.decision
+    assert ended.next_action == "end" and third.last_attempt.objective_value == pytest.approx(0.7861)
+    assert "Not tried again: after SmallerStepsOnNoisyLabels (job 3), validation:accuracy went from 0.8056 to " \
+           "0.7861" in ended.reason
+    assert "check and correct the training labels" in ended.reason and "more epochs would fit" in ended.reason
 
 
 def test_a_model_that_learns_wrong_labels_by_heart_is_regularised_not_trained_longer(account_input):
@@ -280,9 +304,17 @@ def test_a_model_that_learns_wrong_labels_by_heart_is_regularised_not_trained_lo
     )
     assert "lowering weight-decay 0.0001 -> 0" in decision.reason
 
-    no_knobs = {"lr": 0.05, "epochs": 12}
-    state = start(run, account_input, hyperparameters=no_knobs,
+    # A script with no regulariser to turn: smaller steps fit fewer of the wrong labels, and the reason says what
+    # would regularise; with no learning rate either, the run ends saying so.
+    no_regulariser = {"lr": 0.05, "epochs": 12}
+    state = start(run, account_input, hyperparameters=no_regulariser,
                   hyperparameter_names={"learning_rate": "lr", "num_epochs": "epochs"})  # fmt: skip
+    smaller = plan(finish(state, {**job, "hyperparameters": no_regulariser}))
+    assert smaller.last_attempt.decision.remedy == "SmallerStepsOnNoisyLabels"
+    assert smaller.run_spec.hyperparameters == {"lr": 0.015, "epochs": 12}
+    assert "the model learns its training labels by heart" in smaller.last_attempt.decision.reason
+    no_knobs = {"epochs": 12}
+    state = start(run, account_input, hyperparameters=no_knobs, hyperparameter_names={"num_epochs": "epochs"})
     ended = plan(finish(state, {**job, "hyperparameters": no_knobs})).last_attempt.decision
     assert ended.next_action == "end"
     assert "give the script weight decay, dropout or early stopping" in ended.reason

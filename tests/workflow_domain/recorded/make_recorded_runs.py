@@ -154,12 +154,13 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     "mlp-noisy-labels-small": {
         "about": "One hidden layer of 32 units on digits with SGD at 0.05 for twelve epochs, 60% of its training labels "
         "replaced by labels drawn at random (held-out labels clean): too small to learn the wrong labels by heart, "
-        "it learns what the correct ones share; quiet, and short of the objective.",
+        "it learns what the correct ones share; quiet, and short of the objective. The next jobs run with what the planner "
+        "chose.",
         "dataset": "digits",
         "train_faults": {"label_noise": 0.6},
         "run_spec": {**MLP_SPEC, "hyperparameters": {"lr": 0.05, "epochs": 12, "hidden": 32, "depth": 1},
                      "hyperparameter_names": {"learning_rate": "lr", "num_epochs": "epochs"},
-                     "max_num_retraining": 1},
+                     "max_num_retraining": 3},
     },
     "ddp-script-without-checkpoints": {
         "about": "examples/ddp (a script that writes no checkpoints) on one process, one epoch, against an objective "
