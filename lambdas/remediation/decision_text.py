@@ -151,6 +151,17 @@ def changes_so_far(state: WorkflowState) -> str:
     return f" Changed so far: {'; '.join(f'{name} ' + ' -> '.join(chain) for name, chain in chains.items())}."
 
 
+def ending_settings(state: WorkflowState, closest: Attempt | None = None) -> str:
+    """'Ending with lr=0.1, epochs=3.'; when an earlier job came closer to the objective than the last (``closest``,
+    the one the planner planned from), its settings, which are the ones to keep."""
+    last = state.last_attempt
+    if closest is None or last is None or closest.number == last.number:
+        return f"Ending with {state.run_spec.summary()}."
+    objective = state.declared_objective()
+    metric = f"{objective.metric_name} = {show(closest.objective_value)}" if objective else "the objective"
+    return f"Ending; job {closest.number} came closest to the objective ({metric}), with {closest.summary()}."
+
+
 def exhausted_reason(
     state: WorkflowState,
     attempt: Attempt,
@@ -160,9 +171,10 @@ def exhausted_reason(
     any_rule: str,
     failure_kinds: Mapping[str, str],
     hyperparameters: Mapping[str, Any] | None = None,
+    closest: Attempt | None = None,
 ) -> str:
     """Which remedies exist for this failure and why none applies now, with the numbers; ``hyperparameters``: the
-    settings they were tried from (default: the last job's)."""
+    settings they were tried from (default: the last job's), those of ``closest`` when it is an earlier job."""
     hyperparameters = state.run_spec.hyperparameters if hyperparameters is None else hyperparameters
     lines = []
     for key, ladder in ladders:
@@ -178,8 +190,8 @@ def exhausted_reason(
     else:
         what = f"no remedy left ({'; '.join(lines)})"
     return (
-        f"{headline(attempt, state)}. {what[:1].upper() + what[1:]}.{changes_so_far(state)} Ending with "
-        f"{state.run_spec.summary()}."
+        f"{headline(attempt, state)}. {what[:1].upper() + what[1:]}.{changes_so_far(state)} "
+        f"{ending_settings(state, closest)}"
     )
 
 

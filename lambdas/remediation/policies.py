@@ -33,6 +33,7 @@ from lambdas.remediation import remedy_sets, run_limits
 from lambdas.remediation.attempts import Attempt, Change, Decision
 from lambdas.remediation.decision_text import (
     describe_changes,
+    ending_settings,
     evidence_numbers,
     exhausted_reason,
     headline,
@@ -121,11 +122,13 @@ def plan(state: WorkflowState) -> WorkflowState:
     if chosen is None and labels is not None:
         reason = (
             f"{headline(attempt, state)}. {_sentence(labels.describe())}. No remedy in the {state.policy} remedies "
-            f"answers that: {labels.advice}.{_not_again(worse, repeats)} Ending with {state.run_spec.summary()}."
+            f"answers that: {labels.advice}.{_not_again(worse, repeats)} {ending_settings(state, base)}"
         )
         return _end(state, reason, end_cause=end_cause)
     if chosen is None:
-        reason = exhausted_reason(state, attempt, failure, ladders, situation, ANY_RULE, FAILURE_KINDS, hyperparameters)
+        reason = exhausted_reason(
+            state, attempt, failure, ladders, situation, ANY_RULE, FAILURE_KINDS, hyperparameters, closest=base
+        )
         reason += _not_again(worse, repeats)
         return _end(state, reason, end_cause=end_cause)
 

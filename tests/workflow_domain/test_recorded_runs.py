@@ -278,6 +278,11 @@ def test_noisy_labels_are_named_and_answered_by_smaller_steps_until_they_stop_he
     assert "Not tried again: after SmallerStepsOnNoisyLabels (job 3), validation:accuracy went from 0.8056 to " \
            "0.7861" in ended.reason
     assert "check and correct the training labels" in ended.reason and "more epochs would fit" in ended.reason
+    # the settings to keep are the closest job's, not the last one's
+    assert ended.reason.endswith(
+        "Ending; job 2 came closest to the objective (validation:accuracy = 0.8056), with lr=0.015, epochs=12, "
+        "hidden=32, depth=1."
+    )
 
 
 def test_a_model_that_learns_wrong_labels_by_heart_is_regularised_not_trained_longer(account_input):
