@@ -86,6 +86,27 @@ def test_dead_units_after_a_spike_at_a_main_rate_lower_that_rate(account_input):
     assert "more than 10x its initial value" in planned.last_attempt.decision.reason
 
 
+def test_a_spike_from_weights_initialised_far_too_large_is_answered_by_rescaling_them_not_by_the_rate(account_input):
+    """Four tanh layers initialised at 100 times the usual scale: the units saturate, the gradient norm spikes from 373
+    to 41,850 and VanishingGradient stops the job. The spike alone would read as a collapse from too high a rate (the
+    collapse remedies' condition holds), but the run names the cause in its settings: the initialisation is rescaled,
+    and the next job meets the objective (0.9694)."""
+    from lambdas.remediation.diagnosis import situation_of
+    from lambdas.remediation.evidence_remedies import COLLAPSE_FACTOR
+
+    run = recorded("mlp-tanh-init-x100")
+    state = finish(start(run, account_input), run["jobs"][0])
+    assert state.last_attempt.issue.rule == "VanishingGradient"
+    assert situation_of(state.last_attempt).spike(COLLAPSE_FACTOR) is not None
+    planned = plan(state)
+    decision = planned.last_attempt.decision
+    assert decision.remedy == "RescaleInitialisation"
+    assert planned.run_spec.hyperparameters == {**run["jobs"][0]["hyperparameters"], "init-scale": 1.0}  # lr kept
+    assert "applies because init-scale 100 is above 5" in decision.reason
+    met = finish(planned, run["jobs"][1]).last_attempt
+    assert met.outcome == "completed" and met.objective_value == pytest.approx(0.9694)
+
+
 @pytest.mark.parametrize(
     ("name", "job"),
     [

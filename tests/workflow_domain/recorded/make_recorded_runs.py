@@ -98,6 +98,15 @@ SCENARIOS: dict[str, dict[str, Any]] = {
                                                      "batch-norm": 0, "init-scale": 1.0},
                      "hyperparameter_names": MLP_NAMES, "max_num_retraining": 1},
     },
+    "mlp-tanh-init-x100": {
+        "about": "Four tanh layers of 32 units on digits at SGD 0.05, batch 32, initial weights at 100 times their usual "
+        "scale: the units saturate and the loss spikes; the next job runs with what the planner chose.",
+        "dataset": "digits",
+        "run_spec": {**MLP_SPEC, "hyperparameters": {"lr": 0.05, "epochs": 4, "activation": "tanh", "depth": 4,
+                                                     "hidden": 32, "batch-size": 32, "batch-norm": 0,
+                                                     "init-scale": 100.0},
+                     "hyperparameter_names": MLP_NAMES, "max_num_retraining": 2},
+    },
     "mlp-adam-frozen": {
         "about": "The MLP on digits with Adam at 2e-8 (frozen updates): quiet and flat for two epochs; the next job "
         "runs at the rate the planner chose.",
