@@ -154,12 +154,13 @@ def changes_so_far(state: WorkflowState) -> str:
 def ending_settings(state: WorkflowState, closest: Attempt | None = None) -> str:
     """'Ending with lr=0.1, epochs=3.'; when an earlier job came closer to the objective than the last (``closest``,
     the one the planner planned from), its settings, which are the ones to keep."""
-    last = state.last_attempt
-    if closest is None or last is None or closest.number == last.number:
+    last, objective = state.last_attempt, state.declared_objective()
+    if closest is None or last is None or objective is None or closest.number == last.number:
         return f"Ending with {state.run_spec.summary()}."
-    objective = state.declared_objective()
-    metric = f"{objective.metric_name} = {show(closest.objective_value)}" if objective else "the objective"
-    return f"Ending; job {closest.number} came closest to the objective ({metric}), with {closest.summary()}."
+    return (
+        f"Ending; job {closest.number} came closest to the objective ({objective.metric_name} = "
+        f"{show(closest.objective_value)}), with {closest.summary()}."
+    )
 
 
 def exhausted_reason(
