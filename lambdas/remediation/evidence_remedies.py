@@ -226,6 +226,8 @@ def _network_remedies(rates: RateRange) -> dict[str, list[dict[str, Any]]]:
     raise_weight_decay = {
         "name": "RaiseWeightDecay", "hyperparameter": "weight_decay", "multiply_by": 10, "max": MAX_WEIGHT_DECAY,
     }  # fmt: skip
+    # More epochs, continuing from the checkpoints (each use says how many times more, and when).
+    train_longer = {"name": "TrainLonger", "hyperparameter": "num_epochs", "max": MAX_EPOCHS, "resume": True}
     early_stopping = {
         "name": "StopEarlyKeepBest",
         "hyperparameter": "early_stopping_patience",
@@ -467,12 +469,10 @@ def _network_remedies(rates: RateRange) -> dict[str, list[dict[str, Any]]]:
             },
             # A job too short to read its loss's course (SHORT_JOB_EPOCHS) trains longer before anything else.
             {
-                "name": "TrainLonger",
-                "hyperparameter": "num_epochs",
+                **train_longer,
                 "multiply_by": STILL_FALLING_EPOCH_FACTOR,
-                "max": MAX_EPOCHS,
-                "resume": True,
-                "when": {"hyperparameters_below": {"num_epochs": SHORT_JOB_EPOCHS}, "loss_shape": ["flat", "settled", "unknown"]},
+                "when": {"hyperparameters_below": {"num_epochs": SHORT_JOB_EPOCHS},
+                         "loss_shape": ["flat", "settled", "unknown"]},
                 "note": f"Fewer than {SHORT_JOB_EPOCHS} epochs are too few to tell a loss that settled or never fell from "
                 "one that falls slowly: more epochs before the rate or the network is changed.",
             },
@@ -480,11 +480,8 @@ def _network_remedies(rates: RateRange) -> dict[str, list[dict[str, Any]]]:
              "gradients scaled, so the loss can start to fall."},
             {**raise_rate_to_usual, "when": {"loss_shape": "flat"}},
             {
-                "name": "TrainLonger",
-                "hyperparameter": "num_epochs",
+                **train_longer,
                 "multiply_by": STILL_FALLING_EPOCH_FACTOR,
-                "max": MAX_EPOCHS,
-                "resume": True,
                 "when": {"loss_shape": "still_falling"},
                 "note": "Training was stable and still improving when it stopped: more epochs.",
             },
@@ -494,11 +491,8 @@ def _network_remedies(rates: RateRange) -> dict[str, list[dict[str, Any]]]:
             # Not for a model that fits its training set: more epochs would fit it further. A loss that never fell
             # in a short job (one epoch of 13 steps) may only need more of them.
             {
-                "name": "TrainLonger",
-                "hyperparameter": "num_epochs",
+                **train_longer,
                 "multiply_by": 2,
-                "max": MAX_EPOCHS,
-                "resume": True,
                 "when": {"loss_shape": ["flat", "settled", "unknown"]},
                 "note": "Training was stable but too short to reach the objective: more epochs.",
             },
