@@ -10,7 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from debugger.hook.stop_training import StopTrainingRequested
@@ -23,16 +22,6 @@ EXAMPLE = REPO / "examples" / "xgboost"
 COLLECTIONS = ["metrics", "losses", "hyperparameters", "predictions", "labels", "feature_importance", "average_shap", "trees"]
 OVERFITTING = {"objective": "binary:logistic", "max_depth": 10, "eta": 0.9, "min_child_weight": 0, "lambda": 0,
                "eval_metric": "logloss", "nthread": 1}  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def data(xgb):
-    from sklearn.datasets import load_breast_cancer
-
-    x, y = load_breast_cancer(return_X_y=True)
-    order = np.random.default_rng(0).permutation(len(y))
-    x, y = x[order], y[order]
-    return xgb.DMatrix(x[:400], label=y[:400]), xgb.DMatrix(x[400:], label=y[400:])
 
 
 def hook_config(interval: int = 2) -> dict:

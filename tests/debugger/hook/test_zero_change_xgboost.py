@@ -3,7 +3,6 @@ callbacks, in this process, writing to a temporary directory."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from debugger.hook.stop_training import StopTrainingRequested
@@ -16,16 +15,6 @@ OVERFITTING = {"objective": "binary:logistic", "max_depth": 10, "eta": 0.9, "min
                "eval_metric": "logloss", "nthread": 1}  # fmt: skip
 OVERTRAINING = [{"RuleConfigurationName": "Overtraining",
                  "RuleParameters": {"rule_to_invoke": "Overtraining", "action_json": STOP}}]  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def data(xgb):
-    from sklearn.datasets import load_breast_cancer
-
-    x, y = load_breast_cancer(return_X_y=True)
-    order = np.random.default_rng(0).permutation(len(y))
-    x, y = x[order], y[order]
-    return xgb.DMatrix(x[:400], label=y[:400]), xgb.DMatrix(x[400:], label=y[400:])
 
 
 @pytest.fixture
