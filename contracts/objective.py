@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from contracts import ContractError
@@ -78,3 +78,29 @@ class Objective:
         if not math.isfinite(value):
             return math.inf
         return self.target_value - value if self.type == "Maximize" else value - self.target_value
+
+
+@dataclasses.dataclass(frozen=True)
+class ObjectiveCourse:
+    """The objective's metric over a job, as the script saved it with the debugger (one value per report, in order):
+    how many reports, where it was best (1-based report) and at what value, and its last value. A script that
+    reports its held-out metric once per epoch and trained ``reports`` epochs scored ``best_value`` after epoch
+    ``best_report``."""
+
+    reports: int
+    best_report: int
+    best_value: float
+    last_value: float
+
+    @classmethod
+    def of(cls, objective: Objective, values: Sequence[float] | None) -> ObjectiveCourse | None:
+        """The course of ``values`` as ``objective`` ranks them (the earliest of equal bests); None: no finite value."""
+        if not values or not all(isinstance(value, (int, float)) and math.isfinite(value) for value in values):
+            return None
+        sign = 1 if objective.type == "Maximize" else -1
+        best = max(range(len(values)), key=lambda index: (sign * values[index], -index))
+        return cls(reports=len(values), best_report=best + 1, best_value=float(values[best]), last_value=float(values[-1]))
+
+    def met_before_end(self, objective: Objective) -> bool:
+        """The metric met the objective at a report before the last one, and the last one missed it."""
+        return self.best_report < self.reports and objective.met(self.best_value) and not objective.met(self.last_value)

@@ -50,7 +50,7 @@ from contracts.hyperparameter_values import (
     same_kind,
     show,
 )
-from contracts.remedy_changes import OPERATIONS, Change
+from contracts.remedy_changes import OPERATIONS, TO_BEST_EPOCH, Change
 from contracts.remedy_conditions import HYPERPARAMETER_TESTS, Condition, Situation, parse_condition
 from contracts.suggestions import did_you_mean
 
@@ -97,16 +97,18 @@ class Remedy:
     def changes(self) -> tuple[Change, ...]:
         return (self.change, *self.also)
 
-    def apply(self, hyperparameters: Mapping[str, Value]) -> dict[str, Value] | None:
+    def apply(self, hyperparameters: Mapping[str, Value], situation: Situation | None = None) -> dict[str, Value] | None:
         """The hyperparameters after the remedy, or None when its main change does not apply. The ``also``
-        changes are made where they apply."""
-        new_value = self.change.apply(hyperparameters[self.change.hyperparameter])
+        changes are made where they apply. ``situation``: the failed job's evidence, for a change that reads it
+        (``to_best_epoch``)."""
+        best_epoch = situation.best_epoch if situation is not None else None
+        new_value = self.change.apply(hyperparameters[self.change.hyperparameter], best_epoch)
         if new_value is None:
             return None
         updated = dict(hyperparameters)
         updated[self.change.hyperparameter] = new_value
         for change in self.also:
-            value = change.apply(updated[change.hyperparameter])
+            value = change.apply(updated[change.hyperparameter], best_epoch)
             if value is not None:
                 updated[change.hyperparameter] = value
         return updated
@@ -288,7 +290,14 @@ def _parse_change(
     operand = entry[operation]
     current = hyperparameters[name]
     kind = kinds.get(name) or kind_of_value(current)
-    if operation == "set_to":
+    if operation == TO_BEST_EPOCH:
+        if operand is not True:
+            raise ContractError(f"{where}.{operation}", f"must be true (got {operand!r})")
+        if kind != INTEGER:
+            raise ContractError(
+                f"{where}.{operation}", f"{name} is {describe_kind(kind)} ({show(current)!r}); an epoch count is a whole number"
+            )
+    elif operation == "set_to":
         fits = is_number(operand) if kind in (INTEGER, REAL) else fits_kind(operand, kind)
         if not isinstance(operand, (str, int, float, bool)) or not fits:
             raise ContractError(
@@ -347,6 +356,8 @@ def _check_reachable(remedies: Remedies, hyperparameters: Mapping[str, Value], w
             if others:
                 continue
             start = hyperparameters[name]
+            if remedy.change.operation == TO_BEST_EPOCH:  # what it sets comes from a job's evidence
+                continue
             if remedy.change.apply(start) is None:
                 raise ContractError(
                     f"{where}.{key}[{index}]",

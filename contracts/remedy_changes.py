@@ -19,8 +19,12 @@ from contracts.hyperparameter_values import (
     written,
 )
 
-OPERATIONS = ("set_to", "multiply_by", "add", "at_most", "at_least")
+OPERATIONS = ("set_to", "multiply_by", "add", "at_most", "at_least", "to_best_epoch")
 NUMERIC_OPERATIONS = ("multiply_by", "add", "at_most", "at_least")
+#: ``{"hyperparameter": "num_epochs", "to_best_epoch": true}``: the epochs after which the job's held-out metric met
+#: the objective at its best (``contracts.objective.ObjectiveCourse``); it does not apply when the job's course does
+#: not show one (``best_epoch`` None). Early stopping through the script's own epoch count.
+TO_BEST_EPOCH = "to_best_epoch"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,11 +44,14 @@ class Change:
     def kind_for(self, current: Value) -> str:
         return self.kind or kind_of_value(current)
 
-    def result(self, current: Value) -> Value:
+    def result(self, current: Value, best_epoch: int | None = None) -> Value:
         """The value after the operation, written as its kind is (a whole number rounded, a real number without
-        float noise, a flag as the run_spec writes it), whether or not it applies."""
+        float noise, a flag as the run_spec writes it), whether or not it applies. ``best_epoch``: the job's, for
+        :data:`TO_BEST_EPOCH` (None: it has none, and the value stays)."""
         operand = self.operand
         kind = self.kind_for(current)
+        if self.operation == TO_BEST_EPOCH:
+            return current if best_epoch is None else best_epoch
         if self.operation == "set_to":
             if kind == FLAG or (kind == INTEGER and fits_kind(operand, INTEGER)) or (kind == REAL and is_number(operand)):
                 return written(operand, kind, current)
@@ -59,9 +66,9 @@ class Change:
             new = max(current, operand)
         return written(new, INTEGER if kind == INTEGER else REAL, current)
 
-    def apply(self, current: Value) -> Value | None:
+    def apply(self, current: Value, best_epoch: int | None = None) -> Value | None:
         """The new value, or None when the change does not apply (no change, or outside its bounds)."""
-        new = self.result(current)
+        new = self.result(current, best_epoch)
         if new == current:
             return None
         if self.minimum is not None and new < self.minimum:
@@ -85,6 +92,7 @@ class Change:
             "add": f"add {show(self.operand)} to {self.hyperparameter}",
             "at_most": f"cap {self.hyperparameter} at {show(self.operand)}",
             "at_least": f"raise {self.hyperparameter} to at least {show(self.operand)}",
+            TO_BEST_EPOCH: f"set {self.hyperparameter} to the epoch at which the objective was met at its best",
         }
         bounds = []
         if self.minimum is not None:
@@ -120,6 +128,8 @@ class Change:
 
     def _why_not(self, current: Value) -> str:
         new = self.result(current)
+        if self.operation == TO_BEST_EPOCH:
+            return "the job's objective was not met at an epoch before its last"
         if new == current:
             return f"{self.hyperparameter} is already {show(current)}"
         if self.minimum is not None and new < self.minimum:

@@ -12,12 +12,18 @@ A condition holds when every test it gives holds::
     "when": {"loss_shape": "still_falling"}                 # the loss's course over the job (contracts.loss_history)
     "when": {"loss_shape": ["settled", "unknown"]}          # one of these ("unknown": too little reported to tell)
     "when": {"training_labels": "imbalanced"}               # what the job's training labels say (contracts.training_labels)
+    "when": {"objective_met_before_end": true}              # the held-out metric met the objective at an earlier epoch
 
 ``spiked_above`` reads the run's history, not only its last symptom: it holds when the loss or the total gradient
 norm rose to more than that many times its initial value at or before the step the rule fired (the job reports
 where each peaked, with the learning rate and phase of that step). Gradients that vanish, or units that die,
 after such a spike are a collapse caused by a rate too high, not a rate too low; ``spike_phase`` says in which
 phase the spike was, so a remedy can lower the rate that was active then.
+
+``objective_met_before_end`` reads the objective's metric over the job (every value the script saved with the
+debugger, ``contracts.objective.ObjectiveCourse``): it holds when the job reported it once per epoch (as many values
+as it trained epochs), met the objective after an epoch before the last, and missed it at the end. The job trained
+past its best epoch; ``to_best_epoch`` (``contracts.remedy_changes``) sets the epochs to that one.
 
 Each test that holds adds a fact, with its numbers, to the reason the planner writes.
 """
@@ -32,6 +38,7 @@ from typing import Any
 from contracts import ContractError
 from contracts.hyperparameter_values import Value, describe_kind, fits_kind, is_number, kind_of_value, show
 from contracts.loss_history import LOSS_SHAPES, LossShape, LossWindow, loss_shape
+from contracts.objective import Objective, ObjectiveCourse
 from contracts.rule_status import ISSUE_KIND_PATTERN, PHASES, Peak
 from contracts.suggestions import did_you_mean
 from contracts.training_labels import LABEL_FINDINGS, LabelFinding, label_finding
@@ -91,6 +98,18 @@ class Situation:
     held_out_score: float | None = None
     #: The epochs the job trained, when the run names its epochs hyperparameter.
     epochs: int | None = None
+    #: The run's objective, and its metric over the job when the script saved it with the debugger.
+    objective: Objective | None = None
+    objective_course: ObjectiveCourse | None = None
+
+    @property
+    def best_epoch(self) -> int | None:
+        """The epoch after which the held-out metric met the objective at its best, when the job reported it once per
+        epoch and trained past it to a miss (None otherwise)."""
+        course, objective = self.objective_course, self.objective
+        if course is None or objective is None or self.epochs is None or course.reports != self.epochs:
+            return None
+        return course.best_report if course.met_before_end(objective) else None
 
     @property
     def labels(self) -> LabelFinding | None:
@@ -156,13 +175,20 @@ class Condition:
     loss_shape: tuple[str, ...] = ()
     #: The findings about the training labels this holds for (contracts.training_labels.LABEL_FINDINGS).
     training_labels: tuple[str, ...] = ()
+    #: The job met the objective after an earlier epoch and trained past it (see :attr:`Situation.best_epoch`).
+    objective_met_before_end: bool | None = None
 
     @property
     def names_a_cause(self) -> bool:
         """Whether this condition names a cause of the failure in the run itself (a setting of its hyperparameters,
-        or what its training labels say), not only the loss's course or the rule's finding: such a remedy still
-        answers a missed objective that the training labels explain (``plan``)."""
-        return bool(self.training_labels) or any(getattr(self, key) for key in HYPERPARAMETER_TESTS)
+        what its training labels say, or epochs trained past the one that met the objective), not only the loss's
+        course or the rule's finding: such a remedy still answers a missed objective that the training labels
+        explain (``plan``)."""
+        return (
+            bool(self.training_labels)
+            or bool(self.objective_met_before_end)
+            or any(getattr(self, key) for key in HYPERPARAMETER_TESTS)
+        )
 
     def check(self, situation: Situation, hyperparameters: Mapping[str, Value]) -> tuple[bool, list[str]]:
         """(holds, the facts behind it with their numbers) for the reason the planner writes."""
@@ -221,6 +247,17 @@ class Condition:
             if finding is None or finding.kind not in self.training_labels:
                 return False, []
             facts.append(finding.describe())
+        if self.objective_met_before_end is not None:
+            best = situation.best_epoch
+            if (best is not None) != self.objective_met_before_end:
+                return False, []
+            if best is not None:
+                course, objective = situation.objective_course, situation.objective
+                facts.append(
+                    f"{objective.metric_name} met the objective ({objective.comparison} {show(objective.target_value)}) "
+                    f"after epoch {best} of {course.reports}, at {show(course.best_value)} (its best), and ended at "
+                    f"{show(course.last_value)}"
+                )
         for name, expected in self.hyperparameters:
             if hyperparameters.get(name) != expected:
                 return False, []
@@ -268,6 +305,7 @@ CONDITION_KEYS = (
     "spike_phase",
     "loss_shape",
     "training_labels",
+    "objective_met_before_end",
 )
 #: The conditions on the run's hyperparameters (their names follow the script's, see contracts.remedies.adapt_to_script).
 HYPERPARAMETER_TESTS = ("hyperparameters", "hyperparameters_above", "hyperparameters_below")
@@ -327,6 +365,9 @@ def parse_condition(
             raise ContractError(f"{where}.spike_phase", "needs spiked_above: the spike whose phase it tests")
     shapes = _one_or_list(value, "loss_shape", (*LOSS_SHAPES, UNKNOWN_LOSS_SHAPE), where)
     findings = _one_or_list(value, "training_labels", LABEL_FINDINGS, where)
+    met_before_end = value.get("objective_met_before_end")
+    if met_before_end is not None and not isinstance(met_before_end, bool):
+        raise ContractError(f"{where}.objective_met_before_end", f"must be true or false (got {met_before_end!r})")
     equal = value.get("hyperparameters", {})
     if not isinstance(equal, Mapping):
         raise ContractError(f"{where}.hyperparameters", "must be an object of hyperparameter: value")
@@ -364,6 +405,7 @@ def parse_condition(
         spike_phase=spike_phase,
         loss_shape=shapes,
         training_labels=findings,
+        objective_met_before_end=met_before_end,
     )
 
 

@@ -19,6 +19,9 @@ RULE_STATUS_FILE = "rule-status.json"
 SCHEMA_VERSION = 2
 #: The status document keeps the latest value of at most this many named scalars.
 MAX_REPORTED_METRICS = 50
+#: ... and each one's values in order while it has saved at most this many: a held-out metric saved once per epoch
+#: (the objective's course, ``contracts.objective.ObjectiveCourse``); a scalar saved more often loses its course.
+MAX_METRIC_VALUES = 200
 
 # SageMaker's RuleEvaluationStatus values.
 IN_PROGRESS = "InProgress"
@@ -168,6 +171,13 @@ class MetricValue:
     value: float | None
     step: int
     mode: str = "TRAIN"
+    #: Every value saved under the name, in order (None once more than MAX_METRIC_VALUES were saved).
+    values: list[float | None] | None = None
+
+    def with_value(self, value: float | None, step: int, mode: str) -> MetricValue:
+        """This metric after one more saved value."""
+        values = None if self.values is None or len(self.values) >= MAX_METRIC_VALUES else [*self.values, value]
+        return MetricValue(value=value, step=step, mode=mode, values=values)
 
 
 @dataclasses.dataclass
@@ -217,7 +227,10 @@ class RuleStatusDocument:
                 actions=[ActionRecord(**action) for action in data.get("actions", [])],
                 metrics={
                     str(name): MetricValue(
-                        value=parse_number(metric.get("value")), step=int(metric["step"]), mode=str(metric.get("mode", "TRAIN"))
+                        value=parse_number(metric.get("value")),
+                        step=int(metric["step"]),
+                        mode=str(metric.get("mode", "TRAIN")),
+                        values=[parse_number(value) for value in metric["values"]] if metric.get("values") is not None else None,
                     )
                     for name, metric in dict(data.get("metrics", {})).items()
                 },

@@ -117,8 +117,11 @@ class HookBase(RuleRunner):
         latest = getattr(self.trial, "latest_metrics", None)
         if latest is not None:
             latest[name] = value
-        if name in self.metrics or len(self.metrics) < MAX_REPORTED_METRICS:
-            self.metrics[name] = MetricValue(value=value, step=step, mode=self.mode.name)
+        previous = self.metrics.get(name)
+        if previous is not None:
+            self.metrics[name] = previous.with_value(value, step, self.mode.name)
+        elif len(self.metrics) < MAX_REPORTED_METRICS:
+            self.metrics[name] = MetricValue(value=value, step=step, mode=self.mode.name, values=[value])
 
     def _flush_writer(self) -> None:
         if getattr(self, "_writer", None) is not None:  # the trial may ask before the writer exists

@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, Field, model_validator
 
+from contracts import objective as objective_contract
 from contracts.loss_history import MAX_LOSS_WINDOWS
 from contracts.rule_status import ISSUE_KIND_PATTERN, MAX_REPORTED_LEARNING_RATES, Evidence
 from contracts.training_labels import MAX_COUNTED_CLASSES
@@ -106,6 +107,17 @@ class Peak(BaseModel):
     phase: Phase | None = None
 
 
+class ObjectiveCourse(BaseModel):
+    """The objective's metric over the job as the script saved it (``contracts.objective.ObjectiveCourse``)."""
+
+    model_config = STRICT
+
+    reports: Annotated[Whole, Field(ge=1)]
+    best_report: Annotated[Whole, Field(ge=1)]
+    best_value: float
+    last_value: float
+
+
 class LossWindow(BaseModel):
     """Consecutive training steps and their mean loss (``contracts.loss_history.LossWindow``)."""
 
@@ -141,16 +153,20 @@ class AttemptEvidence(BaseModel):
     checkpoint_files: Count | None = None
     loss_windows: Annotated[list[LossWindow], Field(max_length=MAX_LOSS_WINDOWS)] | None = None
     label_counts: Annotated[list[Whole], Field(max_length=MAX_COUNTED_CLASSES)] | None = None
+    #: The objective's metric over the job, when the script saved it with the debugger (the monitor reads it from
+    #: the status document's metrics).
+    objective_course: ObjectiveCourse | None = None
 
     @classmethod
-    def from_contract(cls, evidence: Evidence) -> AttemptEvidence:
-        return cls.model_validate(
-            {
-                key: value
-                for key, value in dataclasses.asdict(evidence).items()
-                if value is not None and key in cls.model_fields
-            }
-        )
+    def from_contract(
+        cls, evidence: Evidence, objective_course: objective_contract.ObjectiveCourse | None = None
+    ) -> AttemptEvidence:
+        fields = {
+            key: value for key, value in dataclasses.asdict(evidence).items() if value is not None and key in cls.model_fields
+        }
+        if objective_course is not None:
+            fields["objective_course"] = dataclasses.asdict(objective_course)
+        return cls.model_validate(fields)
 
 
 class Change(BaseModel):

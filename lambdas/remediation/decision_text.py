@@ -12,6 +12,8 @@ from contracts.remedies import DATA_ERROR, OUT_OF_MEMORY, Remedy, Situation, sho
 from lambdas.remediation.attempts import Attempt, Change, Decision
 from lambdas.remediation.diagnosis import failure_of, situation_of
 from lambdas.remediation.payload import WorkflowState
+from lambdas.remediation.payload_fields import MAX_REASON_BYTES
+from lambdas.remediation.validation_messages import clip
 
 
 def headline(attempt: Attempt, state: WorkflowState) -> str:
@@ -163,6 +165,10 @@ def ending_settings(state: WorkflowState, closest: Attempt | None = None) -> str
     )
 
 
+#: The list of remedies that did not apply keeps at least this much of itself however long the rest of the reason.
+MIN_REMEDY_LIST_CHARACTERS = 80
+
+
 def exhausted_reason(
     state: WorkflowState,
     attempt: Attempt,
@@ -173,9 +179,12 @@ def exhausted_reason(
     failure_kinds: Mapping[str, str],
     hyperparameters: Mapping[str, Any] | None = None,
     closest: Attempt | None = None,
+    not_again: str = "",
 ) -> str:
     """Which remedies exist for this failure and why none applies now, with the numbers; ``hyperparameters``: the
-    settings they were tried from (default: the last job's), those of ``closest`` when it is an earlier job."""
+    settings they were tried from (default: the last job's), those of ``closest`` when it is an earlier job;
+    ``not_again``: the remedies left out and why. The list of remedies is what is shortened to fit a reason's size:
+    the settings the run ends with, and why a remedy was not repeated, are kept whole."""
     hyperparameters = state.run_spec.hyperparameters if hyperparameters is None else hyperparameters
     lines = []
     for key, ladder in ladders:
@@ -190,10 +199,10 @@ def exhausted_reason(
         what = f"no remedies are declared for {failure}" + ("" if failure in failure_kinds else f" or {any_rule}")
     else:
         what = f"no remedy left ({'; '.join(lines)})"
-    return (
-        f"{headline(attempt, state)}. {what[:1].upper() + what[1:]}.{changes_so_far(state)} "
-        f"{ending_settings(state, closest)}"
-    )
+    head = f"{headline(attempt, state)}. "
+    tail = f".{changes_so_far(state)} {ending_settings(state, closest)}{not_again}"
+    room = MAX_REASON_BYTES - len(head.encode()) - len(tail.encode())
+    return head + clip(what[:1].upper() + what[1:], max(room, MIN_REMEDY_LIST_CHARACTERS)) + tail
 
 
 def outcome_reason(state: WorkflowState, attempt: Attempt) -> str:

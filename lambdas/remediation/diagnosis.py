@@ -9,7 +9,7 @@ import math
 
 from contracts.hyperparameter_values import show
 from contracts.loss_history import LossWindow
-from contracts.objective import Objective
+from contracts.objective import Objective, ObjectiveCourse
 from contracts.remedies import FAILURE_KINDS, OBJECTIVE_MISSED, Situation
 from contracts.rule_status import Peak
 from lambdas.remediation import attempts as attempt_models
@@ -52,7 +52,15 @@ def situation_of(attempt: Attempt, objective: Objective | None = None, epochs: i
         label_counts=tuple(evidence.label_counts) if evidence and evidence.label_counts else None,
         held_out_score=_score(attempt.objective_value, objective),
         epochs=epochs,
+        objective=objective,
+        objective_course=_course(evidence.objective_course) if evidence else None,
     )
+
+
+def _course(course: attempt_models.ObjectiveCourse | None) -> ObjectiveCourse | None:
+    if course is None:
+        return None
+    return ObjectiveCourse(course.reports, course.best_report, course.best_value, course.last_value)
 
 
 def _score(value: float | None, objective: Objective | None) -> float | None:

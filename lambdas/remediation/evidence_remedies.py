@@ -435,6 +435,17 @@ def _network_remedies(rates: RateRange) -> dict[str, list[dict[str, Any]]]:
         # The job ended quietly and missed its objective: no rule names a cause, so the loss's course over the whole
         # job does (contracts.loss_history): a loss that never fell, one still falling at the end, or one settled.
         OBJECTIVE_MISSED: [
+            # The job's own held-out metric met the objective after an earlier epoch and it trained past it: the
+            # same run, stopped at that epoch, is a result the run measured (early stopping through the script's
+            # epoch count), so it comes before any change the evidence only suggests.
+            {
+                "name": "StopAtBestEpoch",
+                "hyperparameter": "num_epochs",
+                "to_best_epoch": True,
+                "when": {"objective_met_before_end": True},
+                "note": "The held-out metric met the objective at that epoch and fell below it as training went on: "
+                "the same run stopped there (a script that seeds its training repeats that epoch's result).",
+            },
             rate_into_range,
             # A completed job has no epochs left to continue: train again from the start, at the usual rate (a
             # tenth of it, as after a rule, was still too slow for a quiet run to reach an objective).

@@ -15,6 +15,7 @@ from typing import Any
 
 from contracts import rule_status
 from contracts.job import STOP_TRAINING_FAILURE
+from contracts.objective import ObjectiveCourse
 from lambdas.remediation.attempts import AttemptEvidence, Change, Decision, Issue, RuleStatusSummary
 from lambdas.remediation.job_endings import MonitorDecision, judge_completed, judge_failed, judge_stopped
 from lambdas.remediation.payload import WorkflowState
@@ -143,6 +144,16 @@ def objective_metric_value(
     return value if value is not None and math.isfinite(value) else None
 
 
+def objective_course(state: WorkflowState, document: rule_status.RuleStatusDocument) -> ObjectiveCourse | None:
+    """The objective's metric over the job, from every value of it the script saved with the debugger (None: no
+    objective, the script saved none, or more than the document keeps)."""
+    objective = state.declared_objective()
+    metric = document.metrics.get(objective.metric_name) if objective is not None else None
+    if metric is None or metric.values is None:
+        return None
+    return ObjectiveCourse.of(objective, metric.values)
+
+
 def _describe_issue(rule: rule_status.RuleStatus) -> str:
     if rule.issue is not None:
         return f"{rule.RuleConfigurationName} at step {rule.issue.step}"
@@ -193,7 +204,9 @@ def apply_decision(
     elif decision.issues:
         changes["issue"] = Issue(rule=decision.issues[0].RuleConfigurationName)
     if reading.document is not None:
-        changes["evidence"] = AttemptEvidence.from_contract(reading.document.evidence)
+        changes["evidence"] = AttemptEvidence.from_contract(
+            reading.document.evidence, objective_course(state, reading.document)
+        )
     updated = state.with_last_attempt(**changes)
 
     if decision.next_step == "relaunch" and (decision.resume_from or decision.run_spec_changes):

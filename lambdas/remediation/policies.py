@@ -109,7 +109,7 @@ def plan(state: WorkflowState) -> WorkflowState:
             if remedy.label in worse or (labels is not None and not remedy.when.names_a_cause):
                 continue
             holds, facts = remedy.when.check(situation, hyperparameters)
-            updated = remedy.apply(hyperparameters) if holds else None
+            updated = remedy.apply(hyperparameters, situation) if holds else None
             if updated is not None and updated in tried:  # a job already ran these settings: no circles
                 repeats.setdefault(remedy.label, next(a.number for a in state.attempts if a.hyperparameters == updated))
                 continue
@@ -127,9 +127,9 @@ def plan(state: WorkflowState) -> WorkflowState:
         return _end(state, reason, end_cause=end_cause)
     if chosen is None:
         reason = exhausted_reason(
-            state, attempt, failure, ladders, situation, ANY_RULE, FAILURE_KINDS, hyperparameters, closest=base
+            state, attempt, failure, ladders, situation, ANY_RULE, FAILURE_KINDS, hyperparameters, closest=base,
+            not_again=_not_again(worse, repeats),
         )
-        reason += _not_again(worse, repeats)
         return _end(state, reason, end_cause=end_cause)
 
     key, ladder, index, remedy, facts, updated = chosen

@@ -34,3 +34,19 @@ def test_a_bad_objective_names_the_field(value, field):
     with pytest.raises(ContractError) as caught:
         Objective.from_json(value)
     assert caught.value.field == field
+
+
+def test_the_objectives_course_finds_its_best_report_and_whether_it_was_met_before_the_end():
+    from contracts.objective import ObjectiveCourse
+
+    accuracy = Objective("validation:accuracy", "Maximize", 0.9)
+    course = ObjectiveCourse.of(accuracy, [0.62, 0.76, 0.95, 0.95, 0.86, 0.81])
+    assert (course.reports, course.best_report, course.best_value, course.last_value) == (6, 3, 0.95, 0.81)  # earliest
+    assert course.met_before_end(accuracy)
+    assert not ObjectiveCourse.of(accuracy, [0.5, 0.89, 0.8]).met_before_end(accuracy)  # never met
+    assert not ObjectiveCourse.of(accuracy, [0.5, 0.95, 0.92]).met_before_end(accuracy)  # met at the end too
+    assert not ObjectiveCourse.of(accuracy, [0.5, 0.95]).met_before_end(accuracy)  # best at the end
+    loss = Objective("val_loss", "Minimize", 0.2)
+    assert ObjectiveCourse.of(loss, [0.9, 0.15, 0.3]).best_report == 2 and ObjectiveCourse.of(loss, [0.9, 0.15, 0.3]).met_before_end(loss)
+    assert ObjectiveCourse.of(accuracy, []) is None and ObjectiveCourse.of(accuracy, None) is None
+    assert ObjectiveCourse.of(accuracy, [0.5, math.nan]) is None and ObjectiveCourse.of(accuracy, [0.5, None]) is None

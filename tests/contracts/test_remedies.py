@@ -117,3 +117,50 @@ def test_a_step_another_remedy_can_reach_is_not_refused():
     declared = {"*": [{"hyperparameter": "lr", "at_most": 0.5}], "objective_missed": [{"hyperparameter": "lr", "multiply_by": 10}]}
     assert parse_remedies(declared, START)
     assert parse_remedies({"*": [{"hyperparameter": "lr", "at_most": 0.5}]}, START, check_reachable=False)
+
+
+def test_to_best_epoch_sets_the_epochs_the_jobs_course_met_the_objective_at_and_says_so():
+    """A job of 12 epochs whose held-out accuracy met 0.9 after epoch 6 (0.953) and ended at 0.897: the epochs go to
+    6. A job that reported its metric more or fewer times than it trained epochs, or never met it before its last
+    epoch, shows no such epoch: the change does not apply."""
+    from contracts.objective import Objective, ObjectiveCourse
+
+    objective = Objective("validation:accuracy", "Maximize", 0.9)
+    start = {**START, "epochs": 12}
+    declared = {"objective_missed": [{"hyperparameter": "epochs", "to_best_epoch": True,
+                                      "when": {"objective_met_before_end": True}}]}
+    remedy = parse_remedies(declared, start)["objective_missed"][0]
+    assert remedies_to_json({"objective_missed": (remedy,)}) == declared
+    course = ObjectiveCourse(reports=12, best_report=6, best_value=0.9528, last_value=0.8972)
+    situation = Situation(objective=objective, objective_course=course, epochs=12)
+    holds, facts = remedy.when.check(situation, start)
+    assert holds and facts == [
+        "validation:accuracy met the objective (>= 0.9) after epoch 6 of 12, at 0.9528 (its best), and ended at 0.8972"
+    ]
+    assert remedy.apply(start, situation) == {**start, "epochs": 6}
+    assert remedy.change.describe() == "set epochs to the epoch at which the objective was met at its best"
+    assert remedy.when.names_a_cause  # it answers a miss the training labels explain too
+    for other in (
+        Situation(objective=objective, objective_course=course, epochs=24),  # reported every other epoch
+        Situation(objective=objective, objective_course=course),  # epochs unknown
+        Situation(objective=objective, objective_course=ObjectiveCourse(12, 6, 0.88, 0.85), epochs=12),  # never met
+        Situation(objective=objective, epochs=12),  # the script saved no course
+    ):
+        assert not remedy.when.check(other, start)[0]
+        assert remedy.apply(start, other) is None
+    assert "was not met at an epoch before its last" in remedy.change.why_not(12)
+
+
+@pytest.mark.parametrize(
+    ("entry", "field", "fragment"),
+    [
+        ({"hyperparameter": "lr", "to_best_epoch": True}, "remedies.*[0].to_best_epoch", "an epoch count is a whole number"),
+        ({"hyperparameter": "epochs", "to_best_epoch": 3}, "remedies.*[0].to_best_epoch", "must be true"),
+        ({"hyperparameter": "epochs", "to_best_epoch": True, "when": {"objective_met_before_end": "yes"}},
+         "remedies.*[0].when.objective_met_before_end", "true or false"),
+    ],
+)
+def test_a_bad_best_epoch_remedy_names_the_field(entry, field, fragment):
+    with pytest.raises(ContractError) as caught:
+        parse_remedies({"*": [entry]}, {**START, "epochs": 12})
+    assert caught.value.field == field and fragment in caught.value.problem

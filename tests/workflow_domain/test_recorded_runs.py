@@ -248,6 +248,39 @@ def test_a_run_that_fits_its_training_set_and_misses_is_regularised_not_trained_
     assert planned.run_spec.hyperparameters["epochs"] == 12
 
 
+def test_a_run_whose_held_out_metric_met_the_objective_and_fell_again_stops_at_that_epoch(account_input):
+    """Digits with 60% of the training labels drawn at random, twelve epochs against 0.75: the held-out accuracy the
+    script saved once per epoch reached 0.7972 after epoch 2 and fell to 0.5194 as the network learned the wrong
+    labels. The job trained past the epoch that met the objective: the next job trains 2 epochs, from step 0, ahead
+    of the smaller steps the noisy labels would call for; the recorded next job scored 0.7972 again and met it."""
+    run = recorded("mlp-noisy-labels-past-best")
+    job, planned, decision = quiet_miss("mlp-noisy-labels-past-best", account_input)
+    assert decision.remedy == "StopAtBestEpoch"
+    assert planned.run_spec.hyperparameters == {"lr": 0.05, "epochs": 2}
+    assert decision.resume_from is None  # the checkpoints hold epoch 12, past the best one
+    assert "validation:accuracy met the objective (>= 0.75) after epoch 2 of 12, at 0.7972 (its best), and ended at " \
+           "0.5194" in decision.reason
+    assert "Next: lowering epochs 12 -> 2." in decision.reason
+    met = finish(planned, run["jobs"][1])
+    assert met.last_attempt.outcome == "completed" and met.last_attempt.objective_value == 0.7972
+
+
+def test_a_course_reported_more_or_less_often_than_once_per_epoch_names_no_epoch(account_input):
+    """The same job, had its script saved the held-out accuracy at half its epochs only (or the run named no epochs
+    hyperparameter): the reports cannot be read as epochs, so the epochs are not cut; the noisy labels' remedy
+    answers instead."""
+    run = recorded("mlp-noisy-labels-past-best")
+    job = run["jobs"][0]
+    metric = job["rule_status"]["metrics"]["validation:accuracy"]
+    halved = {**metric, "values": metric["values"][1::2]}
+    sparse = {**job, "rule_status": {**job["rule_status"], "metrics": {"validation:accuracy": halved}}}
+    decision = plan(finish(start(run, account_input), sparse)).last_attempt.decision
+    assert decision.remedy == "SmallerStepsOnNoisyLabels"
+    unnamed = start(run, account_input, hyperparameter_names={"learning_rate": "lr"})
+    decision = plan(finish(unnamed, job)).last_attempt.decision
+    assert decision.remedy != "StopAtBestEpoch"
+
+
 # --------------------------------------------------------------------------- a quiet miss: the training labels
 
 

@@ -329,3 +329,23 @@ def test_an_evaluation_forward_without_set_mode_has_no_gradients_of_its_own(tmp_
     assert trial.tensor("gradient/Sequential_0.weight").steps() == [0]
     # the step's loss (and the optimizer's rate, which the hook sees), no gradient signal
     assert set(hook.trial.signals_at(1)) - {LEARNING_RATE} == {"CrossEntropyLoss_output_0"}
+
+
+def test_the_status_document_keeps_every_value_of_a_saved_metric_in_order_up_to_its_cap(tmp_path):
+    """A held-out metric saved once per epoch reaches the workflow whole (the objective's course), through the
+    document on disk; a scalar saved more often than the document keeps loses its course, not its latest value."""
+    from contracts.rule_status import MAX_METRIC_VALUES
+
+    hook = Hook.from_configs(hook_config={}, rule_configs=[rule("VanishingGradient")], out_dir=tmp_path, job_name="course")
+    model, criterion, optimizer = watched_model(hook, lr=0.05)
+    for accuracy in (0.62, 0.95, 0.81):
+        run_steps(model, criterion, optimizer, 2)
+        hook.save_scalar("validation:accuracy", accuracy)
+    for step in range(MAX_METRIC_VALUES + 1):
+        hook.record_metric("train_accuracy", step / 1000)
+    hook.close()
+    document = read_status(tmp_path)
+    assert document.metrics["validation:accuracy"].values == pytest.approx([0.62, 0.95, 0.81])
+    assert document.metrics["validation:accuracy"].value == pytest.approx(0.81)
+    assert document.metrics["train_accuracy"].values is None
+    assert document.metrics["train_accuracy"].value == pytest.approx(MAX_METRIC_VALUES / 1000)

@@ -181,6 +181,18 @@ SCENARIOS: dict[str, dict[str, Any]] = {
                      "hyperparameter_names": {"learning_rate": "lr", "num_epochs": "epochs"},
                      "max_num_retraining": 3},
     },
+    "mlp-noisy-labels-past-best": {
+        "about": "The MLP on digits with SGD at 0.05 for twelve epochs, 60% of its training labels replaced by labels "
+        "drawn at random (held-out labels clean), against an objective of 0.75: its held-out accuracy, saved once per "
+        "epoch, rises past the objective and falls below it again as the network learns the wrong labels (0.8 after "
+        "epoch 2, 0.52 after 12); quiet, and short of the objective at the end. The next job runs with what the "
+        "planner chose.",
+        "dataset": "digits",
+        "train_faults": {"label_noise": 0.6},
+        "run_spec": {**MLP_SPEC, "hyperparameters": {"lr": 0.05, "epochs": 12},
+                     "hyperparameter_names": {"learning_rate": "lr", "num_epochs": "epochs"},
+                     "objective": {**MLP_SPEC["objective"], "target_value": 0.75}, "max_num_retraining": 2},
+    },
     "ddp-script-without-checkpoints": {
         "about": "examples/ddp (a script that writes no checkpoints) on one process, one epoch, against an objective "
         "it misses: the evidence set's TrainLonger would resume, and there is nothing to resume from.",
