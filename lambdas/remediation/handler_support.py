@@ -168,8 +168,12 @@ def client(service: str, region: str, read_timeout: float | None = None) -> Any:
     thread-safe, and the deadline is read per call from the invocation's thread). :func:`forget_clients` drops them
     where the account behind them changes: the local runtime's fake account and each test's.
     """
-    key = (service, region, read_timeout, id(boto3.DEFAULT_SESSION))
     with _clients_lock:  # boto3's default session is not safe for making clients from several threads at once
+        if boto3.DEFAULT_SESSION is None:
+            # What boto3.client does first: the key names the session the client is made in (keyed on "no session
+            # yet", the first client was never found again).
+            boto3.setup_default_session()
+        key = (service, region, read_timeout, id(boto3.DEFAULT_SESSION))
         made = _clients.get(key)
         if made is None:
             config = CLIENT_CONFIG if read_timeout is None else CLIENT_CONFIG.merge(Config(read_timeout=read_timeout))

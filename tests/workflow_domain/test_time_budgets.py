@@ -72,3 +72,14 @@ def test_outside_an_invocation_there_is_no_deadline(monkeypatch):
     monkeypatch.setattr(handler_support, "_invocation", type("Fresh", (), {})())
     assert handler_support.seconds_left() is None
     handler_support.check_deadline("anything")  # does not raise
+
+
+def test_the_first_client_made_before_any_boto3_session_is_kept(monkeypatch, offline_aws_credentials):
+    """A Lambda's first invocation makes its clients before boto3 has a default session: the client is still found
+    again by the next call (it was keyed on "no session yet" and never reused: order-dependent in the suite)."""
+    import boto3
+
+    monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)
+    handler_support.forget_clients()
+    made = handler_support.client("s3", "us-east-1")
+    assert handler_support.client("s3", "us-east-1") is made
