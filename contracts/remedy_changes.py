@@ -19,12 +19,12 @@ from contracts.hyperparameter_values import (
     written,
 )
 
-OPERATIONS = ("set_to", "multiply_by", "add", "at_most", "at_least", "to_best_epoch")
-NUMERIC_OPERATIONS = ("multiply_by", "add", "at_most", "at_least")
 #: ``{"hyperparameter": "num_epochs", "to_best_epoch": true}``: the epochs after which the job's held-out metric met
 #: the objective at its best (``contracts.objective.ObjectiveCourse``); it does not apply when the job's course does
 #: not show one (``best_epoch`` None). Early stopping through the script's own epoch count.
 TO_BEST_EPOCH = "to_best_epoch"
+NUMERIC_OPERATIONS = ("multiply_by", "add", "at_most", "at_least")
+OPERATIONS = ("set_to", *NUMERIC_OPERATIONS, TO_BEST_EPOCH)
 
 
 @dataclasses.dataclass(frozen=True)
