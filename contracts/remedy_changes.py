@@ -127,9 +127,9 @@ class Change:
         }[self.operation]
 
     def _why_not(self, current: Value) -> str:
-        new = self.result(current)
-        if self.operation == TO_BEST_EPOCH:
+        if self.operation == TO_BEST_EPOCH:  # it applies only where a job's course names an epoch
             return "the job's objective was not met at an epoch before its last"
+        new = self.result(current)
         if new == current:
             return f"{self.hyperparameter} is already {show(current)}"
         if self.minimum is not None and new < self.minimum:

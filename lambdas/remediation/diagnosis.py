@@ -58,9 +58,7 @@ def situation_of(attempt: Attempt, objective: Objective | None = None, epochs: i
 
 
 def _course(course: attempt_models.ObjectiveCourse | None) -> ObjectiveCourse | None:
-    if course is None:
-        return None
-    return ObjectiveCourse(course.reports, course.best_report, course.best_value, course.last_value)
+    return None if course is None else ObjectiveCourse(**course.model_dump())
 
 
 def _score(value: float | None, objective: Objective | None) -> float | None:
