@@ -43,6 +43,7 @@ from local_runtime.event_bus import LocalEventBus, training_job_state_change_eve
 from local_runtime.interpreter_stop import stops_as_in_aws
 from local_runtime.interpreter_timeouts import callback_timeouts_as_in_aws
 from local_runtime.offline_aws import ACCOUNT_ID, OFFLINE_AWS_ENVIRONMENT
+from local_runtime.s3_reads import s3_reads_as_in_aws
 from local_runtime.sagemaker_api import register_training_api
 from local_runtime.shipped import ASL_PATH
 from local_runtime.training_platform import DEFAULT_STOP_GRACE_SECONDS, LocalTrainingPlatform
@@ -101,8 +102,7 @@ class LocalRuntime:
         self.queue_url: str | None = None
         self.notifications: list[dict[str, Any]] = []
         self._mock = None
-        self._aws_stops: contextlib.AbstractContextManager | None = None
-        self._aws_timeouts: contextlib.AbstractContextManager | None = None
+        self._moto_as_in_aws = contextlib.ExitStack()  # the patches that make moto behave as AWS does, while open
         self._saved_environment: dict[str, str | None] = {}
         self._lambda_log = None
         self._redirected_handlers: list[tuple[logging.StreamHandler, Any]] = []
@@ -130,14 +130,12 @@ class LocalRuntime:
         self._set_environment({**OFFLINE_AWS_ENVIRONMENT, "AWS_DEFAULT_REGION": options.region, "AWS_REGION": options.region})
         # A stop (Ctrl-C, SIGTERM, close) can land while a state is being evaluated: moto alone then ends the
         # execution FAILED with a history it cannot serialize; with this it ends ABORTED at once, as in AWS.
-        aws_stops = stops_as_in_aws()
-        aws_stops.__enter__()
-        self._aws_stops = aws_stops
+        self._moto_as_in_aws.enter_context(stops_as_in_aws())
         # WaitForJob's fallback counts from when the task is scheduled and ends it by its own path, however long the
         # in-process job-events Lambda takes to keep the token (local_runtime/interpreter_timeouts.py).
-        aws_timeouts = callback_timeouts_as_in_aws()
-        aws_timeouts.__enter__()
-        self._aws_timeouts = aws_timeouts
+        self._moto_as_in_aws.enter_context(callback_timeouts_as_in_aws())
+        # The monitor reads what the job's output mirror may be replacing at that moment (local_runtime/s3_reads.py).
+        self._moto_as_in_aws.enter_context(s3_reads_as_in_aws())
         mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True}})
         mock.start()
         # only a mock that finished starting is stopped at close: Ctrl-C can land inside start(), before it counts
@@ -251,12 +249,7 @@ class LocalRuntime:
                 self._mock.stop()
                 self._mock = None
             handler_support.forget_clients()
-            if self._aws_stops is not None:
-                self._aws_stops.__exit__(None, None, None)
-                self._aws_stops = None
-            if self._aws_timeouts is not None:
-                self._aws_timeouts.__exit__(None, None, None)
-                self._aws_timeouts = None
+            self._moto_as_in_aws.close()
             self._restore_environment()
 
     # ------------------------------------------------------------------ the execution
