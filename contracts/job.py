@@ -33,7 +33,15 @@ ENTRY_POINT_HYPERPARAMETER = "remediation_entry_point"
 HOOK_CONFIG_HYPERPARAMETER = "remediation_debugger_hook_config"
 #: The debugger's rules (SageMaker's DebugRuleConfigurations shape) as JSON text.
 RULE_CONFIGS_HYPERPARAMETER = "remediation_debugger_rule_configs"
-RESERVED_HYPERPARAMETERS = (ENTRY_POINT_HYPERPARAMETER, HOOK_CONFIG_HYPERPARAMETER, RULE_CONFIGS_HYPERPARAMETER)
+#: The run_spec's metric_definitions (SageMaker's MetricDefinitions) as JSON text: the debugger reads the metrics a
+#: script only prints from the job's own output, as SageMaker reads them from its log.
+METRIC_DEFINITIONS_HYPERPARAMETER = "remediation_metric_definitions"
+RESERVED_HYPERPARAMETERS = (
+    ENTRY_POINT_HYPERPARAMETER,
+    HOOK_CONFIG_HYPERPARAMETER,
+    RULE_CONFIGS_HYPERPARAMETER,
+    METRIC_DEFINITIONS_HYPERPARAMETER,
+)
 
 #: The launcher file at the root of every source archive: SageMaker's ``sagemaker_program``.
 LAUNCHER_PROGRAM = "remediation_launcher.py"

@@ -72,3 +72,20 @@ def parse_progress_line(line: str) -> dict[str, Any] | None:
             except ValueError:
                 parsed[name] = raw
     return parsed
+
+
+def metric_values_in(line: str, definitions: list[dict[str, str]]) -> list[tuple[str, float]]:
+    """What SageMaker's MetricDefinitions read from one log line: (Name, the Regex's first group as a number) for each
+    definition whose regex occurs in the line and captures a finite number (CloudWatch takes finite values only)."""
+    found = []
+    for definition in definitions:
+        match = re.search(definition["Regex"], line)
+        if not match:
+            continue
+        try:
+            value = float(match.group(1))
+        except (ValueError, IndexError, TypeError):
+            continue
+        if math.isfinite(value):
+            found.append((definition["Name"], value))
+    return found

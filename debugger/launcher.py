@@ -14,7 +14,9 @@ debugger's hook and rule configuration. The launcher
 3. watches a script that creates no hook of its own (zero script change,
    :mod:`debugger.hook.zero_change`): when the script imports torch or xgboost, the
    debugger attaches to its models, optimizers or ``xgboost.train`` call; a hook
-   the script creates wins;
+   the script creates wins; and reads the metrics the script only prints with the
+   run_spec's metric_definitions, as SageMaker reads its log, for its hooks
+   (:mod:`debugger.hook.printed_metrics`);
 4. runs the entry point as ``__main__`` (as ``python train.py`` would), and turns
    how it ended into SageMaker's contract: exit code, and the failure file whose
    text becomes the job's FailureReason. A rule's StopTraining ends the job with
@@ -51,13 +53,15 @@ from contracts.job import (
     FALLBACK_PACKAGES_DIR,
     HOOK_CONFIG_FILE_ENV,
     HOOK_CONFIG_HYPERPARAMETER,
+    METRIC_DEFINITIONS_HYPERPARAMETER,
     RULE_CONFIGS_FILE_ENV,
     RULE_CONFIGS_HYPERPARAMETER,
     is_reserved_hyperparameter,
     join_long_value,
 )
-from contracts.run_spec import check_entry_point
+from contracts.run_spec import check_entry_point, check_metric_definitions
 from debugger.hook.failure_file import FailureFile
+from debugger.hook.printed_metrics import reading_printed_metrics
 from debugger.hook.stop_training import StopTrainingRequested
 from debugger.hook.zero_change import ZeroScriptChangeRefused, watch_when_imported
 
@@ -148,6 +152,17 @@ def _json(text: str, field: str) -> object:
         raise ContractError(field, f"must be JSON text: {error}") from None
 
 
+def metric_definitions(reserved: Mapping[str, str]) -> list[dict[str, str]]:
+    """The run_spec's metric_definitions the workflow passed (none: [])."""
+    text = join_long_value(METRIC_DEFINITIONS_HYPERPARAMETER, reserved)
+    if not text:
+        return []
+    try:
+        return check_metric_definitions(_json(text, METRIC_DEFINITIONS_HYPERPARAMETER))
+    except ContractError as error:
+        raise LaunchError("InvalidMetricDefinitions", str(error)) from None
+
+
 def resolve_entry_point(source_dir: Path, entry_point: str | None) -> Path:
     if not entry_point:
         raise LaunchError("InvalidEntryPoint", f"hyperparameter {ENTRY_POINT_HYPERPARAMETER} is missing: name the script to run")
@@ -188,16 +203,24 @@ def run(argv: list[str], source_dir: Path, environ: MutableMapping[str, str] = o
             reserved, user_args = split_arguments(argv)
             entry = resolve_entry_point(source_dir, reserved.get(ENTRY_POINT_HYPERPARAMETER))
             write_debugger_files(reserved, environ, config_dir)
+            definitions = metric_definitions(reserved)
             scrub_environment(environ, user_args, reserved[ENTRY_POINT_HYPERPARAMETER])
         except LaunchError as error:
             failure.write(f"{error.kind}: {error}")
             return EXIT_BAD_INPUT
-        return _run_entry_point(entry, user_args, reserved, source_dir, failure)
+        return _run_entry_point(entry, user_args, reserved, source_dir, failure, definitions)
     finally:
         shutil.rmtree(config_dir, ignore_errors=True)
 
 
-def _run_entry_point(entry: Path, user_args: list[str], reserved: dict[str, str], source_dir: Path, failure: FailureFile) -> int:
+def _run_entry_point(
+    entry: Path,
+    user_args: list[str],
+    reserved: dict[str, str],
+    source_dir: Path,
+    failure: FailureFile,
+    definitions: list[dict[str, str]],
+) -> int:
     in_main_thread = threading.current_thread() is threading.main_thread()
     if in_main_thread:
         signal.signal(signal.SIGTERM, _terminate)
@@ -209,7 +232,9 @@ def _run_entry_point(entry: Path, user_args: list[str], reserved: dict[str, str]
     if fallback.is_dir() and str(fallback) not in sys.path:
         sys.path.append(str(fallback))  # last: only what the image and the user's requirements lack
     try:
-        runpy.run_path(str(entry), run_name="__main__")
+        # the metrics the script only prints reach its hooks while it runs (its last line too, before they close)
+        with reading_printed_metrics(definitions):
+            runpy.run_path(str(entry), run_name="__main__")
         code = EXIT_SUCCESS
     except SystemExit as exit_request:
         code = _exit_code(exit_request, failure)

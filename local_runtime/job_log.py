@@ -5,11 +5,10 @@ local runtime shows."""
 from __future__ import annotations
 
 import datetime as dt
-import re
 from pathlib import Path
 from typing import Any
 
-from contracts.progress_log import parse_progress_line
+from contracts.progress_log import metric_values_in, parse_progress_line
 
 
 class JobLog:
@@ -56,15 +55,8 @@ class JobLog:
 
     def _read_line(self, line: str, definitions: list[dict[str, str]]) -> None:
         now = dt.datetime.now(dt.UTC)
-        for definition in definitions:
-            match = re.search(definition["Regex"], line)
-            if match:
-                try:
-                    value = float(match.group(1))
-                except (ValueError, IndexError):
-                    continue
-                if value == value and value not in (float("inf"), float("-inf")):  # CloudWatch takes finite values only
-                    self.metric_values[definition["Name"]] = (value, now)
+        for name, value in metric_values_in(line, definitions):
+            self.metric_values[name] = (value, now)
         parsed = parse_progress_line(line)
         if parsed is None:
             return

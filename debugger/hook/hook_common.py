@@ -91,6 +91,8 @@ class HookBase(RuleRunner):
         self._step_labels = [0, 0]
         self.actions = []
         self.metrics: dict[str, MetricValue] = {}
+        #: The metrics known only from the script's printed lines (debugger.hook.printed_metrics) so far.
+        self._printed_metric_names: set[str] = set()
         self._phase: str | None = None
         self._initial_recorded = False
         self._last_checked_step = -1
@@ -113,7 +115,19 @@ class HookBase(RuleRunner):
 
     # ------------------------------------------------------------------ what scripts and rules read
 
-    def _report_metric(self, name: str, value: float, step: int) -> None:
+    def report_printed_metric(self, name: str, value: float) -> None:
+        """A value of ``name`` read from a line the script printed (at the last completed step). A metric the script
+        also saves with the debugger is that one: its printed copy would count each value twice."""
+        if name in self.metrics and name not in self._printed_metric_names:
+            return
+        self._printed_metric_names.add(name)
+        self._report_metric(name, value, max(self._last_checked_step, 0), printed=True)
+
+    def _report_metric(self, name: str, value: float, step: int, printed: bool = False) -> None:
+        if not printed and name in self._printed_metric_names:
+            # the script saves it too: its own values from now on, not the printed ones read so far
+            self._printed_metric_names.discard(name)
+            self.metrics.pop(name, None)
         latest = getattr(self.trial, "latest_metrics", None)
         if latest is not None:
             latest[name] = value
@@ -206,6 +220,10 @@ def announce_hook_creation(hook: HookBase | None = None) -> None:
 #: Hooks (of either framework) created and not closed yet: closed by the job launcher, which knows how the script
 #: ended, else when the process exits, so the last status document and step files are never lost.
 _OPEN_HOOKS: list[HookBase] = []
+
+
+def open_hooks() -> list[HookBase]:
+    return list(_OPEN_HOOKS)
 
 
 def close_open_hooks(training_ended: bool = True) -> None:

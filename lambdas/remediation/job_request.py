@@ -31,6 +31,7 @@ from contracts.job import (
     HOOK_CONFIG_HYPERPARAMETER,
     LAUNCHER_PROGRAM,
     MAX_HYPERPARAMETERS,
+    METRIC_DEFINITIONS_HYPERPARAMETER,
     RULE_CONFIGS_HYPERPARAMETER,
     HyperparameterError,
     encode_hyperparameters,
@@ -229,6 +230,15 @@ def script_mode_hyperparameters(
         **split_long_value(
             RULE_CONFIGS_HYPERPARAMETER,
             json.dumps(rule_configs(job_name, run_spec.rules, run_spec.framework, objective), separators=(",", ":")),
+        ),
+        # The metrics the script prints, read in the job too: its rules and the planner see them while it runs.
+        **(
+            split_long_value(
+                METRIC_DEFINITIONS_HYPERPARAMETER,
+                json.dumps([dict(definition) for definition in run_spec.metric_definitions], separators=(",", ":")),
+            )
+            if run_spec.metric_definitions
+            else {}
         ),
         "sagemaker_program": LAUNCHER_PROGRAM,
         "sagemaker_submit_directory": run_spec.source_dir,

@@ -19,7 +19,7 @@ from contracts.job import (
     parse_script_mode_arguments,
     script_mode_arguments,
 )
-from debugger.launcher import split_arguments
+from debugger.launcher import metric_definitions, split_arguments
 from lambdas.remediation import job_identity, job_request, notifications
 from lambdas.remediation.execution_input import initial_state
 from lambdas.remediation.validation_messages import InvalidExecutionInput
@@ -158,6 +158,7 @@ def test_a_users_script_gets_exactly_its_own_arguments():
     assert reserved[ENTRY_POINT_HYPERPARAMETER] == "src/train.py"
     assert request["InputDataConfig"][0]["ChannelName"] == "training"
     assert request["AlgorithmSpecification"]["MetricDefinitions"] == script["metric_definitions"]
+    assert metric_definitions(reserved) == script["metric_definitions"]  # read in the job too, as it runs
     assert json.loads(request["HyperParameters"]["sagemaker_submit_directory"]) == script["source_dir"]
 
 

@@ -21,6 +21,7 @@ from contracts.job import (
     EXIT_SUCCESS,
     HOOK_CONFIG_FILE_ENV,
     HOOK_CONFIG_HYPERPARAMETER,
+    METRIC_DEFINITIONS_HYPERPARAMETER,
     RULE_CONFIGS_HYPERPARAMETER,
 )
 from contracts.rule_status import RULE_STATUS_FILE
@@ -81,7 +82,15 @@ for step in range(10):
 """
 
 
-def launch(tmp_path: Path, script: str, rules=RULES, extra_env: dict | None = None, name: str = "job", hook: bool = True):
+def launch(
+    tmp_path: Path,
+    script: str,
+    rules=RULES,
+    extra_env: dict | None = None,
+    name: str = "job",
+    hook: bool = True,
+    extra_arguments: tuple[str, ...] = (),
+):
     """Start the launcher on ``script`` (a file in its own source directory); returns the process and its paths."""
     source = tmp_path / name / "code"
     source.mkdir(parents=True)
@@ -93,6 +102,7 @@ def launch(tmp_path: Path, script: str, rules=RULES, extra_env: dict | None = No
             f"--{HOOK_CONFIG_HYPERPARAMETER}", json.dumps({"HookParameters": {"save_interval": "1"}}),
             f"--{RULE_CONFIGS_HYPERPARAMETER}", json.dumps(rules),
         ]  # fmt: skip
+    arguments += list(extra_arguments)
     environment = {
         **os.environ,
         "PYTHONPATH": str(REPO),
@@ -122,6 +132,31 @@ def test_a_plain_script_is_watched_by_the_job_and_stopped_at_its_first_nonfinite
     status = json.loads((out_dir / RULE_STATUS_FILE).read_text())
     assert status["rules"][0]["issue"]["step"] == 5 and status["last_step"] == 5
     assert create_trial(str(out_dir)).steps() == [0, 1, 2, 3, 4, 5]
+
+
+def test_the_metric_a_plain_script_only_prints_is_read_in_the_job_with_the_run_specs_metric_definitions(tmp_path):
+    """As SageMaker reads it from the log (one value per epoch line), and the script's output stays as it printed it."""
+    script = PLAIN.replace('float("inf")', "1.0") + (
+        "\nfor epoch, accuracy in enumerate([0.52, 0.81, 0.66]):\n    print(f'epoch={epoch} val_acc={accuracy}')\n"
+    )
+    definitions = [{"Name": "validation:accuracy", "Regex": r"val_acc=([0-9.]+)"}]
+    process, out_dir, _ = launch(
+        tmp_path, script, extra_arguments=(f"--{METRIC_DEFINITIONS_HYPERPARAMETER}", json.dumps(definitions))
+    )
+    out, log = process.communicate(timeout=180)
+    assert process.returncode == EXIT_SUCCESS, log
+    assert out.splitlines() == ["epoch=0 val_acc=0.52", "epoch=1 val_acc=0.81", "epoch=2 val_acc=0.66"]
+    status = json.loads((out_dir / RULE_STATUS_FILE).read_text())
+    assert status["metrics"]["validation:accuracy"]["values"] == [0.52, 0.81, 0.66]
+
+
+def test_metric_definitions_that_are_not_sagemakers_shape_fail_the_job_naming_the_field(tmp_path):
+    process, _, failure = launch(
+        tmp_path, PLAIN, extra_arguments=(f"--{METRIC_DEFINITIONS_HYPERPARAMETER}", '[{"Name": "acc"}]')
+    )
+    log = finish(process)
+    assert process.returncode == EXIT_BAD_INPUT, log
+    assert failure.read_text().startswith("InvalidMetricDefinitions: metric_definitions[0]")
 
 
 def test_without_a_debugger_configuration_the_script_runs_unwatched(tmp_path):
