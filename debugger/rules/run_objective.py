@@ -4,8 +4,8 @@ RuleParameter (the objective's JSON), and whether the run has reached it: the la
 reports with the debugger (smdebug's ``save_scalar``, our ``record_metric``). Imports no torch.
 
 A run that meets its objective is not stopped for a loss that stopped falling: a converged run sits on a plateau,
-and stopping it throws the result away. A metric the script only prints (read by the run_spec's metric regexes
-after the job) is not seen here: such a run is judged by its loss alone.
+and stopping it throws the result away. A metric the script only prints reaches the hook too, read from its output
+with the run_spec's metric regexes (debugger.hook.printed_metrics).
 """
 
 from __future__ import annotations
