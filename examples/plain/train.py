@@ -1,7 +1,8 @@
 """A plain PyTorch training script: no debugger import, no hook, nothing written for the workflow.
 
 An MLP classifier on the ``train`` channel (``x.npy`` features, ``y.npy`` integer labels: `examples/mlp/make_data.py`
-makes them), a fifth held out for validation, SGD with momentum. SageMaker's script mode runs it as
+makes them), held out: the ``validation`` channel when there is one, else the train channel's last fifth; SGD with
+momentum. SageMaker's script mode runs it as
 ``python train.py --lr 0.05 --epochs 5``; the job's debugger watches it all the same (zero script change: the job
 launcher attaches to the model and optimizer it creates), and the run_spec's metric regex reads the line it prints
 after each epoch::
@@ -18,6 +19,11 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 
+def load(channel):
+    x = torch.from_numpy(np.load(os.path.join(channel, "x.npy"))).float().flatten(1)
+    return x, torch.from_numpy(np.load(os.path.join(channel, "y.npy"))).long()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--lr", type=float, default=0.05)
@@ -25,13 +31,16 @@ def main():
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--hidden", type=int, default=128)
     parser.add_argument("--train", default=os.environ.get("SM_CHANNEL_TRAIN", "data/train"))
+    parser.add_argument("--validation", default=os.environ.get("SM_CHANNEL_VALIDATION"))
     parser.add_argument("--model-dir", default=os.environ.get("SM_MODEL_DIR", "model"))
     args = parser.parse_args()
 
     torch.manual_seed(0)
-    x = torch.from_numpy(np.load(os.path.join(args.train, "x.npy"))).float().flatten(1)
-    y = torch.from_numpy(np.load(os.path.join(args.train, "y.npy"))).long()
+    x, y = load(args.train)
     cut = int(len(y) * 0.8)
+    if args.validation:
+        x_held_out, y_held_out = load(args.validation)
+        x, y, cut = torch.cat([x, x_held_out]), torch.cat([y, y_held_out]), len(y)
     mean, std = x[:cut].mean(dim=0), x[:cut].std(dim=0) + 1e-6
     x = (x - mean) / std
     train, (x_val, y_val) = TensorDataset(x[:cut], y[:cut]), (x[cut:], y[cut:])

@@ -265,6 +265,20 @@ def test_a_run_whose_held_out_metric_met_the_objective_and_fell_again_stops_at_t
     assert met.last_attempt.outcome == "completed" and met.last_attempt.objective_value == 0.7972
 
 
+def test_a_script_that_only_prints_its_metric_is_stopped_at_its_best_epoch_too(account_input):
+    """examples/plain has no debugger line: the job's debugger read its printed held-out accuracy with the run_spec's
+    metric_definitions, once per epoch, so the course reached the planner as a saved metric's would."""
+    run = recorded("plain-noisy-labels-past-best")
+    job, planned, decision = quiet_miss("plain-noisy-labels-past-best", account_input)
+    assert job["rule_status"]["metrics"]["validation:accuracy"]["values"][3] == 0.9056
+    assert decision.remedy == "StopAtBestEpoch"
+    assert planned.run_spec.hyperparameters == {"lr": 0.05, "epochs": 4}
+    assert "validation:accuracy met the objective (>= 0.75) after epoch 4 of 12, at 0.9056 (its best), and ended at " \
+           "0.7167" in decision.reason
+    met = finish(planned, run["jobs"][1])
+    assert met.last_attempt.outcome == "completed" and met.last_attempt.objective_value == 0.9056
+
+
 def test_a_course_reported_more_or_less_often_than_once_per_epoch_names_no_epoch(account_input):
     """The same job, had its script saved the held-out accuracy at half its epochs only (or the run named no epochs
     hyperparameter): the reports cannot be read as epochs, so the epochs are not cut; the noisy labels' remedy

@@ -193,6 +193,19 @@ SCENARIOS: dict[str, dict[str, Any]] = {
                      "hyperparameter_names": {"learning_rate": "lr", "num_epochs": "epochs"},
                      "objective": {**MLP_SPEC["objective"], "target_value": 0.75}, "max_num_retraining": 2},
     },
+    "plain-noisy-labels-past-best": {
+        "about": "examples/plain (no debugger line: it only prints `epoch=3 ... val_accuracy=0.9375`, read with the "
+        "run_spec's metric_definitions) on digits for twelve epochs, 60% of its training labels replaced by labels "
+        "drawn at random (held-out labels clean), against an objective of 0.75: the job's debugger reads the printed "
+        "accuracy as the script prints it, so the planner sees it rise past the objective and fall below it again.",
+        "dataset": "digits",
+        "train_faults": {"label_noise": 0.6},
+        "run_spec": {"source_dir": str(REPO / "examples" / "plain"), "entry_point": "train.py",
+                     "hyperparameters": {"lr": 0.05, "epochs": 12},
+                     "hyperparameter_names": {"learning_rate": "lr", "num_epochs": "epochs"},
+                     "metric_definitions": [{"Name": "validation:accuracy", "Regex": "val_accuracy=([0-9.]+)"}],
+                     "objective": {**MLP_SPEC["objective"], "target_value": 0.75}, "max_num_retraining": 2},
+    },
     "ddp-script-without-checkpoints": {
         "about": "examples/ddp (a script that writes no checkpoints) on one process, one epoch, against an objective "
         "it misses: the evidence set's TrainLonger would resume, and there is nothing to resume from.",
@@ -216,7 +229,7 @@ def channels_for(scenario: dict[str, Any], work: Path) -> list[str]:
         out = work / "xgboost-data"
         subprocess.run([sys.executable, str(REPO / "examples" / "xgboost" / "make_data.py"), "--out", str(out)], check=True)
         return ["--channel", f"train={out / 'train'}", "--channel", f"validation={out / 'validation'}"]
-    if scenario["run_spec"].get("source_dir", "").endswith("mlp"):
+    if scenario["run_spec"].get("source_dir", "").endswith(("mlp", "plain")):  # the same data files
         import numpy as np
         from make_data import make_dataset
         from zoo_random import training_faults
