@@ -13,6 +13,7 @@ A condition holds when every test it gives holds::
     "when": {"loss_shape": ["settled", "unknown"]}          # one of these ("unknown": too little reported to tell)
     "when": {"training_labels": "imbalanced"}               # what the job's training labels say (contracts.training_labels)
     "when": {"objective_met_before_end": true}              # the held-out metric met the objective at an earlier epoch
+    "when": {"objective_past_peak": false}                  # the held-out metric was not falling from an earlier best
 
 ``spiked_above`` reads the run's history, not only its last symptom: it holds when the loss or the total gradient
 norm rose to more than that many times its initial value at or before the step the rule fired (the job reports
@@ -24,6 +25,10 @@ phase the spike was, so a remedy can lower the rate that was active then.
 debugger, ``contracts.objective.ObjectiveCourse``): it holds when the job reported it once per epoch (as many values
 as it trained epochs), met the objective after an epoch before the last, and missed it at the end. The job trained
 past its best epoch; ``to_best_epoch`` (``contracts.remedy_changes``) sets the epochs to that one.
+``objective_past_peak`` reads the same course: it holds when the metric was best before the course's last third
+and that third gave back at least a quarter of what it had gained (``ObjectiveCourse.past_peak``), whether or not it
+ever met the objective. More of the same training would take it further from its best; a course the job did not
+report counts as not past its peak.
 
 Each test that holds adds a fact, with its numbers, to the reason the planner writes.
 """
@@ -38,7 +43,7 @@ from typing import Any
 from contracts import ContractError
 from contracts.hyperparameter_values import Value, describe_kind, fits_kind, is_number, kind_of_value, show
 from contracts.loss_history import LOSS_SHAPES, LossShape, LossWindow, loss_shape
-from contracts.objective import Objective, ObjectiveCourse
+from contracts.objective import Objective, ObjectiveCourse, late_reports
 from contracts.rule_status import ISSUE_KIND_PATTERN, PHASES, Peak
 from contracts.suggestions import did_you_mean
 from contracts.training_labels import LABEL_FINDINGS, LabelFinding, label_finding
@@ -112,6 +117,22 @@ class Situation:
         return course.best_report if course.met_before_end(objective) else None
 
     @property
+    def past_peak(self) -> bool:
+        """Whether the objective's metric fell from an earlier best over the job's last third (False when the job
+        did not report its course)."""
+        course, objective = self.objective_course, self.objective
+        return course is not None and objective is not None and course.past_peak(objective)
+
+    def describe_peak(self) -> str:
+        """The objective's course past its peak, with its numbers (call when :attr:`past_peak` holds)."""
+        course, objective = self.objective_course, self.objective
+        return (
+            f"{objective.metric_name} was best after report {course.best_report} of {course.reports}, at "
+            f"{show(course.best_value)}, and its last {late_reports(course.reports)} averaged "
+            f"{show(round(course.late_mean, 4))}: more of the same training takes it further from its best"
+        )
+
+    @property
     def labels(self) -> LabelFinding | None:
         """What the training labels say (contracts.training_labels), when they say something."""
         return label_finding(self.label_counts, self.loss_windows, self.held_out_score, self.epochs)
@@ -177,6 +198,8 @@ class Condition:
     training_labels: tuple[str, ...] = ()
     #: The job met the objective after an earlier epoch and trained past it (see :attr:`Situation.best_epoch`).
     objective_met_before_end: bool | None = None
+    #: The objective's metric fell from an earlier best over the job's last third (see :attr:`Situation.past_peak`).
+    objective_past_peak: bool | None = None
 
     @property
     def names_a_cause(self) -> bool:
@@ -247,6 +270,11 @@ class Condition:
             if finding is None or finding.kind not in self.training_labels:
                 return False, []
             facts.append(finding.describe())
+        if self.objective_past_peak is not None:
+            if situation.past_peak != self.objective_past_peak:
+                return False, []
+            if situation.past_peak:
+                facts.append(situation.describe_peak())
         if self.objective_met_before_end is not None:
             best = situation.best_epoch
             if (best is not None) != self.objective_met_before_end:
@@ -269,6 +297,15 @@ class Condition:
                     return False, []
                 facts.append(f"{name} {show(current)} is {side} {show(bound)}")
         return True, facts
+
+    def guarded_against(self, situation: Situation, hyperparameters: Mapping[str, Value]) -> str | None:
+        """What the job showed, when that alone keeps this condition from holding: ``objective_past_peak: false``
+        on a course past its peak, every other test holding (None otherwise). The reason a run ends with says it."""
+        if self.objective_past_peak is False and situation.past_peak:
+            holds, _ = dataclasses.replace(self, objective_past_peak=None).check(situation, hyperparameters)
+            if holds:
+                return situation.describe_peak()
+        return None
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {}
@@ -306,6 +343,7 @@ CONDITION_KEYS = (
     "loss_shape",
     "training_labels",
     "objective_met_before_end",
+    "objective_past_peak",
 )
 #: The conditions on the run's hyperparameters (their names follow the script's, see contracts.remedies.adapt_to_script).
 HYPERPARAMETER_TESTS = ("hyperparameters", "hyperparameters_above", "hyperparameters_below")
@@ -368,6 +406,9 @@ def parse_condition(
     met_before_end = value.get("objective_met_before_end")
     if met_before_end is not None and not isinstance(met_before_end, bool):
         raise ContractError(f"{where}.objective_met_before_end", f"must be true or false (got {met_before_end!r})")
+    past_peak = value.get("objective_past_peak")
+    if past_peak is not None and not isinstance(past_peak, bool):
+        raise ContractError(f"{where}.objective_past_peak", f"must be true or false (got {past_peak!r})")
     equal = value.get("hyperparameters", {})
     if not isinstance(equal, Mapping):
         raise ContractError(f"{where}.hyperparameters", "must be an object of hyperparameter: value")
@@ -406,6 +447,7 @@ def parse_condition(
         loss_shape=shapes,
         training_labels=findings,
         objective_met_before_end=met_before_end,
+        objective_past_peak=past_peak,
     )
 
 

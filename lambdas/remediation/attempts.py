@@ -116,6 +116,8 @@ class ObjectiveCourse(BaseModel):
     best_report: Annotated[Whole, Field(ge=1)]
     best_value: float
     last_value: float
+    first_value: float | None = None
+    late_mean: float | None = None
 
 
 class LossWindow(BaseModel):

@@ -186,15 +186,20 @@ def exhausted_reason(
     ``not_again``: the remedies left out and why. The list of remedies is what is shortened to fit a reason's size:
     the settings the run ends with, and why a remedy was not repeated, are kept whole."""
     hyperparameters = state.run_spec.hyperparameters if hyperparameters is None else hyperparameters
-    lines = []
+    lines, guarded = [], []
     for key, ladder in ladders:
         for remedy in ladder:
             holds, _ = remedy.when.check(situation, hyperparameters)
+            guard = None if holds else remedy.when.guarded_against(situation, hyperparameters)
+            if guard is not None:  # what the job showed against it: said first, never clipped away
+                guarded.append(f"{key}: {remedy.label}: not now, {guard}")
+                continue
             if not holds:
                 why = f"its condition {remedy.when.to_json()} does not hold"
             else:
                 why = remedy.change.why_not(hyperparameters[remedy.change.hyperparameter])
             lines.append(f"{key}: {remedy.label}: {why}")
+    lines = guarded + lines
     if not ladders:
         what = f"no remedies are declared for {failure}" + ("" if failure in failure_kinds else f" or {any_rule}")
     else:

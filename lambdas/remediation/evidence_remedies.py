@@ -478,12 +478,14 @@ def _network_remedies(rates: RateRange) -> dict[str, list[dict[str, Any]]]:
                 "note": "Many training labels look wrong: smaller steps fit fewer of them in the same epochs, so the "
                 "model keeps more of what the correct ones share. Checking and correcting the labels is the fix.",
             },
-            # A job too short to read its loss's course (SHORT_JOB_EPOCHS) trains longer before anything else.
+            # A job too short to read its loss's course (SHORT_JOB_EPOCHS) trains longer before anything else. No
+            # remedy trains longer while the objective's own metric falls from an earlier best (objective_past_peak):
+            # a training loss still falling then fits what does not carry over to held-out data.
             {
                 **train_longer,
                 "multiply_by": STILL_FALLING_EPOCH_FACTOR,
                 "when": {"hyperparameters_below": {"num_epochs": SHORT_JOB_EPOCHS},
-                         "loss_shape": ["flat", "settled", "unknown"]},
+                         "loss_shape": ["flat", "settled", "unknown"], "objective_past_peak": False},
                 "note": f"Fewer than {SHORT_JOB_EPOCHS} epochs are too few to tell a loss that settled or never fell from "
                 "one that falls slowly: more epochs before the rate or the network is changed.",
             },
@@ -493,7 +495,7 @@ def _network_remedies(rates: RateRange) -> dict[str, list[dict[str, Any]]]:
             {
                 **train_longer,
                 "multiply_by": STILL_FALLING_EPOCH_FACTOR,
-                "when": {"loss_shape": "still_falling"},
+                "when": {"loss_shape": "still_falling", "objective_past_peak": False},
                 "note": "Training was stable and still improving when it stopped: more epochs.",
             },
             *regularise({"loss_shape": "memorised"}),
@@ -504,7 +506,7 @@ def _network_remedies(rates: RateRange) -> dict[str, list[dict[str, Any]]]:
             {
                 **train_longer,
                 "multiply_by": 2,
-                "when": {"loss_shape": ["flat", "settled", "unknown"]},
+                "when": {"loss_shape": ["flat", "settled", "unknown"], "objective_past_peak": False},
                 "note": "Training was stable but too short to reach the objective: more epochs.",
             },
         ],

@@ -50,3 +50,22 @@ def test_the_objectives_course_finds_its_best_report_and_whether_it_was_met_befo
     assert ObjectiveCourse.of(loss, [0.9, 0.15, 0.3]).best_report == 2 and ObjectiveCourse.of(loss, [0.9, 0.15, 0.3]).met_before_end(loss)
     assert ObjectiveCourse.of(accuracy, []) is None and ObjectiveCourse.of(accuracy, None) is None
     assert ObjectiveCourse.of(accuracy, [0.5, math.nan]) is None and ObjectiveCourse.of(accuracy, [0.5, None]) is None
+
+
+def test_a_course_is_past_its_peak_when_its_last_third_gave_back_a_quarter_of_its_gain():
+    from contracts.objective import ObjectiveCourse
+
+    accuracy = Objective("validation:accuracy", "Maximize", 0.9)
+    # the recorded noisy-labels run (tests/workflow_domain/recorded/logline-noisy-labels-falling-held-out.json)
+    noisy = [0.7639, 0.8528, 0.8889, 0.8833, 0.8778, 0.8944, 0.8389, 0.8722, 0.8417, 0.7972, 0.7222, 0.8222]
+    course = ObjectiveCourse.of(accuracy, noisy)
+    assert course.first_value == 0.7639 and course.late_mean == pytest.approx(0.795825)
+    assert course.past_peak(accuracy)
+    assert not ObjectiveCourse.of(accuracy, [0.5, 0.9, 0.94, 0.95, 0.94, 0.945]).past_peak(accuracy)  # a plateau
+    assert not ObjectiveCourse.of(accuracy, [0.5, 0.6, 0.7, 0.75, 0.85, 0.5]).past_peak(accuracy)  # best in the last third
+    assert not ObjectiveCourse.of(accuracy, [0.9, 0.5, 0.4]).past_peak(accuracy)  # too short to have a peak
+    assert not ObjectiveCourse.of(accuracy, [0.9, 0.8, 0.7, 0.6, 0.5, 0.4]).past_peak(accuracy)  # never gained
+    loss = Objective("val_loss", "Minimize", 0.1)
+    assert ObjectiveCourse.of(loss, [1.0, 0.4, 0.3, 0.5, 0.6, 0.7]).past_peak(loss)
+    recorded_before = ObjectiveCourse(reports=12, best_report=6, best_value=0.8944, last_value=0.8222)
+    assert not recorded_before.past_peak(accuracy)  # a payload from before the course kept these numbers

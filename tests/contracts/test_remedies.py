@@ -158,6 +158,8 @@ def test_to_best_epoch_sets_the_epochs_the_jobs_course_met_the_objective_at_and_
         ({"hyperparameter": "epochs", "to_best_epoch": 3}, "remedies.*[0].to_best_epoch", "must be true"),
         ({"hyperparameter": "epochs", "to_best_epoch": True, "when": {"objective_met_before_end": "yes"}},
          "remedies.*[0].when.objective_met_before_end", "true or false"),
+        ({"hyperparameter": "epochs", "multiply_by": 2, "when": {"objective_past_peak": "no"}},
+         "remedies.*[0].when.objective_past_peak", "true or false"),
     ],
 )
 def test_a_bad_best_epoch_remedy_names_the_field(entry, field, fragment):

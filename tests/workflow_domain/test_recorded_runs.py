@@ -279,6 +279,26 @@ def test_a_script_that_only_prints_its_metric_is_stopped_at_its_best_epoch_too(a
     assert met.last_attempt.outcome == "completed" and met.last_attempt.objective_value == 0.9056
 
 
+def test_a_held_out_metric_falling_from_its_best_is_not_trained_longer_while_the_training_loss_still_falls(
+    account_input,
+):
+    """The random zoo's plain logline script on digits with 40% noisy labels (development seed 24, configuration
+    28): held-out accuracy 0.8944 after epoch 6 of 12, then down to 0.80 on average over the last four, while the
+    training loss still fell. Four times the epochs took that run to 0.797; now the run ends saying why not."""
+    run = recorded("logline-noisy-labels-falling-held-out")
+    job = run["jobs"][0]
+    assert job["rule_status"]["metrics"]["validation:accuracy"]["values"][5] == 0.8944  # read from its printed lines
+    planned = plan(finish(start(run, account_input), job))
+    assert planned.next_action == "end" and planned.last_attempt.decision.remedy == "none"
+    assert "No remedy left (objective_missed: TrainLonger: not now, validation:accuracy was best after report 6 of " \
+           "12, at 0.8944, and its last 4 averaged 0.7958: more of the same training takes it further from its best" \
+           in planned.end_reason
+    # the same job had its script reported no course: more epochs, as the training loss still fell
+    unreported = {**job, "rule_status": {**job["rule_status"], "metrics": {}}}
+    decision = plan(finish(start(run, account_input), unreported)).last_attempt.decision
+    assert decision.remedy == "TrainLonger" and "was still falling" in decision.reason
+
+
 def test_a_course_reported_more_or_less_often_than_once_per_epoch_names_no_epoch(account_input):
     """The same job, had its script saved the held-out accuracy at half its epochs only (or the run named no epochs
     hyperparameter): the reports cannot be read as epochs, so the epochs are not cut; the noisy labels' remedy

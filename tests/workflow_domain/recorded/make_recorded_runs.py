@@ -40,6 +40,16 @@ MLP_SPEC = {
     "objective": {"metric_name": "validation:accuracy", "type": "Maximize", "target_value": 0.9},
 }
 
+def zoo_configuration(seed: int, index: int):
+    """A configuration of the random repair zoo (bench/zoo_random.py; development seeds only)."""
+    import zoo_random
+
+    return zoo_random.draw(seed, index + 1)[index]
+
+
+#: A plain logline script of the random zoo that learns noisy labels (see its scenario).
+ZOO_NOISY_LABELS = zoo_configuration(24, 28).execution_input()
+
 SCENARIOS: dict[str, dict[str, Any]] = {
     "resnet-batch-norm-warmup-0.8": {
         "about": "The built-in ELU ResNet-20 with batch norm and warmup 0.8: the loss and gradient norm spike in the "
@@ -206,6 +216,16 @@ SCENARIOS: dict[str, dict[str, Any]] = {
                      "metric_definitions": [{"Name": "validation:accuracy", "Regex": "val_accuracy=([0-9.]+)"}],
                      "objective": {**MLP_SPEC["objective"], "target_value": 0.75}, "max_num_retraining": 2},
     },
+    "logline-noisy-labels-falling-held-out": {
+        "about": "The random zoo's plain logline script (bench/zoo_scripts/tabular_logline.py: no debugger line, it "
+        "prints `epoch=3 loss=... val_acc=0.91`) as development seed 24 drew it, configuration 28: a 3x128 ReLU MLP "
+        "on digits, 40% of its training labels drawn at random, SGD at a third of its 0.05 (the rate the planner "
+        "had chosen there), twelve epochs, objective 0.9. Quiet; its held-out accuracy is best after epoch 6 and "
+        "falls while the training loss still falls (the zoo's planner trained it 4 times longer, to 0.797).",
+        "zoo_configuration": (24, 28),
+        "run_spec": {**ZOO_NOISY_LABELS, "max_num_retraining": 1,
+                     "hyperparameters": {**ZOO_NOISY_LABELS["hyperparameters"], "learning-rate": 0.015}},
+    },
     "ddp-script-without-checkpoints": {
         "about": "examples/ddp (a script that writes no checkpoints) on one process, one epoch, against an objective "
         "it misses: the evidence set's TrainLonger would resume, and there is nothing to resume from.",
@@ -225,6 +245,11 @@ SCENARIOS: dict[str, dict[str, Any]] = {
 
 
 def channels_for(scenario: dict[str, Any], work: Path) -> list[str]:
+    if "zoo_configuration" in scenario:
+        import zoo_random
+
+        channels = zoo_random.write_channels(zoo_configuration(*scenario["zoo_configuration"]), False, work / "zoo")
+        return [option for name, directory in channels.items() for option in ("--channel", f"{name}={directory}")]
     if scenario["run_spec"].get("framework") == "xgboost":
         out = work / "xgboost-data"
         subprocess.run([sys.executable, str(REPO / "examples" / "xgboost" / "make_data.py"), "--out", str(out)], check=True)
