@@ -191,7 +191,7 @@ def exhausted_reason(
         for remedy in ladder:
             holds, _ = remedy.when.check(situation, hyperparameters)
             guard = None if holds else remedy.when.guarded_against(situation, hyperparameters)
-            if guard is not None:  # what the job showed against it: said first, never clipped away
+            if guard is not None:  # what the job showed against it: said first, so a clipped list keeps it
                 guarded.append(f"{key}: {remedy.label}: not now, {guard}")
                 continue
             if not holds:
