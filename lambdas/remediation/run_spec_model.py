@@ -107,5 +107,18 @@ class RunSpec(BaseModel):
 
 
 def summarize_hyperparameters(hyperparameters: Mapping[str, HyperparameterValue], limit: int = 70) -> str:
-    text = ", ".join(f"{name}={remedies_contract.show(value)}" for name, value in hyperparameters.items())
-    return clip(text or "no hyperparameters", limit)
+    """'lr=0.1, grad_clip=0, epochs=3': whole name=value entries within ``limit`` characters, then how many more were
+    left out ('(+3 more)'). Never a value cut short: 'hidden-units=1...' would read as a setting of 1."""
+    entries = [f"{name}={remedies_contract.show(value)}" for name, value in hyperparameters.items()]
+    text = ", ".join(entries)
+    if not entries or len(text) <= limit:
+        return text or "no hyperparameters"
+    room = limit - len(f" (+{len(entries)} more)")
+    shown: list[str] = []
+    for entry in entries:
+        if len(", ".join([*shown, entry])) > room:
+            break
+        shown.append(entry)
+    if not shown:  # the first entry alone is longer than the room: it is cut, and says so with "..."
+        shown = [clip(entries[0], max(room, 4))]
+    return f"{', '.join(shown)} (+{len(entries) - len(shown)} more)" if len(shown) < len(entries) else ", ".join(shown)

@@ -293,6 +293,8 @@ def test_a_held_out_metric_falling_from_its_best_is_not_trained_longer_while_the
     assert "No remedy left (objective_missed: TrainLonger: not now, validation:accuracy was best after report 6 of " \
            "12, at 0.8944, and its last 4 averaged 0.7958: more of the same training takes it further from its best" \
            in planned.end_reason
+    # the settings it ends with are whole ones, then how many more (a value cut short would read as another value)
+    assert planned.end_reason.endswith("Ending with learning-rate=0.015, n-epochs=12, bs=32, n-layers=3 (+8 more).")
     # the same job had its script reported no course: more epochs, as the training loss still fell
     unreported = {**job, "rule_status": {**job["rule_status"], "metrics": {}}}
     decision = plan(finish(start(run, account_input), unreported)).last_attempt.decision
