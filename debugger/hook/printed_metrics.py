@@ -24,7 +24,8 @@ from typing import Any
 
 from contracts.progress_log import metric_values_in
 
-#: A line longer than this is read up to here (a progress bar redrawn with "\r" and no newline grows one line).
+#: A line is read up to this many characters; while one longer is still being written only its latest part is kept
+#: (a progress bar redrawn with "\r" and no newline grows one line without end).
 MAX_LINE_CHARACTERS = 10_000
 
 _reporting = threading.local()  # set while a value is being reported: the hook's own logging is not read again
