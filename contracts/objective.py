@@ -71,6 +71,11 @@ class Objective:
     def comparison(self) -> str:
         return ">=" if self.type == "Maximize" else "<="
 
+    @property
+    def sign(self) -> int:
+        """1 when higher is better (Maximize), -1 when lower is: ``sign * value`` ranks values best-highest."""
+        return 1 if self.type == "Maximize" else -1
+
     def describe(self) -> str:
         """'test:accuracy >= 0.9'."""
         return f"{self.metric_name} {self.comparison} {self.target_value:g}"
@@ -86,7 +91,7 @@ class Objective:
             return 0.0
         if not math.isfinite(value):
             return math.inf
-        return self.target_value - value if self.type == "Maximize" else value - self.target_value
+        return self.sign * (self.target_value - value)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,8 +114,7 @@ class ObjectiveCourse:
         """The course of ``values`` as ``objective`` ranks them (the earliest of equal bests); None: no finite value."""
         if not values or not all(isinstance(value, (int, float)) and math.isfinite(value) for value in values):
             return None
-        sign = 1 if objective.type == "Maximize" else -1
-        best = max(range(len(values)), key=lambda index: (sign * values[index], -index))
+        best = max(range(len(values)), key=lambda index: (objective.sign * values[index], -index))
         late = values[-late_reports(len(values)) :]
         return cls(
             reports=len(values),
@@ -132,8 +136,8 @@ class ObjectiveCourse:
             return False
         if self.best_report > self.reports - late_reports(self.reports):
             return False
-        sign = 1 if objective.type == "Maximize" else -1
-        gained, given_back = sign * (self.best_value - self.first_value), sign * (self.best_value - self.late_mean)
+        gained = objective.sign * (self.best_value - self.first_value)
+        given_back = objective.sign * (self.best_value - self.late_mean)
         return gained > 0 and given_back >= PEAK_LOSS_SHARE * gained
 
 

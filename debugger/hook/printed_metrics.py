@@ -36,7 +36,7 @@ def report_to_open_hooks(name: str, value: float) -> None:
     hook_common = sys.modules.get("debugger.hook.hook_common")  # loaded once the script's framework made a hook
     if hook_common is None:
         return
-    for hook in list(hook_common.open_hooks()):
+    for hook in hook_common.open_hooks():
         hook.report_printed_metric(name, value)
 
 
@@ -96,11 +96,11 @@ class ReadingStream:
 
 
 @contextlib.contextmanager
-def reading_printed_metrics(definitions: list[dict[str, str]] | None) -> Iterator[LineReader | None]:
+def reading_printed_metrics(definitions: list[dict[str, str]] | None) -> Iterator[None]:
     """While open, what this process writes to sys.stdout and sys.stderr is read with ``definitions`` (none given:
     nothing is wrapped). The streams are put back afterwards, unless the script replaced them meanwhile."""
     if not definitions:
-        yield None
+        yield
         return
     readers = {"stdout": LineReader(definitions), "stderr": LineReader(definitions)}
     originals = {name: getattr(sys, name) for name in readers}
@@ -108,7 +108,7 @@ def reading_printed_metrics(definitions: list[dict[str, str]] | None) -> Iterato
     for name, stream in wrapped.items():
         setattr(sys, name, stream)
     try:
-        yield readers["stdout"]
+        yield
     finally:
         for name, reader in readers.items():
             reader.flush()
