@@ -4,13 +4,13 @@ of custom rules. ``from debugger.rules import Rule`` is what a custom rule impor
     rule.py                 the Rule base class, Finding, Requirement
     parameters.py           the built-in rules' string parameters parsed and checked
     registry.py             BUILTIN_RULES by name; build_rule, load_rule_class (custom rules)
-    optimization_rules.py   ExplodingTensor, VanishingGradient, LossNotDecreasing, WeightUpdateRatio,
+    optimization_rules.py   ExplodingTensor, VanishingGradient, LossNotDecreasing (loss_rule.py), WeightUpdateRatio,
                             PoorWeightInitialization
     tensor_rules.py         DeadRelu, SaturatedActivation, AllZero, UnchangedTensor, TensorVariance, CheckInputImages
     curve_rules.py          Overfit, Overtraining
     training_rules.py       ClassImbalance, StalledTrainingRule
     xgboost_rules.py        Confusion, FeatureImportanceOverweight, TreeDepth
-    tensor_selection.py, tensor_signal.py, rule_checks.py, run_objective.py   what the rules share
+    tensor_selection.py, tensor_signal.py, rule_checks.py, run_objective.py, weight_movement.py   what the rules share
 
 The rules read a trial (debugger.trial) and the shared vocabulary (debugger.core); the hook (debugger.hook)
 runs them. No module of this package imports this facade: they import one another by module.

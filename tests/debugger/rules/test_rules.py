@@ -20,7 +20,7 @@ from debugger.rules import (
     WeightUpdateRatio,
     builtin_rule_parameters,
 )
-from debugger.rules.optimization_rules import STAGNANT_STEPS
+from debugger.rules.loss_rule import STAGNANT_STEPS
 from debugger.trial import LiveTrial
 
 

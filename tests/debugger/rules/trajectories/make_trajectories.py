@@ -79,8 +79,8 @@ RECORDED_WITH_GRADIENTS = {
 def run_job(script: str, dataset: str, hyperparameters: dict, hook: dict, rules: list, work: Path, seed: int = SEED) -> Path:
     """One job of ``script`` through the launcher (data and model seed ``seed``); returns its debug output directory.
     ``dataset`` "zoo:SEED:INDEX": the random repair zoo's drawn configuration (bench/zoo_random.py), its healthy
-    twin's data, script and hyperparameters (``hyperparameters`` and ``seed`` are then its own); "zoo:SEED:INDEX:faulted":
-    the configuration with its fault."""
+    twin's data, script and hyperparameters (``seed`` is then its own); "zoo:SEED:INDEX:faulted":
+    the configuration with its fault; ``hyperparameters`` then change its own (a shorter run, another rate)."""
     scripts, arguments = healthy_corpus.SCRIPTS, ["--seed", str(seed)]
     if dataset.startswith("zoo:"):
         _, zoo_seed, index, *which = dataset.split(":")
@@ -89,7 +89,7 @@ def run_job(script: str, dataset: str, hyperparameters: dict, hook: dict, rules:
         channels = zoo_random.write_channels(configuration, healthy, work / "data")
         style = zoo_random.STYLES[configuration.style]
         scripts, script, arguments = style.script.parent, style.entry_point, []
-        hyperparameters = configuration.hyperparameters(healthy=healthy)
+        hyperparameters = {**configuration.hyperparameters(healthy=healthy), **hyperparameters}
     else:
         channels = healthy_corpus.write_data(dataset, seed, work / "data")
     debug = work / "debug-output"

@@ -1,0 +1,279 @@
+"""SageMaker Debugger's LossNotDecreasing, judged on windows of the loss with the noise measured in the same run, and,
+before a loss that has not fallen is called stagnant, on how far the weights moved (:mod:`debugger.rules.weight_movement`):
+a frozen run and a slow start both sit at their first loss for a while, and only the weights tell them apart."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from contracts.objective import Objective
+from debugger.core.collection import LOSSES, WEIGHTS
+from debugger.core.modes import ModeKeys
+from debugger.rules import rule_checks
+from debugger.rules.rule import Requirement, Rule
+from debugger.rules.run_objective import objective_met
+from debugger.rules.tensor_selection import Selection as _Selection
+from debugger.rules.tensor_selection import first_value as _first_value
+from debugger.rules.weight_movement import WeightMovement
+
+#: LossNotDecreasing measures the loss's noise over this many windows of num_steps (the two it compares and the
+#: ones before): a longer record of the same run's noise, as it is now.
+NOISE_WINDOWS = 4
+#: The order LossNotDecreasing picks a mode in when none is given (AWS developer guide).
+AUTO_MODES = (ModeKeys.EVAL, ModeKeys.TRAIN, ModeKeys.GLOBAL)
+
+
+@dataclasses.dataclass
+class _LossSeries:
+    """One loss tensor's points in the judged mode: (mode step, loss). In EVAL mode a point is an evaluation
+    pass's mean (its steps in a row); otherwise every step's loss."""
+
+    points: list[tuple[int, float]] = dataclasses.field(default_factory=list)
+    open_phase: list[tuple[int, float]] = dataclasses.field(default_factory=list)
+    last_check: int | None = None
+    first_step: int | None = None
+    #: the lowest window mean judged so far, with its number of losses (the level a rise is measured from)
+    lowest: tuple[float, int] | None = None
+    #: the first window mean judged (where the descent a rise is weighed against began), with its number of losses
+    first_mean: float | None = None
+    first_count: int = 0
+    #: how many times the curve was judged
+    checks: int = 0
+
+
+#: A rise from the lowest window mean must also undo more than this share of the descent before it. A loss near zero
+#: after a long fall is heavy-tailed: a few hard minibatches of a 20-step window took a healthy SGD run's mean from
+#: 0.031 to 0.069 (124%, past 5% plus 3.5 standard errors) at the same steps at every learning rate, 5% of its fall
+#: from 0.77 (the random repair zoo's seed 1005, configuration 12's healthy twin: held-out accuracy 0.92). A rate
+#: that overshoots takes back a large share of the descent, and all of it when the run diverges.
+RISE_SHARE_OF_DESCENT = 0.1
+
+#: A loss that, over at least STAGNANT_STEPS mode steps and STAGNANT_CHECKS judgements, has not fallen below its first
+#: window's mean by more than the noise of the two means, nor by STAGNANT_FALL_PERCENT of it, is reported "stagnant",
+#: whatever its last two windows did. The window-to-window test alone never fires on a loss that does not move at
+#: all: one window's mean is below the one before about half the time (the random repair zoo's frozen updates, a rate
+#: x1e-5, trained all 12 epochs unreported; tests/debugger/rules/trajectories/smd_digits_frozen: 2.34 -> 2.34). A
+#: slow start is not stagnant: a 3x64 sigmoid stack's loss fell 4.5% in 80 steps, within the noise of windows of 10,
+#: and went on to meet its objective (logline_digits_sigmoid); a healthy run's loss leaves its first window's noise
+#: within a few windows (the healthy corpus). A loss that has not fallen is stagnant only when the weights say it
+#: cannot (debugger.rules.weight_movement): frozen, or with a matrix left behind; a slow start moves them all.
+STAGNANT_STEPS = 80
+STAGNANT_CHECKS = 3
+STAGNANT_FALL_PERCENT = 2.0
+
+
+class LossNotDecreasing(Rule):
+    """Judges the loss on windows of ``num_steps`` mode steps, checking at most every ``num_steps`` once two
+    windows are full: fires "rising" when the mean of the latest window is above the lowest window mean of the run
+    by more than ``increase_threshold_percent`` percent plus the noise of the means, "flat" when it fell from the
+    previous window's mean by less than ``diff_percent`` percent (with 0: not at all), "stagnant" when it has not
+    left its first window's level in STAGNANT_STEPS steps and the weights show it cannot (they do not move, or a
+    weight matrix is left behind: :mod:`debugger.rules.weight_movement`). In EVAL mode each evaluation
+    pass counts once, by its mean. ``mode`` picks the steps; by default EVAL once its curve spans two windows, else
+    TRAIN, else GLOBAL (SageMaker's: EVAL as soon as there is an evaluation step).
+
+    SageMaker's rule compares two single losses ``num_steps`` apart; one minibatch's loss is noisy (measured: a
+    healthy run's loss rose 44.7% between two saved steps), so the product compares window means, and a rise must
+    clear :data:`debugger.rules.rule_checks.NOISE_STANDARD_ERRORS` standard errors of the noise measured on the same
+    run's latest losses (:func:`debugger.rules.rule_checks.noise_sigma`, over :data:`NOISE_WINDOWS` windows). Measured
+    from the run's lowest window, a rise that builds up over several windows counts in full. With an ``objective``
+    (the workflow's parameter) a run whose latest metric meets it is not reported: a converged run sits on a
+    plateau; the status's details say what was seen."""
+
+    def __init__(
+        self,
+        base_trial,
+        collection_names: list[str] | None = None,
+        tensor_regex=(),
+        use_losses_collection: bool = True,
+        num_steps: int = 10,
+        diff_percent: float = 0.0,
+        increase_threshold_percent: float = 5.0,
+        mode: str = "",
+        objective: Objective | None = None,
+    ):
+        super().__init__(base_trial)
+        self.num_steps = num_steps
+        self.diff_percent = diff_percent
+        self.increase_threshold_percent = increase_threshold_percent
+        self.mode = ModeKeys[mode] if mode else None
+        self.objective = objective
+        collections = list(collection_names or []) + ([LOSSES] if use_losses_collection else [])
+        self._needs_selection = bool(collections or tensor_regex)
+        self._selection = _Selection(base_trial, collections, tuple(tensor_regex))
+        self._series: dict[str, _LossSeries] = {}
+        self._modes_seen: set[ModeKeys] = set()
+        self._movement = WeightMovement(base_trial)
+
+    def requirements(self) -> list[Requirement]:
+        # the weights tell a loss that cannot fall from one that has not fallen yet (_stagnant): saved every
+        # window, whatever the save interval
+        return [Requirement(LOSSES), Requirement(WEIGHTS, every=self.num_steps)]
+
+    def _judgeable(self, mode: ModeKeys) -> bool:
+        """Whether a loss of ``mode`` has two full windows of points: a curve that can be judged."""
+        return any(
+            key[1] is mode and series.first_step is not None and series.points
+            and series.first_step <= series.points[-1][0] - 2 * self.num_steps + 1
+            for key, series in self._series.items()
+        )
+
+    def _chosen_mode(self) -> ModeKeys:
+        """The given mode; by default EVAL once its curve can be judged (evaluation passes over two windows), else
+        TRAIN, else GLOBAL: a script that evaluates once an epoch would otherwise leave its first 2 * num_steps
+        epochs unwatched, since its training steps no longer count once an evaluation step exists."""
+        if self.mode is not None:
+            return self.mode
+        if ModeKeys.EVAL in self._modes_seen and self._judgeable(ModeKeys.EVAL):
+            return ModeKeys.EVAL
+        return next((mode for mode in AUTO_MODES[1:] if mode in self._modes_seen), ModeKeys.GLOBAL)
+
+    def invoke_at_step(self, step: int) -> bool:
+        if not self._needs_selection:
+            return False
+        mode, mode_step = self.base_trial._global_to_mode.get(step, (ModeKeys.GLOBAL, step))
+        self._modes_seen.add(mode)
+        if mode in (ModeKeys.TRAIN, ModeKeys.GLOBAL):
+            self._movement.observe(step, mode_step)
+        fired = False
+        if mode is not ModeKeys.EVAL:
+            # an evaluation pass ended: its mean is one point of the evaluation curve
+            for key, series in self._series.items():
+                fired = fired or (key[1] is ModeKeys.EVAL and self._close_phase(key[0], series))
+        if fired:
+            return True
+        for name, value in self._selection.values_at(step):
+            loss = _first_value(value)
+            if not math.isfinite(loss):
+                continue
+            series = self._series.setdefault((name, mode), _LossSeries())
+            if mode is ModeKeys.EVAL:
+                series.open_phase.append((mode_step, loss))
+            elif mode is not ModeKeys.PREDICT and self._add_point(name, mode, series, mode_step, loss):
+                return True
+        return False
+
+    def _close_phase(self, name: str, series: _LossSeries) -> bool:
+        if not series.open_phase:
+            return False
+        last_step = series.open_phase[-1][0]
+        mean = float(np.mean([loss for _, loss in series.open_phase]))
+        series.open_phase = []
+        return self._add_point(name, ModeKeys.EVAL, series, last_step, mean)
+
+    def _add_point(self, name: str, mode: ModeKeys, series: _LossSeries, mode_step: int, loss: float) -> bool:
+        """Add a point to the curve of ``mode``; judge the curve if it is the one the rule watches now."""
+        series.points.append((mode_step, loss))
+        if series.first_step is None:
+            series.first_step = mode_step
+        window = self.num_steps
+        # keep the windows the noise is measured on: older points are neither compared nor measured
+        while series.points and series.points[0][0] <= mode_step - NOISE_WINDOWS * window:
+            series.points.pop(0)
+        if mode is not self._chosen_mode():
+            return False
+        if series.last_check is not None and mode_step - series.last_check < window:
+            return False
+        if series.first_step > mode_step - 2 * window + 1:
+            return False  # the previous window is not full yet
+        previous = [loss for step, loss in series.points if mode_step - 2 * window < step <= mode_step - window]
+        current = [loss for step, loss in series.points if step > mode_step - window]
+        if not previous or not current:
+            return False
+        series.last_check = mode_step
+        return self._judge(name, series, mode_step, previous, current)
+
+    def _judge(self, name: str, series: _LossSeries, mode_step: int, previous: list[float], current: list[float]) -> bool:
+        sigma = rule_checks.noise_sigma([loss for _, loss in series.points])
+        before, after = float(np.mean(previous)), float(np.mean(current))
+        if series.first_mean is None:
+            series.first_mean, series.first_count = before, len(previous)
+        series.checks += 1
+        for mean, count in ((before, len(previous)), (after, len(current))):
+            if series.lowest is None or mean < series.lowest[0]:
+                series.lowest = (mean, count)
+        span = f"(the {self.num_steps} steps to step {mode_step})"
+        if after > series.lowest[0]:
+            finding = self._rising(series.lowest, series.first_mean, after, len(current), sigma, span)
+        elif after <= before:
+            finding = self._flat(before, after, len(previous), len(current), span)
+        else:
+            finding = None
+        if finding is None:
+            finding = self._stagnant(series, mode_step, after, len(current), sigma, span)
+        if finding is None:
+            return False
+        kind, message = finding
+        met, value = objective_met(self.base_trial, self.objective)
+        if met:
+            # the run is already good enough: a converged run sits on a plateau, and a held-out loss that creeps up
+            # while the objective's metric holds is not a failure (if the metric falls, the next check reports it)
+            self.note(f"{message}; but the run meets its objective ({self.objective.describe()}: {value:.4g})")
+            return False
+        self.report(name, after, message)
+        self.finding.kind = kind  # RuleIssue.kind, as contracts.rule_status documents it
+        return True
+
+    def _rising(self, lowest: tuple[float, int], first: float, after: float, count: int, sigma: float, span: str):
+        """("rising", why) when the latest window's mean is above the lowest window mean of the run by more than
+        increase_threshold_percent plus the noise, and by more than RISE_SHARE_OF_DESCENT of the run's descent to that
+        lowest mean: a rise that builds up over several windows counts in full."""
+        low, low_count = lowest
+        scale = abs(low) or 1.0
+        allowance = rule_checks.NOISE_STANDARD_ERRORS * rule_checks.mean_difference_error(sigma, low_count, count)
+        increase = (after - low) / scale * 100.0
+        if increase <= self.increase_threshold_percent + allowance / scale * 100.0:
+            return None
+        if first > low and after - low <= RISE_SHARE_OF_DESCENT * (first - low):
+            return None  # a few hard minibatches near the bottom of a long descent, not a loss going back up
+        return "rising", (
+            f"loss rose {increase:.3g}% from its lowest mean {low:.6g} (over {low_count} loss(es)) to {after:.6g} over "
+            f"{count} {span}; allowed increase {self.increase_threshold_percent:g}% plus the noise ({allowance:.3g})"
+        )
+
+    def _stagnant(self, series: _LossSeries, mode_step: int, after: float, count: int, sigma: float, span: str):
+        """("stagnant", why) when, over STAGNANT_STEPS mode steps and STAGNANT_CHECKS judgements, the latest window's
+        mean is not below the first window's by more than the noise of the two means nor by STAGNANT_FALL_PERCENT."""
+        if series.first_mean is None or series.checks < STAGNANT_CHECKS:
+            return None
+        if series.first_step is None or mode_step - series.first_step + 1 < STAGNANT_STEPS:
+            return None
+        first = series.first_mean
+        allowance = rule_checks.NOISE_STANDARD_ERRORS * rule_checks.mean_difference_error(sigma, series.first_count, count)
+        fall = first - after
+        fall_percent = fall / (abs(first) or 1.0) * 100.0
+        if fall > allowance or fall_percent >= STAGNANT_FALL_PERCENT:
+            return None
+        message = (
+            f"loss has not fallen since its first judged window: mean {first:.6g} (over {series.first_count} "
+            f"loss(es)) then {after:.6g} over {count} {span}, {mode_step - series.first_step + 1} steps in; a fall "
+            f"under {STAGNANT_FALL_PERCENT:g}% or within the noise ({allowance:.3g}) does not count"
+        )
+        movement = self._movement.since_start(STAGNANT_STEPS // 2)
+        if movement is None:  # no weights saved (a trial written without them): the loss alone
+            return "stagnant", message
+        stuck = movement.stuck()
+        if stuck is None:
+            # a slow start: a small rate, a plateau, or labels too noisy for the loss to show progress yet
+            self.note(f"{message}; but {movement.describe()}: every weight matrix moves, so the run is not stagnant")
+            return None
+        why = ("the updates are too small to train" if stuck == "frozen"
+               else f"the gradient does not reach {movement.least[0]}")
+        return "stagnant", f"{message}; and {movement.describe()}: {why}"
+
+    def _flat(self, before: float, after: float, before_count: int, count: int, span: str):
+        """("flat", why) when the latest window's mean fell from the previous one's by less than diff_percent (with
+        diff_percent 0: not at all). The means, not single losses: a window's mean holds little of the noise, and
+        a run asked to fall diff_percent a window that does not is what the user set the rule to catch (a run
+        that already meets its objective is spared, by _judge)."""
+        scale = abs(before) or 1.0
+        decrease = (before - after) / scale * 100.0
+        if not (decrease == 0.0 if self.diff_percent == 0.0 else decrease < self.diff_percent):
+            return None
+        return "flat", (
+            f"loss fell only {decrease:.3g}% from a mean of {before:.6g} over {before_count} loss(es) to {after:.6g} over "
+            f"{count} {span}; required more than {self.diff_percent:g}%"
+        )
