@@ -36,11 +36,14 @@ RULE_CONFIGS_HYPERPARAMETER = "remediation_debugger_rule_configs"
 #: The run_spec's metric_definitions (SageMaker's MetricDefinitions) as JSON text: the debugger reads the metrics a
 #: script only prints from the job's own output, as SageMaker reads them from its log.
 METRIC_DEFINITIONS_HYPERPARAMETER = "remediation_metric_definitions"
+#: "balanced" when the debugger weights the script's training loss by class (run_spec.debugger_class_weighting).
+CLASS_WEIGHTING_HYPERPARAMETER = "remediation_class_weighting"
 RESERVED_HYPERPARAMETERS = (
     ENTRY_POINT_HYPERPARAMETER,
     HOOK_CONFIG_HYPERPARAMETER,
     RULE_CONFIGS_HYPERPARAMETER,
     METRIC_DEFINITIONS_HYPERPARAMETER,
+    CLASS_WEIGHTING_HYPERPARAMETER,
 )
 
 #: The launcher file at the root of every source archive: SageMaker's ``sagemaker_program``.

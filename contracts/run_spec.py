@@ -167,6 +167,25 @@ def check_framework(framework: str) -> str:
     return framework
 
 
+#: run_spec.debugger_class_weighting: whether the debugger weights a PyTorch script's training loss by class
+#: (``debugger.hook.class_weighting``). "auto": when a job misses its objective because a class is too rare in its
+#: training labels and no remedy of the script's own answers that, the next job gets "balanced". "balanced": every
+#: job, each class's cross-entropy weighted by the inverse of its share of the labels seen so far. "off": never.
+CLASS_WEIGHTINGS = ("auto", "balanced", "off")
+DEFAULT_CLASS_WEIGHTING = "auto"
+#: The one weighting the debugger applies in the job.
+BALANCED_CLASS_WEIGHTING = "balanced"
+
+
+def check_class_weighting(class_weighting: str) -> str:
+    if class_weighting not in CLASS_WEIGHTINGS:
+        raise ValueError(
+            f"must be one of {', '.join(CLASS_WEIGHTINGS)} (got {class_weighting!r})"
+            f"{did_you_mean(class_weighting, CLASS_WEIGHTINGS)}"
+        )
+    return class_weighting
+
+
 #: SageMaker training job names: ``[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}``.
 MAX_JOB_NAME_LENGTH = 63
 JOB_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")

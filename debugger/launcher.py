@@ -2,7 +2,7 @@
 
 SageMaker's script mode starts ``python remediation_launcher.py --name value ...``
 in the source directory with every hyperparameter as an argument. The workflow
-adds three reserved ones (``contracts.job``): the user's entry point and the
+adds reserved ones (``contracts.job``): the user's entry point and the
 debugger's hook and rule configuration. The launcher
 
 1. takes the reserved arguments out, so the script's own argument parser sees
@@ -16,14 +16,16 @@ debugger's hook and rule configuration. The launcher
    debugger attaches to its models, optimizers or ``xgboost.train`` call; a hook
    the script creates wins; and reads the metrics the script only prints with the
    run_spec's metric_definitions, as SageMaker reads its log, for its hooks
-   (:mod:`debugger.hook.printed_metrics`);
+   (:mod:`debugger.hook.printed_metrics`); with ``remediation_class_weighting``, weights the
+   script's training cross-entropy by class (:mod:`debugger.hook.class_weighting`);
 4. runs the entry point as ``__main__`` (as ``python train.py`` would), and turns
    how it ended into SageMaker's contract: exit code, and the failure file whose
    text becomes the job's FailureReason. A rule's StopTraining ends the job with
    exit code 3 and the rule's failure text; SIGTERM (StopTrainingJob) with 143; a
    script the zero-change hook refuses with 2 and the reason.
 
-It imports neither torch nor numpy: the script brings the framework it uses.
+It imports neither torch nor numpy (class weighting imports torch only when asked): the script brings the
+framework it uses.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from pathlib import Path
 from contracts import ContractError
 from contracts.debugger_config import validate_hook_config, validate_rule_configs
 from contracts.job import (
+    CLASS_WEIGHTING_HYPERPARAMETER,
     ENTRY_POINT_HYPERPARAMETER,
     EXIT_BAD_INPUT,
     EXIT_ERROR,
@@ -59,7 +62,8 @@ from contracts.job import (
     is_reserved_hyperparameter,
     join_long_value,
 )
-from contracts.run_spec import check_entry_point, check_metric_definitions
+from contracts.run_spec import BALANCED_CLASS_WEIGHTING, check_entry_point, check_metric_definitions
+from debugger.hook.class_weighting import weighting_the_training_loss
 from debugger.hook.failure_file import FailureFile
 from debugger.hook.printed_metrics import reading_printed_metrics
 from debugger.hook.stop_training import StopTrainingRequested
@@ -163,6 +167,20 @@ def metric_definitions(reserved: Mapping[str, str]) -> list[dict[str, str]]:
         raise LaunchError("InvalidMetricDefinitions", str(error)) from None
 
 
+def class_weighting(reserved: Mapping[str, str]) -> str | None:
+    """The class weighting the workflow asked the debugger for (None: the script's loss as it is)."""
+    value = reserved.get(CLASS_WEIGHTING_HYPERPARAMETER)
+    if value is None:
+        return None
+    if value != BALANCED_CLASS_WEIGHTING:
+        raise LaunchError(
+            "InvalidClassWeighting",
+            f"{CLASS_WEIGHTING_HYPERPARAMETER} must be {BALANCED_CLASS_WEIGHTING!r} (got {value!r}); the workflow sets "
+            "it from run_spec.debugger_class_weighting",
+        )
+    return value
+
+
 def resolve_entry_point(source_dir: Path, entry_point: str | None) -> Path:
     if not entry_point:
         raise LaunchError("InvalidEntryPoint", f"hyperparameter {ENTRY_POINT_HYPERPARAMETER} is missing: name the script to run")
@@ -204,11 +222,12 @@ def run(argv: list[str], source_dir: Path, environ: MutableMapping[str, str] = o
             entry = resolve_entry_point(source_dir, reserved.get(ENTRY_POINT_HYPERPARAMETER))
             write_debugger_files(reserved, environ, config_dir)
             definitions = metric_definitions(reserved)
+            weighting = class_weighting(reserved)
             scrub_environment(environ, user_args, reserved[ENTRY_POINT_HYPERPARAMETER])
         except LaunchError as error:
             failure.write(f"{error.kind}: {error}")
             return EXIT_BAD_INPUT
-        return _run_entry_point(entry, user_args, reserved, source_dir, failure, definitions)
+        return _run_entry_point(entry, user_args, reserved, source_dir, failure, definitions, weighting)
     finally:
         shutil.rmtree(config_dir, ignore_errors=True)
 
@@ -220,6 +239,7 @@ def _run_entry_point(
     source_dir: Path,
     failure: FailureFile,
     definitions: list[dict[str, str]],
+    weighting: str | None = None,
 ) -> int:
     in_main_thread = threading.current_thread() is threading.main_thread()
     if in_main_thread:
@@ -233,7 +253,7 @@ def _run_entry_point(
         sys.path.append(str(fallback))  # last: only what the image and the user's requirements lack
     try:
         # the metrics the script only prints reach its hooks while it runs (its last line too, before they close)
-        with reading_printed_metrics(definitions):
+        with reading_printed_metrics(definitions), weighting_the_training_loss(weighting):
             runpy.run_path(str(entry), run_name="__main__")
         code = EXIT_SUCCESS
     except SystemExit as exit_request:
