@@ -128,12 +128,16 @@ def summarize(summary: dict[str, Any], policy: str, wall: float) -> dict[str, An
 
 
 def final_run_spec(summary: dict[str, Any]) -> dict[str, Any] | None:
-    """The successful job's hyperparameters and rules (the run's final payload), or None if no job succeeded."""
+    """The successful job's hyperparameters, rules and the debugger's class weighting (the run's final payload), or
+    None if no job succeeded."""
     if summary.get("execution_status") != "SUCCEEDED":
         return None
     payload = json.loads((Path(summary["run_dir"]) / "final-payload.json").read_text())
     run_spec = payload["state"]["run_spec"]
-    return {"hyperparameters": run_spec["hyperparameters"], "rules": run_spec["rules"]}
+    final = {"hyperparameters": run_spec["hyperparameters"], "rules": run_spec["rules"]}
+    if run_spec.get("debugger_class_weighting", "auto") != "auto":
+        final["debugger_class_weighting"] = run_spec["debugger_class_weighting"]
+    return final
 
 
 def verdict(scenario: Scenario, runs: dict[str, dict[str, Any]], reference: dict[str, Any] | None = None) -> dict[str, Any]:

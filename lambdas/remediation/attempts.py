@@ -220,8 +220,8 @@ class Attempt(BaseModel):
 
     number: Annotated[Whole, Field(ge=1)]
     job_name: JobName
-    #: What this job ran with (the rest of the run_spec is the same for every attempt: the planner changes
-    #: hyperparameters only).
+    #: What this job ran with (the planner changes hyperparameters, and may turn on the debugger's class weighting,
+    #: run_spec.debugger_class_weighting: a decision's changes say when; the rest of the run_spec stays).
     hyperparameters: Hyperparameters
     outcome: Outcome = "running"
     #: The monitor's reason for the outcome, in its own words (which rule gave no verdict, what SageMaker said).

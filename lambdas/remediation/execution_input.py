@@ -38,6 +38,7 @@ from lambdas.remediation.payload_fields import (
     BucketName,
     CapacityWait,
     Channels,
+    ClassWeighting,
     Distribution,
     EntryPoint,
     Flag,
@@ -132,6 +133,9 @@ class ExecutionInput(BaseModel):
     use_spot_instances: Flag = False
     #: A spot job that never got capacity within its MaxWaitTimeInSeconds is relaunched on demand (costs more).
     spot_fallback_on_demand: Flag = False
+    #: "auto" (default): the debugger weights a PyTorch script's training loss by class when a class is too rare in
+    #: its training labels and the script has no class-weighting knob; "balanced": from the first job; "off": never.
+    debugger_class_weighting: ClassWeighting = bounds.DEFAULT_CLASS_WEIGHTING
     legacy_sagemaker_debugger: Flag = False
     #: The wait's fallback poll: the job's state change ends the wait at once; this is only its timeout.
     monitor_interval_seconds: MonitorInterval = 600
@@ -209,6 +213,12 @@ def _resolve(given: ExecutionInput, keys: set[str]) -> WorkflowState:
             f"{given.framework} needs your own script (source_dir and entry_point, e.g. examples/xgboost/train.py); "
             "the built-in example is a PyTorch network",
         )
+    if given.debugger_class_weighting == bounds.BALANCED_CLASS_WEIGHTING and given.framework != "pytorch":
+        raise ContractError(
+            "debugger_class_weighting",
+            f"weights a PyTorch script's cross-entropy; {given.framework} weighs classes with its own parameters "
+            "(XGBoost: scale_pos_weight, or sample weights in the training data): leave it out or set it to off",
+        )
     if given.rules is not None:
         rule_selection.check_rules_for_framework(given.rules, given.framework)
         _check_rules_can_fire(given.rules, given.debugger_save_interval)
@@ -273,6 +283,7 @@ def _resolve(given: ExecutionInput, keys: set[str]) -> WorkflowState:
         rules=given.rules,
         use_spot_instances=given.use_spot_instances,
         spot_fallback_on_demand=given.spot_fallback_on_demand,
+        debugger_class_weighting=given.debugger_class_weighting,
         legacy_sagemaker_debugger=given.legacy_sagemaker_debugger,
         max_run_seconds=given.max_run_seconds,
         tensorboard_output_path=bounds.check_tensorboard_output_path(

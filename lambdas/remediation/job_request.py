@@ -24,6 +24,7 @@ from typing import Any
 from contracts import aws_tags, bucket_layout, debugger_config, distributed, rule_selection
 from contracts import run_spec as bounds
 from contracts.job import (
+    CLASS_WEIGHTING_HYPERPARAMETER,
     DEBUG_OUTPUT_S3_REGION_ENV,
     DEBUG_OUTPUT_S3_SYNC_ENV,
     DEFAULT_TENSORBOARD_LOCAL_PATH,
@@ -37,7 +38,7 @@ from contracts.job import (
     encode_hyperparameters,
     split_long_value,
 )
-from contracts.run_spec import JOB_NAME_PATTERN, MAX_JOB_NAME_LENGTH
+from contracts.run_spec import BALANCED_CLASS_WEIGHTING, JOB_NAME_PATTERN, MAX_JOB_NAME_LENGTH
 from contracts.spot_interruptions import LOCAL_SPOT_INTERRUPTIONS_TAG, to_tag_value
 from lambdas.remediation.job_identity import JobRequestError, ownership_tags
 from lambdas.remediation.payload import WorkflowState
@@ -238,6 +239,12 @@ def script_mode_hyperparameters(
                 json.dumps([dict(definition) for definition in run_spec.metric_definitions], separators=(",", ":")),
             )
             if run_spec.metric_definitions
+            else {}
+        ),
+        # The debugger weights the training loss by class (the planner's answer to a rare class without a knob).
+        **(
+            {CLASS_WEIGHTING_HYPERPARAMETER: run_spec.debugger_class_weighting}
+            if run_spec.debugger_class_weighting == BALANCED_CLASS_WEIGHTING
             else {}
         ),
         "sagemaker_program": LAUNCHER_PROGRAM,

@@ -29,7 +29,8 @@ from contracts.remedies import (
     Situation,
     show,
 )
-from lambdas.remediation import remedy_sets, run_limits
+from contracts.run_spec import BALANCED_CLASS_WEIGHTING
+from lambdas.remediation import in_job_class_weighting, remedy_sets, run_limits
 from lambdas.remediation.attempts import Attempt, Change, Decision
 from lambdas.remediation.decision_text import (
     describe_changes,
@@ -119,10 +120,13 @@ def plan(state: WorkflowState) -> WorkflowState:
         if chosen is not None:
             break
     end_cause = failure if failure in FAILURE_KINDS else "no_remedy_left"
+    if chosen is None and labels is not None and in_job_class_weighting.answers(state.run_spec, labels):
+        return _weigh_classes_in_job(state, attempt, labels, hyperparameters, base)
     if chosen is None and labels is not None:
         reason = (
             f"{headline(attempt, state)}. {_sentence(labels.describe())}. No remedy in the {state.policy} remedies "
-            f"answers that: {labels.advice}.{_not_again(worse, repeats)} {ending_settings(state, base)}"
+            f"answers that: {in_job_class_weighting.advice_after(state.run_spec, labels)}."
+            f"{_not_again(worse, repeats)} {ending_settings(state, base)}"
         )
         return _end(state, reason, end_cause=end_cause)
     if chosen is None:
@@ -195,6 +199,49 @@ def plan(state: WorkflowState) -> WorkflowState:
         history.num_hyperparameter_adjustments[name] = history.num_hyperparameter_adjustments.get(name, 0) + 1
     planned = state.with_last_attempt(decision=decision)
     return planned.updated(run_spec=run_spec, history=history, next_action="launch_new", end_reason=None)
+
+
+def _weigh_classes_in_job(
+    state: WorkflowState, attempt: Attempt, labels, hyperparameters: dict, base: Attempt
+) -> WorkflowState:
+    """Relaunch with the debugger weighting the training loss by class (a rare class, no knob in the script), from
+    step 0, with the settings of the job closest to the objective so far."""
+    what = f"{in_job_class_weighting.FIELD} {state.run_spec.debugger_class_weighting} -> {BALANCED_CLASS_WEIGHTING}"
+    spent = run_limits.instance_hours_spent(state)
+    if state.retraining_budget_left == 0 or spent:
+        limit = spent or (
+            f"The relaunch budget is spent ({_launches(state.history.num_retraining)} of "
+            f"max_num_retraining={state.max_num_retraining})"
+        )
+        reason = (
+            f"{headline(attempt, state)}. {_sentence(labels.describe())}. {limit}; the next remedy would have been "
+            f"{in_job_class_weighting.REMEDY} ({what}). Ending."
+        )
+        return _end(state, reason, end_cause="budget_spent" if not spent else "instance_hours_spent")
+    current = state.run_spec.hyperparameters
+    changes = {
+        name: Change(before=current.get(name), after=value) for name, value in hyperparameters.items()
+        if current.get(name) != value
+    }  # fmt: skip
+    changes.update(in_job_class_weighting.change())
+    back = ""
+    if base is not attempt:
+        back = (
+            f" Back to job {base.number}'s settings, the closest to the objective so far "
+            f"({state.declared_objective().metric_name} = {show(base.objective_value)})."
+        )
+    reason = (
+        f"{headline(attempt, state)}. {_sentence(labels.describe())}.{back} {in_job_class_weighting.explanation()}. "
+        f"Next: {what}, trained from step 0."
+    )
+    decision = Decision(
+        remedy=in_job_class_weighting.REMEDY, reason=reason, next_action="launch_new", changes=changes
+    )
+    run_spec = state.run_spec.with_hyperparameters(hyperparameters).with_changes(
+        {in_job_class_weighting.FIELD: BALANCED_CLASS_WEIGHTING}
+    )
+    planned = state.with_last_attempt(decision=decision)
+    return planned.updated(run_spec=run_spec, next_action="launch_new", end_reason=None)
 
 
 def _not_again(worse: dict[str, str], repeats: dict[str, int]) -> str:

@@ -16,6 +16,7 @@ from lambdas.remediation.payload_fields import (
     BaseJobName,
     BucketName,
     Channels,
+    ClassWeighting,
     Distribution,
     EntryPoint,
     Flag,
@@ -63,6 +64,9 @@ class RunSpec(BaseModel):
     #: A spot job that never got capacity (MaxWaitTimeExceeded) is relaunched on demand (costs more) instead of on
     #: spot again. States written before the field: false.
     spot_fallback_on_demand: Flag = False
+    #: Whether the debugger weights the script's training loss by class (contracts.run_spec.CLASS_WEIGHTINGS): the
+    #: planner turns "auto" to "balanced" for a rare class the script has no knob for. States written before: auto.
+    debugger_class_weighting: ClassWeighting = bounds.DEFAULT_CLASS_WEIGHTING
     legacy_sagemaker_debugger: Flag
     max_run_seconds: MaxRunSeconds
     #: TensorBoardOutputConfig.S3OutputPath: each job's event files land at {it}{job}/tensorboard-output/.

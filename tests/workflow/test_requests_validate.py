@@ -19,7 +19,7 @@ from contracts.job import (
     parse_script_mode_arguments,
     script_mode_arguments,
 )
-from debugger.launcher import metric_definitions, split_arguments
+from debugger.launcher import class_weighting, metric_definitions, split_arguments
 from lambdas.remediation import job_identity, job_request, notifications
 from lambdas.remediation.execution_input import initial_state
 from lambdas.remediation.validation_messages import InvalidExecutionInput
@@ -160,6 +160,31 @@ def test_a_users_script_gets_exactly_its_own_arguments():
     assert request["AlgorithmSpecification"]["MetricDefinitions"] == script["metric_definitions"]
     assert metric_definitions(reserved) == script["metric_definitions"]  # read in the job too, as it runs
     assert json.loads(request["HyperParameters"]["sagemaker_submit_directory"]) == script["source_dir"]
+
+
+@pytest.mark.parametrize("weighting", ["auto", "balanced", "off"])
+def test_the_debuggers_class_weighting_reaches_the_launcher_only_when_balanced(weighting):
+    script = {"source_dir": "s3://remediation-artifacts/code/s-0123456789abcdef/sourcedir.tar.gz", "entry_point": "t.py",
+              "hyperparameters": {"lr": 0.01}, "debugger_class_weighting": weighting}
+    request = job_request.build_create_training_job_request(initial_state({**INPUT, **script}), "remediation-j-001")
+    _validate("sagemaker", "CreateTrainingJob", request)
+    reserved, user_args = split_arguments(script_mode_arguments(request["HyperParameters"]))
+    assert user_args == ["--lr", "0.01"]  # the script never sees it
+    assert class_weighting(reserved) == ("balanced" if weighting == "balanced" else None)
+
+
+@pytest.mark.parametrize(
+    ("given", "problem"),
+    [
+        ({"debugger_class_weighting": "inverse"}, "must be one of auto, balanced, off (got 'inverse')"),
+        ({"debugger_class_weighting": "balanced", "framework": "xgboost", "entry_point": "train.py",
+          "source_dir": "s3://remediation-artifacts/code/x/sourcedir.tar.gz"}, "weights a PyTorch script's cross-entropy"),
+    ],
+)
+def test_a_class_weighting_the_debugger_cannot_apply_is_refused_naming_the_field(given, problem):
+    with pytest.raises(InvalidExecutionInput, match="debugger_class_weighting") as refused:
+        initial_state({**INPUT, **given})
+    assert problem in str(refused.value)
 
 
 def test_a_script_without_channels_sends_no_input_data_config():

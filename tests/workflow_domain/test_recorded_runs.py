@@ -337,13 +337,47 @@ def test_a_rare_class_is_weighted_and_the_next_job_meets_the_objective(account_i
     assert met.last_attempt.outcome == "completed" and met.last_attempt.objective_value == 0.975
 
 
-def test_a_rare_class_in_a_script_without_class_weights_ends_and_names_the_knob(account_input):
-    """The same job, its script without a class-weighting knob: no learning rate or epoch count answers a class the
-    model barely sees, so the run ends at once (no relaunch spent on them) and says what would answer it."""
-    run = recorded("mlp-rare-class")
-    job = {**run["jobs"][0], "hyperparameters": {"lr": 0.05, "epochs": 12}}
-    names = {"learning_rate": "lr", "num_epochs": "epochs"}
-    state = start(run, account_input, hyperparameters=job["hyperparameters"], hyperparameter_names=names)
+def test_a_rare_class_in_a_script_without_class_weights_is_weighted_by_the_debugger_and_meets_the_objective(
+    account_input,
+):
+    """The same MLP and data, its script run without a class-weighting knob: no learning rate or epoch count
+    answers a class the model barely sees, so the next job's debugger weights the training loss by class (the
+    run_spec's debugger_class_weighting auto -> balanced), from step 0 with the same settings; the recorded next job
+    met the objective at 0.9667, and the run's end says the script alone trains unweighted."""
+    job, planned, decision = quiet_miss("mlp-rare-class-weighted-in-job", account_input)
+    assert job["rule_status"]["evidence"]["label_counts"][0] == 24
+    assert decision.remedy == "WeightClassesInJob" and decision.next_action == "launch_new"
+    assert planned.run_spec.debugger_class_weighting == "balanced"
+    assert planned.run_spec.hyperparameters == job["hyperparameters"] and decision.resume_from is None
+    assert decision.changes["debugger_class_weighting"].after == "balanced"
+    assert "The training labels are imbalanced: class 0 made 24 of the 15,600 labels" in decision.reason
+    assert "the next job's debugger weights its training loss by class" in decision.reason
+    assert 'Set run_spec.debugger_class_weighting to "off"' in decision.reason
+    met = finish(planned, recorded("mlp-rare-class-weighted-in-job")["jobs"][1])
+    assert met.last_attempt.outcome == "completed" and met.last_attempt.objective_value == 0.9667
+    assert "The debugger weighted its training loss by class (debugger_class_weighting=balanced)" in (
+        met.end_reason or ""
+    )
+
+
+def test_a_rare_class_still_missed_with_the_debugger_weighting_ends_and_says_more_samples_are_the_fix(account_input):
+    """The job that missed, as if it had run weighted: the run ends, without another weighting."""
+    run = recorded("mlp-rare-class-weighted-in-job")
+    job = run["jobs"][0]
+    state = start(run, account_input, debugger_class_weighting="balanced")
+    planned = plan(finish(state, job))
+    decision = planned.last_attempt.decision
+    assert decision.next_action == "end" and planned.next_action == "end"
+    assert "the debugger weighted the training loss by class (debugger_class_weighting=balanced)" in decision.reason
+    assert "more training samples of the rare class" in decision.reason
+
+
+def test_a_rare_class_with_the_debuggers_weighting_off_ends_and_names_the_knob(account_input):
+    """debugger_class_weighting "off": the loss stays as the script writes it, so the run ends at once (no relaunch
+    spent on a rate or epochs) and says what would answer it."""
+    run = recorded("mlp-rare-class-weighted-in-job")
+    job = run["jobs"][0]
+    state = start(run, account_input, debugger_class_weighting="off")
     planned = plan(finish(state, job))
     decision = planned.last_attempt.decision
     assert decision.next_action == "end" and planned.next_action == "end"

@@ -168,6 +168,15 @@ SCENARIOS: dict[str, dict[str, Any]] = {
                                               "class_weighting": "class-weighting"},
                      "max_num_retraining": 2},
     },
+    "mlp-rare-class-weighted-in-job": {
+        "about": "The same MLP and data as mlp-rare-class, run as a script without a class-weighting knob of its own "
+        "is run: the planner has the next job's debugger weight its training loss by class.",
+        "dataset": "digits",
+        "train_faults": {"rare_class": 0.02},
+        "run_spec": {**MLP_SPEC, "hyperparameters": {"lr": 0.05, "epochs": 12},
+                     "hyperparameter_names": {"learning_rate": "lr", "num_epochs": "epochs"},
+                     "max_num_retraining": 2},
+    },
     "mlp-noisy-labels": {
         "about": "The MLP on digits with SGD at 0.05 for twelve epochs, 60% of its training labels replaced by labels "
         "drawn at random (held-out labels clean): quiet, and short of the objective; the network learns the wrong "
