@@ -236,7 +236,9 @@ class LossNotDecreasing(Rule):
 
     def _stagnant(self, series: _LossSeries, mode_step: int, after: float, count: int, sigma: float, span: str):
         """("stagnant", why) when, over STAGNANT_STEPS mode steps and STAGNANT_CHECKS judgements, the latest window's
-        mean is not below the first window's by more than the noise of the two means nor by STAGNANT_FALL_PERCENT."""
+        mean is not below the first window's by more than the noise of the two means nor by STAGNANT_FALL_PERCENT, and
+        the weights show it cannot fall (:meth:`debugger.rules.weight_movement.Movement.stuck`). When every weight
+        matrix moves, the status's details say so instead. Without saved weights the loss alone decides."""
         if series.first_mean is None or series.checks < STAGNANT_CHECKS:
             return None
         if series.first_step is None or mode_step - series.first_step + 1 < STAGNANT_STEPS:
