@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import collections as _collections
 import json
+import logging
 import re
 import time
 from collections.abc import Iterable
@@ -45,6 +46,12 @@ from debugger.trial.trial_sources import LocalSource, S3Source, is_s3_uri
 TensorNotAvailable = TensorUnavailableForStep
 #: How often wait_for_steps looks for new steps.
 POLL_SECONDS = 0.2
+#: A local path with no output yet: smdebug's create_trial waits for the training job's first output, looking again
+#: every 2 seconds and warning after 10 looks that the path may be wrong, so an analysis started with its job (the
+#: AWS guide's real-time analysis) reads the job as it comes instead of failing before the job wrote anything.
+OUTPUT_POLL_SECONDS = 2.0
+LOOKS_BEFORE_WARNING = 10
+_logger = logging.getLogger("debugger.trial")
 
 __all__ = ["BaseTrial", "StepState", "Tensor", "TensorNotAvailable", "Trial", "create_trial"]
 
@@ -360,14 +367,29 @@ class Trial(BaseTrial):
 
 
 def create_trial(path: str | Path, name: str | None = None, range_steps: tuple | None = None, **kwargs: Any) -> Trial:
-    """Open a run's debug output: a local directory or ``s3://bucket/prefix``."""
+    """Open a run's debug output: a local directory or ``s3://bucket/prefix``. A local directory the job has not
+    created yet is waited for, as smdebug waits (:func:`wait_for_local_output`)."""
     unknown = set(kwargs) - {"profiler", "output_dir", "parallel", "check", "index_mode", "cache"}
     if unknown:
         raise TypeError(f"create_trial got unexpected arguments: {', '.join(sorted(unknown))}")
     if kwargs.get("profiler"):
         raise NotImplementedError("profiler trials (create_trial(..., profiler=True)) are not supported by this debugger")
     path = str(path).strip()
-    if not is_s3_uri(path) and not Path(path).expanduser().exists():
-        raise FileNotFoundError(f"no debug output at {path}: pass the hook's out_dir (DEBUG_OUTPUT_DIR) or an s3:// URI")
+    if not is_s3_uri(path):
+        wait_for_local_output(Path(path).expanduser())
     return Trial(path, name=name, range_steps=range_steps)
+
+
+def wait_for_local_output(path: Path, sleep=time.sleep) -> None:
+    """Return once ``path`` exists, looking every OUTPUT_POLL_SECONDS (smdebug's wait); the log says after
+    LOOKS_BEFORE_WARNING looks that it may be the wrong path."""
+    looks = 0
+    while not path.exists():
+        looks += 1
+        if looks == LOOKS_BEFORE_WARNING:
+            _logger.warning(
+                "waiting for the training job's debug output at %s; if this has been a while, check that the trial "
+                "points at the hook's out_dir (DEBUG_OUTPUT_DIR) or the job's S3 output path", path,
+            )
+        sleep(OUTPUT_POLL_SECONDS)
 

@@ -110,3 +110,27 @@ def test_run_killed_mid_write_stays_readable_up_to_its_last_complete_step(tmp_pa
     last = steps[-1]
     assert trial.tensor("gradient/0.weight").value(last).shape == (1024, 1024)
     assert trial.tensor("0.weight").reduction_value(last, "nonfinite_count") == 0
+
+
+def test_a_trial_opened_before_its_job_wrote_anything_waits_for_the_output_as_smdebug_does(tmp_path, caplog):
+    # an analysis started with its training job (the AWS guide's real-time analysis) opens the trial before the
+    # hook created its directory: smdebug waits, looking every 2 seconds; so does ours, and says after 10 looks
+    # that the path may be wrong
+    from debugger.trial import trial as trial_module
+
+    out = tmp_path / "not-yet"
+    looks = []
+
+    def sleep(seconds):
+        looks.append(seconds)
+        if len(looks) == trial_module.LOOKS_BEFORE_WARNING + 1:
+            out.mkdir()  # the job starts writing
+
+    with caplog.at_level("WARNING", logger="debugger.trial"):
+        trial_module.wait_for_local_output(out, sleep=sleep)
+    assert looks == [trial_module.OUTPUT_POLL_SECONDS] * (trial_module.LOOKS_BEFORE_WARNING + 1)
+    assert [record.getMessage() for record in caplog.records] == [
+        f"waiting for the training job's debug output at {out}; if this has been a while, check that the trial "
+        "points at the hook's out_dir (DEBUG_OUTPUT_DIR) or the job's S3 output path"
+    ]
+    assert trial_module.create_trial(out).steps() == []  # then it opens, and follows the job as it writes
