@@ -360,13 +360,17 @@ def test_a_rare_class_in_a_script_without_class_weights_is_weighted_by_the_debug
     )
 
 
-def test_a_rare_class_still_missed_with_the_debugger_weighting_ends_and_says_more_samples_are_the_fix(account_input):
-    """The job that missed, as if it had run weighted: the run ends, without another weighting."""
+def planned_with_class_weighting(account_input: dict[str, Any], weighting: str):
+    """The rare-class job that missed, planned with the run_spec's debugger_class_weighting at ``weighting``."""
     run = recorded("mlp-rare-class-weighted-in-job")
     job = run["jobs"][0]
-    state = start(run, account_input, debugger_class_weighting="balanced")
-    planned = plan(finish(state, job))
-    decision = planned.last_attempt.decision
+    planned = plan(finish(start(run, account_input, debugger_class_weighting=weighting), job))
+    return job, planned, planned.last_attempt.decision
+
+
+def test_a_rare_class_still_missed_with_the_debugger_weighting_ends_and_says_more_samples_are_the_fix(account_input):
+    """The job that missed, as if it had run weighted: the run ends, without another weighting."""
+    _, planned, decision = planned_with_class_weighting(account_input, "balanced")
     assert decision.next_action == "end" and planned.next_action == "end"
     assert "the debugger weighted the training loss by class (debugger_class_weighting=balanced)" in decision.reason
     assert "more training samples of the rare class" in decision.reason
@@ -375,11 +379,7 @@ def test_a_rare_class_still_missed_with_the_debugger_weighting_ends_and_says_mor
 def test_a_rare_class_with_the_debuggers_weighting_off_ends_and_names_the_knob(account_input):
     """debugger_class_weighting "off": the loss stays as the script writes it, so the run ends at once (no relaunch
     spent on a rate or epochs) and says what would answer it."""
-    run = recorded("mlp-rare-class-weighted-in-job")
-    job = run["jobs"][0]
-    state = start(run, account_input, debugger_class_weighting="off")
-    planned = plan(finish(state, job))
-    decision = planned.last_attempt.decision
+    job, planned, decision = planned_with_class_weighting(account_input, "off")
     assert decision.next_action == "end" and planned.next_action == "end"
     assert "The training labels are imbalanced: class 0 made 24 of the 15,600 labels" in decision.reason
     assert "map it in hyperparameter_names as class_weighting" in decision.reason
