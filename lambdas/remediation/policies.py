@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 
 from contracts import rule_selection
+from contracts.hyperparameter_values import Value
 from contracts.remedies import (
     ANY_RULE,
     FAILURE_KINDS,
@@ -30,6 +31,7 @@ from contracts.remedies import (
     show,
 )
 from contracts.run_spec import BALANCED_CLASS_WEIGHTING
+from contracts.training_labels import LabelFinding
 from lambdas.remediation import in_job_class_weighting, remedy_sets, run_limits
 from lambdas.remediation.attempts import Attempt, Change, Decision
 from lambdas.remediation.decision_text import (
@@ -202,7 +204,7 @@ def plan(state: WorkflowState) -> WorkflowState:
 
 
 def _weigh_classes_in_job(
-    state: WorkflowState, attempt: Attempt, labels, hyperparameters: dict, base: Attempt
+    state: WorkflowState, attempt: Attempt, labels: LabelFinding, hyperparameters: dict[str, Value], base: Attempt
 ) -> WorkflowState:
     """Relaunch with the debugger weighting the training loss by class (a rare class, no knob in the script), from
     step 0, with the settings of the job closest to the objective so far."""
