@@ -202,7 +202,13 @@ class StepCapture:
             for name in self.include_collections
             if self._effective_save[name].should_save_step(mode, mode_step)
             or mode_step in self._extra_save_steps.get(name, ())
-            or (mode in (ModeKeys.TRAIN, ModeKeys.GLOBAL) and any(mode_step % every == 0 for every in self._extra_save_every.get(name, ())))
+            or (
+                mode in (ModeKeys.TRAIN, ModeKeys.GLOBAL)
+                and any(
+                    mode_step % every == 0 and (until is None or mode_step <= until)
+                    for every, until in self._extra_save_every.get(name, ())
+                )
+            )
         }
         if mode in (ModeKeys.EVAL, ModeKeys.PREDICT):
             saving.discard(GRADIENTS)  # no backward pass there: the gradients are a training step's

@@ -117,13 +117,16 @@ class Hook(ScriptApi, StepCapture, HookBase):
         self.reduction_config: ReductionConfig | None = settings.reduction_config
         self._setup_collections(settings, include_collections)
         self._extra_save_steps: dict[str, set[int]] = {}
-        self._extra_save_every: dict[str, set[int]] = {}
+        #: collection -> (every, until): also saved every that many training steps, up to that step (None: all job)
+        self._extra_save_every: dict[str, set[tuple[int, int | None]]] = {}
         self.trial = LiveTrial(self.out_dir, expose_signals=profile == NATIVE, flush=self._flush_writer)
         self.trial.collection_definitions = self.collection_manager.collections
         self.trial.worker = self.worker_role.worker  # a rule in the job reads this rank's tensors
         self._stall_watchdog: StallWatchdog | None = None
         for requirement in self._load_rules(rule_specs, source_dir):
-            self._require(requirement.collection, requirement.steps, requirement.include_regex, requirement.every)
+            self._require(
+                requirement.collection, requirement.steps, requirement.include_regex, requirement.every, requirement.until
+            )
         self._start_status(status_heartbeat_seconds)
 
         self.mode = ModeKeys.GLOBAL
@@ -290,10 +293,13 @@ class Hook(ScriptApi, StepCapture, HookBase):
         config = read_container_hook_config(json_config_path)
         return cls.from_configs(hook_config=config, rule_configs=rule_configs_from_environment(), source_dir=source_dir, profile=profile)
 
-    def _require(self, collection: str, steps: frozenset[int] | None, include_regex: tuple = (), every: int | None = None) -> None:
+    def _require(
+        self, collection: str, steps: frozenset[int] | None, include_regex: tuple = (), every: int | None = None,
+        until: int | None = None,
+    ) -> None:
         """Save what a configured rule reads, as SageMaker adds a built-in rule's collections to the hook config."""
         if every:
-            self._extra_save_every.setdefault(collection, set()).add(every)
+            self._extra_save_every.setdefault(collection, set()).add((every, until))
         target = self.collection_manager.get(collection)
         if include_regex:
             target.include([pattern.pattern if hasattr(pattern, "pattern") else pattern for pattern in include_regex])

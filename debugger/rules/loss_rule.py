@@ -63,6 +63,9 @@ RISE_SHARE_OF_DESCENT = 0.1
 STAGNANT_STEPS = 80
 STAGNANT_CHECKS = 3
 STAGNANT_FALL_PERCENT = 2.0
+#: LossNotDecreasing asks for the weights every window up to this training step (its stagnant test first judges at
+#: STAGNANT_STEPS; the product's default hook configuration saves them every 10 steps anyway).
+WEIGHT_STEPS = 10 * STAGNANT_STEPS
 
 
 class LossNotDecreasing(Rule):
@@ -109,9 +112,10 @@ class LossNotDecreasing(Rule):
         self._movement = WeightMovement(base_trial)
 
     def requirements(self) -> list[Requirement]:
-        # the weights tell a loss that cannot fall from one that has not fallen yet (_stagnant): saved every
-        # window, whatever the save interval
-        return [Requirement(LOSSES), Requirement(WEIGHTS, every=self.num_steps)]
+        # the weights tell a loss that cannot fall from one that has not fallen yet (_stagnant): saved every window,
+        # whatever the save interval, over the first WEIGHT_STEPS training steps (a large model saved that often
+        # all job long would cost more than the judgement; a later judgement reads how far they moved by then)
+        return [Requirement(LOSSES), Requirement(WEIGHTS, every=self.num_steps, until=WEIGHT_STEPS)]
 
     def _judgeable(self, mode: ModeKeys) -> bool:
         """Whether a loss of ``mode`` has two full windows of points: a curve that can be judged."""

@@ -53,12 +53,14 @@ class Finding:
 class Requirement:
     """A collection a rule needs saved; ``steps`` None means at the configured save steps. ``every``: also every
     this many training (TRAIN or GLOBAL) steps, whatever the save interval (a rule that compares steps so far
-    apart, such as WeightUpdateRatio with num_steps)."""
+    apart, such as WeightUpdateRatio with num_steps); ``until``: only up to this training step (a rule that reads
+    the collection early in a run, so a large model is not saved that often all job long)."""
 
     collection: str
     steps: frozenset[int] | None = None
     include_regex: tuple[re.Pattern[str], ...] = ()
     every: int | None = None
+    until: int | None = None
 
 
 class Rule:

@@ -457,6 +457,19 @@ def test_weight_update_ratio_with_num_steps_fires_at_any_save_interval(tmp_path,
     assert status.issue.step == (1 if save_interval == "1" else 10) and status.issue.kind == "too_small"
 
 
+def test_loss_not_decreasing_has_the_weights_saved_every_window_over_the_first_training_steps_only(tmp_path):
+    # its stagnant test reads how far the weights moved (debugger.rules.weight_movement): at a save interval of 500
+    # they are saved every 10 steps up to step 800, then at the save interval again, so a large model is not saved
+    # every 10 steps all job long
+    from debugger.rules.loss_rule import WEIGHT_STEPS
+    from debugger.trial import create_trial
+
+    flat_job(tmp_path, "500", [rule("LossNotDecreasing")], steps=WEIGHT_STEPS + 100)
+    trial = create_trial(tmp_path)
+    (weights, *_) = trial.tensor_names(collection="weights")
+    assert trial.tensor(weights).steps() == sorted({*range(0, WEIGHT_STEPS + 1, 10), 500})
+
+
 def test_weight_update_ratio_by_default_compares_the_previous_saved_step_however_sparse(tmp_path):
     statuses = flat_job(tmp_path, "500", [rule("WeightUpdateRatio")], steps=501)
     assert (statuses["WeightUpdateRatio"].RuleEvaluationStatus, statuses["WeightUpdateRatio"].issue.step) == (ISSUES_FOUND, 500)
