@@ -139,29 +139,13 @@ def plan(state: WorkflowState) -> WorkflowState:
         return _end(state, reason, end_cause=end_cause)
 
     key, ladder, index, remedy, facts, updated = chosen
-    current = state.run_spec.hyperparameters
-    changes = {
-        name: Change(before=current.get(name), after=value)
-        for name, value in updated.items()
-        if current.get(name) != value
-    }
+    changes = _hyperparameter_changes(state, updated)
     what = describe_changes(changes, state.kinds())
     # A run that ends here while its training labels explain the miss still says so, with what would answer it.
     data = f" {_sentence(labels.describe())}: {labels.advice}." if labels is not None else ""
-    if state.retraining_budget_left == 0:
-        reason = (
-            f"{headline(attempt, state)}. The relaunch budget is spent ({_launches(state.history.num_retraining)} "
-            f"of max_num_retraining={state.max_num_retraining}); the next remedy would have been "
-            f"{remedy.label} ({what}).{data} Ending."
-        )
-        return _end(state, reason, end_cause="budget_spent")
-    spent = run_limits.instance_hours_spent(state)
-    if spent:
-        reason = (
-            f"{headline(attempt, state)}. {spent}; the next remedy would have been {remedy.label} ({what}).{data} "
-            "Ending."
-        )
-        return _end(state, reason, end_cause="instance_hours_spent")
+    ended = _ended_at_a_limit(state, attempt, remedy.label, what, data)
+    if ended is not None:
+        return ended
 
     after, resumable = resume_sentence(base) if remedy.resume else ("", False)
     run_spec = state.run_spec.with_hyperparameters(updated)
@@ -176,12 +160,7 @@ def plan(state: WorkflowState) -> WorkflowState:
         {label: number for label, number in repeats.items() if label in passed},
     )
     also = f" Also: {labels.describe()}." if labels is not None and not remedy.when.training_labels else ""
-    back = ""
-    if base is not attempt:
-        back = (
-            f" Back to job {base.number}'s settings, the closest to the objective so far "
-            f"({state.declared_objective().metric_name} = {show(base.objective_value)}); from there:"
-        )
+    back = f" {_back_to_closest(state, base)}; from there:" if base is not attempt else ""
     reason = (
         f"{headline(attempt, state)}.{back} {_why(state, key, failure, ladder, index, remedy, facts, base, rates)}"
         f"{also}{not_again} Next: {what}.{after}"
@@ -209,29 +188,11 @@ def _weigh_classes_in_job(
     """Relaunch with the debugger weighting the training loss by class (a rare class, no knob in the script), from
     step 0, with the settings of the job closest to the objective so far."""
     what = f"{in_job_class_weighting.FIELD} {state.run_spec.debugger_class_weighting} -> {BALANCED_CLASS_WEIGHTING}"
-    spent = run_limits.instance_hours_spent(state)
-    if state.retraining_budget_left == 0 or spent:
-        limit = spent or (
-            f"The relaunch budget is spent ({_launches(state.history.num_retraining)} of "
-            f"max_num_retraining={state.max_num_retraining})"
-        )
-        reason = (
-            f"{headline(attempt, state)}. {_sentence(labels.describe())}. {limit}; the next remedy would have been "
-            f"{in_job_class_weighting.REMEDY} ({what}). Ending."
-        )
-        return _end(state, reason, end_cause="budget_spent" if not spent else "instance_hours_spent")
-    current = state.run_spec.hyperparameters
-    changes = {
-        name: Change(before=current.get(name), after=value) for name, value in hyperparameters.items()
-        if current.get(name) != value
-    }  # fmt: skip
-    changes.update(in_job_class_weighting.change())
-    back = ""
-    if base is not attempt:
-        back = (
-            f" Back to job {base.number}'s settings, the closest to the objective so far "
-            f"({state.declared_objective().metric_name} = {show(base.objective_value)})."
-        )
+    ended = _ended_at_a_limit(state, attempt, in_job_class_weighting.REMEDY, what, f" {_sentence(labels.describe())}.")
+    if ended is not None:
+        return ended
+    changes = {**_hyperparameter_changes(state, hyperparameters), **in_job_class_weighting.change()}
+    back = f" {_back_to_closest(state, base)}." if base is not attempt else ""
     reason = (
         f"{headline(attempt, state)}. {_sentence(labels.describe())}.{back} {in_job_class_weighting.explanation()}. "
         f"Next: {what}, trained from step 0."
@@ -244,6 +205,39 @@ def _weigh_classes_in_job(
     )
     planned = state.with_last_attempt(decision=decision)
     return planned.updated(run_spec=run_spec, next_action="launch_new", end_reason=None)
+
+
+def _hyperparameter_changes(state: WorkflowState, updated: dict[str, Value]) -> dict[str, Change]:
+    """Each hyperparameter the next job runs differently, before and after."""
+    current = state.run_spec.hyperparameters
+    return {
+        name: Change(before=current.get(name), after=value) for name, value in updated.items()
+        if current.get(name) != value
+    }  # fmt: skip
+
+
+def _ended_at_a_limit(state: WorkflowState, attempt: Attempt, remedy: str, what: str, data: str) -> WorkflowState | None:
+    """The run ended, naming the remedy it would have tried, when the relaunch budget or the stack's instance-hours
+    guardrail leaves no launch; else None. ``data``: what the training labels say, as a sentence (or "")."""
+    if state.retraining_budget_left == 0:
+        reason = (
+            f"{headline(attempt, state)}. The relaunch budget is spent ({_launches(state.history.num_retraining)} "
+            f"of max_num_retraining={state.max_num_retraining}); the next remedy would have been "
+            f"{remedy} ({what}).{data} Ending."
+        )
+        return _end(state, reason, end_cause="budget_spent")
+    spent = run_limits.instance_hours_spent(state)
+    if spent:
+        reason = f"{headline(attempt, state)}. {spent}; the next remedy would have been {remedy} ({what}).{data} Ending."
+        return _end(state, reason, end_cause="instance_hours_spent")
+    return None
+
+
+def _back_to_closest(state: WorkflowState, base: Attempt) -> str:
+    return (
+        f"Back to job {base.number}'s settings, the closest to the objective so far "
+        f"({state.declared_objective().metric_name} = {show(base.objective_value)})"
+    )
 
 
 def _not_again(worse: dict[str, str], repeats: dict[str, int]) -> str:
