@@ -128,15 +128,16 @@ def summarize(summary: dict[str, Any], policy: str, wall: float) -> dict[str, An
 
 
 def final_run_spec(summary: dict[str, Any]) -> dict[str, Any] | None:
-    """The successful job's hyperparameters, rules and the debugger's class weighting (the run's final payload), or
+    """The successful job's hyperparameters, rules and the debugger's changes to the loss (class weighting, robust loss; the run's final payload), or
     None if no job succeeded."""
     if summary.get("execution_status") != "SUCCEEDED":
         return None
     payload = json.loads((Path(summary["run_dir"]) / "final-payload.json").read_text())
     run_spec = payload["state"]["run_spec"]
     final = {"hyperparameters": run_spec["hyperparameters"], "rules": run_spec["rules"]}
-    if run_spec.get("debugger_class_weighting", "auto") != "auto":
-        final["debugger_class_weighting"] = run_spec["debugger_class_weighting"]
+    for field in ("debugger_class_weighting", "debugger_robust_loss"):
+        if run_spec.get(field, "auto") != "auto":
+            final[field] = run_spec[field]
     return final
 
 

@@ -38,12 +38,15 @@ RULE_CONFIGS_HYPERPARAMETER = "remediation_debugger_rule_configs"
 METRIC_DEFINITIONS_HYPERPARAMETER = "remediation_metric_definitions"
 #: "balanced" when the debugger weights the script's training loss by class (run_spec.debugger_class_weighting).
 CLASS_WEIGHTING_HYPERPARAMETER = "remediation_class_weighting"
+#: "generalized_cross_entropy" when the debugger trains the script on that loss (run_spec.debugger_robust_loss).
+ROBUST_LOSS_HYPERPARAMETER = "remediation_robust_loss"
 RESERVED_HYPERPARAMETERS = (
     ENTRY_POINT_HYPERPARAMETER,
     HOOK_CONFIG_HYPERPARAMETER,
     RULE_CONFIGS_HYPERPARAMETER,
     METRIC_DEFINITIONS_HYPERPARAMETER,
     CLASS_WEIGHTING_HYPERPARAMETER,
+    ROBUST_LOSS_HYPERPARAMETER,
 )
 
 #: The launcher file at the root of every source archive: SageMaker's ``sagemaker_program``.

@@ -186,6 +186,24 @@ def check_class_weighting(class_weighting: str) -> str:
     return class_weighting
 
 
+#: run_spec.debugger_robust_loss: whether the debugger trains a PyTorch script on a loss robust to wrong labels
+#: (``debugger.hook.robust_loss``): the generalized cross-entropy of Zhang and Sabuncu (NeurIPS 2018) in place of the
+#: script's training cross-entropy. "auto": when a job misses its objective because many of its training labels look
+#: wrong, the next job gets it. "generalized_cross_entropy": every job. "off": never.
+ROBUST_LOSSES = ("auto", "generalized_cross_entropy", "off")
+DEFAULT_ROBUST_LOSS = "auto"
+#: The one robust loss the debugger applies in the job.
+GENERALIZED_CROSS_ENTROPY = "generalized_cross_entropy"
+
+
+def check_robust_loss(robust_loss: str) -> str:
+    if robust_loss not in ROBUST_LOSSES:
+        raise ValueError(
+            f"must be one of {', '.join(ROBUST_LOSSES)} (got {robust_loss!r}){did_you_mean(robust_loss, ROBUST_LOSSES)}"
+        )
+    return robust_loss
+
+
 #: SageMaker training job names: ``[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}``.
 MAX_JOB_NAME_LENGTH = 63
 JOB_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")

@@ -17,7 +17,8 @@ debugger's hook and rule configuration. The launcher
    the script creates wins; and reads the metrics the script only prints with the
    run_spec's metric_definitions, as SageMaker reads its log, for its hooks
    (:mod:`debugger.hook.printed_metrics`); with ``remediation_class_weighting``, weights the
-   script's training cross-entropy by class (:mod:`debugger.hook.class_weighting`);
+   script's training cross-entropy by class (:mod:`debugger.hook.class_weighting`); with
+   ``remediation_robust_loss``, trains it on the generalized cross-entropy (:mod:`debugger.hook.robust_loss`);
 4. runs the entry point as ``__main__`` (as ``python train.py`` would), and turns
    how it ended into SageMaker's contract: exit code, and the failure file whose
    text becomes the job's FailureReason. A rule's StopTraining ends the job with
@@ -57,15 +58,22 @@ from contracts.job import (
     HOOK_CONFIG_FILE_ENV,
     HOOK_CONFIG_HYPERPARAMETER,
     METRIC_DEFINITIONS_HYPERPARAMETER,
+    ROBUST_LOSS_HYPERPARAMETER,
     RULE_CONFIGS_FILE_ENV,
     RULE_CONFIGS_HYPERPARAMETER,
     is_reserved_hyperparameter,
     join_long_value,
 )
-from contracts.run_spec import BALANCED_CLASS_WEIGHTING, check_entry_point, check_metric_definitions
+from contracts.run_spec import (
+    BALANCED_CLASS_WEIGHTING,
+    GENERALIZED_CROSS_ENTROPY,
+    check_entry_point,
+    check_metric_definitions,
+)
 from debugger.hook.class_weighting import weighting_the_training_loss
 from debugger.hook.failure_file import FailureFile
 from debugger.hook.printed_metrics import reading_printed_metrics
+from debugger.hook.robust_loss import training_on_a_robust_loss
 from debugger.hook.stop_training import StopTrainingRequested
 from debugger.hook.zero_change import ZeroScriptChangeRefused, watch_when_imported
 
@@ -169,15 +177,22 @@ def metric_definitions(reserved: Mapping[str, str]) -> list[dict[str, str]]:
 
 def class_weighting(reserved: Mapping[str, str]) -> str | None:
     """The class weighting the workflow asked the debugger for (None: the script's loss as it is)."""
-    value = reserved.get(CLASS_WEIGHTING_HYPERPARAMETER)
+    return _loss_change(reserved, CLASS_WEIGHTING_HYPERPARAMETER, BALANCED_CLASS_WEIGHTING, "InvalidClassWeighting",
+                        "debugger_class_weighting")
+
+
+def robust_loss(reserved: Mapping[str, str]) -> str | None:
+    """The robust loss the workflow asked the debugger for (None: the script's loss as it is)."""
+    return _loss_change(reserved, ROBUST_LOSS_HYPERPARAMETER, GENERALIZED_CROSS_ENTROPY, "InvalidRobustLoss",
+                        "debugger_robust_loss")
+
+
+def _loss_change(reserved: Mapping[str, str], name: str, only: str, kind: str, field: str) -> str | None:
+    value = reserved.get(name)
     if value is None:
         return None
-    if value != BALANCED_CLASS_WEIGHTING:
-        raise LaunchError(
-            "InvalidClassWeighting",
-            f"{CLASS_WEIGHTING_HYPERPARAMETER} must be {BALANCED_CLASS_WEIGHTING!r} (got {value!r}); the workflow sets "
-            "it from run_spec.debugger_class_weighting",
-        )
+    if value != only:
+        raise LaunchError(kind, f"{name} must be {only!r} (got {value!r}); the workflow sets it from run_spec.{field}")
     return value
 
 
@@ -223,11 +238,12 @@ def run(argv: list[str], source_dir: Path, environ: MutableMapping[str, str] = o
             write_debugger_files(reserved, environ, config_dir)
             definitions = metric_definitions(reserved)
             weighting = class_weighting(reserved)
+            robust = robust_loss(reserved)
             scrub_environment(environ, user_args, reserved[ENTRY_POINT_HYPERPARAMETER])
         except LaunchError as error:
             failure.write(f"{error.kind}: {error}")
             return EXIT_BAD_INPUT
-        return _run_entry_point(entry, user_args, reserved, source_dir, failure, definitions, weighting)
+        return _run_entry_point(entry, user_args, reserved, source_dir, failure, definitions, weighting, robust)
     finally:
         shutil.rmtree(config_dir, ignore_errors=True)
 
@@ -240,6 +256,7 @@ def _run_entry_point(
     failure: FailureFile,
     definitions: list[dict[str, str]],
     weighting: str | None = None,
+    robust: str | None = None,
 ) -> int:
     in_main_thread = threading.current_thread() is threading.main_thread()
     if in_main_thread:
@@ -253,7 +270,10 @@ def _run_entry_point(
         sys.path.append(str(fallback))  # last: only what the image and the user's requirements lack
     try:
         # the metrics the script only prints reach its hooks while it runs (its last line too, before they close)
-        with reading_printed_metrics(definitions), weighting_the_training_loss(weighting):
+        # the class weighting wraps the robust loss: a job with both trains on the class-weighted robust loss
+        with reading_printed_metrics(definitions), training_on_a_robust_loss(robust), weighting_the_training_loss(
+            weighting
+        ):
             runpy.run_path(str(entry), run_name="__main__")
         code = EXIT_SUCCESS
     except SystemExit as exit_request:

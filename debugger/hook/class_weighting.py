@@ -50,7 +50,7 @@ class BalancedWeights:
         return torch.tensor(weights, dtype=scores.dtype, device=scores.device)
 
 
-def _is_training_call(torch, scores, labels) -> bool:
+def is_training_call(torch, scores, labels) -> bool:
     return (
         torch.is_grad_enabled()
         and isinstance(scores, torch.Tensor)
@@ -77,7 +77,7 @@ def weighting_the_training_loss(class_weighting: str | None) -> Iterator[None]:
 
     def cross_entropy(input, target, *args, **kwargs):  # noqa: A002 - torch's own parameter names
         given = kwargs.get("weight", args[0] if args else None)
-        if given is None and _is_training_call(torch, input, target):
+        if given is None and is_training_call(torch, input, target):
             if args:
                 args = (balance.weights_for(input, target), *args[1:])
             else:

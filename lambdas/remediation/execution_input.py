@@ -52,6 +52,7 @@ from lambdas.remediation.payload_fields import (
     MonitorInterval,
     Region,
     RetrainingBudget,
+    RobustLoss,
     RoleArn,
     RuleSelection,
     RuleWait,
@@ -136,6 +137,10 @@ class ExecutionInput(BaseModel):
     #: "auto" (default): the debugger weights a PyTorch script's training loss by class when a class is too rare in
     #: its training labels and the script has no class-weighting knob; "balanced": from the first job; "off": never.
     debugger_class_weighting: ClassWeighting = bounds.DEFAULT_CLASS_WEIGHTING
+    #: "auto" (default): the debugger trains a PyTorch script on the generalized cross-entropy, a loss robust to wrong
+    #: labels, when many of its training labels look wrong; "generalized_cross_entropy": from the first job; "off":
+    #: never.
+    debugger_robust_loss: RobustLoss = bounds.DEFAULT_ROBUST_LOSS
     legacy_sagemaker_debugger: Flag = False
     #: The wait's fallback poll: the job's state change ends the wait at once; this is only its timeout.
     monitor_interval_seconds: MonitorInterval = 600
@@ -219,6 +224,12 @@ def _resolve(given: ExecutionInput, keys: set[str]) -> WorkflowState:
             f"weights a PyTorch script's cross-entropy; {given.framework} weighs classes with its own parameters "
             "(XGBoost: scale_pos_weight, or sample weights in the training data): leave it out or set it to off",
         )
+    if given.debugger_robust_loss == bounds.GENERALIZED_CROSS_ENTROPY and given.framework != "pytorch":
+        raise ContractError(
+            "debugger_robust_loss",
+            f"replaces a PyTorch script's cross-entropy; {given.framework} has no cross-entropy call to replace: leave "
+            "it out or set it to off",
+        )
     if given.rules is not None:
         rule_selection.check_rules_for_framework(given.rules, given.framework)
         _check_rules_can_fire(given.rules, given.debugger_save_interval)
@@ -284,6 +295,7 @@ def _resolve(given: ExecutionInput, keys: set[str]) -> WorkflowState:
         use_spot_instances=given.use_spot_instances,
         spot_fallback_on_demand=given.spot_fallback_on_demand,
         debugger_class_weighting=given.debugger_class_weighting,
+        debugger_robust_loss=given.debugger_robust_loss,
         legacy_sagemaker_debugger=given.legacy_sagemaker_debugger,
         max_run_seconds=given.max_run_seconds,
         tensorboard_output_path=bounds.check_tensorboard_output_path(

@@ -21,6 +21,7 @@ from lambdas.remediation.run_spec_model import RunSpec
 
 REMEDY = "WeightClassesInJob"
 FIELD = "debugger_class_weighting"
+AFTER = BALANCED_CLASS_WEIGHTING
 IMBALANCED = "imbalanced"
 
 

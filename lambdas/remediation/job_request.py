@@ -33,12 +33,18 @@ from contracts.job import (
     LAUNCHER_PROGRAM,
     MAX_HYPERPARAMETERS,
     METRIC_DEFINITIONS_HYPERPARAMETER,
+    ROBUST_LOSS_HYPERPARAMETER,
     RULE_CONFIGS_HYPERPARAMETER,
     HyperparameterError,
     encode_hyperparameters,
     split_long_value,
 )
-from contracts.run_spec import BALANCED_CLASS_WEIGHTING, JOB_NAME_PATTERN, MAX_JOB_NAME_LENGTH
+from contracts.run_spec import (
+    BALANCED_CLASS_WEIGHTING,
+    GENERALIZED_CROSS_ENTROPY,
+    JOB_NAME_PATTERN,
+    MAX_JOB_NAME_LENGTH,
+)
 from contracts.spot_interruptions import LOCAL_SPOT_INTERRUPTIONS_TAG, to_tag_value
 from lambdas.remediation.job_identity import JobRequestError, ownership_tags
 from lambdas.remediation.payload import WorkflowState
@@ -245,6 +251,12 @@ def script_mode_hyperparameters(
         **(
             {CLASS_WEIGHTING_HYPERPARAMETER: run_spec.debugger_class_weighting}
             if run_spec.debugger_class_weighting == BALANCED_CLASS_WEIGHTING
+            else {}
+        ),
+        # ... and trains on a loss robust to wrong labels (the planner's answer to labels that look noisy).
+        **(
+            {ROBUST_LOSS_HYPERPARAMETER: run_spec.debugger_robust_loss}
+            if run_spec.debugger_robust_loss == GENERALIZED_CROSS_ENTROPY
             else {}
         ),
         "sagemaker_program": LAUNCHER_PROGRAM,

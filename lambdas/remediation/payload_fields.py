@@ -93,6 +93,8 @@ S3Uri = Annotated[str, AfterValidator(bounds.check_s3_uri)]
 Framework = Annotated[str, AfterValidator(bounds.check_framework)]
 #: run_spec.debugger_class_weighting (contracts.run_spec.CLASS_WEIGHTINGS).
 ClassWeighting = Annotated[str, AfterValidator(bounds.check_class_weighting)]
+#: run_spec.debugger_robust_loss (contracts.run_spec.ROBUST_LOSSES).
+RobustLoss = Annotated[str, AfterValidator(bounds.check_robust_loss)]
 #: A framework's version ("2.13", "3.2-0"): which ones exist depends on the framework, so the models check it with
 #: canonical_framework_version once both are known.
 FrameworkVersion = Annotated[str, Field(min_length=1, max_length=16)]

@@ -18,6 +18,7 @@ increments it) and no launch is planned once it reaches ``max_num_retraining``. 
 from __future__ import annotations
 
 import math
+from types import ModuleType
 
 from contracts import rule_selection
 from contracts.hyperparameter_values import Value
@@ -30,9 +31,8 @@ from contracts.remedies import (
     Situation,
     show,
 )
-from contracts.run_spec import BALANCED_CLASS_WEIGHTING
 from contracts.training_labels import LabelFinding
-from lambdas.remediation import in_job_class_weighting, remedy_sets, run_limits
+from lambdas.remediation import in_job_class_weighting, in_job_robust_loss, remedy_sets, run_limits
 from lambdas.remediation.attempts import Attempt, Change, Decision
 from lambdas.remediation.decision_text import (
     describe_changes,
@@ -122,12 +122,21 @@ def plan(state: WorkflowState) -> WorkflowState:
         if chosen is not None:
             break
     end_cause = failure if failure in FAILURE_KINDS else "no_remedy_left"
+    # The debugger's own answers to the labels, in the job: a robust loss before the smaller steps that only fit
+    # fewer wrong labels, class weighting once no remedy of the script's own answers a rare class.
+    if labels is not None and in_job_robust_loss.answers(state.run_spec, labels) and (
+        chosen is None or chosen[3].label == in_job_robust_loss.PRECEDES
+    ):
+        return _change_the_loss_in_job(state, attempt, labels, hyperparameters, base, in_job_robust_loss)
     if chosen is None and labels is not None and in_job_class_weighting.answers(state.run_spec, labels):
-        return _weigh_classes_in_job(state, attempt, labels, hyperparameters, base)
+        return _change_the_loss_in_job(state, attempt, labels, hyperparameters, base, in_job_class_weighting)
     if chosen is None and labels is not None:
+        advice = in_job_robust_loss.advice_after(state.run_spec, labels) or in_job_class_weighting.advice_after(
+            state.run_spec, labels
+        )
         reason = (
             f"{headline(attempt, state)}. {_sentence(labels.describe())}. No remedy in the {state.policy} remedies "
-            f"answers that: {in_job_class_weighting.advice_after(state.run_spec, labels)}."
+            f"answers that: {advice}."
             f"{_not_again(worse, repeats)} {ending_settings(state, base)}"
         )
         return _end(state, reason, end_cause=end_cause)
@@ -182,27 +191,29 @@ def plan(state: WorkflowState) -> WorkflowState:
     return planned.updated(run_spec=run_spec, history=history, next_action="launch_new", end_reason=None)
 
 
-def _weigh_classes_in_job(
-    state: WorkflowState, attempt: Attempt, labels: LabelFinding, hyperparameters: dict[str, Value], base: Attempt
+def _change_the_loss_in_job(
+    state: WorkflowState,
+    attempt: Attempt,
+    labels: LabelFinding,
+    hyperparameters: dict[str, Value],
+    base: Attempt,
+    in_job: ModuleType,
 ) -> WorkflowState:
-    """Relaunch with the debugger weighting the training loss by class (a rare class, no knob in the script), from
-    step 0, with the settings of the job closest to the objective so far."""
-    what = f"{in_job_class_weighting.FIELD} {state.run_spec.debugger_class_weighting} -> {BALANCED_CLASS_WEIGHTING}"
-    ended = _ended_at_a_limit(state, attempt, in_job_class_weighting.REMEDY, what, f" {_sentence(labels.describe())}.")
+    """Relaunch with the debugger changing the script's training loss (``in_job``: a robust loss for labels that
+    look wrong, class weighting for a rare class), from step 0, with the settings of the job closest to the
+    objective so far."""
+    what = f"{in_job.FIELD} {getattr(state.run_spec, in_job.FIELD)} -> {in_job.AFTER}"
+    ended = _ended_at_a_limit(state, attempt, in_job.REMEDY, what, f" {_sentence(labels.describe())}.")
     if ended is not None:
         return ended
-    changes = {**_hyperparameter_changes(state, hyperparameters), **in_job_class_weighting.change()}
+    changes = {**_hyperparameter_changes(state, hyperparameters), **in_job.change()}
     back = f" {_back_to_closest(state, base)}." if base is not attempt else ""
     reason = (
-        f"{headline(attempt, state)}. {_sentence(labels.describe())}.{back} {in_job_class_weighting.explanation()}. "
+        f"{headline(attempt, state)}. {_sentence(labels.describe())}.{back} {in_job.explanation()}. "
         f"Next: {what}, trained from step 0."
     )
-    decision = Decision(
-        remedy=in_job_class_weighting.REMEDY, reason=reason, next_action="launch_new", changes=changes
-    )
-    run_spec = state.run_spec.with_hyperparameters(hyperparameters).with_changes(
-        {in_job_class_weighting.FIELD: BALANCED_CLASS_WEIGHTING}
-    )
+    decision = Decision(remedy=in_job.REMEDY, reason=reason, next_action="launch_new", changes=changes)
+    run_spec = state.run_spec.with_hyperparameters(hyperparameters).with_changes({in_job.FIELD: in_job.AFTER})
     planned = state.with_last_attempt(decision=decision)
     return planned.updated(run_spec=run_spec, next_action="launch_new", end_reason=None)
 

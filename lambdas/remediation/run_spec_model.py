@@ -29,6 +29,7 @@ from lambdas.remediation.payload_fields import (
     MaxRunSeconds,
     MetricDefinitions,
     Region,
+    RobustLoss,
     RoleArn,
     RuleSelection,
     S3Uri,
@@ -67,6 +68,10 @@ class RunSpec(BaseModel):
     #: Whether the debugger weights the script's training loss by class (contracts.run_spec.CLASS_WEIGHTINGS): the
     #: planner turns "auto" to "balanced" for a rare class the script has no knob for. States written before: auto.
     debugger_class_weighting: ClassWeighting = bounds.DEFAULT_CLASS_WEIGHTING
+    #: Whether the debugger trains the script on a loss robust to wrong labels (contracts.run_spec.ROBUST_LOSSES): the
+    #: planner turns "auto" to "generalized_cross_entropy" for training labels that look noisy. States written
+    #: before: auto.
+    debugger_robust_loss: RobustLoss = bounds.DEFAULT_ROBUST_LOSS
     legacy_sagemaker_debugger: Flag
     max_run_seconds: MaxRunSeconds
     #: TensorBoardOutputConfig.S3OutputPath: each job's event files land at {it}{job}/tensorboard-output/.

@@ -19,7 +19,7 @@ from contracts.job import (
     parse_script_mode_arguments,
     script_mode_arguments,
 )
-from debugger.launcher import class_weighting, metric_definitions, split_arguments
+from debugger.launcher import class_weighting, metric_definitions, robust_loss, split_arguments
 from lambdas.remediation import job_identity, job_request, notifications
 from lambdas.remediation.execution_input import initial_state
 from lambdas.remediation.validation_messages import InvalidExecutionInput
@@ -185,6 +185,25 @@ def test_a_class_weighting_the_debugger_cannot_apply_is_refused_naming_the_field
     with pytest.raises(InvalidExecutionInput, match="debugger_class_weighting") as refused:
         initial_state({**INPUT, **given})
     assert problem in str(refused.value)
+
+
+@pytest.mark.parametrize("robust", ["auto", "generalized_cross_entropy", "off"])
+def test_the_debuggers_robust_loss_reaches_the_launcher_only_when_asked_for(robust):
+    script = {"source_dir": "s3://remediation-artifacts/code/s-0123456789abcdef/sourcedir.tar.gz", "entry_point": "t.py",
+              "hyperparameters": {"lr": 0.01}, "debugger_robust_loss": robust, "debugger_class_weighting": "balanced"}
+    request = job_request.build_create_training_job_request(initial_state({**INPUT, **script}), "remediation-j-001")
+    _validate("sagemaker", "CreateTrainingJob", request)
+    reserved, user_args = split_arguments(script_mode_arguments(request["HyperParameters"]))
+    assert user_args == ["--lr", "0.01"]  # the script never sees it
+    assert robust_loss(reserved) == ("generalized_cross_entropy" if robust == "generalized_cross_entropy" else None)
+    assert class_weighting(reserved) == "balanced"  # both can hold at once
+
+
+def test_a_robust_loss_the_debugger_does_not_know_is_refused_naming_the_field():
+    with pytest.raises(InvalidExecutionInput, match="debugger_robust_loss") as refused:
+        initial_state({**INPUT, "debugger_robust_loss": "generalised_cross_entropy"})
+    assert "must be one of auto, generalized_cross_entropy, off (got 'generalised_cross_entropy')" in str(refused.value)
+    assert "did you mean 'generalized_cross_entropy'" in str(refused.value)
 
 
 def test_a_script_without_channels_sends_no_input_data_config():

@@ -132,9 +132,9 @@ def test_a_healthy_trajectory_shows_no_spike(name, job, account_input):
 # --------------------------------------------------------------------------- a quiet miss: the loss's course
 
 
-def quiet_miss(name: str, account_input: dict[str, Any]):
+def quiet_miss(name: str, account_input: dict[str, Any], **overrides: Any):
     run = recorded(name)
-    state = finish(start(run, account_input), run["jobs"][0])
+    state = finish(start(run, account_input, **overrides), run["jobs"][0])
     assert state.last_attempt.outcome == "objective_missed"
     assert {status.status for status in state.last_attempt.rule_statuses} == {"NoIssuesFound"}
     planned = plan(state)
@@ -303,15 +303,15 @@ def test_a_held_out_metric_falling_from_its_best_is_not_trained_longer_while_the
 
 def test_a_course_reported_more_or_less_often_than_once_per_epoch_names_no_epoch(account_input):
     """The same job, had its script saved the held-out accuracy at half its epochs only (or the run named no epochs
-    hyperparameter): the reports cannot be read as epochs, so the epochs are not cut; the noisy labels' remedy
-    answers instead."""
+    hyperparameter): the reports cannot be read as epochs, so the epochs are not cut; the noisy labels' answer
+    (the debugger's robust loss) comes instead."""
     run = recorded("mlp-noisy-labels-past-best")
     job = run["jobs"][0]
     metric = job["rule_status"]["metrics"]["validation:accuracy"]
     halved = {**metric, "values": metric["values"][1::2]}
     sparse = {**job, "rule_status": {**job["rule_status"], "metrics": {"validation:accuracy": halved}}}
     decision = plan(finish(start(run, account_input), sparse)).last_attempt.decision
-    assert decision.remedy == "SmallerStepsOnNoisyLabels"
+    assert decision.remedy == "RobustLossInJob"
     unnamed = start(run, account_input, hyperparameter_names={"learning_rate": "lr"})
     decision = plan(finish(unnamed, job)).last_attempt.decision
     assert decision.remedy != "StopAtBestEpoch"
@@ -388,11 +388,11 @@ def test_a_rare_class_with_the_debuggers_weighting_off_ends_and_names_the_knob(a
 
 def test_noisy_labels_are_named_and_answered_by_smaller_steps_until_they_stop_helping(account_input):
     """One hidden layer of 32 units, 60% of its training labels random: its top class matched 47% of them but 0.71
-    of the held-out labels. More epochs would fit more of the wrong labels; smaller steps fit fewer of them in the same
-    epochs, so the planner lowers the rate while it helps (0.7056 -> 0.8056 at 0.015), says the labels are the fix,
-    and ends when it no longer helps (0.7861 at 0.0045)."""
+    of the held-out labels. With the debugger's robust loss off (recorded so), more epochs would fit more of the wrong
+    labels; smaller steps fit fewer of them in the same epochs, so the planner lowers the rate while it helps
+    (0.7056 -> 0.8056 at 0.015), says the labels are the fix, and ends when it no longer helps (0.7861 at 0.0045)."""
     run = recorded("mlp-noisy-labels-small")
-    job, planned, decision = quiet_miss("mlp-noisy-labels-small", account_input)
+    job, planned, decision = quiet_miss("mlp-noisy-labels-small", account_input, debugger_robust_loss="off")
     assert decision.remedy == "SmallerStepsOnNoisyLabels" and decision.next_action == "launch_new"
     assert planned.run_spec.hyperparameters == {**job["hyperparameters"], "lr": 0.015}  # epochs stay 12
     assert "the training labels look noisy: over steps 233-286 the model's top class matched 47% of its training " \
@@ -401,7 +401,9 @@ def test_noisy_labels_are_named_and_answered_by_smaller_steps_until_they_stop_he
     assert "Next: lowering lr 0.05 -> 0.015" in decision.reason
 
     # with no launch left, the run ends saying what the labels need
-    spent = plan(finish(start(run, account_input, max_num_retraining=1), run["jobs"][0])).last_attempt.decision
+    spent = plan(
+        finish(start(run, account_input, max_num_retraining=1, debugger_robust_loss="off"), run["jobs"][0])
+    ).last_attempt.decision
     assert spent.end_cause == "budget_spent" and "the next remedy would have been SmallerStepsOnNoisyLabels" in (
         spent.reason
     )
@@ -423,6 +425,62 @@ def test_noisy_labels_are_named_and_answered_by_smaller_steps_until_they_stop_he
         "Ending; job 2 came closest to the objective (validation:accuracy = 0.8056), with lr=0.015, epochs=12, "
         "hidden=32, depth=1."
     )
+
+
+def test_noisy_labels_are_answered_by_the_debuggers_robust_loss_and_the_next_job_meets_the_objective(account_input):
+    """The same MLP and data with the run_spec's debugger_robust_loss left to the product: smaller steps only fit
+    fewer of the wrong labels (0.8056 at best above), so the next job's debugger trains the script on the generalized
+    cross-entropy, from step 0 with the same settings; the recorded next job met the objective at 0.9278, and the
+    run's end says the script alone trains on the cross-entropy."""
+    run = recorded("mlp-noisy-labels-robust-in-job")
+    job, planned, decision = quiet_miss("mlp-noisy-labels-robust-in-job", account_input)
+    assert decision.remedy == "RobustLossInJob" and decision.next_action == "launch_new"
+    assert planned.run_spec.debugger_robust_loss == "generalized_cross_entropy"
+    assert planned.run_spec.hyperparameters == job["hyperparameters"] and decision.resume_from is None
+    assert decision.changes["debugger_robust_loss"].after == "generalized_cross_entropy"
+    assert "The training labels look noisy: over steps 233-286 the model's top class matched 47%" in decision.reason
+    assert "The next job's debugger trains the script on the generalized cross-entropy" in decision.reason
+    assert 'Set run_spec.debugger_robust_loss to "off"' in decision.reason
+    assert decision.reason.endswith("Next: debugger_robust_loss auto -> generalized_cross_entropy, trained from step 0.")
+    met = finish(planned, run["jobs"][1])
+    assert met.last_attempt.outcome == "completed" and met.last_attempt.objective_value == 0.9278
+    assert "The debugger trained it on the generalized cross-entropy (debugger_robust_loss=generalized_cross_entropy)" in (
+        met.end_reason or ""
+    )
+
+    # with no launch left, the run ends naming it
+    spent = plan(finish(start(run, account_input, max_num_retraining=1), job)).last_attempt.decision
+    assert spent.end_cause == "budget_spent"
+    assert "the next remedy would have been RobustLossInJob (debugger_robust_loss auto -> generalized_cross_entropy)" in (
+        spent.reason
+    )
+
+
+def test_noisy_labels_still_missed_on_the_robust_loss_go_on_with_smaller_steps_and_end_naming_the_labels(
+    account_input,
+):
+    """The job that missed, as if it had run on the debugger's robust loss: no second robust loss; the ladder goes on
+    (smaller steps, the robust loss kept), and once nothing is left the run ends saying the labels are the fix."""
+    run = recorded("mlp-noisy-labels-robust-in-job")
+    job = run["jobs"][0]
+    planned = plan(finish(start(run, account_input, debugger_robust_loss="generalized_cross_entropy"), job))
+    decision = planned.last_attempt.decision
+    assert decision.remedy == "SmallerStepsOnNoisyLabels"
+    assert planned.run_spec.debugger_robust_loss == "generalized_cross_entropy"
+    names = {"num_epochs": "epochs"}  # no learning rate to lower either
+    ended = plan(finish(start(run, account_input, debugger_robust_loss="generalized_cross_entropy",
+                              hyperparameter_names=names), job)).last_attempt.decision  # fmt: skip
+    assert ended.next_action == "end"
+    assert "the debugger trained on a loss robust to wrong labels (debugger_robust_loss=generalized_cross_entropy) " \
+           "and the objective is still missed: correcting the training labels is the fix" in ended.reason
+
+
+def test_a_robust_loss_for_an_xgboost_run_is_refused_naming_the_field(account_input):
+    from lambdas.remediation.validation_messages import InvalidExecutionInput
+
+    run = recorded("xgboost-overtraining")
+    with pytest.raises(InvalidExecutionInput, match="debugger_robust_loss: replaces a PyTorch script's cross-entropy"):
+        start(run, account_input, debugger_robust_loss="generalized_cross_entropy")
 
 
 def test_a_model_that_learns_wrong_labels_by_heart_is_regularised_not_trained_longer(account_input):
@@ -449,17 +507,22 @@ def test_a_model_that_learns_wrong_labels_by_heart_is_regularised_not_trained_lo
     )
     assert "lowering weight-decay 0.0001 -> 0" in decision.reason
 
-    # A script with no regulariser to turn: smaller steps fit fewer of the wrong labels, and the reason says what
-    # would regularise; with no learning rate either, the run ends saying so.
+    # A script with no regulariser to turn: the debugger's robust loss; with it off, smaller steps fit fewer of the
+    # wrong labels, and the reason says what would regularise; with no learning rate either, the run ends saying so.
     no_regulariser = {"lr": 0.05, "epochs": 12}
-    state = start(run, account_input, hyperparameters=no_regulariser,
-                  hyperparameter_names={"learning_rate": "lr", "num_epochs": "epochs"})  # fmt: skip
+    names = {"learning_rate": "lr", "num_epochs": "epochs"}
+    state = start(run, account_input, hyperparameters=no_regulariser, hyperparameter_names=names)
+    robust = plan(finish(state, {**job, "hyperparameters": no_regulariser})).last_attempt.decision
+    assert robust.remedy == "RobustLossInJob" and "The model learns its training labels by heart" in robust.reason
+    state = start(run, account_input, hyperparameters=no_regulariser, hyperparameter_names=names,
+                  debugger_robust_loss="off")  # fmt: skip
     smaller = plan(finish(state, {**job, "hyperparameters": no_regulariser}))
     assert smaller.last_attempt.decision.remedy == "SmallerStepsOnNoisyLabels"
     assert smaller.run_spec.hyperparameters == {"lr": 0.015, "epochs": 12}
     assert "the model learns its training labels by heart" in smaller.last_attempt.decision.reason
     no_knobs = {"epochs": 12}
-    state = start(run, account_input, hyperparameters=no_knobs, hyperparameter_names={"num_epochs": "epochs"})
+    state = start(run, account_input, hyperparameters=no_knobs, hyperparameter_names={"num_epochs": "epochs"},
+                  debugger_robust_loss="off")  # fmt: skip
     ended = plan(finish(state, {**job, "hyperparameters": no_knobs})).last_attempt.decision
     assert ended.next_action == "end"
     assert "give the script weight decay, dropout or early stopping" in ended.reason

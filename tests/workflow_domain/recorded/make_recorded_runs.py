@@ -200,6 +200,16 @@ SCENARIOS: dict[str, dict[str, Any]] = {
                      "hyperparameter_names": {"learning_rate": "lr", "num_epochs": "epochs"},
                      "max_num_retraining": 3},
     },
+    "mlp-noisy-labels-robust-in-job": {
+        "about": "The MLP and data of mlp-noisy-labels-small (one hidden layer of 32 units on digits, SGD at 0.05 for "
+        "twelve epochs, 60% of its training labels drawn at random), with the run_spec's debugger_robust_loss left "
+        "to the product: the planner has the next job's debugger train it on the generalized cross-entropy.",
+        "dataset": "digits",
+        "train_faults": {"label_noise": 0.6},
+        "run_spec": {**MLP_SPEC, "hyperparameters": {"lr": 0.05, "epochs": 12, "hidden": 32, "depth": 1},
+                     "hyperparameter_names": {"learning_rate": "lr", "num_epochs": "epochs"},
+                     "max_num_retraining": 3},
+    },
     "mlp-noisy-labels-past-best": {
         "about": "The MLP on digits with SGD at 0.05 for twelve epochs, 60% of its training labels replaced by labels "
         "drawn at random (held-out labels clean), against an objective of 0.75: its held-out accuracy, saved once per "
