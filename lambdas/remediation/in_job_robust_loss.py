@@ -11,8 +11,8 @@ there (stopping at its best epoch, smaller steps). It is the product changing th
 so and says how to switch it off.
 
 Measured before building it (development seeds 30-39 of bench/zoo_random.py: the 59 configurations drawn with 40%
-or 60% of their training labels drawn at random, each trained alone in a copy of its script's model, optimizer and
-data, ``/tmp/probe2/dev.py``): of the 39 that missed their objective with the cross-entropy, 27 met it on the
+or 60% of their training labels drawn at random, each trained alone in a standalone copy of its script's model,
+optimizer and data, a probe not kept in the repository): of the 39 that missed their objective with the cross-entropy, 27 met it on the
 generalized cross-entropy, against 9 at a third of the rate (SmallerStepsOnNoisyLabels). Of the 20 that met it with
 the cross-entropy, 5 fell below it, all under SGD: the loss's gradient is the cross-entropy's times p ** 0.7, about
 a fifth of it while every class is equally likely, so training starts slower. Hence only after a miss, not from the

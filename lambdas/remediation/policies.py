@@ -32,7 +32,7 @@ from contracts.remedies import (
     show,
 )
 from contracts.training_labels import LabelFinding
-from lambdas.remediation import in_job_class_weighting, in_job_robust_loss, remedy_sets, run_limits
+from lambdas.remediation import in_job_class_weighting, in_job_loss, in_job_robust_loss, remedy_sets, run_limits
 from lambdas.remediation.attempts import Attempt, Change, Decision
 from lambdas.remediation.decision_text import (
     describe_changes,
@@ -148,7 +148,8 @@ def plan(state: WorkflowState) -> WorkflowState:
         return _end(state, reason, end_cause=end_cause)
 
     key, ladder, index, remedy, facts, updated = chosen
-    changes = _hyperparameter_changes(state, updated)
+    loss_back = in_job_loss.back_to(state, base) if base is not attempt else {}
+    changes = {**_hyperparameter_changes(state, updated), **loss_back}
     what = describe_changes(changes, state.kinds())
     # A run that ends here while its training labels explain the miss still says so, with what would answer it.
     data = f" {_sentence(labels.describe())}: {labels.advice}." if labels is not None else ""
@@ -157,7 +158,9 @@ def plan(state: WorkflowState) -> WorkflowState:
         return ended
 
     after, resumable = resume_sentence(base) if remedy.resume else ("", False)
-    run_spec = state.run_spec.with_hyperparameters(updated)
+    run_spec = state.run_spec.with_hyperparameters(updated).with_changes(
+        {field: change.after for field, change in loss_back.items()}
+    )
     answered = answered_data_finding(state, failure, situation) if key == failure else None  # not by "*"
     if answered is not None:
         rules, sentence = answered
@@ -199,21 +202,28 @@ def _change_the_loss_in_job(
     base: Attempt,
     in_job: ModuleType,
 ) -> WorkflowState:
-    """Relaunch with the debugger changing the script's training loss (``in_job``: a robust loss for labels that
-    look wrong, class weighting for a rare class), from step 0, with the settings of the job closest to the
-    objective so far."""
+    """Relaunch with the debugger changing the script's training loss, from step 0, with the settings of the job
+    closest to the objective so far. ``in_job``: ``in_job_robust_loss`` (labels that look wrong) or
+    ``in_job_class_weighting`` (a rare class); each names its REMEDY, the run_spec FIELD it sets, the value AFTER,
+    and gives ``change()`` and ``explanation()``."""
     what = f"{in_job.FIELD} {getattr(state.run_spec, in_job.FIELD)} -> {in_job.AFTER}"
+    loss_back = in_job_loss.back_to(state, base) if base is not attempt else {}
+    loss_back.pop(in_job.FIELD, None)
+    if loss_back:
+        what += f", {describe_changes(loss_back)}"
     ended = _ended_at_a_limit(state, attempt, in_job.REMEDY, what, f" {_sentence(labels.describe())}.")
     if ended is not None:
         return ended
-    changes = {**_hyperparameter_changes(state, hyperparameters), **in_job.change()}
+    changes = {**_hyperparameter_changes(state, hyperparameters), **loss_back, **in_job.change()}
     back = f" {_back_to_closest(state, base)}." if base is not attempt else ""
     reason = (
         f"{headline(attempt, state)}. {_sentence(labels.describe())}.{back} {in_job.explanation()}. "
         f"Next: {what}, trained from step 0."
     )
     decision = Decision(remedy=in_job.REMEDY, reason=reason, next_action="launch_new", changes=changes)
-    run_spec = state.run_spec.with_hyperparameters(hyperparameters).with_changes({in_job.FIELD: in_job.AFTER})
+    run_spec = state.run_spec.with_hyperparameters(hyperparameters).with_changes(
+        {**{field: change.after for field, change in loss_back.items()}, in_job.FIELD: in_job.AFTER}
+    )
     planned = state.with_last_attempt(decision=decision)
     return planned.updated(run_spec=run_spec, next_action="launch_new", end_reason=None)
 

@@ -475,6 +475,40 @@ def test_noisy_labels_still_missed_on_the_robust_loss_go_on_with_smaller_steps_a
            "and the objective is still missed: correcting the training labels is the fix" in ended.reason
 
 
+def test_a_robust_loss_that_made_it_worse_is_switched_off_when_the_planner_goes_back_to_the_job_before(account_input):
+    """The noisy-labels job (0.7056), and suppose its robust-loss job then scored 0.2 (the recorded job's own
+    trajectory, its metric lowered: a constructed second job; an SGD CNN of the random zoo went 0.889 -> 0.197 so in
+    development). The planner goes back to job 1's settings, and job 1 trained on the cross-entropy: the next job
+    does too (debugger_robust_loss off, so it is not turned on again), with smaller steps from there."""
+    run = recorded("mlp-noisy-labels-robust-in-job")
+    first = run["jobs"][0]
+    state = plan(finish(start(run, account_input), first))
+    assert state.last_attempt.decision.remedy == "RobustLossInJob"
+    second = {
+        **first,
+        "describe": {**first["describe"], "TrainingJobName": "remediation-job-second",
+                     "FinalMetricDataList": [{"MetricName": "validation:accuracy", "Value": 0.2}]},
+    }  # fmt: skip
+    planned = plan(finish(state, second))
+    decision = planned.last_attempt.decision
+    assert decision.remedy == "SmallerStepsOnNoisyLabels"
+    assert planned.run_spec.debugger_robust_loss == "off"
+    assert planned.run_spec.hyperparameters == {**first["hyperparameters"], "lr": 0.015}
+    assert decision.changes["debugger_robust_loss"].before == "generalized_cross_entropy"
+    assert "Back to job 1's settings, the closest to the objective so far (validation:accuracy = 0.7056)" in (
+        decision.reason
+    )
+    assert "Next: lowering lr 0.05 -> 0.015, setting debugger_robust_loss to off (was generalized_cross_entropy)." in (
+        decision.reason
+    )
+    # and a third job that missed again is not put back on the robust loss
+    third = {**second, "hyperparameters": dict(planned.run_spec.hyperparameters),
+             "describe": {**second["describe"], "TrainingJobName": "remediation-job-third"}}  # fmt: skip
+    after = plan(finish(planned, third))
+    assert after.last_attempt.decision.remedy != "RobustLossInJob"
+    assert after.run_spec.debugger_robust_loss == "off"
+
+
 def test_a_robust_loss_for_an_xgboost_run_is_refused_naming_the_field(account_input):
     from lambdas.remediation.validation_messages import InvalidExecutionInput
 
