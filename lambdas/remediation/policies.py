@@ -31,7 +31,6 @@ from contracts.remedies import (
     Situation,
     show,
 )
-from contracts.training_labels import LabelFinding
 from lambdas.remediation import in_job_class_weighting, in_job_loss, in_job_robust_loss, remedy_sets, run_limits
 from lambdas.remediation.attempts import Attempt, Change, Decision
 from lambdas.remediation.decision_text import (
@@ -127,9 +126,18 @@ def plan(state: WorkflowState) -> WorkflowState:
     if labels is not None and in_job_robust_loss.answers(state.run_spec, labels) and (
         chosen is None or chosen[3].label == in_job_robust_loss.PRECEDES
     ):
-        return _change_the_loss_in_job(state, attempt, labels, hyperparameters, base, in_job_robust_loss)
+        return _change_the_loss_in_job(
+            state, attempt, _sentence(labels.describe()), hyperparameters, base, in_job_robust_loss
+        )
     if chosen is None and labels is not None and in_job_class_weighting.answers(state.run_spec, labels):
-        return _change_the_loss_in_job(state, attempt, labels, hyperparameters, base, in_job_class_weighting)
+        return _change_the_loss_in_job(
+            state, attempt, _sentence(labels.describe()), hyperparameters, base, in_job_class_weighting
+        )
+    if chosen is None and failure == OBJECTIVE_MISSED and situation.past_peak and in_job_robust_loss.applies(
+        state.run_spec
+    ):
+        finding = f"{_sentence(situation.describe_peak())}. {in_job_robust_loss.past_peak_sentence()}"
+        return _change_the_loss_in_job(state, attempt, finding, hyperparameters, base, in_job_robust_loss)
     if chosen is None and labels is not None:
         advice = in_job_robust_loss.advice_after(state.run_spec, labels) or in_job_class_weighting.advice_after(
             state.run_spec, labels
@@ -197,7 +205,7 @@ def plan(state: WorkflowState) -> WorkflowState:
 def _change_the_loss_in_job(
     state: WorkflowState,
     attempt: Attempt,
-    labels: LabelFinding,
+    finding: str,
     hyperparameters: dict[str, Value],
     base: Attempt,
     in_job: ModuleType,
@@ -211,13 +219,13 @@ def _change_the_loss_in_job(
     loss_back.pop(in_job.FIELD, None)
     if loss_back:
         what += f", {describe_changes(loss_back)}"
-    ended = _ended_at_a_limit(state, attempt, in_job.REMEDY, what, f" {_sentence(labels.describe())}.")
+    ended = _ended_at_a_limit(state, attempt, in_job.REMEDY, what, f" {finding}.")
     if ended is not None:
         return ended
     changes = {**_hyperparameter_changes(state, hyperparameters), **loss_back, **in_job.change()}
     back = f" {_back_to_closest(state, base)}." if base is not attempt else ""
     reason = (
-        f"{headline(attempt, state)}. {_sentence(labels.describe())}.{back} {in_job.explanation()}. "
+        f"{headline(attempt, state)}. {finding}.{back} {in_job.explanation()}. "
         f"Next: {what}, trained from step 0."
     )
     decision = Decision(remedy=in_job.REMEDY, reason=reason, next_action="launch_new", changes=changes)

@@ -284,11 +284,12 @@ def test_a_held_out_metric_falling_from_its_best_is_not_trained_longer_while_the
 ):
     """The random zoo's plain logline script on digits with 40% noisy labels (development seed 24, configuration
     28): held-out accuracy 0.8944 after epoch 6 of 12, then down to 0.80 on average over the last four, while the
-    training loss still fell. Four times the epochs took that run to 0.797; now the run ends saying why not."""
+    training loss still fell. Four times the epochs took that run to 0.797; with the debugger's robust loss off, the
+    run ends saying why not (with it left to the product, the next test)."""
     run = recorded("logline-noisy-labels-falling-held-out")
     job = run["jobs"][0]
     assert job["rule_status"]["metrics"]["validation:accuracy"]["values"][5] == 0.8944  # read from its printed lines
-    planned = plan(finish(start(run, account_input), job))
+    planned = plan(finish(start(run, account_input, debugger_robust_loss="off"), job))
     assert planned.next_action == "end" and planned.last_attempt.decision.remedy == "none"
     assert "No remedy left (objective_missed: TrainLonger: not now, validation:accuracy was best after report 6 of " \
            "12, at 0.8944, and its last 4 averaged 0.7958: more of the same training takes it further from its best" \
@@ -299,6 +300,26 @@ def test_a_held_out_metric_falling_from_its_best_is_not_trained_longer_while_the
     unreported = {**job, "rule_status": {**job["rule_status"], "metrics": {}}}
     decision = plan(finish(start(run, account_input), unreported)).last_attempt.decision
     assert decision.remedy == "TrainLonger" and "was still falling" in decision.reason
+
+
+def test_a_held_out_metric_falling_from_its_best_with_nothing_else_left_gets_the_debuggers_robust_loss(account_input):
+    """The same job with the robust loss left to the product: nothing in the ladder answers a held-out metric falling
+    from its best while the training labels' match still rises (no labels finding), and that is what wrong labels
+    make a model do, so the next job trains on the generalized cross-entropy, from step 0, before the run would end.
+    The recorded next job met the objective (0.8222 -> 0.9444, its held-out accuracy never falling below 0.93 after
+    epoch 4)."""
+    run = recorded("logline-noisy-labels-past-peak-robust-loss")
+    job = run["jobs"][0]
+    assert job["rule_status"]["metrics"]["validation:accuracy"]["values"][5] == 0.8944  # the same first job
+    planned = plan(finish(start(run, account_input), job))
+    decision = planned.last_attempt.decision
+    assert decision.remedy == "RobustLossInJob" and planned.run_spec.debugger_robust_loss == "generalized_cross_entropy"
+    assert planned.run_spec.hyperparameters == job["hyperparameters"]
+    assert "Validation:accuracy was best after report 6 of 12, at 0.8944, and its last 4 averaged 0.7958: more of " \
+           "the same training takes it further from its best. Learning what does not carry over to held-out data " \
+           "is what wrong training labels make a model do, and no other remedy is left." in decision.reason
+    met = finish(planned, run["jobs"][1])
+    assert met.last_attempt.outcome == "completed" and met.last_attempt.objective_value == 0.9444
 
 
 def test_a_course_reported_more_or_less_often_than_once_per_epoch_names_no_epoch(account_input):

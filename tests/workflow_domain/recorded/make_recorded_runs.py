@@ -245,6 +245,14 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "run_spec": {**ZOO_NOISY_LABELS, "max_num_retraining": 1,
                      "hyperparameters": {**ZOO_NOISY_LABELS["hyperparameters"], "learning-rate": 0.015}},
     },
+    "logline-noisy-labels-past-peak-robust-loss": {
+        "about": "The job of logline-noisy-labels-falling-held-out (development seed 24, configuration 28: the plain "
+        "logline script, 40% of its labels drawn at random, its held-out accuracy best after epoch 6 and falling) "
+        "and the next job the planner launches: on the debugger's robust loss, the last remedy left.",
+        "zoo_configuration": (24, 28),
+        "run_spec": {**ZOO_NOISY_LABELS, "max_num_retraining": 2,
+                     "hyperparameters": {**ZOO_NOISY_LABELS["hyperparameters"], "learning-rate": 0.015}},
+    },
     "ddp-script-without-checkpoints": {
         "about": "examples/ddp (a script that writes no checkpoints) on one process, one epoch, against an objective "
         "it misses: the evidence set's TrainLonger would resume, and there is nothing to resume from.",
