@@ -184,6 +184,13 @@ OUT_OF_MEMORY_FAILURE = re.compile(
 )
 
 
+#: A job whose training step got a batch of one sample where a normalization layer needs more, as PyTorch says it
+#: (BatchNorm: "Expected more than 1 value per channel when training"; InstanceNorm: "... more than 1 spatial
+#: element when training"): the training set's size leaves one sample in its last batch, and a DataLoader without
+#: drop_last hands it over. Another batch size leaves another remainder.
+BATCH_OF_ONE_FAILURE = re.compile(r"Expected more than 1 (?:value per channel|spatial element) when training")
+
+
 #: A job that failed because its data is wrong, as its FailureReason says it: a script's own DataError or
 #: InvalidChannel (the built-in example's), PyTorch's "Target 12 is out of bounds" (a label outside the model's
 #: classes; on a GPU it surfaces as "device-side assert triggered"), and scikit-learn's / XGBoost's

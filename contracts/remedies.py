@@ -61,9 +61,14 @@ OBJECTIVE_MISSED = "objective_missed"
 OUT_OF_MEMORY = "out_of_memory"
 #: The data is wrong (NaN inputs, labels outside the model's classes): no hyperparameter fixes that.
 DATA_ERROR = "data_error"
+#: A training batch of one sample reached a normalization layer that needs two (contracts.job.BATCH_OF_ONE_FAILURE).
+BATCH_OF_ONE = "batch_of_one"
 FAILURE_KINDS = {
     OBJECTIVE_MISSED: "the job completed with quiet rules but missed the objective",
     OUT_OF_MEMORY: "the training process ran out of memory",
+    BATCH_OF_ONE: "a training batch of one sample reached a batch-norm layer, which needs two or more: the training "
+    "set's size leaves one sample in its last batch (drop_last=True in the script's DataLoader, or another batch "
+    "size, avoids it)",
     DATA_ERROR: "the data is wrong (NaN inputs, labels outside the model's classes); fix the data",
 }
 #: Failure kinds no remedy may answer: the run ends at once, without a relaunch.

@@ -43,6 +43,7 @@ Outcome = Literal[
     "missing_evidence",  # the job completed but no rule status was ever read: the rules did not run
     "algorithm_error",  # the training code failed (not because of a rule)
     "out_of_memory",  # the training process ran out of memory (killed by the kernel, or OutOfMemoryError)
+    "batch_of_one",  # a training batch of one sample reached a batch-norm layer (the last batch of an epoch)
     "data_error",  # the data is wrong (NaN inputs, labels outside the model's classes): not remediable
     "capacity_error",  # SageMaker had no capacity (after the monitor's own retries)
     "stopped",  # stopped by someone or something other than the workflow
@@ -60,6 +61,7 @@ EndCause = Literal[
     "missing_evidence",
     "algorithm_error",
     "out_of_memory",
+    "batch_of_one",
     "data_error",
     "capacity_error",
     "stopped",

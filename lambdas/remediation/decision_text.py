@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from contracts.hyperparameter_values import FLAG, is_number
-from contracts.remedies import DATA_ERROR, OUT_OF_MEMORY, Remedy, Situation, show
+from contracts.remedies import BATCH_OF_ONE, DATA_ERROR, OUT_OF_MEMORY, Remedy, Situation, show
 from lambdas.remediation.attempts import Attempt, Change, Decision
 from lambdas.remediation.diagnosis import failure_of, situation_of
 from lambdas.remediation.payload import WorkflowState
@@ -38,6 +38,9 @@ def headline(attempt: Attempt, state: WorkflowState) -> str:
     if attempt.outcome == OUT_OF_MEMORY:
         cause = attempt.failure_reason.split(". ", 1)[0] or "no reason given"
         return f"Job {attempt.job_name} ran out of memory ({cause})"
+    if attempt.outcome == BATCH_OF_ONE:
+        cause = clip(attempt.failure_reason, 300) or "no reason given"
+        return f"Job {attempt.job_name} failed on a training batch of one sample ({cause})"
     situation = situation_of(attempt)
     issue = attempt.issue
     where = f" at step {situation.issue_step}" if situation.issue_step is not None else ""
@@ -201,7 +204,10 @@ def exhausted_reason(
             lines.append(f"{key}: {remedy.label}: {why}")
     lines = guarded + lines
     if not ladders:
-        what = f"no remedies are declared for {failure}" + ("" if failure in failure_kinds else f" or {any_rule}")
+        # a failure kind says what it is (and, for a batch of one, what avoids it in the script)
+        what = f"no remedies are declared for {failure}" + (
+            f" ({failure_kinds[failure]})" if failure in failure_kinds else f" or {any_rule}"
+        )
     else:
         what = f"no remedy left ({'; '.join(lines)})"
     head = f"{headline(attempt, state)}. "

@@ -14,6 +14,7 @@ END_ERRORS = {
     "no_remedy_left": "NoRemedyLeft",
     "algorithm_error": "TrainingAlgorithmError",
     "out_of_memory": "TrainingOutOfMemory",
+    "batch_of_one": "TrainingBatchOfOne",
     "data_error": "TrainingDataError",
     "capacity_error": "TrainingCapacityError",
     "stopped": "TrainingJobStopped",

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from contracts.remedies import ANY_RULE, OBJECTIVE_MISSED, OUT_OF_MEMORY
+from contracts.remedies import ANY_RULE, BATCH_OF_ONE, OBJECTIVE_MISSED, OUT_OF_MEMORY
 from lambdas.remediation.learning_rate_ranges import SGD_RANGE, RateRange
 from lambdas.remediation.xgboost_remedies import XGBOOST_EVIDENCE_REMEDIES
 
@@ -430,6 +430,20 @@ def _network_remedies(rates: RateRange) -> dict[str, list[dict[str, Any]]]:
                 ],
                 "note": "Activations grow with the batch: half the batch needs about half their memory, and the "
                 "learning rates are halved with it (linear scaling rule).",
+            }
+        ],
+        # The training set's size left one sample in an epoch's last batch: a batch one smaller leaves k + 1 samples
+        # there after k full batches (one sample again only when k + 1 is the new size plus one). The rate stays: a
+        # batch one sample smaller changes no other step.
+        BATCH_OF_ONE: [
+            {
+                "name": "BatchSizeOneSmaller",
+                "hyperparameter": "batch_size",
+                "add": -1,
+                "min": 2,
+                "note": "A batch-norm layer needs two or more samples per training batch, and the training set's size "
+                "leaves one in the last: one sample less per batch leaves more there (setting drop_last=True in the "
+                "script's DataLoader is the fix that holds for any size).",
             }
         ],
         # The job ended quietly and missed its objective: no rule names a cause, so the loss's course over the whole

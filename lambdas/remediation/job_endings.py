@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from contracts import rule_selection, rule_status
-from contracts.job import DATA_ERROR_FAILURE, OUT_OF_MEMORY_FAILURE
+from contracts.job import BATCH_OF_ONE_FAILURE, DATA_ERROR_FAILURE, OUT_OF_MEMORY_FAILURE
 from contracts.remedies import show
 from contracts.run_spec import CAPACITY_RELAUNCHES, RULE_WAITS
 from lambdas.remediation import in_job_class_weighting, in_job_robust_loss
@@ -219,6 +219,12 @@ def judge_failed(job: str, failure: str, state: WorkflowState) -> MonitorDecisio
     if OUT_OF_MEMORY_FAILURE.search(failure):
         return MonitorDecision(
             next_step="plan", outcome="out_of_memory", reason=f"Job {job} ran out of memory: {clip(failure, 500)}"
+        )
+    if BATCH_OF_ONE_FAILURE.search(failure):
+        return MonitorDecision(
+            next_step="plan",
+            outcome="batch_of_one",
+            reason=f"Job {job} failed on a training batch of one sample: {clip(failure, 500)}",
         )
     if failure.startswith("AlgorithmError") or "ExitCode" in failure or "ExecuteUserScriptError" in failure:
         return MonitorDecision(

@@ -97,6 +97,8 @@ def issues_found(state: WorkflowState) -> Notification:
         rule, where = f"Objective missed ({_objective_text(state, attempt)})", ""
     elif attempt.outcome == "out_of_memory":
         rule, where = "Out of memory", ""
+    elif attempt.outcome == "batch_of_one":
+        rule, where = "A training batch of one sample", ""
     if decision is not None and decision.next_action == "launch_new":
         action = f"{short_action(decision, state.kinds())}, relaunching (attempt {_attempt_of(state, attempt.number + 1)})"
     else:
@@ -294,6 +296,9 @@ def _give_up_cause(attempt: Attempt | None) -> str:
         "out_of_memory": "out of memory, no remedy left"
         if attempt.decision is None or attempt.decision.end_cause != "budget_spent"
         else "out of memory, relaunch budget spent",
+        "batch_of_one": "a training batch of one sample, no remedy left"
+        if attempt.decision is None or attempt.decision.end_cause != "budget_spent"
+        else "a training batch of one sample, relaunch budget spent",
         "data_error": "the data is wrong, not remediable",
         "max_runtime_exceeded": "the job reached its MaxRuntimeInSeconds, no launch left to continue it",
         "running": "ended while the job was running",

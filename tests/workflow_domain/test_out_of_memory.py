@@ -55,7 +55,9 @@ def test_without_an_out_of_memory_remedy_the_run_ends_naming_it(account_input, r
     planned = plan(record(state, outcome="out_of_memory", failure_reason="OutOfMemoryError: killed"))
     assert planned.next_action == "end"
     assert planned.last_attempt.decision.end_cause == "out_of_memory"
-    assert "no remedies are declared for out_of_memory." in planned.end_reason.lower()
+    assert "no remedies are declared for out_of_memory (the training process ran out of memory)." in (
+        planned.end_reason.lower()
+    )
     assert end_error(planned) == "TrainingOutOfMemory"
 
 

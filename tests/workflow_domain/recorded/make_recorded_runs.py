@@ -253,6 +253,15 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "run_spec": {**ZOO_NOISY_LABELS, "max_num_retraining": 2,
                      "hyperparameters": {**ZOO_NOISY_LABELS["hyperparameters"], "learning-rate": 0.015}},
     },
+    "mlp-batch-norm-batch-of-one": {
+        "about": "The MLP with batch norm on the generated blobs (1,600 training samples) at a batch size of 123: "
+        "the first epoch's last batch holds one sample and BatchNorm1d refuses it in training; the next job runs "
+        "with what the planner chose.",
+        "run_spec": {**MLP_SPEC, "hyperparameters": {"lr": 0.05, "epochs": 3, "batch-size": 123, "batch-norm": True},
+                     "hyperparameter_names": {"learning_rate": "lr", "num_epochs": "epochs",
+                                              "batch_size": "batch-size", "add_batch_norm": "batch-norm"},
+                     "max_num_retraining": 2},
+    },
     "ddp-script-without-checkpoints": {
         "about": "examples/ddp (a script that writes no checkpoints) on one process, one epoch, against an objective "
         "it misses: the evidence set's TrainLonger would resume, and there is nothing to resume from.",
