@@ -162,9 +162,14 @@ DEFAULT_FRAMEWORK = "pytorch"
 
 
 def check_framework(framework: str) -> str:
-    if framework not in FRAMEWORKS:
-        raise ValueError(f"must be one of {', '.join(FRAMEWORKS)} (got {framework!r}){did_you_mean(framework, FRAMEWORKS)}")
-    return framework
+    return one_of(framework, FRAMEWORKS)
+
+
+def one_of(value: str, choices: tuple[str, ...]) -> str:
+    """``value`` when it is one of ``choices``; else a ValueError naming them and the closest."""
+    if value not in choices:
+        raise ValueError(f"must be one of {', '.join(choices)} (got {value!r}){did_you_mean(value, choices)}")
+    return value
 
 
 #: run_spec.debugger_class_weighting: whether the debugger weights a PyTorch script's training loss by class
@@ -178,12 +183,7 @@ BALANCED_CLASS_WEIGHTING = "balanced"
 
 
 def check_class_weighting(class_weighting: str) -> str:
-    if class_weighting not in CLASS_WEIGHTINGS:
-        raise ValueError(
-            f"must be one of {', '.join(CLASS_WEIGHTINGS)} (got {class_weighting!r})"
-            f"{did_you_mean(class_weighting, CLASS_WEIGHTINGS)}"
-        )
-    return class_weighting
+    return one_of(class_weighting, CLASS_WEIGHTINGS)
 
 
 #: run_spec.debugger_robust_loss: whether the debugger trains a PyTorch script on a loss robust to wrong labels
@@ -197,11 +197,7 @@ GENERALIZED_CROSS_ENTROPY = "generalized_cross_entropy"
 
 
 def check_robust_loss(robust_loss: str) -> str:
-    if robust_loss not in ROBUST_LOSSES:
-        raise ValueError(
-            f"must be one of {', '.join(ROBUST_LOSSES)} (got {robust_loss!r}){did_you_mean(robust_loss, ROBUST_LOSSES)}"
-        )
-    return robust_loss
+    return one_of(robust_loss, ROBUST_LOSSES)
 
 
 #: SageMaker training job names: ``[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}``.

@@ -367,10 +367,7 @@ def test_a_rare_class_in_a_script_without_class_weights_is_weighted_by_the_debug
     met the objective at 0.9667, and the run's end says the script alone trains unweighted."""
     job, planned, decision = quiet_miss("mlp-rare-class-weighted-in-job", account_input)
     assert job["rule_status"]["evidence"]["label_counts"][0] == 24
-    assert decision.remedy == "WeightClassesInJob" and decision.next_action == "launch_new"
-    assert planned.run_spec.debugger_class_weighting == "balanced"
-    assert planned.run_spec.hyperparameters == job["hyperparameters"] and decision.resume_from is None
-    assert decision.changes["debugger_class_weighting"].after == "balanced"
+    assert_relaunched_with_the_loss_changed(job, planned, "WeightClassesInJob", "debugger_class_weighting", "balanced")
     assert "The training labels are imbalanced: class 0 made 24 of the 15,600 labels" in decision.reason
     assert "the next job's debugger weights its training loss by class" in decision.reason
     assert 'Set run_spec.debugger_class_weighting to "off"' in decision.reason
@@ -379,6 +376,16 @@ def test_a_rare_class_in_a_script_without_class_weights_is_weighted_by_the_debug
     assert "The debugger weighted its training loss by class (debugger_class_weighting=balanced)" in (
         met.end_reason or ""
     )
+
+
+def assert_relaunched_with_the_loss_changed(
+    job: dict[str, Any], planned: WorkflowState, remedy: str, field: str, value: str
+) -> None:
+    """The next job trains from step 0 with the same hyperparameters, the run_spec's ``field`` at ``value``."""
+    decision = planned.last_attempt.decision
+    assert decision.remedy == remedy and decision.next_action == "launch_new"
+    assert getattr(planned.run_spec, field) == value and decision.changes[field].after == value
+    assert planned.run_spec.hyperparameters == job["hyperparameters"] and decision.resume_from is None
 
 
 def planned_with_class_weighting(account_input: dict[str, Any], weighting: str):
@@ -455,10 +462,9 @@ def test_noisy_labels_are_answered_by_the_debuggers_robust_loss_and_the_next_job
     run's end says the script alone trains on the cross-entropy."""
     run = recorded("mlp-noisy-labels-robust-in-job")
     job, planned, decision = quiet_miss("mlp-noisy-labels-robust-in-job", account_input)
-    assert decision.remedy == "RobustLossInJob" and decision.next_action == "launch_new"
-    assert planned.run_spec.debugger_robust_loss == "generalized_cross_entropy"
-    assert planned.run_spec.hyperparameters == job["hyperparameters"] and decision.resume_from is None
-    assert decision.changes["debugger_robust_loss"].after == "generalized_cross_entropy"
+    assert_relaunched_with_the_loss_changed(
+        job, planned, "RobustLossInJob", "debugger_robust_loss", "generalized_cross_entropy"
+    )
     assert "The training labels look noisy: over steps 233-286 the model's top class matched 47%" in decision.reason
     assert "The next job's debugger trains the script on the generalized cross-entropy" in decision.reason
     assert 'Set run_spec.debugger_robust_loss to "off"' in decision.reason

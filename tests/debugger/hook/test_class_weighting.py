@@ -4,19 +4,16 @@ sees 1 time in 50, and its evaluation loss stays the plain one."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
-from contracts.job import CLASS_WEIGHTING_HYPERPARAMETER, ENTRY_POINT_HYPERPARAMETER, EXIT_BAD_INPUT, EXIT_SUCCESS
+from contracts.job import CLASS_WEIGHTING_HYPERPARAMETER, EXIT_BAD_INPUT, EXIT_SUCCESS
+from tests.debugger.hook.launched_scripts import launch
+from tests.debugger.hook.launched_scripts import printed as printed_line
 
 pytestmark = pytest.mark.training
-
-REPO = Path(__file__).resolve().parents[3]
 
 #: Two overlapping Gaussian classes in two dimensions; class 1 is 10 of 500 training samples and half the held-out
 #: ones. The script knows nothing of weighting and prints what a user would look at.
@@ -48,21 +45,11 @@ with torch.no_grad():
 
 
 def run(tmp_path: Path, name: str, *extra: str) -> subprocess.CompletedProcess:
-    source = tmp_path / name
-    source.mkdir()
-    (source / "train.py").write_text(textwrap.dedent(SCRIPT))
-    environment = {**os.environ, "PYTHONPATH": str(REPO), "TRAINING_FAILURE_FILE": str(source / "failure"),
-                   "OMP_NUM_THREADS": "1"}
-    launcher = f"from debugger.launcher import main; main({str(source)!r})"
-    return subprocess.run(
-        [sys.executable, "-c", launcher, f"--{ENTRY_POINT_HYPERPARAMETER}", "train.py", *extra],
-        cwd=source, env=environment, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    return launch(tmp_path, name, SCRIPT, *extra)
 
 
 def printed(process: subprocess.CompletedProcess) -> dict[str, float]:
-    line = next(line for line in process.stdout.splitlines() if line.startswith("rare_recall="))
-    return {key: float(value) for key, value in (part.split("=") for part in line.split())}
+    return printed_line(process, "rare_recall")
 
 
 def test_a_rare_class_is_learnt_when_the_debugger_weights_the_training_loss(tmp_path):

@@ -5,26 +5,18 @@ is checked against its formula, with every argument of ``F.cross_entropy`` a scr
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-from contracts.job import (
-    ENTRY_POINT_HYPERPARAMETER,
-    EXIT_BAD_INPUT,
-    EXIT_SUCCESS,
-    ROBUST_LOSS_HYPERPARAMETER,
-)
+from contracts.job import EXIT_BAD_INPUT, EXIT_SUCCESS, ROBUST_LOSS_HYPERPARAMETER
 from debugger.hook.class_weighting import weighting_the_training_loss
 from debugger.hook.robust_loss import Q, generalized_cross_entropy, training_on_a_robust_loss
-
-REPO = Path(__file__).resolve().parents[3]
+from tests.debugger.hook.launched_scripts import launch
+from tests.debugger.hook.launched_scripts import printed as printed_line
 
 #: scikit-learn's bundled digits, 60% of the 1,400 training labels drawn at random, a one-layer MLP under Adam: the
 #: script knows nothing of robust losses and prints what a user would look at.
@@ -61,21 +53,11 @@ with torch.no_grad():
 
 
 def run(tmp_path: Path, name: str, *extra: str) -> subprocess.CompletedProcess:
-    source = tmp_path / name
-    source.mkdir()
-    (source / "train.py").write_text(textwrap.dedent(SCRIPT))
-    environment = {**os.environ, "PYTHONPATH": str(REPO), "TRAINING_FAILURE_FILE": str(source / "failure"),
-                   "OMP_NUM_THREADS": "1"}
-    launcher = f"from debugger.launcher import main; main({str(source)!r})"
-    return subprocess.run(
-        [sys.executable, "-c", launcher, f"--{ENTRY_POINT_HYPERPARAMETER}", "train.py", *extra],
-        cwd=source, env=environment, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    return launch(tmp_path, name, SCRIPT, *extra)
 
 
 def printed(process: subprocess.CompletedProcess) -> dict[str, float]:
-    line = next(line for line in process.stdout.splitlines() if line.startswith("held_out_accuracy="))
-    return {key: float(value) for key, value in (part.split("=") for part in line.split())}
+    return printed_line(process, "held_out_accuracy")
 
 
 @pytest.mark.training
