@@ -4,9 +4,10 @@ its cross-entropy. The run_spec's ``debugger_robust_loss`` goes from "auto" to "
 who sets "off" keeps the loss as the script writes it, and one who sets "generalized_cross_entropy" has it from the
 first job.
 
-It comes where the evidence set would take smaller steps for noisy labels (SmallerStepsOnNoisyLabels), after the
-script's own answers (stopping at the epoch that met the objective, a regularisation knob), and the relaunch trains
-from step 0 with the settings of the job closest to the objective. Later launches keep it: the ladder goes on from
+It comes before every remedy that answers what the labels say (``when: training_labels`` noisy or memorised: the
+script's weight decay and dropout, smaller steps), after those that name another cause (stopping at the epoch that
+met the objective, inputs left raw, a sigmoid stack), and the relaunch trains from step 0 with the settings of the
+job closest to the objective. Later launches keep it: the ladder goes on from
 there (stopping at its best epoch, smaller steps). It is the product changing the user's loss, so the reason says
 so and says how to switch it off.
 
@@ -23,6 +24,11 @@ generalized cross-entropy, against 9 at a third of the rate (SmallerStepsOnNoisy
 the cross-entropy, 5 fell below it, all under SGD: the loss's gradient is the cross-entropy's times p ** 0.7, about
 a fifth of it while every class is equally likely, so training starts slower. Hence only after a miss, not from the
 first job.
+
+Before the script's own regularisers too: in the same probe, weight decay 1e-4 met the objective in 0 of the 39 and
+1e-3 in 2. A model that learns clean labels by heart (digits, 150 to 400 training samples, 40 epochs, 12 drawn
+configurations) scored about the same held out with either: weight decay 1e-3 from -0.008 to +0.015 against the
+plain loss, the generalized cross-entropy from -0.013 to +0.023.
 """
 
 from __future__ import annotations
@@ -35,8 +41,6 @@ from lambdas.remediation.run_spec_model import RunSpec
 REMEDY = "RobustLossInJob"
 FIELD = "debugger_robust_loss"
 AFTER = GENERALIZED_CROSS_ENTROPY
-#: The evidence set's remedy this one comes before: smaller steps also fit fewer wrong labels, less well.
-PRECEDES = "SmallerStepsOnNoisyLabels"
 #: What the training labels say when this answers them (contracts.training_labels): many look wrong, or the model
 #: learns them by heart.
 FINDINGS = ("noisy", "memorised")

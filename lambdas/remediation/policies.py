@@ -121,10 +121,10 @@ def plan(state: WorkflowState) -> WorkflowState:
         if chosen is not None:
             break
     end_cause = failure if failure in FAILURE_KINDS else "no_remedy_left"
-    # The debugger's own answers to the labels, in the job: a robust loss before the smaller steps that only fit
-    # fewer wrong labels, class weighting once no remedy of the script's own answers a rare class.
+    # The debugger's own answers to the labels, in the job: a robust loss before the remedies that answer wrong labels
+    # with a regulariser or smaller steps, class weighting once no remedy of the script's own answers a rare class.
     if labels is not None and in_job_robust_loss.answers(state.run_spec, labels) and (
-        chosen is None or chosen[3].label == in_job_robust_loss.PRECEDES
+        chosen is None or set(chosen[3].when.training_labels) & set(in_job_robust_loss.FINDINGS)
     ):
         return _change_the_loss_in_job(
             state, attempt, _sentence(labels.describe()), hyperparameters, base, in_job_robust_loss

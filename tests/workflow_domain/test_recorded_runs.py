@@ -547,10 +547,16 @@ def test_a_robust_loss_for_an_xgboost_run_is_refused_naming_the_field(account_in
 def test_a_model_that_learns_wrong_labels_by_heart_is_regularised_not_trained_longer(account_input):
     """A 128-unit MLP, 60% of its training labels random: it matched 70% of them (more than the correct 46%) but
     scored 0.52 held out, its loss still falling. The loss's course alone would train it four times longer, which
-    fits more of the wrong labels; the labels say it learns them by heart: weight decay first. Weight decay did not
-    help (0.5111), so the planner goes back to the first job's settings and adds dropout there."""
+    fits more of the wrong labels; the labels say it learns them by heart: the debugger's robust loss first. With it
+    off (as recorded), weight decay first; weight decay did not help (0.5111), so the planner goes back to the first
+    job's settings and adds dropout there."""
     run = recorded("mlp-noisy-labels")
     job, planned, decision = quiet_miss("mlp-noisy-labels", account_input)
+    assert decision.remedy == "RobustLossInJob" and planned.run_spec.hyperparameters == job["hyperparameters"]
+    assert "The model learns its training labels by heart: over steps 233-286 the model's top class matched 70%" in (
+        decision.reason
+    )
+    job, planned, decision = quiet_miss("mlp-noisy-labels", account_input, debugger_robust_loss="off")
     assert decision.remedy == "StartWeightDecay"
     assert planned.run_spec.hyperparameters["epochs"] == 12 and planned.run_spec.hyperparameters["weight-decay"] == 0.0001
     assert "the model learns its training labels by heart: over steps 233-286 the model's top class matched 70%" in (
