@@ -176,8 +176,11 @@ def one_of(value: str, choices: tuple[str, ...]) -> str:
 #: (``debugger.hook.class_weighting``). "auto": when a job misses its objective because a class is too rare in its
 #: training labels and no remedy of the script's own answers that, the next job gets "balanced". "balanced": every
 #: job, each class's cross-entropy weighted by the inverse of its share of the labels seen so far. "off": never.
-CLASS_WEIGHTINGS = ("auto", "balanced", "off")
-DEFAULT_CLASS_WEIGHTING = "auto"
+#: The debugger's in-job loss changes (class weighting, robust loss) left to the planner, and never applied.
+AUTO = "auto"
+OFF = "off"
+CLASS_WEIGHTINGS = (AUTO, "balanced", OFF)
+DEFAULT_CLASS_WEIGHTING = AUTO
 #: The one weighting the debugger applies in the job.
 BALANCED_CLASS_WEIGHTING = "balanced"
 
@@ -190,8 +193,8 @@ def check_class_weighting(class_weighting: str) -> str:
 #: (``debugger.hook.robust_loss``): the generalized cross-entropy of Zhang and Sabuncu (NeurIPS 2018) in place of the
 #: script's training cross-entropy. "auto": when a job misses its objective because many of its training labels look
 #: wrong, the next job gets it. "generalized_cross_entropy": every job. "off": never.
-ROBUST_LOSSES = ("auto", "generalized_cross_entropy", "off")
-DEFAULT_ROBUST_LOSS = "auto"
+ROBUST_LOSSES = (AUTO, "generalized_cross_entropy", OFF)
+DEFAULT_ROBUST_LOSS = AUTO
 #: The one robust loss the debugger applies in the job.
 GENERALIZED_CROSS_ENTROPY = "generalized_cross_entropy"
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from contracts.run_spec import BALANCED_CLASS_WEIGHTING, DEFAULT_CLASS_WEIGHTING
 from contracts.training_labels import LabelFinding
-from lambdas.remediation.attempts import Change
 from lambdas.remediation.run_spec_model import RunSpec
 
 REMEDY = "WeightClassesInJob"
@@ -34,9 +33,6 @@ def answers(run_spec: RunSpec, labels: LabelFinding) -> bool:
         and run_spec.debugger_class_weighting == DEFAULT_CLASS_WEIGHTING
     )
 
-
-def change() -> dict[str, Change]:
-    return {FIELD: Change(before=DEFAULT_CLASS_WEIGHTING, after=BALANCED_CLASS_WEIGHTING)}
 
 
 def explanation() -> str:

@@ -15,14 +15,19 @@ the planner decides after it), and the decision after job k lists what job k + 1
 
 from __future__ import annotations
 
+from contracts.run_spec import AUTO, OFF
 from lambdas.remediation import in_job_class_weighting, in_job_robust_loss
 from lambdas.remediation.attempts import Attempt, Change
 from lambdas.remediation.payload import WorkflowState
 
-#: The planner's in-job loss changes, the first the one it prefers when both could answer.
-IN_JOB_CHANGES = (in_job_robust_loss, in_job_class_weighting)
-#: What a field the planner turned on goes to when the next job goes back to a job without it.
-OFF = "off"
+#: The planner's in-job loss changes: each names the run_spec FIELD it sets and gives the sentence a met objective
+#: ends with when it was on (``success_note``).
+IN_JOB_CHANGES = (in_job_class_weighting, in_job_robust_loss)
+
+
+def success_notes(state: WorkflowState) -> str:
+    """What a run that met its objective says of each loss change the debugger made in its job."""
+    return "".join(change.success_note(state.run_spec) for change in IN_JOB_CHANGES)
 
 
 def ran_with(state: WorkflowState, attempt: Attempt) -> dict[str, str]:
@@ -47,5 +52,5 @@ def back_to(state: WorkflowState, base: Attempt) -> dict[str, Change]:
     for field, value in then.items():
         now = getattr(state.run_spec, field)
         if now != value:
-            changes[field] = Change(before=now, after=OFF if value == "auto" else value)
+            changes[field] = Change(before=now, after=OFF if value == AUTO else value)
     return changes

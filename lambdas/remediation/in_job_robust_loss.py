@@ -35,7 +35,6 @@ from __future__ import annotations
 
 from contracts.run_spec import DEFAULT_ROBUST_LOSS, GENERALIZED_CROSS_ENTROPY
 from contracts.training_labels import LabelFinding
-from lambdas.remediation.attempts import Change
 from lambdas.remediation.run_spec_model import RunSpec
 
 REMEDY = "RobustLossInJob"
@@ -63,9 +62,6 @@ def past_peak_sentence() -> str:
         "other remedy is left"
     )
 
-
-def change() -> dict[str, Change]:
-    return {FIELD: Change(before=DEFAULT_ROBUST_LOSS, after=GENERALIZED_CROSS_ENTROPY)}
 
 
 def explanation() -> str:

@@ -24,7 +24,7 @@ from contracts import rule_selection, rule_status
 from contracts.job import BATCH_OF_ONE_FAILURE, DATA_ERROR_FAILURE, OUT_OF_MEMORY_FAILURE
 from contracts.remedies import show
 from contracts.run_spec import CAPACITY_RELAUNCHES, RULE_WAITS
-from lambdas.remediation import in_job_class_weighting, in_job_robust_loss
+from lambdas.remediation import in_job_loss
 from lambdas.remediation.attempts import Outcome
 from lambdas.remediation.payload import WorkflowState
 from lambdas.remediation.validation_messages import clip
@@ -171,7 +171,7 @@ def _judge_objective(job: str, state: WorkflowState, value: float | None) -> Mon
             outcome="completed",
             reason=f"Job {job} completed, no rule found an issue and {objective.metric_name} = {show(value)} meets "
             f"{objective.describe()}. Final hyperparameters: {state.run_spec.summary(400)}."
-            f"{in_job_class_weighting.success_note(state.run_spec)}{in_job_robust_loss.success_note(state.run_spec)}",
+            f"{in_job_loss.success_notes(state)}",
             objective_value=value,
         )
     return MonitorDecision(

@@ -212,8 +212,8 @@ def _change_the_loss_in_job(
 ) -> WorkflowState:
     """Relaunch with the debugger changing the script's training loss, from step 0, with the settings of the job
     closest to the objective so far. ``in_job``: ``in_job_robust_loss`` (labels that look wrong) or
-    ``in_job_class_weighting`` (a rare class); each names its REMEDY, the run_spec FIELD it sets, the value AFTER,
-    and gives ``change()`` and ``explanation()``."""
+    ``in_job_class_weighting`` (a rare class); each names its REMEDY, the run_spec FIELD it sets and the value AFTER,
+    and gives ``explanation()``."""
     what = f"{in_job.FIELD} {getattr(state.run_spec, in_job.FIELD)} -> {in_job.AFTER}"
     loss_back = in_job_loss.back_to(state, base) if base is not attempt else {}
     loss_back.pop(in_job.FIELD, None)
@@ -222,7 +222,8 @@ def _change_the_loss_in_job(
     ended = _ended_at_a_limit(state, attempt, in_job.REMEDY, what, f" {finding}.")
     if ended is not None:
         return ended
-    changes = {**_hyperparameter_changes(state, hyperparameters), **loss_back, **in_job.change()}
+    turned_on = Change(before=getattr(state.run_spec, in_job.FIELD), after=in_job.AFTER)
+    changes = {**_hyperparameter_changes(state, hyperparameters), **loss_back, in_job.FIELD: turned_on}
     back = f" {_back_to_closest(state, base)}." if base is not attempt else ""
     reason = (
         f"{headline(attempt, state)}. {finding}.{back} {in_job.explanation()}. "
