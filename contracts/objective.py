@@ -141,6 +141,14 @@ class ObjectiveCourse:
         return gained > 0 and given_back >= PEAK_LOSS_SHARE * gained
 
 
+    def still_rising(self, objective: Objective) -> bool:
+        """The metric's last report was its best of at least MIN_REPORTS_FOR_PEAK, above its first: the job ended
+        while the metric still improved, so more epochs of the same training have not yet been shown to hurt."""
+        if self.first_value is None or self.reports < MIN_REPORTS_FOR_PEAK or self.best_report != self.reports:
+            return False
+        return objective.sign * (self.best_value - self.first_value) > 0
+
+
 def late_reports(reports: int) -> int:
     """How many of a course's last reports are its late part."""
     return max(1, math.ceil(reports * LATE_SHARE))

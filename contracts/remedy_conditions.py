@@ -14,6 +14,7 @@ A condition holds when every test it gives holds::
     "when": {"training_labels": "imbalanced"}               # what the job's training labels say (contracts.training_labels)
     "when": {"objective_met_before_end": true}              # the held-out metric met the objective at an earlier epoch
     "when": {"objective_past_peak": false}                  # the held-out metric was not falling from an earlier best
+    "when": {"objective_still_rising": true}                # the held-out metric was at its best at the last report
 
 ``spiked_above`` reads the run's history, not only its last symptom: it holds when the loss or the total gradient
 norm rose to more than that many times its initial value at or before the step the rule fired (the job reports
@@ -28,7 +29,8 @@ past its best epoch; ``to_best_epoch`` (``contracts.remedy_changes``) sets the e
 ``objective_past_peak`` reads the same course: it holds when the metric was best before the course's last third
 and that third gave back at least a quarter of what it had gained (``ObjectiveCourse.past_peak``), whether or not it
 ever met the objective. More of the same training would take it further from its best; a course the job did not
-report counts as not past its peak.
+report counts as not past its peak. ``objective_still_rising`` holds when the metric's last report (of at least four) was
+its best, above its first: the job ended while it still improved (``ObjectiveCourse.still_rising``).
 
 Each test that holds adds a fact, with its numbers, to the reason the planner writes.
 """
@@ -123,6 +125,21 @@ class Situation:
         course, objective = self.objective_course, self.objective
         return course is not None and objective is not None and course.past_peak(objective)
 
+    @property
+    def still_rising(self) -> bool:
+        """Whether the objective's metric was at its best at the job's last report (False when the job did not
+        report its course)."""
+        course, objective = self.objective_course, self.objective
+        return course is not None and objective is not None and course.still_rising(objective)
+
+    def describe_rise(self) -> str:
+        """The objective's course still rising at the end, with its numbers (call when :attr:`still_rising` holds)."""
+        course, objective = self.objective_course, self.objective
+        return (
+            f"{objective.metric_name} rose from {show(course.first_value)} to {show(course.last_value)} and was at its "
+            f"best at its last report ({course.reports} of {course.reports}): the job ended while it still improved"
+        )
+
     def describe_peak(self) -> str:
         """The objective's course past its peak, with its numbers (call when :attr:`past_peak` holds)."""
         course, objective = self.objective_course, self.objective
@@ -200,6 +217,8 @@ class Condition:
     objective_met_before_end: bool | None = None
     #: The objective's metric fell from an earlier best over the job's last third (see :attr:`Situation.past_peak`).
     objective_past_peak: bool | None = None
+    #: The objective's metric was at its best at the job's last report (see :attr:`Situation.still_rising`).
+    objective_still_rising: bool | None = None
 
     @property
     def names_a_cause(self) -> bool:
@@ -275,6 +294,11 @@ class Condition:
                 return False, []
             if situation.past_peak:
                 facts.append(situation.describe_peak())
+        if self.objective_still_rising is not None:
+            if situation.still_rising != self.objective_still_rising:
+                return False, []
+            if situation.still_rising:
+                facts.append(situation.describe_rise())
         if self.objective_met_before_end is not None:
             best = situation.best_epoch
             if (best is not None) != self.objective_met_before_end:
@@ -344,6 +368,7 @@ CONDITION_KEYS = (
     "training_labels",
     "objective_met_before_end",
     "objective_past_peak",
+    "objective_still_rising",
 )
 #: The conditions on the run's hyperparameters (their names follow the script's, see contracts.remedies.adapt_to_script).
 HYPERPARAMETER_TESTS = ("hyperparameters", "hyperparameters_above", "hyperparameters_below")
@@ -409,6 +434,9 @@ def parse_condition(
     past_peak = value.get("objective_past_peak")
     if past_peak is not None and not isinstance(past_peak, bool):
         raise ContractError(f"{where}.objective_past_peak", f"must be true or false (got {past_peak!r})")
+    still_rising = value.get("objective_still_rising")
+    if still_rising is not None and not isinstance(still_rising, bool):
+        raise ContractError(f"{where}.objective_still_rising", f"must be true or false (got {still_rising!r})")
     equal = value.get("hyperparameters", {})
     if not isinstance(equal, Mapping):
         raise ContractError(f"{where}.hyperparameters", "must be an object of hyperparameter: value")
@@ -448,6 +476,7 @@ def parse_condition(
         training_labels=findings,
         objective_met_before_end=met_before_end,
         objective_past_peak=past_peak,
+        objective_still_rising=still_rising,
     )
 
 

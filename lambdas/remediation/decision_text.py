@@ -189,7 +189,7 @@ def exhausted_reason(
     ``not_again``: the remedies left out and why. The list of remedies is what is shortened to fit a reason's size:
     the settings the run ends with, and why a remedy was not repeated, are kept whole."""
     hyperparameters = state.run_spec.hyperparameters if hyperparameters is None else hyperparameters
-    lines, guarded = [], []
+    lines, guarded, held = [], [], []
     for key, ladder in ladders:
         for remedy in ladder:
             holds, _ = remedy.when.check(situation, hyperparameters)
@@ -198,11 +198,10 @@ def exhausted_reason(
                 guarded.append(f"{key}: {remedy.label}: not now, {guard}")
                 continue
             if not holds:
-                why = f"its condition {remedy.when.to_json()} does not hold"
-            else:
-                why = remedy.change.why_not(hyperparameters[remedy.change.hyperparameter])
-            lines.append(f"{key}: {remedy.label}: {why}")
-    lines = guarded + lines
+                lines.append(f"{key}: {remedy.label}: its condition {remedy.when.to_json()} does not hold")
+            else:  # its condition held and something else kept it out: said before the conditions that did not hold
+                held.append(f"{key}: {remedy.label}: {remedy.change.why_not(hyperparameters[remedy.change.hyperparameter])}")
+    lines = guarded + held + lines
     if not ladders:
         # a failure kind says what it is (and, for a batch of one, what avoids it in the script)
         what = f"no remedies are declared for {failure}" + (

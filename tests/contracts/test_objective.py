@@ -69,3 +69,20 @@ def test_a_course_is_past_its_peak_when_its_last_third_gave_back_a_quarter_of_it
     assert ObjectiveCourse.of(loss, [1.0, 0.4, 0.3, 0.5, 0.6, 0.7]).past_peak(loss)
     recorded_before = ObjectiveCourse(reports=12, best_report=6, best_value=0.8944, last_value=0.8222)
     assert not recorded_before.past_peak(accuracy)  # a payload from before the course kept these numbers
+
+
+def test_a_course_still_rising_is_best_at_its_last_report():
+    from contracts.objective import ObjectiveCourse
+
+    accuracy = Objective("validation:accuracy", "Maximize", 0.9)
+    # a real job: the logline script on tabular data with 40% wrong labels, on the debugger's robust loss (random zoo,
+    # development seed 40, configuration 2, job 2)
+    rising = [0.2306, 0.3389, 0.4694, 0.5694, 0.6083, 0.6472, 0.6806, 0.7333, 0.7667, 0.7833, 0.8, 0.8056]
+    assert ObjectiveCourse.of(accuracy, rising).still_rising(accuracy)
+    noisy = [0.7639, 0.8528, 0.8889, 0.8833, 0.8778, 0.8944, 0.8389, 0.8722, 0.8417, 0.7972, 0.7222, 0.8222]
+    assert not ObjectiveCourse.of(accuracy, noisy).still_rising(accuracy)  # best after epoch 6
+    assert not ObjectiveCourse.of(accuracy, [0.5, 0.6, 0.7]).still_rising(accuracy)  # too short to tell
+    assert not ObjectiveCourse.of(accuracy, [0.5, 0.5, 0.5, 0.5]).still_rising(accuracy)  # never gained
+    loss = Objective("val_loss", "Minimize", 0.1)
+    assert ObjectiveCourse.of(loss, [1.0, 0.6, 0.5, 0.4]).still_rising(loss)  # a loss still falling improves
+    assert not ObjectiveCourse(reports=12, best_report=12, best_value=0.8, last_value=0.8).still_rising(accuracy)

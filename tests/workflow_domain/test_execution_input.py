@@ -129,12 +129,13 @@ def test_a_users_script_without_declarations_gets_the_evidence_remedies_its_hype
     assert [remedy.name for remedy in remedies["DeadRelu"]] == [
         "LearningRateIntoRange", "LowerRateAfterCollapse", "SwitchToLeakyReLU", "LowerLearningRate", "SwitchToLeakyReLU"
     ]
-    # a quiet miss: the epoch at which the held-out metric met the objective, the rate, smaller steps when the training
-    # labels look wrong, then what the loss's course says (epochs when the job was too short to tell, the rate when it
+    # a quiet miss: the epoch at which the held-out metric met the objective, the rate, more epochs when the training
+    # labels look wrong and the held-out metric still rose at the end, else smaller steps, then what the loss's course says (epochs when the job was too short to tell, the rate when it
     # never fell, epochs when it was still falling, a lower rate when it settled), then more epochs
     assert [(remedy.name, remedy.change.hyperparameter) for remedy in remedies["objective_missed"]] == [
         ("StopAtBestEpoch", "epochs"), ("LearningRateIntoRange", "lr"), ("LearningRateToUsual", "lr"), ("SwitchToReLU", "activation"),
-        ("SmallerStepsOnNoisyLabels", "lr"), ("TrainLonger", "epochs"), ("RaiseLearningRateToUsual", "lr"),
+        ("TrainLongerOnNoisyLabels", "epochs"), ("SmallerStepsOnNoisyLabels", "lr"), ("TrainLonger", "epochs"),
+        ("RaiseLearningRateToUsual", "lr"),
         ("TrainLonger", "epochs"), ("LowerLearningRate", "lr"), ("TrainLonger", "epochs"),
     ]
     assert "CheckInputImages" not in remedies  # the script has no normalize_inputs

@@ -483,6 +483,28 @@ def test_noisy_labels_are_answered_by_the_debuggers_robust_loss_and_the_next_job
     )
 
 
+def test_noisy_labels_whose_held_out_metric_still_rises_train_longer_not_with_smaller_steps(account_input):
+    """The plain logline script, 40% wrong labels, Adam at 0.002 for twelve epochs: held-out accuracy 0.7722 and still
+    at its best at the last epoch. The robust loss comes first (0.8056, again best at the last epoch); then more
+    epochs, not smaller steps (in development a third of the rate scored 0.5278 here). The recorded 48-epoch job met
+    the objective after epoch 29 (0.9278) and ended at 0.8889, which StopAtBestEpoch answers."""
+    run = recorded("logline-noisy-labels-still-rising")
+    first, second, third = run["jobs"]
+    state = plan(finish(start(run, account_input), first))
+    assert state.last_attempt.decision.remedy == "RobustLossInJob"
+    planned = plan(finish(state, second))
+    decision = planned.last_attempt.decision
+    assert decision.remedy == "TrainLongerOnNoisyLabels"
+    assert planned.run_spec.hyperparameters["n-epochs"] == 48 and planned.run_spec.hyperparameters["learning-rate"] == 0.002
+    assert planned.run_spec.debugger_robust_loss == "generalized_cross_entropy"  # the robust loss stays on
+    assert ("validation:accuracy rose from 0.2306 to 0.8056 and was at its best at its last report (12 of 12): the "
+            "job ended while it still improved") in decision.reason
+    after = plan(finish(planned, third))
+    assert after.last_attempt.evidence.objective_course.best_value == 0.9278
+    assert after.last_attempt.decision.remedy == "StopAtBestEpoch"
+    assert after.run_spec.hyperparameters["n-epochs"] == 29
+
+
 def test_noisy_labels_still_missed_on_the_robust_loss_go_on_with_smaller_steps_and_end_naming_the_labels(
     account_input,
 ):

@@ -253,6 +253,14 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "run_spec": {**ZOO_NOISY_LABELS, "max_num_retraining": 2,
                      "hyperparameters": {**ZOO_NOISY_LABELS["hyperparameters"], "learning-rate": 0.015}},
     },
+    "logline-noisy-labels-still-rising": {
+        "about": "The plain logline script of the random zoo (development seed 40, configuration 2: one hidden layer of "
+        "32 ReLU units with batch norm, Adam at 0.002 for twelve epochs on the generated tabular data, 40% of its "
+        "training labels drawn at random): its held-out accuracy is still at its best at the last epoch. The planner "
+        "has the next job's debugger train it on the robust loss, still best at its last epoch, then trains it longer.",
+        "zoo_configuration": (40, 2),
+        "run_spec": {**zoo_configuration(40, 2).execution_input(), "max_num_retraining": 3},
+    },
     "mlp-batch-norm-batch-of-one": {
         "about": "The MLP with batch norm on the generated blobs (1,600 training samples) at a batch size of 123: "
         "the first epoch's last batch holds one sample and BatchNorm1d refuses it in training; the next job runs "
