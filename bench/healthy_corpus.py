@@ -220,6 +220,8 @@ def job_configuration(
         "entry_point": configuration.script,
         "hyperparameters": configuration.hyperparameters,
         "rules": rules,
+        # the scripts' epochs knob: ObjectiveOutOfReach judges each job against the epochs it trains
+        **({"hyperparameter_names": {"num_epochs": "epochs"}} if "epochs" in configuration.hyperparameters else {}),
         "objective": {"metric_name": configuration.metric, "type": "Maximize", "target_value": configuration.target},
         "debugger_save_interval": SAVE_INTERVAL,
         "bucket": "healthy-corpus",
@@ -228,7 +230,10 @@ def job_configuration(
     })
     run_spec = state.run_spec
     hook = job_request.hook_config(run_spec, job_name)
-    configs = job_request.rule_configs(job_name, run_spec.rules, run_spec.framework, objective=state.objective)
+    configs = job_request.rule_configs(
+        job_name, run_spec.rules, run_spec.framework, objective=state.objective,
+        planned_epochs=state.epochs_in(run_spec.hyperparameters),
+    )
     for config in configs:
         parameters = config["RuleParameters"]
         parameters.pop("action_json", None)  # judged, not stopped: every rule sees the whole run

@@ -111,6 +111,10 @@ BUILTIN_RULE_DEFAULTS: dict[str, dict[str, str]] = {
         "regex": ".*hybridsequential0_input_0",
         "channel": "1",
     },
+    # The product's own rule (SageMaker Debugger has none like it: no legacy twin, PRODUCT_ONLY_RULES): a job that
+    # can no longer reach the run's objective in its planned epochs (contracts.objective_reach). The workflow sets
+    # planned_epochs from the run_spec's num_epochs knob, as it sets the objective; "None": not judged.
+    "ObjectiveOutOfReach": {"planned_epochs": "None"},
 }
 
 #: The hook collections each built-in rule reads, so the workflow can build a hook configuration that saves
@@ -139,6 +143,8 @@ RULE_COLLECTIONS: dict[str, tuple[str, ...]] = {
     "Confusion": ("labels", "predictions"),
     "FeatureImportanceOverweight": ("feature_importance",),
     "TreeDepth": ("trees",),
+    # the objective's metric, as the script saves or prints it: no collection
+    "ObjectiveOutOfReach": (),
 }
 
 
@@ -158,7 +164,13 @@ COMMON_RULE_PARAMETERS = ("rule_to_invoke", "action_json", "start_step", "end_st
 #: changing (debugger.rules.run_objective).
 #: The workflow sets it; a run_spec does not, and SageMaker's own evaluator (legacy mode) never sees it.
 OBJECTIVE_RULE_PARAMETER = "objective"
-OBJECTIVE_AWARE_RULES = ("LossNotDecreasing", "Overfit", "Overtraining", "UnchangedTensor")
+OBJECTIVE_AWARE_RULES = ("LossNotDecreasing", "Overfit", "Overtraining", "UnchangedTensor", "ObjectiveOutOfReach")
+#: Rules of ours that SageMaker Debugger does not have: legacy mode runs no SageMaker evaluation of them.
+PRODUCT_ONLY_RULES = ("ObjectiveOutOfReach",)
+#: The rule parameter the workflow sets from the run_spec's epochs knob when the run_spec does not set it, and the
+#: rules that take it.
+PLANNED_EPOCHS_RULE_PARAMETER = "planned_epochs"
+PLANNED_EPOCHS_RULES = ("ObjectiveOutOfReach",)
 
 
 def rule_parameter_names(rule_name: str) -> set[str]:

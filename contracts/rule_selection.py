@@ -15,11 +15,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from contracts import ContractError
-from contracts.debugger_config import BUILTIN_RULE_DEFAULTS, COMMON_RULE_PARAMETERS, OBJECTIVE_RULE_PARAMETER
+from contracts.debugger_config import (
+    BUILTIN_RULE_DEFAULTS,
+    COMMON_RULE_PARAMETERS,
+    OBJECTIVE_RULE_PARAMETER,
+    PRODUCT_ONLY_RULES,
+)
 from contracts.suggestions import did_you_mean
 
-#: The rules that watch a job whose run_spec selects none: the failures the AWS sample's loop remediates.
-DEFAULT_RULES = ("ExplodingTensor", "VanishingGradient", "LossNotDecreasing")
+#: The rules that watch a job whose run_spec selects none: the failures the AWS sample's loop remediates, and a job
+#: that can no longer reach the run's objective in its epochs (the product's own rule, contracts.objective_reach).
+DEFAULT_RULES = ("ExplodingTensor", "VanishingGradient", "LossNotDecreasing", "ObjectiveOutOfReach")
 #: An XGBoost job's defaults: the validation metric that stops improving (Overtraining: overfitting as boosting goes
 #: on) and an evaluation metric that stalls (LossNotDecreasing). Overfit is left out: at its documented
 #: ratio_threshold 0.1 it fires on healthy boosting, whose training loss heads to 0 (measured on breast cancer with
@@ -123,7 +129,8 @@ def reporting_rule_names(rules: list[dict[str, Any]] | None, framework: str, leg
     """Every rule configuration that must report on a job: each watching rule (our in-job evaluation), and in
     legacy mode SageMaker's evaluation of it besides. A job is clean only when all of them say NoIssuesFound."""
     names = [rule["name"] for rule in watching_rules(rules, framework)]
-    return names + [LEGACY_RULE_PREFIX + name for name in names] if legacy else names
+    legacy_names = [LEGACY_RULE_PREFIX + name for name in names if name not in PRODUCT_ONLY_RULES]
+    return names + legacy_names if legacy else names
 
 
 def with_rule_parameter(rules: list[dict[str, Any]], name: str, parameter: str, value: str) -> list[dict[str, Any]]:

@@ -128,9 +128,13 @@ class HookBase(RuleRunner):
             # the script saves it too: its own values from now on, not the printed ones read so far
             self._printed_metric_names.discard(name)
             self.metrics.pop(name, None)
+            getattr(self.trial, "metric_history", {}).pop(name, None)
         latest = getattr(self.trial, "latest_metrics", None)
         if latest is not None:
             latest[name] = value
+        history = getattr(self.trial, "metric_history", None)
+        if history is not None and value is not None and (name in history or len(history) < MAX_REPORTED_METRICS):
+            history.setdefault(name, []).append(value)
         previous = self.metrics.get(name)
         if previous is not None:
             self.metrics[name] = previous.with_value(value, step, self.mode.name)

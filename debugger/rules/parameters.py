@@ -155,8 +155,10 @@ _PARSERS = {
     "threshold_samples": _count,
     "regex": parse_regex,
     "channel": _signed_int,
-    # the workflow's own: the run's objective (contracts.debugger_config.OBJECTIVE_RULE_PARAMETER)
+    # the workflow's own: the run's objective (contracts.debugger_config.OBJECTIVE_RULE_PARAMETER), and the epochs the
+    # job trains (ObjectiveOutOfReach's planned_epochs, from the run_spec's num_epochs knob)
     "objective": parse_objective,
+    "planned_epochs": _optional_int,
 }
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from contracts import ContractError
 from debugger.core.config import RuleSpec
 from debugger.rules.curve_rules import CURVE_RULES
+from debugger.rules.objective_rules import OBJECTIVE_RULES
 from debugger.rules.optimization_rules import OPTIMIZATION_RULES
 from debugger.rules.parameters import builtin_rule_parameters
 from debugger.rules.rule import Rule
@@ -28,6 +29,7 @@ BUILTIN_RULES: dict[str, type[Rule]] = {
     **CURVE_RULES,
     **TRAINING_RULES,
     **XGBOOST_RULES,
+    **OBJECTIVE_RULES,
 }
 
 

@@ -49,6 +49,18 @@ def latest_metric(trial: Any, name: str, step: int | None = None) -> float | Non
     return None
 
 
+def metric_values(trial: Any, name: str) -> list[float]:
+    """Every value of the script's metric ``name`` so far, in order (the live trial's record, or a saved trial's)."""
+    live = getattr(trial, "metric_history", None)
+    if isinstance(live, dict):
+        return [float(value) for value in live.get(name, ())]
+    for tensor_name in (SCRIPT_SCALAR_PREFIX + name, name):
+        if trial.has_tensor(tensor_name):
+            tensor = trial.tensor(tensor_name)
+            return [float(tensor.value(step).reshape(-1)[0]) for step in tensor.steps()]
+    return []
+
+
 def objective_met(trial: Any, objective: Objective | None, step: int | None = None) -> tuple[bool, float | None]:
     """(whether the run's latest metric meets ``objective``, that value)."""
     if objective is None:

@@ -49,6 +49,9 @@ class LiveTrial(BaseTrial):
         #: the latest value of each metric the script reported (save_scalar / record_metric), for the rules that
         #: spare a run meeting its objective (debugger.rules.run_objective)
         self.latest_metrics: dict[str, float] = {}
+        #: every value of each metric, in order, for the rule that judges the objective's course
+        #: (debugger.rules.objective_rules)
+        self.metric_history: dict[str, list[float]] = {}
         #: The hook's collections by name (set by the hook): what tensor_names(collection=...) matches names against.
         self.collection_definitions: dict[str, Any] = {}
 

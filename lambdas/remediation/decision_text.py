@@ -20,6 +20,10 @@ def headline(attempt: Attempt, state: WorkflowState) -> str:
     """'VanishingGradient fired at step 5 (warmup phase, 20 steps per epoch): mean |gradient| of ... < threshold'.
     The rule's message says what its value is (a count of steps, a percentage of units, a tensor's value);
     without one the value is named the rule's, not the tensor's."""
+    if attempt.outcome == "objective_missed" and attempt.issue is not None and attempt.issue.message:
+        # stopped by ObjectiveOutOfReach (contracts.objective_reach): its message has the numbers
+        step = f" at step {attempt.issue.step}" if attempt.issue.step is not None else ""
+        return f"Job {attempt.job_name} was stopped by {attempt.issue.rule}{step}: {attempt.issue.message.rstrip('.')}"
     if attempt.outcome == "objective_missed":
         objective = state.declared_objective()
         value = attempt.objective_value

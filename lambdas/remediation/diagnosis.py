@@ -24,9 +24,7 @@ RATE_HYPERPARAMETERS = ("learning_rate", "warmup_learning_rate")
 def situation_in(state: WorkflowState, attempt: Attempt) -> Situation:
     """:func:`situation_of` with what the run says about the attempt: its objective, and the epochs it trained (its
     ``num_epochs`` hyperparameter, by the script's own name)."""
-    epochs = attempt.hyperparameters.get(state.hyperparameter_names.get("num_epochs", "num_epochs"))
-    whole = isinstance(epochs, int) and not isinstance(epochs, bool)
-    return situation_of(attempt, state.declared_objective(), epochs if whole else None)
+    return situation_of(attempt, state.declared_objective(), state.epochs_in(attempt.hyperparameters))
 
 
 def situation_of(attempt: Attempt, objective: Objective | None = None, epochs: int | None = None) -> Situation:

@@ -157,20 +157,23 @@ def rule_configs(
     rules: list[dict[str, Any]] | None = None,
     framework: str = "pytorch",
     objective: Mapping[str, Any] | None = None,
+    planned_epochs: int | None = None,
 ) -> list[dict[str, Any]]:
     """Our debugger's rules (DebugRuleConfigurations shape): the run_spec's ``rules`` (default: the framework's,
     contracts.rule_selection.DEFAULT_RULES_BY_FRAMEWORK). Each stops the job when it finds an issue (the monitor
     would stop it anyway): the job's state change is what ends the workflow's wait. The rules that judge progress
     get the run's ``objective`` (contracts.debugger_config.OBJECTIVE_RULE_PARAMETER): a run that meets it is not
-    stopped for a plateau."""
+    stopped for a plateau. ObjectiveOutOfReach gets the job's ``planned_epochs`` unless the run_spec set them."""
     stop = stop_training_action_json(job_name)
     objective_text = json.dumps(dict(objective), separators=(",", ":")) if objective else None
+    epochs = {debugger_config.PLANNED_EPOCHS_RULE_PARAMETER: str(planned_epochs)} if planned_epochs else {}
     configs = [
         {
             "RuleConfigurationName": rule["name"],
             "RuleParameters": {
                 "rule_to_invoke": rule["name"],
                 **product_rule_parameters(rule["name"], framework),
+                **(epochs if rule["name"] in debugger_config.PLANNED_EPOCHS_RULES else {}),
                 **rule["parameters"],
                 **(
                     {debugger_config.OBJECTIVE_RULE_PARAMETER: objective_text}
@@ -201,6 +204,8 @@ def legacy_debug_rule_configurations(run_spec: RunSpec, job_name: str) -> list[d
     stop = stop_training_action_json(job_name)  # as our rules: the job's end is the signal
     configurations = []
     for rule in run_spec.watching_rules():
+        if rule["name"] in debugger_config.PRODUCT_ONLY_RULES:
+            continue  # ours alone: SageMaker's evaluator has no such rule
         configurations.append(
             {
                 "RuleConfigurationName": rule_selection.LEGACY_RULE_PREFIX + rule["name"],
@@ -225,7 +230,7 @@ def tensorboard_output_config(run_spec: RunSpec) -> dict[str, str]:
 
 
 def script_mode_hyperparameters(
-    run_spec: RunSpec, job_name: str, objective: Mapping[str, Any] | None = None
+    run_spec: RunSpec, job_name: str, objective: Mapping[str, Any] | None = None, planned_epochs: int | None = None
 ) -> dict[str, str]:
     """The user's hyperparameters, the launcher's reserved ones and SageMaker's script-mode ones, every value
     JSON-encoded as the SageMaker Python SDK sends framework hyperparameters."""
@@ -236,7 +241,10 @@ def script_mode_hyperparameters(
         # Twenty rules' configurations exceed SageMaker's 2,500 characters per value: sent in parts.
         **split_long_value(
             RULE_CONFIGS_HYPERPARAMETER,
-            json.dumps(rule_configs(job_name, run_spec.rules, run_spec.framework, objective), separators=(",", ":")),
+            json.dumps(
+                rule_configs(job_name, run_spec.rules, run_spec.framework, objective, planned_epochs),
+                separators=(",", ":"),
+            ),
         ),
         # The metrics the script prints, read in the job too: its rules and the planner see them while it runs.
         **(
@@ -331,7 +339,9 @@ def build_create_training_job_request(
             "MetricDefinitions": [dict(definition) for definition in run_spec.metric_definitions],
             "EnableSageMakerMetricsTimeSeries": True,
         },
-        "HyperParameters": script_mode_hyperparameters(run_spec, job_name, state.objective),
+        "HyperParameters": script_mode_hyperparameters(
+            run_spec, job_name, state.objective, state.epochs_in(run_spec.hyperparameters)
+        ),
         "OutputDataConfig": {"S3OutputPath": bucket_layout.job_output_uri(bucket)},
         "ResourceConfig": {
             "InstanceType": run_spec.instance_type,

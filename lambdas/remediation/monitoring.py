@@ -13,7 +13,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from contracts import rule_status
+from contracts import objective_reach, rule_status
 from contracts.job import STOP_TRAINING_FAILURE
 from contracts.objective import ObjectiveCourse
 from lambdas.remediation.attempts import AttemptEvidence, Change, Decision, Issue, RuleStatusSummary
@@ -71,6 +71,17 @@ def decide(
             ),
             stop_job=running,
             issues=(data_issue,),
+        )
+    if issues and all(_out_of_reach(rule) for rule in issues):
+        # the job cannot reach the objective in its epochs left: planned as a quiet miss, from what it showed so far
+        stopping = "; stopping the job" if running else ""
+        return MonitorDecision(
+            next_step="plan",
+            outcome="objective_missed",
+            reason=f"Job {job}: {objective_reach.RULE_NAME}: {clip(issues[0].issue.message, 400)}{stopping}.",
+            stop_job=running,
+            issues=issues,
+            objective_value=objective_value,
         )
     if issues:
         names = ", ".join(_describe_issue(rule) for rule in issues)
@@ -152,6 +163,15 @@ def objective_course(state: WorkflowState, document: rule_status.RuleStatusDocum
     if metric is None or metric.values is None:
         return None
     return ObjectiveCourse.of(objective, metric.values)
+
+
+def _out_of_reach(rule: rule_status.RuleStatus) -> bool:
+    """The issue of ObjectiveOutOfReach: the job cannot reach the objective (contracts.objective_reach)."""
+    return (
+        rule.RuleConfigurationName == objective_reach.RULE_NAME
+        and rule.issue is not None
+        and rule.issue.kind == objective_reach.OUT_OF_REACH
+    )
 
 
 def _describe_issue(rule: rule_status.RuleStatus) -> str:

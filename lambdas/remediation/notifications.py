@@ -93,7 +93,9 @@ def issues_found(state: WorkflowState) -> Notification:
     rule, step = _rule_and_step(attempt)
     decision = attempt.decision
     where = f" at step {step}" if step is not None else ""
-    if attempt.outcome == "objective_missed":
+    if attempt.outcome == "objective_missed" and attempt.issue is not None:  # stopped by ObjectiveOutOfReach
+        rule = f"Objective out of reach ({_objective_text(state, attempt)})"
+    elif attempt.outcome == "objective_missed":
         rule, where = f"Objective missed ({_objective_text(state, attempt)})", ""
     elif attempt.outcome == "out_of_memory":
         rule, where = "Out of memory", ""

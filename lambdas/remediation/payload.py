@@ -187,6 +187,12 @@ class WorkflowState(BaseModel):
     def declared_objective(self) -> objective_contract.Objective | None:
         return objective_contract.Objective.from_json(self.objective) if self.objective is not None else None
 
+    def epochs_in(self, hyperparameters: Mapping[str, Any]) -> int | None:
+        """The epochs these hyperparameters train: the ``num_epochs`` knob, by the script's own name (None: the run
+        maps none, or its value is not a whole number)."""
+        epochs = hyperparameters.get(self.hyperparameter_names.get("num_epochs", "num_epochs"))
+        return epochs if isinstance(epochs, int) and not isinstance(epochs, bool) and epochs > 0 else None
+
     def kinds(self) -> dict[str, str]:
         """What each hyperparameter is (a whole number, a real number, a flag, text): declared, else what its
         conventional name means, else from its name and value (``remedy_sets.hyperparameter_kinds``)."""

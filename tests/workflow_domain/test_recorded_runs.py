@@ -27,8 +27,10 @@ def recorded(name: str) -> dict[str, Any]:
 
 
 def start(run: dict[str, Any], account_input: dict[str, Any], **overrides: Any) -> WorkflowState:
-    """The recorded run's execution input (its script as an uploaded source, a budget for every recorded job)."""
-    spec = {**account_input, **run["run_spec"], "max_num_retraining": 10, **overrides}
+    """The recorded run's execution input (its script as an uploaded source, a budget for every recorded job), with
+    the rules its jobs ran: a recording made before a default rule was added replays as it ran."""
+    ran = [rule["RuleConfigurationName"] for rule in run["jobs"][0]["rule_status"]["rules"]]
+    spec = {**account_input, "rules": ran, **run["run_spec"], "max_num_retraining": 10, **overrides}
     if "entry_point" in spec:
         spec["source_dir"] = SOURCE
     return initial_state(spec)
@@ -481,6 +483,31 @@ def test_noisy_labels_are_answered_by_the_debuggers_robust_loss_and_the_next_job
     assert "the next remedy would have been RobustLossInJob (debugger_robust_loss auto -> generalized_cross_entropy)" in (
         spent.reason
     )
+
+
+def test_a_job_that_cannot_reach_its_objective_is_stopped_early_and_planned_as_a_quiet_miss(account_input):
+    """The plain logline script on tabular data in raw units (development seed 40, configuration 1): held-out accuracy
+    0.48, 0.565, 0.525, 0.5217, 0.5283 against 0.8. ObjectiveOutOfReach stopped the job after 5 of its 12 epochs; the
+    planner reads it as a quiet miss (the inputs are not standardised) and the recorded next job met the objective."""
+    run = recorded("logline-raw-inputs-out-of-reach")
+    first, second = run["jobs"]
+    state = finish(start(run, account_input), first)
+    attempt = state.last_attempt
+    assert attempt.outcome == "objective_missed" and attempt.objective_value == 0.5283
+    assert attempt.issue.rule == "ObjectiveOutOfReach" and attempt.issue.kind == "out_of_reach"
+    planned = plan(state)
+    decision = planned.last_attempt.decision
+    assert decision.remedy == "NormalizeInputs" and planned.run_spec.hyperparameters["scale-inputs"] == 1
+    assert decision.reason.startswith(
+        f"Job {attempt.job_name} was stopped by ObjectiveOutOfReach at step 194: validation:accuracy was at best 0.565 "
+        "after 5 of 12 epochs, no longer improving (noise 0.017); in the 7 epochs left it reaches at most 0.582, short "
+        "of validation:accuracy >= 0.8."
+    )
+    assert issues_found(planned).subject.startswith(
+        "[remediation] Objective out of reach (validation:accuracy 0.5283 (>= 0.8)) at step 194: turning"
+    )
+    met = finish(planned, second)
+    assert met.last_attempt.outcome == "completed" and met.last_attempt.objective_value == 0.9267
 
 
 def test_noisy_labels_whose_held_out_metric_still_rises_train_longer_not_with_smaller_steps(account_input):

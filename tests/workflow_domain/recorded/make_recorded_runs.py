@@ -261,6 +261,14 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "zoo_configuration": (40, 2),
         "run_spec": {**zoo_configuration(40, 2).execution_input(), "max_num_retraining": 3},
     },
+    "logline-raw-inputs-out-of-reach": {
+        "about": "The plain logline script of the random zoo (development seed 40, configuration 1) on the generated "
+        "tabular data in its raw units (scale-inputs 0): its held-out accuracy stalls near 0.56 against an objective "
+        "of 0.8, and ObjectiveOutOfReach stops the job after 5 of its 12 epochs; the next job runs with what the "
+        "planner chose.",
+        "zoo_configuration": (40, 1),
+        "run_spec": {**zoo_configuration(40, 1).execution_input(), "max_num_retraining": 2},
+    },
     "mlp-batch-norm-batch-of-one": {
         "about": "The MLP with batch norm on the generated blobs (1,600 training samples) at a batch size of 123: "
         "the first epoch's last batch holds one sample and BatchNorm1d refuses it in training; the next job runs "
