@@ -50,6 +50,7 @@ from contracts.hyperparameter_values import (
     same_kind,
     show,
 )
+from contracts.objective_reach import RULE_NAME as REACH_RULE_NAME
 from contracts.remedy_changes import OPERATIONS, TO_BEST_EPOCH, Change
 from contracts.remedy_conditions import HYPERPARAMETER_TESTS, Condition, Situation, parse_condition
 from contracts.suggestions import did_you_mean
@@ -138,7 +139,10 @@ Remedies = dict[str, tuple[Remedy, ...]]
 
 
 def remedy_keys() -> tuple[str, ...]:
-    rules = tuple(dict.fromkeys((*BUILTIN_RULE_DEFAULTS, *DOCUMENTED_RULE_NAMES)))
+    # ObjectiveOutOfReach's stop is a quiet miss caught early: the objective_missed remedies answer it
+    rules = tuple(
+        name for name in dict.fromkeys((*BUILTIN_RULE_DEFAULTS, *DOCUMENTED_RULE_NAMES)) if name != REACH_RULE_NAME
+    )
     return (*rules, *FAILURE_KINDS, ANY_RULE)
 
 
@@ -167,6 +171,12 @@ def parse_remedies(
     keys = remedy_keys()
     parsed: Remedies = {}
     for key, entries in value.items():
+        if key == REACH_RULE_NAME:
+            raise ContractError(
+                f"{where}.{key}",
+                f"takes no remedies of its own: a job it stops is planned as a missed objective; declare them under "
+                f"{OBJECTIVE_MISSED!r}",
+            )
         if key not in keys:
             raise ContractError(
                 f"{where}.{key}", f"is not a built-in rule or failure kind{did_you_mean(key, keys)}; allowed: {', '.join(keys)}"

@@ -168,3 +168,11 @@ def test_a_bad_best_epoch_remedy_names_the_field(entry, field, fragment):
     with pytest.raises(ContractError) as caught:
         parse_remedies({"*": [entry]}, {**START, "epochs": 12})
     assert caught.value.field == field and fragment in caught.value.problem
+
+
+def test_remedies_for_objective_out_of_reach_are_refused_pointing_at_objective_missed():
+    """A job ObjectiveOutOfReach stops is a quiet miss caught early: remedies declared under the rule would never run."""
+    with pytest.raises(ContractError) as caught:
+        parse_remedies({"ObjectiveOutOfReach": [{"hyperparameter": "epochs", "multiply_by": 2}]}, {**START, "epochs": 12})
+    assert caught.value.field == "remedies.ObjectiveOutOfReach"
+    assert "declare them under 'objective_missed'" in caught.value.problem
