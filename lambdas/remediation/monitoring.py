@@ -16,7 +16,7 @@ from typing import Any
 from contracts import objective_reach, rule_status
 from contracts.job import STOP_TRAINING_FAILURE
 from contracts.objective import ObjectiveCourse
-from lambdas.remediation.attempts import AttemptEvidence, Change, Decision, Issue, RuleStatusSummary
+from lambdas.remediation.attempts import AttemptEvidence, Change, Decision, Issue, Outcome, RuleStatusSummary
 from lambdas.remediation.job_endings import MonitorDecision, judge_completed, judge_failed, judge_stopped
 from lambdas.remediation.payload import WorkflowState
 from lambdas.remediation.payload_fields import MAX_METRICS, MAX_RULE_STATUSES
@@ -60,39 +60,21 @@ def decide(
         (rule for rule in issues if rule.issue is not None and rule.issue.kind in rule_status.DATA_ERROR_ISSUE_KINDS),
         None,
     )
+    stopping = "; stopping the job" if running else ""
     if data_issue is not None:
-        stopping = "; stopping the job" if running else ""
-        return MonitorDecision(
-            next_step="plan",
-            outcome="data_error",
-            reason=(
-                f"Job {job}: the data is wrong: {_describe_issue(data_issue)} "
-                f"({clip(data_issue.issue.message, 300)}){stopping}."
-            ),
-            stop_job=running,
-            issues=(data_issue,),
+        reason = (
+            f"Job {job}: the data is wrong: {_describe_issue(data_issue)} "
+            f"({clip(data_issue.issue.message, 300)}){stopping}."
         )
+        return _plan_now("data_error", reason, (data_issue,), running)
     if issues and all(_out_of_reach(rule) for rule in issues):
         # the job cannot reach the objective in its epochs left: planned as a quiet miss, from what it showed so far
-        stopping = "; stopping the job" if running else ""
-        return MonitorDecision(
-            next_step="plan",
-            outcome="objective_missed",
-            reason=f"Job {job}: {objective_reach.RULE_NAME}: {clip(issues[0].issue.message, 400)}{stopping}.",
-            stop_job=running,
-            issues=issues,
-            objective_value=objective_value,
-        )
+        reason = f"Job {job}: {objective_reach.RULE_NAME}: {clip(issues[0].issue.message, 400)}{stopping}."
+        return _plan_now("objective_missed", reason, issues, running, objective_value)
     if issues:
         names = ", ".join(_describe_issue(rule) for rule in issues)
-        stopping = "; stopping the job" if running else ""
-        return MonitorDecision(
-            next_step="plan",
-            outcome="issues_found",
-            reason=f"Job {job}: {len(issues)} rule(s) found issues: {names}{stopping}.",
-            stop_job=running,
-            issues=issues,
-        )
+        reason = f"Job {job}: {len(issues)} rule(s) found issues: {names}{stopping}."
+        return _plan_now("issues_found", reason, issues, running)
     stop_training = STOP_TRAINING_FAILURE.search(failure)
     if status in ("Failed", "Stopped") and stop_training:
         rule = rule_status.RuleStatus(
@@ -163,6 +145,20 @@ def objective_course(state: WorkflowState, document: rule_status.RuleStatusDocum
     if metric is None or metric.values is None:
         return None
     return ObjectiveCourse.of(objective, metric.values)
+
+
+def _plan_now(
+    outcome: Outcome,
+    reason: str,
+    issues: tuple[rule_status.RuleStatus, ...],
+    running: bool,
+    objective_value: float | None = None,
+) -> MonitorDecision:
+    """Plan from what the rules found, stopping the job if it still runs."""
+    return MonitorDecision(
+        next_step="plan", outcome=outcome, reason=reason, stop_job=running, issues=issues,
+        objective_value=objective_value,
+    )  # fmt: skip
 
 
 def _out_of_reach(rule: rule_status.RuleStatus) -> bool:
