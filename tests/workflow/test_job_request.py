@@ -187,10 +187,9 @@ def test_every_rule_stops_the_job_itself_so_its_state_change_wakes_the_workflow(
         if legacy
         else json.loads(json.loads(request["HyperParameters"][RULE_CONFIGS_HYPERPARAMETER]))
     )
-    # the default rules; SageMaker's evaluator has no ObjectiveOutOfReach, so legacy mode runs ours alone for it
     names = [rule["RuleConfigurationName"] for rule in rules]
     expected = ["ExplodingTensor", "VanishingGradient", "LossNotDecreasing"]
-    assert names == (["Sagemaker" + name for name in expected] if legacy else [*expected, "ObjectiveOutOfReach"])
+    assert names == (["Sagemaker" + name for name in expected] if legacy else expected)
     for rule in rules:
         actions = debugger_config.parse_actions(rule["RuleParameters"]["action_json"])
         assert actions == [{"name": "StopTraining", "training_job_prefix": "remediation-x-001"}], rule
@@ -214,6 +213,22 @@ def test_the_run_specs_rules_are_the_jobs_rules_each_stopping_it(legacy):
     assert rules[1]["RuleParameters"]["num_steps"] == "40" and rules[1]["RuleParameters"]["diff_percent"] == "5"
     for rule in rules:
         assert debugger_config.parse_actions(rule["RuleParameters"]["action_json"])[0]["name"] == "StopTraining"
+
+
+@pytest.mark.parametrize("legacy", [False, True])
+def test_objective_out_of_reach_selected_gets_the_jobs_planned_epochs_and_has_no_sagemaker_twin(legacy):
+    """The product's own rule judges each job against the epochs it trains (the run's num_epochs knob); SageMaker's
+    evaluator has no such rule, so legacy mode runs ours alone for it."""
+    from contracts.job import RULE_CONFIGS_HYPERPARAMETER
+
+    state = initial_state({**INPUT, "rules": ["ExplodingTensor", "ObjectiveOutOfReach"], "legacy_sagemaker_debugger": legacy})
+    request = job_request.build_create_training_job_request(state, "remediation-x-001")
+    ours = json.loads(json.loads(request["HyperParameters"][RULE_CONFIGS_HYPERPARAMETER]))
+    reach = next(rule for rule in ours if rule["RuleConfigurationName"] == "ObjectiveOutOfReach")
+    assert reach["RuleParameters"]["planned_epochs"] == str(state.run_spec.hyperparameters["num_epochs"])
+    assert json.loads(reach["RuleParameters"]["objective"]) == state.objective
+    if legacy:
+        assert [rule["RuleConfigurationName"] for rule in request["DebugRuleConfigurations"]] == ["SagemakerExplodingTensor"]
 
 
 def test_a_bad_rule_selection_is_refused_before_any_launch():
