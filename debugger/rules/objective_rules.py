@@ -11,7 +11,7 @@ The workflow gives it the run's objective and ``planned_epochs`` (the run_spec's
 from __future__ import annotations
 
 from contracts.objective import Objective
-from contracts.objective_reach import OUT_OF_REACH, RULE_NAME, judge_reach
+from contracts.objective_reach import NEAR_MISS_SHARE, OUT_OF_REACH, RULE_NAME, judge_reach
 from debugger.rules.rule import Rule
 from debugger.rules.run_objective import metric_values
 
@@ -38,6 +38,12 @@ class ObjectiveOutOfReach(Rule):
         self._judged = len(values)
         reach = judge_reach(self.objective, values, self.planned_epochs)
         if reach is None:
+            return False
+        if reach.near_miss:
+            self.note(
+                f"not judged after {reach.reports} of {reach.planned} epochs: its best, {reach.best:.4g}, is within "
+                f"{NEAR_MISS_SHARE:.0%} of {self.objective.describe()}"
+            )
             return False
         if not reach.out_of_reach:
             self.note(f"within reach after {reach.reports} of {reach.planned} epochs: at most {reach.projected:.4g}")

@@ -46,6 +46,19 @@ def test_jobs_that_met_their_objective_at_the_end_are_never_judged_out_of_reach(
     assert first_out_of_reach(ACCURACY_09, slow, 12) is None
 
 
+def test_a_near_miss_is_never_judged_so_a_late_climb_is_not_stopped():
+    """A metric stalled a few points short can climb again, which no trend foresees: a rare class learned late."""
+    # report seed 1030, configuration 7, job 1: 2% of one digit's training labels kept; flat at 0.86-0.87 for six
+    # epochs, then 0.9333 at epoch 12. Without the near-miss allowance it was stopped after epoch 6.
+    rare_class = [0.825, 0.8611, 0.8667, 0.8694, 0.8611, 0.8639, 0.8583, 0.8806, 0.8889, 0.9028, 0.9139, 0.9333]
+    assert first_out_of_reach(ACCURACY_09, rare_class, 12) is None
+    reach = judge_reach(ACCURACY_09, rare_class[:6], 12)
+    assert reach.near_miss and not reach.out_of_reach
+    assert reach.projected < 0.9  # the trend alone would have said out of reach
+    # the same course against 0.95 is judged after epoch 5: its best, 0.8694, is more than 5% short
+    assert first_out_of_reach(Objective("validation:accuracy", "Maximize", 0.95), rare_class, 12) == 5
+
+
 def test_a_course_still_climbing_fast_enough_is_within_reach():
     # seed 40, configuration 2, job 2: 40% wrong labels on the robust loss, still rising at its last epoch (0.8056)
     rising = [0.2306, 0.3389, 0.4694, 0.5694, 0.6083, 0.6472, 0.6806, 0.7333]

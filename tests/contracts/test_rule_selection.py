@@ -15,7 +15,7 @@ def test_names_and_objects_give_one_shape_with_string_parameters():
         {"name": "LossNotDecreasing", "parameters": {"num_steps": "50"}},
     ]
     assert parse_rules([]) == []
-    assert DEFAULT_RULES == ("ExplodingTensor", "VanishingGradient", "LossNotDecreasing")
+    assert DEFAULT_RULES == ("ExplodingTensor", "VanishingGradient", "LossNotDecreasing", "ObjectiveOutOfReach")
 
 
 def test_start_and_end_step_are_settable_on_any_rule():

@@ -135,7 +135,11 @@ def test_hyperparameters_reach_the_script_as_it_parses_them_and_the_launcher_get
         "ExplodingTensor",
         "VanishingGradient",
         "LossNotDecreasing",
+        "ObjectiveOutOfReach",
     ]
+    # the job's epochs, from the run's num_epochs knob: when the objective is out of reach is judged against them
+    epochs = state.run_spec.hyperparameters["num_epochs"]
+    assert rules[3]["RuleParameters"]["planned_epochs"] == str(epochs)
     actions = debugger_config.parse_actions(rules[0]["RuleParameters"]["action_json"])
     assert actions == [{"name": "StopTraining", "training_job_prefix": name}]
     assert json.loads(hyperparameters["sagemaker_program"]) == LAUNCHER_PROGRAM

@@ -76,6 +76,24 @@ def test_a_job_that_can_reach_its_objective_trains_all_its_epochs(tmp_path):
     assert status["rules"][0]["RuleEvaluationStatus"] == "NoIssuesFound"
 
 
+def test_a_near_miss_is_not_judged_and_its_status_says_so(tmp_path):
+    """The rule as the hook runs it, on the metric values a job reported (report seed 1030, configuration 7, job 1:
+    a rare class, flat at 0.86-0.87 for six epochs before it climbed to 0.93 against 0.9)."""
+    from contracts.objective import Objective
+    from debugger.rules.objective_rules import ObjectiveOutOfReach
+    from debugger.trial.live_trial import LiveTrial
+
+    trial = LiveTrial(tmp_path)
+    rule = ObjectiveOutOfReach(trial, planned_epochs=12, objective=Objective("validation:accuracy", "Maximize", 0.9))
+    history = trial.metric_history.setdefault("validation:accuracy", [])
+    for step, value in enumerate([0.825, 0.8611, 0.8667, 0.8694, 0.8611, 0.8639, 0.8583, 0.8806]):
+        history.append(value)
+        assert not rule.check(step)
+    assert rule.latest_note == (
+        "not judged after 8 of 12 epochs: its best, 0.8806, is within 5% of validation:accuracy >= 0.9"
+    )
+
+
 def test_without_the_jobs_planned_epochs_the_rule_judges_nothing_and_says_so(tmp_path):
     code, out, log, status, _ = run(tmp_path, reach_rule(0.9, planned_epochs=None))
     assert code == EXIT_SUCCESS, log
