@@ -305,12 +305,7 @@ def _resolve(given: ExecutionInput, keys: set[str]) -> WorkflowState:
         distribution=given.distribution or {},
         spot_interruptions=given.spot_interruptions or [],
     )
-    try:
-        job_request.check_hyperparameter_count(run_spec)
-    except job_request.JobRequestError as error:
-        field, _, problem = str(error).partition(": ")
-        raise ContractError(field.removeprefix("run_spec."), problem) from None
-    return WorkflowState(
+    state = WorkflowState(
         run_spec=run_spec,
         policy=policy,
         remedies=remedies,
@@ -327,6 +322,12 @@ def _resolve(given: ExecutionInput, keys: set[str]) -> WorkflowState:
             else min(bounds.DEFAULT_RULE_WAIT_SECONDS, given.monitor_interval_seconds)
         ),
     )
+    try:
+        job_request.check_hyperparameter_count(state)
+    except job_request.JobRequestError as error:
+        field, _, problem = str(error).partition(": ")
+        raise ContractError(field.removeprefix("run_spec."), problem) from None
+    return state
 
 
 def _check_rules_can_fire(rules: list[dict[str, Any]], save_interval: int) -> None:

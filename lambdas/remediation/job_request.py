@@ -289,11 +289,15 @@ def script_mode_hyperparameters(
     return encoded
 
 
-def check_hyperparameter_count(run_spec: RunSpec) -> None:
-    """JobRequestError (naming run_spec.hyperparameters) when the request would hold more hyperparameters than
-    SageMaker takes: the rules' configuration is split into parts of 2,500 characters and its size grows with the
-    job name (their StopTraining action names it), so this counts with the longest job name there is."""
-    script_mode_hyperparameters(run_spec, "a" * MAX_JOB_NAME_LENGTH)
+def check_hyperparameter_count(state: WorkflowState) -> None:
+    """JobRequestError (naming run_spec.hyperparameters) when the state's first request would hold more
+    hyperparameters than SageMaker takes: the rules' configuration is split into parts of 2,500 characters and its
+    size grows with the job name (their StopTraining action names it), the run's objective and the job's planned
+    epochs, so this counts with the longest job name there is and the run's own objective and epochs."""
+    run_spec = state.run_spec
+    script_mode_hyperparameters(
+        run_spec, "a" * MAX_JOB_NAME_LENGTH, state.objective, state.epochs_in(run_spec.hyperparameters)
+    )
 
 
 def build_create_training_job_request(

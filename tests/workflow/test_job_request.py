@@ -260,3 +260,47 @@ def test_sagemakers_evaluator_gets_the_collections_the_selected_rules_read():
         {"CollectionName": "activations",
          "CollectionParameters": {"include_regex": ".*relu_output,.*tanh_input,.*sigmoid_input"}},
     ]
+
+
+def test_every_run_spec_the_validation_accepts_builds_its_first_jobs_request_whatever_its_objective():
+    """The validation counts the hyperparameters the job will get, the rules' configuration with the run's objective
+    and planned epochs included: every PyTorch rule and a long metric name take the configuration into a fourth part, so a
+    run_spec one hyperparameter short of SageMaker's limit without them is over the limit with them."""
+    from lambdas.remediation.execution_input import InvalidExecutionInput
+    from contracts.debugger_config import BUILTIN_RULE_DEFAULTS
+    from contracts.rule_selection import XGBOOST_ONLY_RULES
+
+    objective = {"metric_name": "validation:" + "x" * 205, "type": "Maximize", "target_value": 0.9}
+    rules = [
+        {"name": name, "parameters": {"start_step": "0", "end_step": "1000000", **({"max_threshold": "1e6"} if name == "TensorVariance" else {})}}
+        for name in BUILTIN_RULE_DEFAULTS
+        if name not in XGBOOST_ONLY_RULES
+    ]  # fmt: skip
+
+    def state_with(count: int):
+        return initial_state(
+            {
+                **INPUT,
+                "source_dir": "s3://artifacts-bucket/code/x.tar.gz",
+                "entry_point": "train.py",
+                "hyperparameters": {"epochs": 12, **{f"h{index}": index for index in range(count - 1)}},
+                "hyperparameter_names": {"num_epochs": "epochs"},
+                "rules": rules,
+                "objective": objective,
+                "metric_definitions": [{"Name": objective["metric_name"], "Regex": "acc=([0-9.]+)"}],
+                "instance_type": "ml.g5.xlarge",
+                "instance_count": 2,
+                "distribution": {"torch_distributed": {"enabled": True}},
+            }
+        )
+
+    counts = iter(range(70, 101))
+    for count in counts:
+        try:
+            state_with(count)
+        except InvalidExecutionInput as refused:
+            assert f"hyperparameters: has {count} entries" in str(refused)
+            assert f"keep at most {count - 1} (or select fewer rules)" in str(refused)
+            break
+    request = job_request.build_create_training_job_request(state_with(count - 1), "a" * job_request.MAX_JOB_NAME_LENGTH)
+    assert len(request["HyperParameters"]) == job_request.MAX_HYPERPARAMETERS
