@@ -15,6 +15,7 @@ A condition holds when every test it gives holds::
     "when": {"objective_met_before_end": true}              # the held-out metric met the objective at an earlier epoch
     "when": {"objective_past_peak": false}                  # the held-out metric was not falling from an earlier best
     "when": {"objective_still_rising": true}                # the held-out metric was at its best at the last report
+    "when": {"loss_weighted_by_class": true}                # the job's training loss was weighted by class
 
 ``spiked_above`` reads the run's history, not only its last symptom: it holds when the loss or the total gradient
 norm rose to more than that many times its initial value at or before the step the rule fired (the job reports
@@ -31,6 +32,8 @@ and that third gave back at least a quarter of what it had gained (``ObjectiveCo
 ever met the objective. More of the same training would take it further from its best; a course the job did not
 report counts as not past its peak. ``objective_still_rising`` holds when the metric's last report (of at least four) was
 its best, above its first: the job ended while it still improved (``ObjectiveCourse.still_rising``).
+``loss_weighted_by_class`` holds when the job's training loss was weighted by class, by the debugger in the job
+(run_spec.debugger_class_weighting "balanced") or by the script's own ``class_weighting`` knob set to "balanced".
 
 Each test that holds adds a fact, with its numbers, to the reason the planner writes.
 """
@@ -108,6 +111,8 @@ class Situation:
     #: The run's objective, and its metric over the job when the script saved it with the debugger.
     objective: Objective | None = None
     objective_course: ObjectiveCourse | None = None
+    #: The job's training loss was weighted by class (the debugger's weighting, or the script's own knob).
+    loss_weighted_by_class: bool = False
 
     @property
     def best_epoch(self) -> int | None:
@@ -219,6 +224,8 @@ class Condition:
     objective_past_peak: bool | None = None
     #: The objective's metric was at its best at the job's last report (see :attr:`Situation.still_rising`).
     objective_still_rising: bool | None = None
+    #: The job's training loss was weighted by class (see :attr:`Situation.loss_weighted_by_class`).
+    loss_weighted_by_class: bool | None = None
 
     @property
     def names_a_cause(self) -> bool:
@@ -289,6 +296,11 @@ class Condition:
             if finding is None or finding.kind not in self.training_labels:
                 return False, []
             facts.append(finding.describe())
+        if self.loss_weighted_by_class is not None:
+            if situation.loss_weighted_by_class != self.loss_weighted_by_class:
+                return False, []
+            if situation.loss_weighted_by_class:
+                facts.append("the job's training loss was weighted by class")
         if self.objective_past_peak is not None:
             if situation.past_peak != self.objective_past_peak:
                 return False, []
@@ -369,7 +381,10 @@ CONDITION_KEYS = (
     "objective_met_before_end",
     "objective_past_peak",
     "objective_still_rising",
+    "loss_weighted_by_class",
 )
+#: The conditions that are true or false.
+BOOLEAN_TESTS = ("objective_met_before_end", "objective_past_peak", "objective_still_rising", "loss_weighted_by_class")
 #: The conditions on the run's hyperparameters (their names follow the script's, see contracts.remedies.adapt_to_script).
 HYPERPARAMETER_TESTS = ("hyperparameters", "hyperparameters_above", "hyperparameters_below")
 
@@ -428,15 +443,11 @@ def parse_condition(
             raise ContractError(f"{where}.spike_phase", "needs spiked_above: the spike whose phase it tests")
     shapes = _one_or_list(value, "loss_shape", (*LOSS_SHAPES, UNKNOWN_LOSS_SHAPE), where)
     findings = _one_or_list(value, "training_labels", LABEL_FINDINGS, where)
-    met_before_end = value.get("objective_met_before_end")
-    if met_before_end is not None and not isinstance(met_before_end, bool):
-        raise ContractError(f"{where}.objective_met_before_end", f"must be true or false (got {met_before_end!r})")
-    past_peak = value.get("objective_past_peak")
-    if past_peak is not None and not isinstance(past_peak, bool):
-        raise ContractError(f"{where}.objective_past_peak", f"must be true or false (got {past_peak!r})")
-    still_rising = value.get("objective_still_rising")
-    if still_rising is not None and not isinstance(still_rising, bool):
-        raise ContractError(f"{where}.objective_still_rising", f"must be true or false (got {still_rising!r})")
+    flags = {}
+    for key in BOOLEAN_TESTS:
+        flags[key] = value.get(key)
+        if flags[key] is not None and not isinstance(flags[key], bool):
+            raise ContractError(f"{where}.{key}", f"must be true or false (got {flags[key]!r})")
     equal = value.get("hyperparameters", {})
     if not isinstance(equal, Mapping):
         raise ContractError(f"{where}.hyperparameters", "must be an object of hyperparameter: value")
@@ -474,9 +485,7 @@ def parse_condition(
         spike_phase=spike_phase,
         loss_shape=shapes,
         training_labels=findings,
-        objective_met_before_end=met_before_end,
-        objective_past_peak=past_peak,
-        objective_still_rising=still_rising,
+        **flags,
     )
 
 

@@ -4,6 +4,7 @@ and the gradient norm peaked), and the learning-rate range of the optimizer the 
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 
@@ -13,6 +14,7 @@ from contracts.objective import Objective, ObjectiveCourse
 from contracts.remedies import FAILURE_KINDS, OBJECTIVE_MISSED, Situation
 from contracts.rule_status import Peak
 from lambdas.remediation import attempts as attempt_models
+from lambdas.remediation import in_job_loss
 from lambdas.remediation.attempts import Attempt
 from lambdas.remediation.learning_rate_ranges import RateRange, range_for
 from lambdas.remediation.payload import WorkflowState
@@ -22,9 +24,10 @@ RATE_HYPERPARAMETERS = ("learning_rate", "warmup_learning_rate")
 
 
 def situation_in(state: WorkflowState, attempt: Attempt) -> Situation:
-    """:func:`situation_of` with what the run says about the attempt: its objective, and the epochs it trained (its
-    ``num_epochs`` hyperparameter, by the script's own name)."""
-    return situation_of(attempt, state.declared_objective(), state.epochs_in(attempt.hyperparameters))
+    """:func:`situation_of` with what the run says about the attempt: its objective, the epochs it trained (its
+    ``num_epochs`` hyperparameter, by the script's own name), and whether its loss was weighted by class."""
+    situation = situation_of(attempt, state.declared_objective(), state.epochs_in(attempt.hyperparameters))
+    return dataclasses.replace(situation, loss_weighted_by_class=in_job_loss.weighted_by_class(state, attempt))
 
 
 def situation_of(attempt: Attempt, objective: Objective | None = None, epochs: int | None = None) -> Situation:

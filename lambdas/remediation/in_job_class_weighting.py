@@ -5,7 +5,8 @@ the script's training cross-entropy by class (``debugger.hook.class_weighting``)
 it, and one who sets "balanced" has it weighted from the first job.
 
 It is the product changing how the user's loss counts each class, so the reason says so, and says how to switch it
-off. A job already weighted that still misses ends the run: the rare class needs more samples.
+off. A job already weighted that still misses trains longer while its held-out metric still rose at the end
+(the evidence remedies' TrainLongerOnRareClass); otherwise it ends the run: the rare class needs more samples.
 
 Measured before building it (development seeds 20-22 of bench/zoo_random.py, a class kept at 2% of its samples,
 each script alone with the weights of ``debugger.hook.class_weighting``): 4 of 11 configurations that missed their

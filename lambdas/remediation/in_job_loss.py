@@ -15,7 +15,7 @@ the planner decides after it), and the decision after job k lists what job k + 1
 
 from __future__ import annotations
 
-from contracts.run_spec import AUTO, OFF
+from contracts.run_spec import AUTO, BALANCED_CLASS_WEIGHTING, OFF
 from lambdas.remediation import in_job_class_weighting, in_job_robust_loss
 from lambdas.remediation.attempts import Attempt, Change
 from lambdas.remediation.payload import WorkflowState
@@ -43,6 +43,16 @@ def ran_with(state: WorkflowState, attempt: Attempt) -> dict[str, str]:
             if changed is not None and isinstance(changed.before, str):
                 values[field] = changed.before
     return values
+
+
+def weighted_by_class(state: WorkflowState, attempt: Attempt) -> bool:
+    """Whether ``attempt`` trained on a loss weighted by class: by the debugger in the job, or by the script's own
+    ``class_weighting`` knob (by the script's name for it) set to "balanced"."""
+    knob = state.hyperparameter_names.get("class_weighting")
+    return (
+        ran_with(state, attempt)[in_job_class_weighting.FIELD] == BALANCED_CLASS_WEIGHTING
+        or (knob is not None and attempt.hyperparameters.get(knob) == BALANCED_CLASS_WEIGHTING)
+    )
 
 
 def back_to(state: WorkflowState, base: Attempt) -> dict[str, Change]:

@@ -266,9 +266,9 @@ def test_every_run_spec_the_validation_accepts_builds_its_first_jobs_request_wha
     """The validation counts the hyperparameters the job will get, the rules' configuration with the run's objective
     and planned epochs included: every PyTorch rule and a long metric name take the configuration into a fourth part, so a
     run_spec one hyperparameter short of SageMaker's limit without them is over the limit with them."""
-    from lambdas.remediation.execution_input import InvalidExecutionInput
     from contracts.debugger_config import BUILTIN_RULE_DEFAULTS
     from contracts.rule_selection import XGBOOST_ONLY_RULES
+    from lambdas.remediation.execution_input import InvalidExecutionInput
 
     objective = {"metric_name": "validation:" + "x" * 205, "type": "Maximize", "target_value": 0.9}
     rules = [

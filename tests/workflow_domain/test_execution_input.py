@@ -129,12 +129,14 @@ def test_a_users_script_without_declarations_gets_the_evidence_remedies_its_hype
     assert [remedy.name for remedy in remedies["DeadRelu"]] == [
         "LearningRateIntoRange", "LowerRateAfterCollapse", "SwitchToLeakyReLU", "LowerLearningRate", "SwitchToLeakyReLU"
     ]
-    # a quiet miss: the epoch at which the held-out metric met the objective, the rate, more epochs when the training
-    # labels look wrong and the held-out metric still rose at the end, else smaller steps, then what the loss's course says (epochs when the job was too short to tell, the rate when it
+    # a quiet miss: the epoch at which the held-out metric met the objective, the rate, more epochs for a rare class
+    # weighted in the loss or training labels that look wrong while the held-out metric still rose at the end, else
+    # smaller steps, then what the loss's course says (epochs when the job was too short to tell, the rate when it
     # never fell, epochs when it was still falling, a lower rate when it settled), then more epochs
     assert [(remedy.name, remedy.change.hyperparameter) for remedy in remedies["objective_missed"]] == [
         ("StopAtBestEpoch", "epochs"), ("LearningRateIntoRange", "lr"), ("LearningRateToUsual", "lr"), ("SwitchToReLU", "activation"),
-        ("TrainLongerOnNoisyLabels", "epochs"), ("SmallerStepsOnNoisyLabels", "lr"), ("TrainLonger", "epochs"),
+        ("TrainLongerOnRareClass", "epochs"), ("TrainLongerOnNoisyLabels", "epochs"), ("SmallerStepsOnNoisyLabels", "lr"),
+        ("TrainLonger", "epochs"),
         ("RaiseLearningRateToUsual", "lr"),
         ("TrainLonger", "epochs"), ("LowerLearningRate", "lr"), ("TrainLonger", "epochs"),
     ]

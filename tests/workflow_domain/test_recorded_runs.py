@@ -53,6 +53,12 @@ def without_optimizer(job: dict[str, Any]) -> dict[str, Any]:
     return {**job, "rule_status": {**job["rule_status"], "evidence": evidence}}
 
 
+def final_metric_only(job: dict[str, Any]) -> dict[str, Any]:
+    """The same job as a script that reports its held-out metric once, at the end, wrote it (no course)."""
+    metrics = {name: {**metric, "values": metric["values"][-1:]} for name, metric in job["rule_status"]["metrics"].items()}
+    return {**job, "rule_status": {**job["rule_status"], "metrics": metrics}}
+
+
 # --------------------------------------------------------------------------- diagnosis from the run's history
 
 
@@ -398,9 +404,26 @@ def planned_with_class_weighting(account_input: dict[str, Any], weighting: str):
     return job, planned, planned.last_attempt.decision
 
 
+def test_a_rare_class_still_missed_with_the_debugger_weighting_while_still_improving_trains_longer(account_input):
+    """The job that missed, as if it had run weighted: no second weighting; its held-out metric was at its best at its
+    last epoch (0.8306 -> 0.8944), so the rare class's few samples get twice the epochs, from its checkpoints."""
+    job, planned, decision = planned_with_class_weighting(account_input, "balanced")
+    assert decision.remedy == "TrainLongerOnRareClass" and decision.next_action == "launch_new"
+    assert planned.run_spec.hyperparameters == {**job["hyperparameters"], "epochs": 24}
+    assert planned.run_spec.debugger_class_weighting == "balanced"
+    assert decision.resume_from == job["describe"]["TrainingJobName"]
+    assert "the job's training loss was weighted by class and validation:accuracy rose from 0.8306 to 0.8944" in (
+        decision.reason
+    )
+
+
 def test_a_rare_class_still_missed_with_the_debugger_weighting_ends_and_says_more_samples_are_the_fix(account_input):
-    """The job that missed, as if it had run weighted: the run ends, without another weighting."""
-    _, planned, decision = planned_with_class_weighting(account_input, "balanced")
+    """The same job, weighted, from a script that reports its held-out metric once, at the end: nothing says it was
+    still improving, so the run ends, without another weighting or more epochs of the same."""
+    run = recorded("mlp-rare-class-weighted-in-job")
+    job = final_metric_only(run["jobs"][0])
+    planned = plan(finish(start(run, account_input, debugger_class_weighting="balanced"), job))
+    decision = planned.last_attempt.decision
     assert decision.next_action == "end" and planned.next_action == "end"
     assert "the debugger weighted the training loss by class (debugger_class_weighting=balanced)" in decision.reason
     assert "more training samples of the rare class" in decision.reason
