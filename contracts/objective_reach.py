@@ -47,9 +47,9 @@ START_SHARE = 1 / 3
 MIN_RECENT_REPORTS = 4
 #: ... projected at this many times the recent rate (plus one standard error) over the epochs left ...
 RATE_FACTOR = 2.0
-#: ... and this many standard deviations of the reports' noise around their line. A near miss is never judged: the
-#: best must be short of the target by more than this share of the target's magnitude.
+#: ... and this many standard deviations of the reports' noise around their line.
 NOISE_FACTOR = 1.0
+#: A near miss is never judged: the best must be short of the target by more than this share of its magnitude.
 NEAR_MISS_SHARE = 0.05
 
 
