@@ -15,6 +15,8 @@ objective met it weighted. None that met it unweighted fell below it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from contracts.run_spec import BALANCED_CLASS_WEIGHTING, DEFAULT_CLASS_WEIGHTING
 from contracts.training_labels import LabelFinding
 from lambdas.remediation.run_spec_model import RunSpec
@@ -23,17 +25,21 @@ REMEDY = "WeightClassesInJob"
 FIELD = "debugger_class_weighting"
 AFTER = BALANCED_CLASS_WEIGHTING
 IMBALANCED = "imbalanced"
+#: The conventional name of a script's own class-weighting knob (hyperparameter_names maps it to the script's).
+SCRIPT_KNOB = "class_weighting"
 
 
-def answers(run_spec: RunSpec, labels: LabelFinding) -> bool:
-    """Whether the next job should weight the loss in the job: imbalanced labels, a PyTorch script, and the
-    run_spec leaves it to the product ("auto")."""
+def answers(run_spec: RunSpec, labels: LabelFinding, hyperparameter_names: Mapping[str, str]) -> bool:
+    """Whether the next job should weight the loss in the job: imbalanced labels, a PyTorch script with no
+    class-weighting knob of its own (none mapped as ``class_weighting``: the evidence remedies weight through it, and
+    weighting the loss twice, or again after the script's own weighting missed, answers nothing new), and the run_spec
+    leaves it to the product ("auto")."""
     return (
         labels.kind == IMBALANCED
         and run_spec.framework == "pytorch"
+        and SCRIPT_KNOB not in hyperparameter_names
         and run_spec.debugger_class_weighting == DEFAULT_CLASS_WEIGHTING
     )
-
 
 
 def explanation() -> str:
@@ -46,14 +52,17 @@ def explanation() -> str:
     )
 
 
-def advice_after(run_spec: RunSpec, labels: LabelFinding) -> str:
-    """What answers a rare class once the debugger has weighted the loss and the objective is still missed."""
-    if labels.kind == IMBALANCED and run_spec.debugger_class_weighting == BALANCED_CLASS_WEIGHTING:
-        return (
-            f"the debugger weighted the training loss by class ({FIELD}=balanced) and the objective is still "
-            "missed: more training samples of the rare class (or a model that needs fewer) are the fix"
-        )
-    return labels.advice
+def advice_after(run_spec: RunSpec, labels: LabelFinding, weighted: bool) -> str:
+    """What answers a rare class once a job of the run trained on a loss weighted by class (``weighted``: by the
+    debugger, or by the script's own knob) and the objective is still missed."""
+    if labels.kind != IMBALANCED or not weighted:
+        return labels.advice
+    how = (
+        f"the debugger weighted the training loss by class ({FIELD}=balanced)"
+        if run_spec.debugger_class_weighting == BALANCED_CLASS_WEIGHTING
+        else f"the training loss was weighted by class (the script's {SCRIPT_KNOB} knob at \"balanced\")"
+    )
+    return f"{how} and the objective is still missed: more training samples of the rare class (or a model that needs fewer) are the fix"
 
 
 def success_note(run_spec: RunSpec) -> str:

@@ -48,7 +48,7 @@ def ran_with(state: WorkflowState, attempt: Attempt) -> dict[str, str]:
 def weighted_by_class(state: WorkflowState, attempt: Attempt) -> bool:
     """Whether ``attempt`` trained on a loss weighted by class: by the debugger in the job, or by the script's own
     ``class_weighting`` knob (by the script's name for it) set to "balanced"."""
-    knob = state.hyperparameter_names.get("class_weighting")
+    knob = state.hyperparameter_names.get(in_job_class_weighting.SCRIPT_KNOB)
     return (
         ran_with(state, attempt)[in_job_class_weighting.FIELD] == BALANCED_CLASS_WEIGHTING
         or (knob is not None and attempt.hyperparameters.get(knob) == BALANCED_CLASS_WEIGHTING)

@@ -129,7 +129,9 @@ def plan(state: WorkflowState) -> WorkflowState:
         return _change_the_loss_in_job(
             state, attempt, _sentence(labels.describe()), hyperparameters, base, in_job_robust_loss
         )
-    if chosen is None and labels is not None and in_job_class_weighting.answers(state.run_spec, labels):
+    if chosen is None and labels is not None and in_job_class_weighting.answers(
+        state.run_spec, labels, state.hyperparameter_names
+    ):
         return _change_the_loss_in_job(
             state, attempt, _sentence(labels.describe()), hyperparameters, base, in_job_class_weighting
         )
@@ -139,8 +141,9 @@ def plan(state: WorkflowState) -> WorkflowState:
         finding = f"{_sentence(situation.describe_peak())}. {in_job_robust_loss.past_peak_sentence()}"
         return _change_the_loss_in_job(state, attempt, finding, hyperparameters, base, in_job_robust_loss)
     if chosen is None and labels is not None:
+        weighted = any(in_job_loss.weighted_by_class(state, earlier) for earlier in state.attempts)
         advice = in_job_robust_loss.advice_after(state.run_spec, labels) or in_job_class_weighting.advice_after(
-            state.run_spec, labels
+            state.run_spec, labels, weighted
         )
         reason = (
             f"{headline(attempt, state)}. {_sentence(labels.describe())}. No remedy in the {state.policy} remedies "

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from contracts.rule_status import RuleStatusDocument
+from lambdas.remediation import in_job_loss
 from lambdas.remediation.execution_input import initial_state
 from lambdas.remediation.monitoring import apply_decision, decide
 from lambdas.remediation.notifications import issues_found
@@ -364,6 +365,20 @@ def test_a_rare_class_is_weighted_and_the_next_job_meets_the_objective(account_i
     )
     met = finish(planned, run["jobs"][1])
     assert met.last_attempt.outcome == "completed" and met.last_attempt.objective_value == 0.975
+
+
+def test_a_rare_class_weighted_by_the_scripts_own_knob_is_not_weighted_again_by_the_debugger(account_input):
+    """The script's own class weighting counts as weighted: job 1's record, as if it had run with the knob at
+    "balanced" (the settings the planner gave job 2), and it missed again."""
+    run = recorded("mlp-rare-class")
+    _, weighted, _ = quiet_miss("mlp-rare-class", account_input)
+    state = finish(weighted, {**run["jobs"][0], "hyperparameters": weighted.run_spec.hyperparameters})
+    assert [in_job_loss.weighted_by_class(state, attempt) for attempt in state.attempts] == [False, True]
+    planned = plan(state)
+    decision = planned.last_attempt.decision
+    assert decision.next_action == "end" and planned.run_spec.debugger_class_weighting == "auto"
+    assert "the training loss was weighted by class (the script's class_weighting knob at \"balanced\") and the " \
+           "objective is still missed: more training samples of the rare class" in decision.reason  # fmt: skip
 
 
 def test_a_rare_class_in_a_script_without_class_weights_is_weighted_by_the_debugger_and_meets_the_objective(
