@@ -62,7 +62,10 @@ def advice_after(run_spec: RunSpec, labels: LabelFinding, weighted: bool) -> str
         if run_spec.debugger_class_weighting == BALANCED_CLASS_WEIGHTING
         else f"the training loss was weighted by class (the script's {SCRIPT_KNOB} knob at \"balanced\")"
     )
-    return f"{how} and the objective is still missed: more training samples of the rare class (or a model that needs fewer) are the fix"
+    return (
+        f"{how} and the objective is still missed: more training samples of the rare class (or a model that needs "
+        "fewer) are the fix"
+    )
 
 
 def success_note(run_spec: RunSpec) -> str:
