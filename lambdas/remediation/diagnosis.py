@@ -4,7 +4,6 @@ and the gradient norm peaked), and the learning-rate range of the optimizer the 
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import math
 
@@ -26,13 +25,24 @@ RATE_HYPERPARAMETERS = ("learning_rate", "warmup_learning_rate")
 def situation_in(state: WorkflowState, attempt: Attempt) -> Situation:
     """:func:`situation_of` with what the run says about the attempt: its objective, the epochs it trained (its
     ``num_epochs`` hyperparameter, by the script's own name), and whether its loss was weighted by class."""
-    situation = situation_of(attempt, state.declared_objective(), state.epochs_in(attempt.hyperparameters))
-    return dataclasses.replace(situation, loss_weighted_by_class=in_job_loss.weighted_by_class(state, attempt))
+    return situation_of(
+        attempt,
+        state.declared_objective(),
+        state.epochs_in(attempt.hyperparameters),
+        loss_weighted_by_class=in_job_loss.weighted_by_class(state, attempt),
+    )
 
 
-def situation_of(attempt: Attempt, objective: Objective | None = None, epochs: int | None = None) -> Situation:
+def situation_of(
+    attempt: Attempt,
+    objective: Objective | None = None,
+    epochs: int | None = None,
+    *,
+    loss_weighted_by_class: bool = False,
+) -> Situation:
     """The attempt's issue and evidence, as remedy conditions read them. ``objective``: the run's, whose value the
-    training labels' agreement is compared with (contracts.training_labels); ``epochs``: how many the job trained."""
+    training labels' agreement is compared with (contracts.training_labels); ``epochs``: how many the job trained;
+    ``loss_weighted_by_class``: whether its training loss was weighted by class."""
     evidence = attempt.evidence
     issue = attempt.issue
     step = issue.step if issue and issue.step is not None else (evidence.first_issue_step if evidence else None)
@@ -55,6 +65,7 @@ def situation_of(attempt: Attempt, objective: Objective | None = None, epochs: i
         epochs=epochs,
         objective=objective,
         objective_course=_course(evidence.objective_course) if evidence else None,
+        loss_weighted_by_class=loss_weighted_by_class,
     )
 
 

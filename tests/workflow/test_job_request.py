@@ -294,13 +294,14 @@ def test_every_run_spec_the_validation_accepts_builds_its_first_jobs_request_wha
             }
         )
 
-    counts = iter(range(70, 101))
-    for count in counts:
+    for count in range(70, 101):
         try:
             state_with(count)
         except InvalidExecutionInput as refused:
             assert f"hyperparameters: has {count} entries" in str(refused)
             assert f"keep at most {count - 1} (or select fewer rules)" in str(refused)
             break
+    else:
+        pytest.fail("no hyperparameter count up to SageMaker's 100 was refused")
     request = job_request.build_create_training_job_request(state_with(count - 1), "a" * job_request.MAX_JOB_NAME_LENGTH)
     assert len(request["HyperParameters"]) == job_request.MAX_HYPERPARAMETERS

@@ -8,7 +8,10 @@ import json
 import pytest
 
 from contracts.job import EXIT_RULE_STOP, EXIT_SUCCESS, METRIC_DEFINITIONS_HYPERPARAMETER
+from contracts.objective import Objective
 from contracts.rule_status import RULE_STATUS_FILE
+from debugger.rules.objective_rules import ObjectiveOutOfReach
+from debugger.trial.live_trial import LiveTrial
 from tests.debugger.hook.test_zero_change_jobs import STOP, launch
 
 pytestmark = pytest.mark.training
@@ -79,10 +82,6 @@ def test_a_job_that_can_reach_its_objective_trains_all_its_epochs(tmp_path):
 def test_a_near_miss_is_not_judged_and_its_status_says_so(tmp_path):
     """The rule as the hook runs it, on the metric values a job reported (report seed 1030, configuration 7, job 1:
     a rare class, flat at 0.86-0.87 for six epochs before it climbed to 0.93 against 0.9)."""
-    from contracts.objective import Objective
-    from debugger.rules.objective_rules import ObjectiveOutOfReach
-    from debugger.trial.live_trial import LiveTrial
-
     trial = LiveTrial(tmp_path)
     rule = ObjectiveOutOfReach(trial, planned_epochs=12, objective=Objective("validation:accuracy", "Maximize", 0.9))
     history = trial.metric_history.setdefault("validation:accuracy", [])
