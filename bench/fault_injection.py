@@ -41,14 +41,11 @@ def _prepare() -> None:
 
     os.environ.update(OFFLINE_AWS_ENVIRONMENT)
     os.environ.pop("AWS_PROFILE", None)
-    # moto's interpreter really sleeps between Retry attempts (the ASL's intervals, up to 15 minutes): shortened,
-    # as the tests do (for the worker's life); the definition is unchanged.
-    from interpreter_clock import retry_waits_shortened
-
-    _FOR_THE_WORKERS_LIFE.enter_context(retry_waits_shortened())
     from asl_parse_cache import parse_each_definition_once
+    from sns_signing_key_once import signing_key_made_once
 
     _FOR_THE_WORKERS_LIFE.enter_context(parse_each_definition_once())  # once per worker, not per execution
+    _FOR_THE_WORKERS_LIFE.enter_context(signing_key_made_once())
     import logging
 
     logging.disable(logging.CRITICAL)  # the handlers' logs: millions of lines over a long run
@@ -76,10 +73,11 @@ def _run_in_one_account(seeds: list[int], abort_share: float) -> list[dict]:
 
     from fault_harness import FaultHarness
     from fault_scenarios import draw, run_drawn
-    from workflow_harness import open_workflow
+    from patched_workflow import open_patched_workflow
 
     results = []
-    with open_workflow(os.environ.__setitem__) as workflow:
+    # as the workflow tests run it (shortened Retry waits, the quiet clock for callback waits, StopExecution as in AWS)
+    with open_patched_workflow(os.environ.__setitem__) as workflow:
         faults = FaultHarness(workflow)
         try:
             for seed in seeds:

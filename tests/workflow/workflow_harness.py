@@ -502,6 +502,23 @@ class Execution:
         return [message["event_type"] for message in self.notifications]
 
 
+@dataclasses.dataclass
+class Training:
+    """A scripted job on its way to its next tick: the seconds of training left, and the real timer that reaches
+    it (None while a fallback holds it: :meth:`Workflow.quiet`)."""
+
+    tick: Tick
+    seconds_left: float
+    timer: threading.Timer | None = None
+
+    def hold(self, seconds_left: float) -> None:
+        """Stop the real timer; the job has ``seconds_left`` of training left when it next trains."""
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        self.seconds_left = seconds_left
+
+
 class Workflow:
     def __init__(
         self, dispatch: LocalDispatch, queue_url: str, sqs: Any, sfn: Any, definition_changes: dict[str, Any] | None = None
@@ -532,8 +549,8 @@ class Workflow:
         self._lock = threading.Lock()
         self._awaiting_end = 0  # test threads inside wait(): the test does nothing but wait for the execution
         self._ticks_under_way = 0  # ticks scripted jobs train towards, from the hand-out until reached
-        #: The ticks jobs train towards, by job: (seconds of training from the hand-out, the tick, its timer).
-        self._training: dict[str, tuple[float, Tick, threading.Timer]] = {}
+        #: The ticks jobs train towards, by job (see :class:`Training`).
+        self._training: dict[str, Training] = {}
 
     def quiet(self, timeout_seconds: float) -> bool:
         """Nothing can complete a waiting task's token within its ``timeout_seconds``: the test waits for the
@@ -541,20 +558,25 @@ class Workflow:
         or in delivery, and nothing in ``under_way`` runs. Then a callback task's wait ends by its timeout at once
         (tests/interpreter_clock.py).
 
-        A job that trains towards its next tick and would reach it before that timeout, with nothing else under
-        way, reaches it at once instead of after its real seconds: the training time passes as the fallback's does,
-        and the event due first still wins."""
+        A job that trains towards its next tick passes its training time as the fallback's: the tick due first
+        wins, counted in seconds of training, not in the machine's. Due before the timeout, the job reaches it at
+        once (its event then ends the wait); due at or after it, the wait times out at once and every job has
+        trained ``timeout_seconds`` more, held there (no real timer) until its next wait hands out a token. So a
+        job due 1.5 s into a 1 s fallback is polled once by the fallback and ends during the next wait, however
+        slow the machine."""
         if not self._awaiting_end or not self.events.idle() or any(check() for check in self.under_way):
             return False
         with self._lock:
             if not self._training:
                 return not self._ticks_under_way
-            name, (seconds, tick, timer) = min(self._training.items(), key=lambda item: item[1][0])
-            if seconds >= timeout_seconds:
-                return False  # the fallback comes first: its real seconds pass, as before
+            name, first = min(self._training.items(), key=lambda item: item[1].seconds_left)
+            if first.seconds_left >= timeout_seconds:
+                for training in self._training.values():
+                    training.hold(training.seconds_left - timeout_seconds)
+                return True
             del self._training[name]
-        timer.cancel()
-        threading.Thread(target=self._reach, args=(name, tick), daemon=True).start()
+            first.hold(0.0)
+        threading.Thread(target=self._reach, args=(name, first.tick), daemon=True).start()
         return False
 
     def add_execution_cleanup_rule(self, state_machine_arn: str, wrapper: Callable[[Any], Any] | None = None) -> None:
@@ -622,28 +644,31 @@ class Workflow:
 
     def _wait_for_job(self, event: dict[str, Any], context: Any) -> Any:
         """The WaitForJob task: the real handler keeps the token; then the job trains on towards its next tick,
-        which it reaches ``after_seconds`` later, sending its state change event if that tick is final."""
+        which it reaches ``after_seconds`` later (the rest of them, if a fallback held it: :meth:`quiet`), sending
+        its state change event if that tick is final."""
         answer = self._job_events_quietly(event, context)
         if self.sagemaker is not None and answer.get("waiting"):
             name = answer["job_name"]
             tick = self.sagemaker.next_tick(name)
-            if tick is not None:
-                timer = threading.Timer(tick.after_seconds, self._reach_in_time, args=(name, tick))
-                timer.daemon = True
-                with self._lock:
+            with self._lock:
+                if tick is not None:
                     self._ticks_under_way += 1
-                    self._training[name] = (tick.after_seconds, tick, timer)
-                timer.start()
+                    self._training[name] = Training(tick, tick.after_seconds)
+                training = self._training.get(name)
+                if training is not None and training.timer is None:
+                    training.timer = threading.Timer(training.seconds_left, self._reach_in_time, args=(name, training))
+                    training.timer.daemon = True
+                    training.timer.start()
         return answer
 
-    def _reach_in_time(self, name: str, tick: Tick) -> None:
-        """The tick's real seconds have passed (unless :meth:`quiet` has made the job reach it already)."""
+    def _reach_in_time(self, name: str, training: Training) -> None:
+        """The training's real seconds have passed (unless :meth:`quiet` has made the job reach it already, or held
+        it, replacing its timer)."""
         with self._lock:
-            training = self._training.get(name)
-            if training is None or training[1] is not tick:
-                return
+            if self._training.get(name) is not training or training.timer is not threading.current_thread():
+                return  # reached at once, or held: a later hand-out's timer reaches it
             del self._training[name]
-        self._reach(name, tick)
+        self._reach(name, training.tick)
 
     def _reach(self, name: str, tick: Tick) -> None:
         try:
