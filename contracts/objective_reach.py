@@ -36,15 +36,15 @@ import dataclasses
 import math
 from collections.abc import Sequence
 
-from contracts.objective import Objective
+from contracts.objective import MIN_RECENT_REPORTS, Objective, recent_reports, trend_line
 
 #: The rule that judges it (debugger.rules.objective_rules), and the kind of issue it reports.
 RULE_NAME = "ObjectiveOutOfReach"
 OUT_OF_REACH = "out_of_reach"
 #: A job is judged from this share of its planned epochs on (and never at its last: it has ended by then) ...
 START_SHARE = 1 / 3
-#: ... on at least this many reports, the recent rate on the last half of them and at least this many ...
-MIN_RECENT_REPORTS = 4
+#: ... on at least MIN_RECENT_REPORTS reports (contracts.objective: the recent rate on the last half of them and at
+#: least that many) ...
 #: ... projected at this many times the recent rate (plus one standard error) over the epochs left ...
 RATE_FACTOR = 2.0
 #: ... and this many standard deviations of the reports' noise around their line.
@@ -96,8 +96,7 @@ def judge_reach(objective: Objective, values: Sequence[float], planned: int) -> 
     best, target = max(ranked), sign * objective.target_value
     if best >= target:
         return None
-    recent = ranked[-max(MIN_RECENT_REPORTS, math.ceil(reports / 2)) :]
-    slope, noise, error = _line(recent)
+    slope, noise, error = trend_line(recent_reports(ranked))
     rate = max(0.0, slope + error)
     projected = best + RATE_FACTOR * rate * (planned - reports) + NOISE_FACTOR * noise
     near_miss = target - best <= NEAR_MISS_SHARE * abs(objective.target_value)
@@ -111,14 +110,3 @@ def judge_reach(objective: Objective, values: Sequence[float], planned: int) -> 
         near_miss=near_miss,
         out_of_reach=projected < target and not near_miss,
     )
-
-
-def _line(values: Sequence[float]) -> tuple[float, float, float]:
-    """(least-squares slope per report, standard deviation around the line, standard error of the slope)."""
-    count = len(values)
-    mean_x, mean_y = (count - 1) / 2, sum(values) / count
-    spread = sum((x - mean_x) ** 2 for x in range(count))
-    slope = sum((x - mean_x) * (y - mean_y) for x, y in enumerate(values)) / spread
-    residuals = [y - (mean_y + slope * (x - mean_x)) for x, y in enumerate(values)]
-    noise = math.sqrt(sum(r * r for r in residuals) / max(1, count - 2))
-    return slope, noise, noise / math.sqrt(spread)

@@ -30,8 +30,9 @@ past its best epoch; ``to_best_epoch`` (``contracts.remedy_changes``) sets the e
 ``objective_past_peak`` reads the same course: it holds when the metric was best before the course's last third
 and that third gave back at least a quarter of what it had gained (``ObjectiveCourse.past_peak``), whether or not it
 ever met the objective. More of the same training would take it further from its best; a course the job did not
-report counts as not past its peak. ``objective_still_rising`` holds when the metric's last report (of at least four) was
-its best, above its first: the job ended while it still improved (``ObjectiveCourse.still_rising``).
+report counts as not past its peak. ``objective_still_rising`` holds when the metric's recent reports rose by more than
+their noise and its last report is within that noise of its best (of at least four, above its first): the job ended
+while it still improved (``ObjectiveCourse.still_rising``).
 ``loss_weighted_by_class`` holds when the job's training loss was weighted by class, by the debugger in the job
 (run_spec.debugger_class_weighting "balanced") or by the script's own ``class_weighting`` knob set to "balanced".
 
@@ -48,7 +49,7 @@ from typing import Any
 from contracts import ContractError
 from contracts.hyperparameter_values import Value, describe_kind, fits_kind, is_number, kind_of_value, show
 from contracts.loss_history import LOSS_SHAPES, LossShape, LossWindow, loss_shape
-from contracts.objective import Objective, ObjectiveCourse, late_reports
+from contracts.objective import Objective, ObjectiveCourse, late_reports, recent_reports
 from contracts.rule_status import ISSUE_KIND_PATTERN, PHASES, Peak
 from contracts.suggestions import did_you_mean
 from contracts.training_labels import LABEL_FINDINGS, LabelFinding, label_finding
@@ -132,17 +133,25 @@ class Situation:
 
     @property
     def still_rising(self) -> bool:
-        """Whether the objective's metric was at its best at the job's last report (False when the job did not
-        report its course)."""
+        """Whether the objective's metric still improved at the job's end (``ObjectiveCourse.still_rising``; False
+        when the job did not report its course)."""
         course, objective = self.objective_course, self.objective
         return course is not None and objective is not None and course.still_rising(objective)
 
     def describe_rise(self) -> str:
         """The objective's course still rising at the end, with its numbers (call when :attr:`still_rising` holds)."""
         course, objective = self.objective_course, self.objective
+        if course.recent_slope is None or course.recent_noise is None:
+            return (
+                f"{objective.metric_name} rose from {show(course.first_value)} to {show(course.last_value)} and was at "
+                f"its best at its last report ({course.reports} of {course.reports}): the job ended while it still "
+                "improved"
+            )
         return (
-            f"{objective.metric_name} rose from {show(course.first_value)} to {show(course.last_value)} and was at its "
-            f"best at its last report ({course.reports} of {course.reports}): the job ended while it still improved"
+            f"{objective.metric_name} rose from {show(course.first_value)} to {show(course.last_value)} (best "
+            f"{show(course.best_value)}), by {show(round(abs(course.recent_slope), 4))} a report over its last "
+            f"{len(recent_reports(range(course.reports)))} (noise {show(round(course.recent_noise, 4))}): the job "
+            "ended while it still improved"
         )
 
     def describe_peak(self) -> str:

@@ -120,6 +120,9 @@ class ObjectiveCourse(BaseModel):
     last_value: float
     first_value: float | None = None
     late_mean: float | None = None
+    recent_slope: float | None = None
+    recent_slope_error: float | None = None
+    recent_noise: float | None = None
 
 
 class LossWindow(BaseModel):
