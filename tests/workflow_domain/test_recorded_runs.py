@@ -432,6 +432,28 @@ def test_a_rare_class_still_missed_with_the_debugger_weighting_while_still_impro
     )
 
 
+def test_a_weighted_rare_class_stopped_out_of_reach_one_epoch_after_its_best_while_rising_trains_longer(account_input):
+    """A real run (the plain logline script, a class at 0.6% of the labels): ObjectiveOutOfReach stops the first job
+    after 6 of 12 epochs, the debugger weights the next job's loss, and ObjectiveOutOfReach stops that one after 11
+    epochs: 0.76 after epoch 10, 0.7517 after 11, still rising 0.008 an epoch with a noise of 0.013. Its last report
+    is not its best, yet it still improved: twice the epochs (in development it then met the objective, 0.8033)."""
+    run = recorded("logline-rare-class-out-of-reach-still-rising")
+    first, second = run["jobs"]
+    state = plan(finish(start(run, account_input), first))
+    assert state.last_attempt.decision.remedy == "WeightClassesInJob"
+    stopped = finish(state, second)
+    assert stopped.last_attempt.outcome == "objective_missed" and stopped.last_attempt.issue.rule == "ObjectiveOutOfReach"
+    course = stopped.last_attempt.evidence.objective_course
+    assert (course.best_report, course.reports, course.last_value) == (10, 11, 0.7517)
+    planned = plan(stopped)
+    decision = planned.last_attempt.decision
+    assert decision.remedy == "TrainLongerOnRareClass" and decision.next_action == "launch_new"
+    assert planned.run_spec.hyperparameters == {**second["hyperparameters"], "n-epochs": 24}
+    assert planned.run_spec.debugger_class_weighting == "balanced"
+    assert ("validation:accuracy rose from 0.3517 to 0.7517 (best 0.76), by 0.0081 a report over its last 6 (noise "
+            "0.0127): the job ended while it still improved") in decision.reason
+
+
 def test_a_rare_class_still_missed_with_the_debugger_weighting_ends_and_says_more_samples_are_the_fix(account_input):
     """The same job, weighted, from a script that reports its held-out metric once, at the end: nothing says it was
     still improving, so the run ends, without another weighting or more epochs of the same."""

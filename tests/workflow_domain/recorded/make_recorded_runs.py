@@ -269,6 +269,15 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "zoo_configuration": (40, 1),
         "run_spec": {**zoo_configuration(40, 1).execution_input(), "max_num_retraining": 2},
     },
+    "logline-rare-class-out-of-reach-still-rising": {
+        "about": "The plain logline script of the random zoo (development seed 23, configuration 35: Adam at 0.002 for "
+        "twelve epochs on the generated tabular data, one class kept at 0.6% of its training labels): "
+        "ObjectiveOutOfReach stops the first job after 6 of its 12 epochs; the planner has the next job's debugger "
+        "weight its training loss by class, and ObjectiveOutOfReach stops that one too, one epoch after its best "
+        "while its held-out accuracy still rose.",
+        "zoo_configuration": (23, 35),
+        "run_spec": {**zoo_configuration(23, 35).execution_input(), "max_num_retraining": 2},
+    },
     "mlp-batch-norm-batch-of-one": {
         "about": "The MLP with batch norm on the generated blobs (1,600 training samples) at a batch size of 123: "
         "the first epoch's last batch holds one sample and BatchNorm1d refuses it in training; the next job runs "
