@@ -16,6 +16,7 @@ A condition holds when every test it gives holds::
     "when": {"objective_past_peak": false}                  # the held-out metric was not falling from an earlier best
     "when": {"objective_still_rising": true}                # the held-out metric was at its best at the last report
     "when": {"loss_weighted_by_class": true}                # the job's training loss was weighted by class
+    "when": {"loss_robust_to_wrong_labels": false}          # the job did not train on the debugger's robust loss
 
 ``spiked_above`` reads the run's history, not only its last symptom: it holds when the loss or the total gradient
 norm rose to more than that many times its initial value at or before the step the rule fired (the job reports
@@ -35,6 +36,9 @@ their noise and its last report is within that noise of its best (of at least fo
 while it still improved (``ObjectiveCourse.still_rising``).
 ``loss_weighted_by_class`` holds when the job's training loss was weighted by class, by the debugger in the job
 (run_spec.debugger_class_weighting "balanced") or by the script's own ``class_weighting`` knob set to "balanced".
+``loss_robust_to_wrong_labels`` holds when the job trained on the debugger's loss robust to wrong labels
+(run_spec.debugger_robust_loss "generalized_cross_entropy"). Both read the job the next one is planned from (the
+closest to the objective so far), whose loss the next job goes back to.
 
 Each test that holds adds a fact, with its numbers, to the reason the planner writes.
 """
@@ -114,6 +118,8 @@ class Situation:
     objective_course: ObjectiveCourse | None = None
     #: The job's training loss was weighted by class (the debugger's weighting, or the script's own knob).
     loss_weighted_by_class: bool = False
+    #: The job trained on the debugger's loss robust to wrong labels (lambdas.remediation.in_job_robust_loss).
+    loss_robust_to_wrong_labels: bool = False
 
     @property
     def best_epoch(self) -> int | None:
@@ -235,6 +241,8 @@ class Condition:
     objective_still_rising: bool | None = None
     #: The job's training loss was weighted by class (see :attr:`Situation.loss_weighted_by_class`).
     loss_weighted_by_class: bool | None = None
+    #: The job trained on the debugger's robust loss (see :attr:`Situation.loss_robust_to_wrong_labels`).
+    loss_robust_to_wrong_labels: bool | None = None
 
     @property
     def names_a_cause(self) -> bool:
@@ -310,6 +318,11 @@ class Condition:
                 return False, []
             if situation.loss_weighted_by_class:
                 facts.append("the job's training loss was weighted by class")
+        if self.loss_robust_to_wrong_labels is not None:
+            if situation.loss_robust_to_wrong_labels != self.loss_robust_to_wrong_labels:
+                return False, []
+            if situation.loss_robust_to_wrong_labels:
+                facts.append("the job trained on the debugger's loss robust to wrong labels")
         if self.objective_past_peak is not None:
             if situation.past_peak != self.objective_past_peak:
                 return False, []
@@ -391,9 +404,16 @@ CONDITION_KEYS = (
     "objective_past_peak",
     "objective_still_rising",
     "loss_weighted_by_class",
+    "loss_robust_to_wrong_labels",
 )
 #: The conditions that are true or false.
-BOOLEAN_TESTS = ("objective_met_before_end", "objective_past_peak", "objective_still_rising", "loss_weighted_by_class")
+BOOLEAN_TESTS = (
+    "objective_met_before_end",
+    "objective_past_peak",
+    "objective_still_rising",
+    "loss_weighted_by_class",
+    "loss_robust_to_wrong_labels",
+)
 #: The conditions on the run's hyperparameters (their names follow the script's, see contracts.remedies.adapt_to_script).
 HYPERPARAMETER_TESTS = ("hyperparameters", "hyperparameters_above", "hyperparameters_below")
 

@@ -24,12 +24,14 @@ RATE_HYPERPARAMETERS = ("learning_rate", "warmup_learning_rate")
 
 def situation_in(state: WorkflowState, attempt: Attempt) -> Situation:
     """:func:`situation_of` with what the run says about the attempt: its objective, the epochs it trained (its
-    ``num_epochs`` hyperparameter, by the script's own name), and whether its loss was weighted by class."""
+    ``num_epochs`` hyperparameter, by the script's own name), and whether its loss was weighted by class or robust to
+    wrong labels."""
     return situation_of(
         attempt,
         state.declared_objective(),
         state.epochs_in(attempt.hyperparameters),
         loss_weighted_by_class=in_job_loss.weighted_by_class(state, attempt),
+        loss_robust_to_wrong_labels=in_job_loss.robust_to_wrong_labels(state, attempt),
     )
 
 
@@ -39,10 +41,12 @@ def situation_of(
     epochs: int | None = None,
     *,
     loss_weighted_by_class: bool = False,
+    loss_robust_to_wrong_labels: bool = False,
 ) -> Situation:
     """The attempt's issue and evidence, as remedy conditions read them. ``objective``: the run's, whose value the
     training labels' agreement is compared with (contracts.training_labels); ``epochs``: how many the job trained;
-    ``loss_weighted_by_class``: whether its training loss was weighted by class."""
+    ``loss_weighted_by_class``: whether its training loss was weighted by class; ``loss_robust_to_wrong_labels``:
+    whether it trained on the debugger's robust loss."""
     evidence = attempt.evidence
     issue = attempt.issue
     step = issue.step if issue and issue.step is not None else (evidence.first_issue_step if evidence else None)
@@ -66,6 +70,7 @@ def situation_of(
         objective=objective,
         objective_course=_course(evidence.objective_course) if evidence else None,
         loss_weighted_by_class=loss_weighted_by_class,
+        loss_robust_to_wrong_labels=loss_robust_to_wrong_labels,
     )
 
 

@@ -55,6 +55,11 @@ def weighted_by_class(state: WorkflowState, attempt: Attempt) -> bool:
     )
 
 
+def robust_to_wrong_labels(state: WorkflowState, attempt: Attempt) -> bool:
+    """Whether ``attempt`` trained on the debugger's loss robust to wrong labels (the generalized cross-entropy)."""
+    return ran_with(state, attempt)[in_job_robust_loss.FIELD] == in_job_robust_loss.AFTER
+
+
 def back_to(state: WorkflowState, base: Attempt) -> dict[str, Change]:
     """The in-job loss fields the next job must change to train its loss as ``base`` did (none when it does)."""
     then = ran_with(state, base)

@@ -164,6 +164,8 @@ def test_to_best_epoch_sets_the_epochs_the_jobs_course_met_the_objective_at_and_
          "remedies.*[0].when.objective_still_rising", "true or false"),
         ({"hyperparameter": "epochs", "multiply_by": 2, "when": {"loss_weighted_by_class": "balanced"}},
          "remedies.*[0].when.loss_weighted_by_class", "true or false"),
+        ({"hyperparameter": "lr", "multiply_by": 0.3, "when": {"loss_robust_to_wrong_labels": "off"}},
+         "remedies.*[0].when.loss_robust_to_wrong_labels", "true or false"),
     ],
 )
 def test_a_bad_best_epoch_remedy_names_the_field(entry, field, fragment):

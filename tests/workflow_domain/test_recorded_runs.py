@@ -592,23 +592,19 @@ def test_noisy_labels_whose_held_out_metric_still_rises_train_longer_not_with_sm
     assert after.run_spec.hyperparameters["n-epochs"] == 29
 
 
-def test_noisy_labels_still_missed_on_the_robust_loss_go_on_with_smaller_steps_and_end_naming_the_labels(
-    account_input,
-):
-    """The job that missed, as if it had run on the debugger's robust loss: no second robust loss; the ladder goes on
-    (smaller steps, the robust loss kept), and once nothing is left the run ends saying the labels are the fix."""
+def test_noisy_labels_still_missed_on_the_robust_loss_end_naming_the_labels_without_smaller_steps(account_input):
+    """The job that missed, as if it had run on the debugger's robust loss and no longer rose: no second robust loss,
+    and no smaller steps on it (in development they never met the objective after the robust loss, and most fell):
+    the run ends at once saying the labels are the fix. Without the robust loss, smaller steps are still tried."""
     run = recorded("mlp-noisy-labels-robust-in-job")
     job = run["jobs"][0]
     planned = plan(finish(start(run, account_input, debugger_robust_loss="generalized_cross_entropy"), job))
     decision = planned.last_attempt.decision
-    assert decision.remedy == "SmallerStepsOnNoisyLabels"
-    assert planned.run_spec.debugger_robust_loss == "generalized_cross_entropy"
-    names = {"num_epochs": "epochs"}  # no learning rate to lower either
-    ended = plan(finish(start(run, account_input, debugger_robust_loss="generalized_cross_entropy",
-                              hyperparameter_names=names), job)).last_attempt.decision  # fmt: skip
-    assert ended.next_action == "end"
+    assert decision.next_action == "end" and planned.next_action == "end"
     assert "the debugger trained on a loss robust to wrong labels (debugger_robust_loss=generalized_cross_entropy) " \
-           "and the objective is still missed: correcting the training labels is the fix" in ended.reason
+           "and the objective is still missed: correcting the training labels is the fix" in decision.reason
+    plain = plan(finish(start(run, account_input, debugger_robust_loss="off"), job)).last_attempt.decision
+    assert plain.remedy == "SmallerStepsOnNoisyLabels"
 
 
 def test_a_robust_loss_that_made_it_worse_is_switched_off_when_the_planner_goes_back_to_the_job_before(account_input):
