@@ -14,7 +14,7 @@ A condition holds when every test it gives holds::
     "when": {"training_labels": "imbalanced"}               # what the job's training labels say (contracts.training_labels)
     "when": {"objective_met_before_end": true}              # the held-out metric met the objective at an earlier epoch
     "when": {"objective_past_peak": false}                  # the held-out metric was not falling from an earlier best
-    "when": {"objective_still_rising": true}                # the held-out metric was at its best at the last report
+    "when": {"objective_still_rising": true}                # the held-out metric still rose, beyond its noise, at the end
     "when": {"loss_weighted_by_class": true}                # the job's training loss was weighted by class
     "when": {"loss_robust_to_wrong_labels": false}          # the job did not train on the debugger's robust loss
 
