@@ -313,16 +313,13 @@ class Condition:
             if finding is None or finding.kind not in self.training_labels:
                 return False, []
             facts.append(finding.describe())
-        if self.loss_weighted_by_class is not None:
-            if situation.loss_weighted_by_class != self.loss_weighted_by_class:
-                return False, []
-            if situation.loss_weighted_by_class:
-                facts.append("the job's training loss was weighted by class")
-        if self.loss_robust_to_wrong_labels is not None:
-            if situation.loss_robust_to_wrong_labels != self.loss_robust_to_wrong_labels:
-                return False, []
-            if situation.loss_robust_to_wrong_labels:
-                facts.append("the job trained on the debugger's loss robust to wrong labels")
+        for key, fact in LOSS_TESTS.items():
+            wanted = getattr(self, key)
+            if wanted is not None:
+                if getattr(situation, key) != wanted:
+                    return False, []
+                if wanted:
+                    facts.append(fact)
         if self.objective_past_peak is not None:
             if situation.past_peak != self.objective_past_peak:
                 return False, []
@@ -414,6 +411,12 @@ BOOLEAN_TESTS = (
     "loss_weighted_by_class",
     "loss_robust_to_wrong_labels",
 )
+#: The conditions on how the job computed its training loss (a Situation field of the same name), with the fact each
+#: adds to the reason when it holds true.
+LOSS_TESTS = {
+    "loss_weighted_by_class": "the job's training loss was weighted by class",
+    "loss_robust_to_wrong_labels": "the job trained on the debugger's loss robust to wrong labels",
+}
 #: The conditions on the run's hyperparameters (their names follow the script's, see contracts.remedies.adapt_to_script).
 HYPERPARAMETER_TESTS = ("hyperparameters", "hyperparameters_above", "hyperparameters_below")
 
