@@ -36,7 +36,8 @@ RULE_CONFIGS_HYPERPARAMETER = "remediation_debugger_rule_configs"
 #: The run_spec's metric_definitions (SageMaker's MetricDefinitions) as JSON text: the debugger reads the metrics a
 #: script only prints from the job's own output, as SageMaker reads them from its log.
 METRIC_DEFINITIONS_HYPERPARAMETER = "remediation_metric_definitions"
-#: "balanced" when the debugger weights the script's training loss by class (run_spec.debugger_class_weighting).
+#: "balanced" or "logit_adjusted" when the debugger corrects the script's training loss for class frequencies
+#: (run_spec.debugger_class_weighting).
 CLASS_WEIGHTING_HYPERPARAMETER = "remediation_class_weighting"
 #: "generalized_cross_entropy" when the debugger trains the script on that loss (run_spec.debugger_robust_loss).
 ROBUST_LOSS_HYPERPARAMETER = "remediation_robust_loss"

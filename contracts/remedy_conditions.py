@@ -15,7 +15,7 @@ A condition holds when every test it gives holds::
     "when": {"objective_met_before_end": true}              # the held-out metric met the objective at an earlier epoch
     "when": {"objective_past_peak": false}                  # the held-out metric was not falling from an earlier best
     "when": {"objective_still_rising": true}                # the held-out metric still rose, beyond its noise, at the end
-    "when": {"loss_weighted_by_class": true}                # the job's training loss was weighted by class
+    "when": {"loss_weighted_by_class": true}                # the job's loss was corrected for class frequencies
     "when": {"loss_robust_to_wrong_labels": false}          # the job did not train on the debugger's robust loss
 
 ``spiked_above`` reads the run's history, not only its last symptom: it holds when the loss or the total gradient
@@ -34,8 +34,9 @@ ever met the objective. More of the same training would take it further from its
 report counts as not past its peak. ``objective_still_rising`` holds when the metric's recent reports rose by more than
 their noise and its last report is within that noise of its best (of at least four, above its first): the job ended
 while it still improved (``ObjectiveCourse.still_rising``).
-``loss_weighted_by_class`` holds when the job's training loss was weighted by class, by the debugger in the job
-(run_spec.debugger_class_weighting "balanced") or by the script's own ``class_weighting`` knob set to "balanced".
+``loss_weighted_by_class`` holds when the job's training loss was corrected for class frequencies, by the debugger
+in the job (run_spec.debugger_class_weighting "balanced", or "logit_adjusted": a per-class shift of the scores, the
+other way the debugger makes a rare class count) or by the script's own ``class_weighting`` knob set to "balanced".
 ``loss_robust_to_wrong_labels`` holds when the job trained on the debugger's loss robust to wrong labels
 (run_spec.debugger_robust_loss "generalized_cross_entropy"). Both read the job the next one is planned from (the
 closest to the objective so far), whose loss the next job goes back to.
@@ -116,7 +117,8 @@ class Situation:
     #: The run's objective, and its metric over the job when the script saved it with the debugger.
     objective: Objective | None = None
     objective_course: ObjectiveCourse | None = None
-    #: The job's training loss was weighted by class (the debugger's weighting, or the script's own knob).
+    #: The job's training loss was corrected for class frequencies (the debugger's balanced weights or logit-adjusted
+    #: loss, or the script's own weighting knob).
     loss_weighted_by_class: bool = False
     #: The job trained on the debugger's loss robust to wrong labels (lambdas.remediation.in_job_robust_loss).
     loss_robust_to_wrong_labels: bool = False
@@ -239,7 +241,7 @@ class Condition:
     objective_past_peak: bool | None = None
     #: The objective's metric was at its best at the job's last report (see :attr:`Situation.still_rising`).
     objective_still_rising: bool | None = None
-    #: The job's training loss was weighted by class (see :attr:`Situation.loss_weighted_by_class`).
+    #: The job's training loss was corrected for class frequencies (see :attr:`Situation.loss_weighted_by_class`).
     loss_weighted_by_class: bool | None = None
     #: The job trained on the debugger's robust loss (see :attr:`Situation.loss_robust_to_wrong_labels`).
     loss_robust_to_wrong_labels: bool | None = None
@@ -414,7 +416,7 @@ BOOLEAN_TESTS = (
 #: The conditions on how the job computed its training loss (a Situation field of the same name), with the fact each
 #: adds to the reason when it holds true.
 LOSS_TESTS = {
-    "loss_weighted_by_class": "the job's training loss was weighted by class",
+    "loss_weighted_by_class": "the job's training loss was corrected for class frequencies",
     "loss_robust_to_wrong_labels": "the job trained on the debugger's loss robust to wrong labels",
 }
 #: The conditions on the run's hyperparameters (their names follow the script's, see contracts.remedies.adapt_to_script).

@@ -172,17 +172,21 @@ def one_of(value: str, choices: tuple[str, ...]) -> str:
     return value
 
 
-#: run_spec.debugger_class_weighting: whether the debugger weights a PyTorch script's training loss by class
-#: (``debugger.hook.class_weighting``). "auto": when a job misses its objective because a class is too rare in its
-#: training labels and no remedy of the script's own answers that, the next job gets "balanced". "balanced": every
-#: job, each class's cross-entropy weighted by the inverse of its share of the labels seen so far. "off": never.
+#: run_spec.debugger_class_weighting: whether the debugger corrects a PyTorch script's training loss for how often
+#: each class occurs (``debugger.hook.class_weighting``). "auto": when a job misses its objective because a class is
+#: too rare in its training labels and no remedy of the script's own answers that, the next job gets "balanced", and
+#: the one after a balanced job that missed and no longer improved gets "logit_adjusted". "balanced": every job, each
+#: class's cross-entropy weighted by the inverse of its share of the labels seen so far. "logit_adjusted": every job,
+#: each class's score raised by the log of that share before the cross-entropy (Menon et al., ICLR 2021). "off": never.
 #: The debugger's in-job loss changes (class weighting, robust loss) left to the planner, and never applied.
 AUTO = "auto"
 OFF = "off"
-CLASS_WEIGHTINGS = (AUTO, "balanced", OFF)
-DEFAULT_CLASS_WEIGHTING = AUTO
-#: The one weighting the debugger applies in the job.
+#: The weightings the debugger applies in the job.
 BALANCED_CLASS_WEIGHTING = "balanced"
+LOGIT_ADJUSTED_CLASS_WEIGHTING = "logit_adjusted"
+IN_JOB_CLASS_WEIGHTINGS = (BALANCED_CLASS_WEIGHTING, LOGIT_ADJUSTED_CLASS_WEIGHTING)
+CLASS_WEIGHTINGS = (AUTO, *IN_JOB_CLASS_WEIGHTINGS, OFF)
+DEFAULT_CLASS_WEIGHTING = AUTO
 
 
 def check_class_weighting(class_weighting: str) -> str:

@@ -16,8 +16,8 @@ debugger's hook and rule configuration. The launcher
    debugger attaches to its models, optimizers or ``xgboost.train`` call; a hook
    the script creates wins; and reads the metrics the script only prints with the
    run_spec's metric_definitions, as SageMaker reads its log, for its hooks
-   (:mod:`debugger.hook.printed_metrics`); with ``remediation_class_weighting``, weights the
-   script's training cross-entropy by class (:mod:`debugger.hook.class_weighting`); with
+   (:mod:`debugger.hook.printed_metrics`); with ``remediation_class_weighting``, corrects the
+   script's training cross-entropy for class frequencies (:mod:`debugger.hook.class_weighting`); with
    ``remediation_robust_loss``, trains it on the generalized cross-entropy (:mod:`debugger.hook.robust_loss`);
 4. runs the entry point as ``__main__`` (as ``python train.py`` would), and turns
    how it ended into SageMaker's contract: exit code, and the failure file whose
@@ -65,8 +65,8 @@ from contracts.job import (
     join_long_value,
 )
 from contracts.run_spec import (
-    BALANCED_CLASS_WEIGHTING,
     GENERALIZED_CROSS_ENTROPY,
+    IN_JOB_CLASS_WEIGHTINGS,
     check_entry_point,
     check_metric_definitions,
 )
@@ -177,22 +177,25 @@ def metric_definitions(reserved: Mapping[str, str]) -> list[dict[str, str]]:
 
 def class_weighting(reserved: Mapping[str, str]) -> str | None:
     """The class weighting the workflow asked the debugger for (None: the script's loss as it is)."""
-    return _loss_change(reserved, CLASS_WEIGHTING_HYPERPARAMETER, BALANCED_CLASS_WEIGHTING, "InvalidClassWeighting",
+    return _loss_change(reserved, CLASS_WEIGHTING_HYPERPARAMETER, IN_JOB_CLASS_WEIGHTINGS, "InvalidClassWeighting",
                         "debugger_class_weighting")
 
 
 def robust_loss(reserved: Mapping[str, str]) -> str | None:
     """The robust loss the workflow asked the debugger for (None: the script's loss as it is)."""
-    return _loss_change(reserved, ROBUST_LOSS_HYPERPARAMETER, GENERALIZED_CROSS_ENTROPY, "InvalidRobustLoss",
+    return _loss_change(reserved, ROBUST_LOSS_HYPERPARAMETER, (GENERALIZED_CROSS_ENTROPY,), "InvalidRobustLoss",
                         "debugger_robust_loss")
 
 
-def _loss_change(reserved: Mapping[str, str], name: str, only: str, kind: str, field: str) -> str | None:
+def _loss_change(reserved: Mapping[str, str], name: str, allowed: tuple[str, ...], kind: str, field: str) -> str | None:
     value = reserved.get(name)
     if value is None:
         return None
-    if value != only:
-        raise LaunchError(kind, f"{name} must be {only!r} (got {value!r}); the workflow sets it from run_spec.{field}")
+    if value not in allowed:
+        raise LaunchError(
+            kind, f"{name} must be {' or '.join(map(repr, allowed))} (got {value!r}); the workflow sets it from "
+            f"run_spec.{field}"
+        )
     return value
 
 

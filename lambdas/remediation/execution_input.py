@@ -134,8 +134,9 @@ class ExecutionInput(BaseModel):
     use_spot_instances: Flag = False
     #: A spot job that never got capacity within its MaxWaitTimeInSeconds is relaunched on demand (costs more).
     spot_fallback_on_demand: Flag = False
-    #: "auto" (default): the debugger weights a PyTorch script's training loss by class when a class is too rare in
-    #: its training labels and the script has no class-weighting knob; "balanced": from the first job; "off": never.
+    #: "auto" (default): the debugger corrects a PyTorch script's training loss for class frequencies when a class is
+    #: too rare in its training labels and the script has no class-weighting knob (balanced weights, then the
+    #: logit-adjusted loss); "balanced" or "logit_adjusted": that one from the first job; "off": never.
     debugger_class_weighting: ClassWeighting = bounds.DEFAULT_CLASS_WEIGHTING
     #: "auto" (default): the debugger trains a PyTorch script on the generalized cross-entropy, a loss robust to wrong
     #: labels, when many of its training labels look wrong; "generalized_cross_entropy": from the first job; "off":
@@ -218,10 +219,10 @@ def _resolve(given: ExecutionInput, keys: set[str]) -> WorkflowState:
             f"{given.framework} needs your own script (source_dir and entry_point, e.g. examples/xgboost/train.py); "
             "the built-in example is a PyTorch network",
         )
-    if given.debugger_class_weighting == bounds.BALANCED_CLASS_WEIGHTING and given.framework != "pytorch":
+    if given.debugger_class_weighting in bounds.IN_JOB_CLASS_WEIGHTINGS and given.framework != "pytorch":
         raise ContractError(
             "debugger_class_weighting",
-            f"weights a PyTorch script's cross-entropy; {given.framework} weighs classes with its own parameters "
+            f"corrects a PyTorch script's cross-entropy; {given.framework} weighs classes with its own parameters "
             "(XGBoost: scale_pos_weight, or sample weights in the training data): leave it out or set it to off",
         )
     if given.debugger_robust_loss == bounds.GENERALIZED_CROSS_ENTROPY and given.framework != "pytorch":

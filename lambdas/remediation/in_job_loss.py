@@ -15,7 +15,7 @@ the planner decides after it), and the decision after job k lists what job k + 1
 
 from __future__ import annotations
 
-from contracts.run_spec import AUTO, BALANCED_CLASS_WEIGHTING, OFF
+from contracts.run_spec import AUTO, BALANCED_CLASS_WEIGHTING, IN_JOB_CLASS_WEIGHTINGS, OFF
 from lambdas.remediation import in_job_class_weighting, in_job_robust_loss
 from lambdas.remediation.attempts import Attempt, Change
 from lambdas.remediation.payload import WorkflowState
@@ -46,11 +46,12 @@ def ran_with(state: WorkflowState, attempt: Attempt) -> dict[str, str]:
 
 
 def weighted_by_class(state: WorkflowState, attempt: Attempt) -> bool:
-    """Whether ``attempt`` trained on a loss weighted by class: by the debugger in the job, or by the script's own
-    ``class_weighting`` knob (by the script's name for it) set to "balanced"."""
+    """Whether ``attempt`` trained on a loss corrected for class frequencies: by the debugger in the job (balanced
+    weights or the logit-adjusted loss), or by the script's own ``class_weighting`` knob (by the script's name for it)
+    set to "balanced"."""
     knob = state.hyperparameter_names.get(in_job_class_weighting.SCRIPT_KNOB)
     return (
-        ran_with(state, attempt)[in_job_class_weighting.FIELD] == BALANCED_CLASS_WEIGHTING
+        ran_with(state, attempt)[in_job_class_weighting.FIELD] in IN_JOB_CLASS_WEIGHTINGS
         or (knob is not None and attempt.hyperparameters.get(knob) == BALANCED_CLASS_WEIGHTING)
     )
 

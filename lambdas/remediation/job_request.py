@@ -40,8 +40,8 @@ from contracts.job import (
     split_long_value,
 )
 from contracts.run_spec import (
-    BALANCED_CLASS_WEIGHTING,
     GENERALIZED_CROSS_ENTROPY,
+    IN_JOB_CLASS_WEIGHTINGS,
     JOB_NAME_PATTERN,
     MAX_JOB_NAME_LENGTH,
 )
@@ -255,10 +255,11 @@ def script_mode_hyperparameters(
             if run_spec.metric_definitions
             else {}
         ),
-        # The debugger weights the training loss by class (the planner's answer to a rare class without a knob).
+        # The debugger corrects the training loss for class frequencies (the planner's answer to a rare class without
+        # a knob).
         **(
             {CLASS_WEIGHTING_HYPERPARAMETER: run_spec.debugger_class_weighting}
-            if run_spec.debugger_class_weighting == BALANCED_CLASS_WEIGHTING
+            if run_spec.debugger_class_weighting in IN_JOB_CLASS_WEIGHTINGS
             else {}
         ),
         # ... and trains on a loss robust to wrong labels (the planner's answer to labels that look noisy).

@@ -17,8 +17,8 @@ increments it) and no launch is planned once it reaches ``max_num_retraining``. 
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from types import ModuleType
 
 from contracts import rule_selection
 from contracts.hyperparameter_values import Value
@@ -123,23 +123,22 @@ def plan(state: WorkflowState) -> WorkflowState:
     end_cause = failure if failure in FAILURE_KINDS else "no_remedy_left"
     # The debugger's own answers to the labels, in the job: a robust loss before the remedies that answer wrong labels
     # with a regulariser or smaller steps, class weighting once no remedy of the script's own answers a rare class.
+    robust = LossChange(in_job_robust_loss.REMEDY, in_job_robust_loss.FIELD, in_job_robust_loss.AFTER,
+                        in_job_robust_loss.explanation())
     if labels is not None and in_job_robust_loss.answers(state.run_spec, labels) and (
         chosen is None or set(chosen[3].when.training_labels) & set(in_job_robust_loss.FINDINGS)
     ):
-        return _change_the_loss_in_job(
-            state, attempt, _sentence(labels.describe()), hyperparameters, base, in_job_robust_loss
-        )
-    if chosen is None and labels is not None and in_job_class_weighting.answers(
-        state.run_spec, labels, state.hyperparameter_names
-    ):
-        return _change_the_loss_in_job(
-            state, attempt, _sentence(labels.describe()), hyperparameters, base, in_job_class_weighting
-        )
+        return _change_the_loss_in_job(state, attempt, _sentence(labels.describe()), hyperparameters, base, robust)
+    weighting = in_job_class_weighting.next_weighting(state, labels) if chosen is None and labels is not None else None
+    if weighting is not None:
+        weighted = LossChange(in_job_class_weighting.REMEDIES[weighting], in_job_class_weighting.FIELD, weighting,
+                              in_job_class_weighting.explanation(weighting))
+        return _change_the_loss_in_job(state, attempt, _sentence(labels.describe()), hyperparameters, base, weighted)
     if chosen is None and failure == OBJECTIVE_MISSED and situation.past_peak and in_job_robust_loss.applies(
         state.run_spec
     ):
         finding = f"{_sentence(situation.describe_peak())}. {in_job_robust_loss.past_peak_sentence()}"
-        return _change_the_loss_in_job(state, attempt, finding, hyperparameters, base, in_job_robust_loss)
+        return _change_the_loss_in_job(state, attempt, finding, hyperparameters, base, robust)
     if chosen is None and labels is not None:
         weighted = any(in_job_loss.weighted_by_class(state, earlier) for earlier in state.attempts)
         advice = in_job_robust_loss.advice_after(state.run_spec, labels) or in_job_class_weighting.advice_after(
@@ -205,36 +204,46 @@ def plan(state: WorkflowState) -> WorkflowState:
     return planned.updated(run_spec=run_spec, history=history, next_action="launch_new", end_reason=None)
 
 
+@dataclasses.dataclass(frozen=True)
+class LossChange:
+    """A change the debugger makes to the script's training loss in the next job: the decision's remedy name, the
+    run_spec field it sets, the value it sets, and what the reason says it does (``in_job_robust_loss`` for labels
+    that look wrong, ``in_job_class_weighting`` for a rare class)."""
+
+    remedy: str
+    field: str
+    after: str
+    explanation: str
+
+
 def _change_the_loss_in_job(
     state: WorkflowState,
     attempt: Attempt,
     finding: str,
     hyperparameters: dict[str, Value],
     base: Attempt,
-    in_job: ModuleType,
+    change: LossChange,
 ) -> WorkflowState:
     """Relaunch with the debugger changing the script's training loss, from step 0, with the settings of the job
-    closest to the objective so far. ``in_job``: ``in_job_robust_loss`` (labels that look wrong) or
-    ``in_job_class_weighting`` (a rare class); each names its REMEDY, the run_spec FIELD it sets and the value AFTER,
-    and gives ``explanation()``."""
-    what = f"{in_job.FIELD} {getattr(state.run_spec, in_job.FIELD)} -> {in_job.AFTER}"
+    closest to the objective so far."""
+    what = f"{change.field} {getattr(state.run_spec, change.field)} -> {change.after}"
     loss_back = in_job_loss.back_to(state, base) if base is not attempt else {}
-    loss_back.pop(in_job.FIELD, None)
+    loss_back.pop(change.field, None)
     if loss_back:
         what += f", {describe_changes(loss_back)}"
-    ended = _ended_at_a_limit(state, attempt, in_job.REMEDY, what, f" {finding}.")
+    ended = _ended_at_a_limit(state, attempt, change.remedy, what, f" {finding}.")
     if ended is not None:
         return ended
-    turned_on = Change(before=getattr(state.run_spec, in_job.FIELD), after=in_job.AFTER)
-    changes = {**_hyperparameter_changes(state, hyperparameters), **loss_back, in_job.FIELD: turned_on}
+    turned_on = Change(before=getattr(state.run_spec, change.field), after=change.after)
+    changes = {**_hyperparameter_changes(state, hyperparameters), **loss_back, change.field: turned_on}
     back = f" {_back_to_closest(state, base)}." if base is not attempt else ""
     reason = (
-        f"{headline(attempt, state)}. {finding}.{back} {in_job.explanation()}. "
+        f"{headline(attempt, state)}. {finding}.{back} {change.explanation}. "
         f"Next: {what}, trained from step 0."
     )
-    decision = Decision(remedy=in_job.REMEDY, reason=reason, next_action="launch_new", changes=changes)
+    decision = Decision(remedy=change.remedy, reason=reason, next_action="launch_new", changes=changes)
     run_spec = state.run_spec.with_hyperparameters(hyperparameters).with_changes(
-        {**{field: change.after for field, change in loss_back.items()}, in_job.FIELD: in_job.AFTER}
+        {**{field: back.after for field, back in loss_back.items()}, change.field: change.after}
     )
     planned = state.with_last_attempt(decision=decision)
     return planned.updated(run_spec=run_spec, next_action="launch_new", end_reason=None)

@@ -65,8 +65,9 @@ class RunSpec(BaseModel):
     #: A spot job that never got capacity (MaxWaitTimeExceeded) is relaunched on demand (costs more) instead of on
     #: spot again. States written before the field: false.
     spot_fallback_on_demand: Flag = False
-    #: Whether the debugger weights the script's training loss by class (contracts.run_spec.CLASS_WEIGHTINGS): the
-    #: planner turns "auto" to "balanced" for a rare class the script has no knob for. States written before: auto.
+    #: Whether the debugger corrects the script's training loss for class frequencies
+    #: (contracts.run_spec.CLASS_WEIGHTINGS): the planner turns "auto" to "balanced" for a rare class the script has
+    #: no knob for, and "balanced" to "logit_adjusted" after that missed. States written before: auto.
     debugger_class_weighting: ClassWeighting = bounds.DEFAULT_CLASS_WEIGHTING
     #: Whether the debugger trains the script on a loss robust to wrong labels (contracts.run_spec.ROBUST_LOSSES): the
     #: planner turns "auto" to "generalized_cross_entropy" for training labels that look noisy. States written

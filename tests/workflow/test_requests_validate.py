@@ -166,23 +166,25 @@ def test_a_users_script_gets_exactly_its_own_arguments():
     assert json.loads(request["HyperParameters"]["sagemaker_submit_directory"]) == script["source_dir"]
 
 
-@pytest.mark.parametrize("weighting", ["auto", "balanced", "off"])
-def test_the_debuggers_class_weighting_reaches_the_launcher_only_when_balanced(weighting):
+@pytest.mark.parametrize("weighting", ["auto", "balanced", "logit_adjusted", "off"])
+def test_the_debuggers_class_weighting_reaches_the_launcher_only_when_it_applies_one(weighting):
     script = {"source_dir": "s3://remediation-artifacts/code/s-0123456789abcdef/sourcedir.tar.gz", "entry_point": "t.py",
               "hyperparameters": {"lr": 0.01}, "debugger_class_weighting": weighting}
     request = job_request.build_create_training_job_request(initial_state({**INPUT, **script}), "remediation-j-001")
     _validate("sagemaker", "CreateTrainingJob", request)
     reserved, user_args = split_arguments(script_mode_arguments(request["HyperParameters"]))
     assert user_args == ["--lr", "0.01"]  # the script never sees it
-    assert class_weighting(reserved) == ("balanced" if weighting == "balanced" else None)
+    assert class_weighting(reserved) == (weighting if weighting in ("balanced", "logit_adjusted") else None)
 
 
 @pytest.mark.parametrize(
     ("given", "problem"),
     [
-        ({"debugger_class_weighting": "inverse"}, "must be one of auto, balanced, off (got 'inverse')"),
+        ({"debugger_class_weighting": "inverse"}, "must be one of auto, balanced, logit_adjusted, off (got 'inverse')"),
         ({"debugger_class_weighting": "balanced", "framework": "xgboost", "entry_point": "train.py",
-          "source_dir": "s3://remediation-artifacts/code/x/sourcedir.tar.gz"}, "weights a PyTorch script's cross-entropy"),
+          "source_dir": "s3://remediation-artifacts/code/x/sourcedir.tar.gz"}, "corrects a PyTorch script's cross-entropy"),
+        ({"debugger_class_weighting": "logit_adjusted", "framework": "xgboost", "entry_point": "train.py",
+          "source_dir": "s3://remediation-artifacts/code/x/sourcedir.tar.gz"}, "corrects a PyTorch script's cross-entropy"),
     ],
 )
 def test_a_class_weighting_the_debugger_cannot_apply_is_refused_naming_the_field(given, problem):

@@ -427,7 +427,7 @@ def test_a_rare_class_still_missed_with_the_debugger_weighting_while_still_impro
     assert planned.run_spec.hyperparameters == {**job["hyperparameters"], "epochs": 24}
     assert planned.run_spec.debugger_class_weighting == "balanced"
     assert decision.resume_from == job["describe"]["TrainingJobName"]
-    assert "the job's training loss was weighted by class and validation:accuracy rose from 0.8306 to 0.8944" in (
+    assert "the job's training loss was corrected for class frequencies and validation:accuracy rose from 0.8306 to 0.8944" in (
         decision.reason
     )
 
