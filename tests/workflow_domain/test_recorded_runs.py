@@ -454,9 +454,55 @@ def test_a_weighted_rare_class_stopped_out_of_reach_one_epoch_after_its_best_whi
             "0.0127): the job ended while it still improved") in decision.reason
 
 
+def test_a_rare_class_still_missed_weighted_and_no_longer_improving_gets_the_logit_adjusted_loss_and_meets(
+    account_input,
+):
+    """A real run (the plain logline script, a 4x64 tanh MLP with Adam, a class kept at 2% of its samples):
+    ObjectiveOutOfReach stops the first job, the debugger weights the next job's loss by class, and that job completes
+    at 0.765, its best 0.7733 at epoch 5 and flat within its noise since: not trained longer. The next job trains on
+    the logit-adjusted loss, from step 0 with the same settings, and meets the objective at 0.8517; the run's end says
+    what the script needs to train that way alone."""
+    run = recorded("logline-rare-class-weighted-then-logit-adjusted")
+    first, second, third = run["jobs"]
+    state = plan(finish(start(run, account_input), first))
+    assert state.last_attempt.decision.remedy == "WeightClassesInJob"
+    weighted = finish(state, second)
+    assert weighted.last_attempt.outcome == "objective_missed" and weighted.last_attempt.objective_value == 0.765
+    planned = plan(weighted)
+    decision = planned.last_attempt.decision
+    assert_relaunched_with_the_loss_changed(second, planned, "AdjustLogitsInJob", "debugger_class_weighting",
+                                            "logit_adjusted")
+    assert decision.changes["debugger_class_weighting"].before == "balanced"
+    assert "Weighting the classes did not reach the objective" in decision.reason
+    assert "logit-adjusted cross-entropy (Menon et al., ICLR 2021)" in decision.reason
+    assert 'Set run_spec.debugger_class_weighting to "off"' in decision.reason
+    met = finish(planned, third)
+    assert met.last_attempt.outcome == "completed" and met.last_attempt.objective_value == 0.8517
+    assert "The debugger trained it on the logit-adjusted loss (debugger_class_weighting=logit_adjusted)" in (
+        met.end_reason or ""
+    )
+
+
+def test_a_rare_class_still_missed_on_the_logit_adjusted_loss_ends_and_says_more_samples_are_the_fix(account_input):
+    """The same run, its third job as if it had missed at the weighted job's final value, reporting its held-out
+    metric once, at the end (so nothing says it still improved, or fell from a best): no further loss, no more
+    epochs; the run ends naming what it tried and what would answer the labels."""
+    run = recorded("logline-rare-class-weighted-then-logit-adjusted")
+    first, second, _ = run["jobs"]
+    planned = plan(finish(plan(finish(start(run, account_input), first)), second))
+    assert planned.run_spec.debugger_class_weighting == "logit_adjusted"
+    ended = plan(finish(planned, final_metric_only(second)))
+    decision = ended.last_attempt.decision
+    assert decision.next_action == "end" and ended.next_action == "end"
+    assert ended.run_spec.debugger_class_weighting == "logit_adjusted"
+    assert "the debugger trained on the logit-adjusted loss (debugger_class_weighting=logit_adjusted) and the " \
+           "objective is still missed: more training samples of the rare class" in decision.reason  # fmt: skip
+
+
 def test_a_rare_class_still_missed_with_the_debugger_weighting_ends_and_says_more_samples_are_the_fix(account_input):
-    """The same job, weighted, from a script that reports its held-out metric once, at the end: nothing says it was
-    still improving, so the run ends, without another weighting or more epochs of the same."""
+    """The same job, weighted because the user set debugger_class_weighting "balanced", from a script that reports its
+    held-out metric once, at the end: nothing says it was still improving, and the user's choice of loss stays, so the
+    run ends, without another loss or more epochs of the same."""
     run = recorded("mlp-rare-class-weighted-in-job")
     job = final_metric_only(run["jobs"][0])
     planned = plan(finish(start(run, account_input, debugger_class_weighting="balanced"), job))
@@ -464,6 +510,7 @@ def test_a_rare_class_still_missed_with_the_debugger_weighting_ends_and_says_mor
     assert decision.next_action == "end" and planned.next_action == "end"
     assert "the debugger weighted the training loss by class (debugger_class_weighting=balanced)" in decision.reason
     assert "more training samples of the rare class" in decision.reason
+    assert planned.run_spec.debugger_class_weighting == "balanced" and "logit" not in decision.reason
 
 
 def test_a_rare_class_with_the_debuggers_weighting_off_ends_and_names_the_knob(account_input):

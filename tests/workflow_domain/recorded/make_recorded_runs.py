@@ -278,6 +278,14 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "zoo_configuration": (23, 35),
         "run_spec": {**zoo_configuration(23, 35).execution_input(), "max_num_retraining": 2},
     },
+    "logline-rare-class-weighted-then-logit-adjusted": {
+        "about": "The plain logline script of the random zoo (development seed 45, configuration 35: a 4x64 tanh MLP, Adam "
+        "at 0.002 on the generated tabular data, one class kept at 2% of its samples): the first job misses, the "
+        "planner has the next job's debugger weight the training loss by class, that job misses too and no longer "
+        "improves, and the next one trains on the logit-adjusted loss.",
+        "zoo_configuration": (45, 35),
+        "run_spec": {**zoo_configuration(45, 35).execution_input(), "max_num_retraining": 3},
+    },
     "mlp-batch-norm-batch-of-one": {
         "about": "The MLP with batch norm on the generated blobs (1,600 training samples) at a batch size of 123: "
         "the first epoch's last batch holds one sample and BatchNorm1d refuses it in training; the next job runs "
