@@ -50,6 +50,15 @@ def zoo_configuration(seed: int, index: int):
 #: A plain logline script of the random zoo that learns noisy labels (see its scenario).
 ZOO_NOISY_LABELS = zoo_configuration(24, 28).execution_input()
 
+
+def zoo_scenario(seed: int, index: int, max_num_retraining: int, about: str) -> dict[str, Any]:
+    """A scenario that runs the random zoo's configuration ``index`` of development seed ``seed`` as drawn."""
+    return {
+        "about": about,
+        "zoo_configuration": (seed, index),
+        "run_spec": {**zoo_configuration(seed, index).execution_input(), "max_num_retraining": max_num_retraining},
+    }
+
 SCENARIOS: dict[str, dict[str, Any]] = {
     "resnet-batch-norm-warmup-0.8": {
         "about": "The built-in ELU ResNet-20 with batch norm and warmup 0.8: the loss and gradient norm spike in the "
@@ -253,39 +262,35 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "run_spec": {**ZOO_NOISY_LABELS, "max_num_retraining": 2,
                      "hyperparameters": {**ZOO_NOISY_LABELS["hyperparameters"], "learning-rate": 0.015}},
     },
-    "logline-noisy-labels-still-rising": {
-        "about": "The plain logline script of the random zoo (development seed 40, configuration 2: one hidden layer of "
+    "logline-noisy-labels-still-rising": zoo_scenario(
+        40, 2, 3,
+        "The plain logline script of the random zoo (development seed 40, configuration 2: one hidden layer of "
         "32 ReLU units with batch norm, Adam at 0.002 for twelve epochs on the generated tabular data, 40% of its "
         "training labels drawn at random): its held-out accuracy is still at its best at the last epoch. The planner "
         "has the next job's debugger train it on the robust loss, still best at its last epoch, then trains it longer.",
-        "zoo_configuration": (40, 2),
-        "run_spec": {**zoo_configuration(40, 2).execution_input(), "max_num_retraining": 3},
-    },
-    "logline-raw-inputs-out-of-reach": {
-        "about": "The plain logline script of the random zoo (development seed 40, configuration 1) on the generated "
+    ),
+    "logline-raw-inputs-out-of-reach": zoo_scenario(
+        40, 1, 2,
+        "The plain logline script of the random zoo (development seed 40, configuration 1) on the generated "
         "tabular data in its raw units (scale-inputs 0): its held-out accuracy stalls near 0.56 against an objective "
         "of 0.8, and ObjectiveOutOfReach stops the job after 5 of its 12 epochs; the next job runs with what the "
         "planner chose.",
-        "zoo_configuration": (40, 1),
-        "run_spec": {**zoo_configuration(40, 1).execution_input(), "max_num_retraining": 2},
-    },
-    "logline-rare-class-out-of-reach-still-rising": {
-        "about": "The plain logline script of the random zoo (development seed 23, configuration 35: Adam at 0.002 for "
+    ),
+    "logline-rare-class-out-of-reach-still-rising": zoo_scenario(
+        23, 35, 2,
+        "The plain logline script of the random zoo (development seed 23, configuration 35: Adam at 0.002 for "
         "twelve epochs on the generated tabular data, one class kept at 0.6% of its training labels): "
         "ObjectiveOutOfReach stops the first job after 6 of its 12 epochs; the planner has the next job's debugger "
         "weight its training loss by class, and ObjectiveOutOfReach stops that one too, one epoch after its best "
         "while its held-out accuracy still rose.",
-        "zoo_configuration": (23, 35),
-        "run_spec": {**zoo_configuration(23, 35).execution_input(), "max_num_retraining": 2},
-    },
-    "logline-rare-class-weighted-then-logit-adjusted": {
-        "about": "The plain logline script of the random zoo (development seed 45, configuration 35: a 4x64 tanh MLP, Adam "
+    ),
+    "logline-rare-class-weighted-then-logit-adjusted": zoo_scenario(
+        45, 35, 3,
+        "The plain logline script of the random zoo (development seed 45, configuration 35: a 4x64 tanh MLP, Adam "
         "at 0.002 on the generated tabular data, one class kept at 2% of its samples): the first job misses, the "
         "planner has the next job's debugger weight the training loss by class, that job misses too and no longer "
         "improves, and the next one trains on the logit-adjusted loss.",
-        "zoo_configuration": (45, 35),
-        "run_spec": {**zoo_configuration(45, 35).execution_input(), "max_num_retraining": 3},
-    },
+    ),
     "mlp-batch-norm-batch-of-one": {
         "about": "The MLP with batch norm on the generated blobs (1,600 training samples) at a batch size of 123: "
         "the first epoch's last batch holds one sample and BatchNorm1d refuses it in training; the next job runs "
