@@ -174,7 +174,13 @@ class Situation:
     @property
     def labels(self) -> LabelFinding | None:
         """What the training labels say (contracts.training_labels), when they say something."""
-        return label_finding(self.label_counts, self.loss_windows, self.held_out_score, self.epochs)
+        objective = self.objective
+        target_score = (
+            objective.target_value
+            if self.held_out_score is not None and objective is not None and 0 <= objective.target_value <= 1
+            else None
+        )  # held_out_score is set only for a score from 0 to 1 that a higher value betters: the target is one too
+        return label_finding(self.label_counts, self.loss_windows, self.held_out_score, self.epochs, target_score)
 
     @property
     def loss_course(self) -> LossShape | None:

@@ -7,6 +7,7 @@ import pytest
 
 from contracts import ContractError
 from contracts.loss_history import MAX_LOSS_WINDOWS, LossHistory, LossWindow
+from contracts.objective import Objective
 from contracts.remedy_conditions import Condition, Situation, parse_condition
 from contracts.training_labels import MAX_COUNTED_CLASSES, LabelTally, label_finding
 
@@ -59,6 +60,47 @@ def test_a_class_ten_times_rarer_than_the_most_common_is_imbalanced():
         "1,860 (78 to 1; 10 to 1 or more is imbalanced)"
     )
     assert "class_weighting" in finding.advice
+
+
+#: A real first job (report seed 1000, configuration 3 of bench/zoo_random.py: a CNN without normalization, SGD at
+#: 0.02, on digits with class 0 kept at 2% of its samples), stopped by ObjectiveOutOfReach after 7 of 12 epochs at a
+#: held-out accuracy of 0.1528 against 0.9: its label counts and loss windows (first and last step, steps, mean loss,
+#: the share of its training labels the model's top class matched, and over how many steps).
+UNLEARNT_CNN_COUNTS = [21, 1036, 931, 1057, 1015, 980, 1001, 1001, 966, 1022]
+UNLEARNT_CNN_WINDOWS = [
+    LossWindow(*window)
+    for window in [(0, 7, 8, 2.3204, 0.1006, 8), (8, 16, 8, 2.303, 0.1082, 8), (17, 25, 8, 2.2762, 0.1434, 8),
+                   (26, 33, 8, 2.2575, 0.1709, 8), (34, 42, 8, 2.2398, 0.1152, 8), (43, 51, 8, 2.2214, 0.1885, 8),
+                   (52, 60, 8, 2.2006, 0.2295, 8), (61, 68, 8, 2.1813, 0.2891, 8), (69, 77, 8, 2.1532, 0.3629, 8),
+                   (78, 82, 5, 2.1733, 0.1638, 5)]
+]
+
+
+def test_a_rare_class_does_not_explain_the_miss_of_a_model_that_has_not_learnt_the_common_classes():
+    """The CNN matched 29% of its training labels over its last quarter: short of the 0.9 the objective asks, less
+    the 15 points a train-mode match may lag, on classes that make 99.8% of its labels. Its miss is its training's;
+    the labels' imbalance is not the finding (without a target score it still is)."""
+    assert label_finding(UNLEARNT_CNN_COUNTS, UNLEARNT_CNN_WINDOWS, 0.1528, 7, target_score=0.9) is None
+    assert label_finding(UNLEARNT_CNN_COUNTS, UNLEARNT_CNN_WINDOWS, 0.1528, 7).kind == "imbalanced"
+
+
+def test_the_planners_situation_judges_a_rare_class_against_the_objectives_target():
+    """What the planner reads: the job's Situation gives its objective's target (an accuracy to maximise)."""
+    unlearnt = {"label_counts": tuple(UNLEARNT_CNN_COUNTS), "loss_windows": tuple(UNLEARNT_CNN_WINDOWS), "epochs": 7}
+    accuracy = Objective("validation:accuracy", "Maximize", 0.9)
+    assert Situation(**unlearnt, held_out_score=0.1528, objective=accuracy).labels is None
+    # a loss to minimise is not a score the match can be set against: the counts alone say imbalanced
+    loss = Objective("validation:loss", "Minimize", 0.3)
+    assert Situation(**unlearnt, held_out_score=None, objective=loss).labels.kind == "imbalanced"
+
+
+def test_a_rare_class_still_explains_the_miss_of_a_model_that_learnt_the_others():
+    """The same counts, the model matching 80% of its training labels (the lowest of the first jobs that missed with
+    a rare class in the development probes: a tabular MLP, 0.805): imbalanced, at a target of 0.9 and of 0.8."""
+    learnt = [LossWindow(w.first_step, w.last_step, w.count, w.mean, 0.805, w.agreement_count)
+              for w in UNLEARNT_CNN_WINDOWS]
+    assert label_finding(UNLEARNT_CNN_COUNTS, learnt, 0.85, 12, target_score=0.9).kind == "imbalanced"
+    assert label_finding(UNLEARNT_CNN_COUNTS, learnt, 0.7, 12, target_score=0.8).kind == "imbalanced"
 
 
 @pytest.mark.parametrize(
