@@ -122,7 +122,8 @@ def plan(state: WorkflowState) -> WorkflowState:
             break
     end_cause = failure if failure in FAILURE_KINDS else "no_remedy_left"
     # The debugger's own answers to the labels, in the job: a robust loss before the remedies that answer wrong labels
-    # with a regulariser or smaller steps, class weighting once no remedy of the script's own answers a rare class.
+    # with a regulariser or smaller steps, class weighting once no remedy of the script's own answers a rare class
+    # (balanced weights, then the logit-adjusted loss: in_job_class_weighting).
     robust = LossChange(in_job_robust_loss.REMEDY, in_job_robust_loss.FIELD, in_job_robust_loss.AFTER,
                         in_job_robust_loss.explanation())
     if labels is not None and in_job_robust_loss.answers(state.run_spec, labels) and (
@@ -131,9 +132,9 @@ def plan(state: WorkflowState) -> WorkflowState:
         return _change_the_loss_in_job(state, attempt, _sentence(labels.describe()), hyperparameters, base, robust)
     weighting = in_job_class_weighting.next_weighting(state, labels) if chosen is None and labels is not None else None
     if weighting is not None:
-        weighted = LossChange(in_job_class_weighting.REMEDIES[weighting], in_job_class_weighting.FIELD, weighting,
-                              in_job_class_weighting.explanation(weighting))
-        return _change_the_loss_in_job(state, attempt, _sentence(labels.describe()), hyperparameters, base, weighted)
+        correction = LossChange(in_job_class_weighting.REMEDIES[weighting], in_job_class_weighting.FIELD, weighting,
+                                in_job_class_weighting.explanation(weighting))
+        return _change_the_loss_in_job(state, attempt, _sentence(labels.describe()), hyperparameters, base, correction)
     if chosen is None and failure == OBJECTIVE_MISSED and situation.past_peak and in_job_robust_loss.applies(
         state.run_spec
     ):
