@@ -107,8 +107,7 @@ def _imbalance(
     total = sum(label_counts)
     if target_score is not None and windows:
         common_share = sum(count for count in label_counts if IMBALANCE_RATIO * count > common) / total
-        late = [window for window in last_quarter(windows) if window.agreement is not None and window.agreement_count]
-        agreement = _agreement(late)
+        agreement = _agreement(_with_labels_seen(last_quarter(windows)))
         if agreement is not None and agreement < target_score * common_share - FIT_GAP:
             return None  # the model has not learnt the common classes either: the rare one does not explain the miss
     return LabelFinding(
@@ -128,7 +127,7 @@ def _fit(windows: Sequence[LossWindow] | None, held_out_score: float | None, epo
     if epochs is not None and epochs < MIN_EPOCHS_TO_MEMORISE:
         return None
     quarter = len(last_quarter(windows))
-    late = [window for window in windows[-quarter:] if window.agreement is not None and window.agreement_count]
+    late = _with_labels_seen(windows[-quarter:])
     agreement = _agreement(late)
     if agreement is None or abs(held_out_score - agreement) < FIT_GAP:
         return None
@@ -137,7 +136,7 @@ def _fit(windows: Sequence[LossWindow] | None, held_out_score: float | None, epo
         f"training labels, yet it scored {show(held_out_score)} on held-out data"
     )
     if agreement < held_out_score:
-        before = _agreement([w for w in windows[-2 * quarter : -quarter] if w.agreement is not None and w.agreement_count])
+        before = _agreement(_with_labels_seen(windows[-2 * quarter : -quarter]))
         if before is None or agreement - before > STILL_LEARNING_RISE:
             return None  # still learning: the match lags what the model at the end scores
         return LabelFinding(
@@ -154,6 +153,11 @@ def _fit(windows: Sequence[LossWindow] | None, held_out_score: float | None, epo
         "weight_decay, dropout, early_stopping_patience), add training data, or check the training labels (a network "
         "large enough learns wrong ones by heart too); more epochs would widen the gap",
     )
+
+
+def _with_labels_seen(windows: Sequence[LossWindow]) -> list[LossWindow]:
+    """The windows whose steps saw labels (the others have no match to read)."""
+    return [window for window in windows if window.agreement is not None and window.agreement_count]
 
 
 def _agreement(windows: Sequence[LossWindow]) -> float | None:
