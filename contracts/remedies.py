@@ -52,7 +52,8 @@ from contracts.hyperparameter_values import (
 )
 from contracts.objective_reach import RULE_NAME as REACH_RULE_NAME
 from contracts.remedy_changes import OPERATIONS, TO_BEST_EPOCH, Change
-from contracts.remedy_conditions import HYPERPARAMETER_TESTS, Condition, Situation, parse_condition
+from contracts.remedy_conditions import HYPERPARAMETER_TESTS, Condition, parse_condition
+from contracts.situation import Situation
 from contracts.suggestions import did_you_mean
 
 ANY_RULE = "*"
@@ -394,7 +395,6 @@ __all__: Sequence[str] = (
     "Condition",
     "Remedy",
     "Remedies",
-    "Situation",
     "parse_remedies",
     "remedies_to_json",
 )

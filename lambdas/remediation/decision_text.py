@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from contracts.hyperparameter_values import FLAG, is_number
-from contracts.remedies import BATCH_OF_ONE, DATA_ERROR, OUT_OF_MEMORY, Remedy, Situation, show
+from contracts.remedies import BATCH_OF_ONE, DATA_ERROR, OUT_OF_MEMORY, Remedy, show
+from contracts.situation import Situation
 from lambdas.remediation.attempts import Attempt, Change, Decision
 from lambdas.remediation.diagnosis import failure_of, situation_of
 from lambdas.remediation.payload import WorkflowState

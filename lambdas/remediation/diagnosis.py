@@ -10,8 +10,9 @@ import math
 from contracts.hyperparameter_values import show
 from contracts.loss_history import LossWindow
 from contracts.objective import Objective, ObjectiveCourse
-from contracts.remedies import FAILURE_KINDS, OBJECTIVE_MISSED, Situation
+from contracts.remedies import FAILURE_KINDS, OBJECTIVE_MISSED
 from contracts.rule_status import Peak
+from contracts.situation import Situation
 from lambdas.remediation import attempts as attempt_models
 from lambdas.remediation import in_job_loss
 from lambdas.remediation.attempts import Attempt

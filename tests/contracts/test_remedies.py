@@ -3,7 +3,8 @@
 import pytest
 
 from contracts import ContractError
-from contracts.remedies import Change, Condition, Remedy, Situation, parse_remedies, remedies_to_json
+from contracts.remedies import Change, Condition, Remedy, parse_remedies, remedies_to_json
+from contracts.situation import Situation
 
 START = {"lr": 0.1, "batch_size": 128, "grad_clip": 0.0, "batch_norm": False, "optimizer": "sgd"}
 

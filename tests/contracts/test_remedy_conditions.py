@@ -5,8 +5,9 @@ import pytest
 
 from contracts import ContractError
 from contracts.remedies import DATA_ERROR, Change, adapt_to_script, parse_remedies, remedies_to_json
-from contracts.remedy_conditions import Condition, Situation, parse_condition
+from contracts.remedy_conditions import Condition, parse_condition
 from contracts.rule_status import Peak
+from contracts.situation import Situation
 
 START = {"lr": 0.1, "epochs": 5, "activation": "relu"}
 

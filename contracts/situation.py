@@ -1,0 +1,173 @@
+"""What the debugger's evidence says about a failure, as a remedy's ``when`` reads it (:class:`Situation`): the
+rule's finding, the run's history (where the loss and the gradient norm peaked), the loss's course, the training
+labels and the objective's metric over the job. ``contracts.remedy_conditions`` says what each test reads here.
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from contracts.hyperparameter_values import show
+from contracts.loss_history import LossShape, LossWindow, loss_shape
+from contracts.objective import Objective, ObjectiveCourse, late_reports, recent_reports
+from contracts.rule_status import Peak
+from contracts.training_labels import LabelFinding, label_finding
+
+#: Without steps_per_epoch in the evidence, an issue before this step counts as "early".
+EARLY_STEP_FALLBACK = 10
+
+
+@dataclasses.dataclass(frozen=True)
+class Spike:
+    """A series (the loss, the total gradient norm) that peaked at ``peak.value`` from ``initial``."""
+
+    series: str
+    initial: float
+    peak: Peak
+
+    @property
+    def ratio(self) -> float:
+        return self.peak.value / self.initial
+
+    def describe(self) -> str:
+        """'the loss rose from 3.351 to 1181 (352x) at step 4 (warmup phase, learning rate 0.8)'."""
+        context = [f"{self.peak.phase} phase"] if self.peak.phase else []
+        if self.peak.learning_rate is not None:
+            context.append(f"learning rate {show(self.peak.learning_rate)}")
+        where = f" ({', '.join(context)})" if context else ""
+        return (
+            f"the {self.series} rose from {show(self.initial)} to {show(self.peak.value)} ({self.ratio:.3g}x) at step "
+            f"{self.peak.step}{where}"
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class Situation:
+    """What the debugger's evidence says about the failure, as conditions read it."""
+
+    issue_step: int | None = None
+    steps_per_epoch: int | None = None
+    phase: str | None = None
+    initial_gradient_norm: float | None = None
+    initial_loss: float | None = None
+    last_finite_loss: float | None = None
+    #: How the rule's condition failed (the rule's own token, e.g. "above_max"), its value and tensor.
+    issue_kind: str | None = None
+    issue_value: float | None = None
+    issue_tensor: str | None = None
+    #: Where the loss and the total gradient norm peaked (the run's history).
+    loss_peak: Peak | None = None
+    gradient_norm_peak: Peak | None = None
+    #: The training loss's course over the whole job (contracts.loss_history).
+    loss_windows: tuple[LossWindow, ...] | None = None
+    #: The training labels the job counted by class, and the objective's value when it is a 0-1 score.
+    label_counts: tuple[int, ...] | None = None
+    held_out_score: float | None = None
+    #: The epochs the job trained, when the run names its epochs hyperparameter.
+    epochs: int | None = None
+    #: The run's objective, and its metric over the job when the script saved it with the debugger.
+    objective: Objective | None = None
+    objective_course: ObjectiveCourse | None = None
+    #: The job's training loss was corrected for class frequencies (the debugger's balanced weights or logit-adjusted
+    #: loss, or the script's own weighting knob).
+    loss_weighted_by_class: bool = False
+    #: The job trained on the debugger's loss robust to wrong labels (lambdas.remediation.in_job_robust_loss).
+    loss_robust_to_wrong_labels: bool = False
+
+    @property
+    def best_epoch(self) -> int | None:
+        """The epoch after which the held-out metric met the objective at its best, when the job reported it once per
+        epoch and trained past it to a miss (None otherwise)."""
+        course, objective = self.objective_course, self.objective
+        if course is None or objective is None or self.epochs is None or course.reports != self.epochs:
+            return None
+        return course.best_report if course.met_before_end(objective) else None
+
+    @property
+    def past_peak(self) -> bool:
+        """Whether the objective's metric fell from an earlier best over the job's last third (False when the job
+        did not report its course)."""
+        course, objective = self.objective_course, self.objective
+        return course is not None and objective is not None and course.past_peak(objective)
+
+    @property
+    def still_rising(self) -> bool:
+        """Whether the objective's metric still improved at the job's end (``ObjectiveCourse.still_rising``; False
+        when the job did not report its course)."""
+        course, objective = self.objective_course, self.objective
+        return course is not None and objective is not None and course.still_rising(objective)
+
+    def describe_rise(self) -> str:
+        """The objective's course still rising at the end, with its numbers (call when :attr:`still_rising` holds)."""
+        course, objective = self.objective_course, self.objective
+        if course.recent_slope is None or course.recent_noise is None:
+            return (
+                f"{objective.metric_name} rose from {show(course.first_value)} to {show(course.last_value)} and was at "
+                f"its best at its last report ({course.reports} of {course.reports}): the job ended while it still "
+                "improved"
+            )
+        return (
+            f"{objective.metric_name} rose from {show(course.first_value)} to {show(course.last_value)} (best "
+            f"{show(course.best_value)}), by {show(round(abs(course.recent_slope), 4))} a report over its last "
+            f"{len(recent_reports(range(course.reports)))} (noise {show(round(course.recent_noise, 4))}): the job "
+            "ended while it still improved"
+        )
+
+    def describe_peak(self) -> str:
+        """The objective's course past its peak, with its numbers (call when :attr:`past_peak` holds)."""
+        course, objective = self.objective_course, self.objective
+        return (
+            f"{objective.metric_name} was best after report {course.best_report} of {course.reports}, at "
+            f"{show(course.best_value)}, and its last {late_reports(course.reports)} averaged "
+            f"{show(round(course.late_mean, 4))}: more of the same training takes it further from its best"
+        )
+
+    @property
+    def labels(self) -> LabelFinding | None:
+        """What the training labels say (contracts.training_labels), when they say something."""
+        objective = self.objective
+        target_score = (
+            objective.target_value
+            if self.held_out_score is not None and objective is not None and 0 <= objective.target_value <= 1
+            else None
+        )  # held_out_score is set only for a score from 0 to 1 that a higher value betters: the target is one too
+        return label_finding(self.label_counts, self.loss_windows, self.held_out_score, self.epochs, target_score)
+
+    @property
+    def loss_course(self) -> LossShape | None:
+        """What the loss's course says (None: the job reported too little of it)."""
+        return loss_shape(self.loss_windows, self.initial_loss) if self.loss_windows else None
+
+    def spike(self, factor: float) -> Spike | None:
+        """The first of the loss and the gradient norm to peak above ``factor`` times its initial value at or
+        before the issue's step (None: neither did, or the numbers are missing)."""
+        spikes = []
+        for series, initial, peak in (
+            ("loss", self.initial_loss, self.loss_peak),
+            ("gradient norm", self.initial_gradient_norm, self.gradient_norm_peak),
+        ):
+            if peak is None or initial is None or not math.isfinite(initial) or initial <= 0:
+                continue
+            if self.issue_step is not None and peak.step > self.issue_step:
+                continue
+            if math.isfinite(peak.value) and peak.value > factor * initial:
+                spikes.append(Spike(series, initial, peak))
+        return min(spikes, key=lambda spike: spike.peak.step) if spikes else None
+
+    @property
+    def early(self) -> bool | None:
+        if self.issue_step is None:
+            return None
+        return self.issue_step < self.early_limit
+
+    @property
+    def early_limit(self) -> float:
+        return self.steps_per_epoch / 2 if self.steps_per_epoch else EARLY_STEP_FALLBACK
+
+    @property
+    def loss_trend(self) -> str | None:
+        if self.initial_loss is None or self.last_finite_loss is None:
+            return None
+        return "rising" if self.last_finite_loss >= self.initial_loss else "falling"
