@@ -106,15 +106,12 @@ def test_a_built_in_set_adapts_to_a_scripts_names_and_leaves_out_what_the_script
     parse_remedies(adapted, START)
 
 
-def test_a_spike_counts_only_above_the_factor_and_at_or_before_the_issue():
-    """The run's history: the first series to peak above factor x its initial value before the rule fired."""
+def test_a_spike_condition_says_which_series_peaked_where_and_holds_only_in_its_phase():
+    """The run's history (contracts.situation finds the spike): the condition's fact names the series, its peak's
+    step, phase and rate, and the step the rule fired."""
     loss = Peak(value=40.0, step=4, learning_rate=0.8, phase="warmup")
     norm = Peak(value=70.0, step=3, learning_rate=0.8, phase="warmup")
     situation = Situation(issue_step=10, initial_loss=2.0, initial_gradient_norm=6.0, loss_peak=loss, gradient_norm_peak=norm)
-    assert situation.spike(10).series == "gradient norm"  # 11.7x at step 3, before the loss's 20x at step 4
-    assert situation.spike(15).series == "loss"
-    assert situation.spike(25) is None
-    assert Situation(issue_step=3, initial_loss=2.0, loss_peak=loss).spike(10) is None  # it peaked after the issue
     condition = parse_condition({"spiked_above": 10, "spike_phase": "warmup"}, START, "when")
     holds, facts = condition.check(situation, START)
     assert holds and facts == [

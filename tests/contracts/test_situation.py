@@ -1,0 +1,42 @@
+"""What the debugger's evidence says about a failure (contracts.situation): the run's history (a spike before the
+rule fired) and whether the issue came early in the job."""
+
+from contracts.rule_status import Peak
+from contracts.situation import EARLY_STEP_FALLBACK, Situation
+
+
+def test_a_spike_counts_only_above_the_factor_and_at_or_before_the_issue():
+    """The first series to peak above factor x its initial value before the rule fired."""
+    loss = Peak(value=40.0, step=4, learning_rate=0.8, phase="warmup")
+    norm = Peak(value=70.0, step=3, learning_rate=0.8, phase="warmup")
+    situation = Situation(issue_step=10, initial_loss=2.0, initial_gradient_norm=6.0, loss_peak=loss, gradient_norm_peak=norm)
+    assert situation.spike(10).series == "gradient norm"  # 11.7x at step 3, before the loss's 20x at step 4
+    assert situation.spike(15).series == "loss"
+    assert situation.spike(25) is None
+    assert Situation(issue_step=3, initial_loss=2.0, loss_peak=loss).spike(10) is None  # it peaked after the issue
+    assert situation.spike(10).describe() == (
+        "the gradient norm rose from 6 to 70 (11.7x) at step 3 (warmup phase, learning rate 0.8)"
+    )
+
+
+def test_a_spike_needs_a_finite_positive_start_and_a_finite_peak():
+    peak = Peak(value=float("inf"), step=2, learning_rate=0.1, phase="main")
+    assert Situation(issue_step=5, initial_loss=2.0, loss_peak=peak).spike(10) is None
+    finite = Peak(value=40.0, step=2, learning_rate=0.1, phase="main")
+    assert Situation(issue_step=5, initial_loss=0.0, loss_peak=finite).spike(10) is None
+    assert Situation(issue_step=5, initial_loss=float("nan"), loss_peak=finite).spike(10) is None
+
+
+def test_an_issue_is_early_in_the_first_half_epoch_or_before_the_fallback_step():
+    """With the job's steps per epoch, early is before half an epoch; without, before a fixed step."""
+    assert Situation(issue_step=9, steps_per_epoch=20).early is True
+    assert Situation(issue_step=10, steps_per_epoch=20).early is False
+    assert Situation(issue_step=EARLY_STEP_FALLBACK - 1).early is True
+    assert Situation(issue_step=EARLY_STEP_FALLBACK).early is False
+    assert Situation().early is None  # no step: a remedy for early issues waits
+
+
+def test_the_loss_trend_compares_the_last_finite_loss_with_the_first():
+    assert Situation(initial_loss=2.3, last_finite_loss=0.4).loss_trend == "falling"
+    assert Situation(initial_loss=2.3, last_finite_loss=2.3).loss_trend == "rising"
+    assert Situation(initial_loss=2.3).loss_trend is None
