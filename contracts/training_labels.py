@@ -126,8 +126,8 @@ def _fit(windows: Sequence[LossWindow] | None, held_out_score: float | None, epo
         return None
     if epochs is not None and epochs < MIN_EPOCHS_TO_MEMORISE:
         return None
-    quarter = len(last_quarter(windows))
-    late = _with_labels_seen(windows[-quarter:])
+    quarter = len(last_quarter(windows))  # the quarter before it is read too, below
+    late = _with_labels_seen(last_quarter(windows))
     agreement = _agreement(late)
     if agreement is None or abs(held_out_score - agreement) < FIT_GAP:
         return None
