@@ -75,6 +75,9 @@ class Situation:
     loss_weighted_by_class: bool = False
     #: The job trained on the debugger's loss robust to wrong labels (lambdas.remediation.in_job_robust_loss).
     loss_robust_to_wrong_labels: bool = False
+    #: What a later job of the run found in the same training labels, when the planner plans from this job and its
+    #: own labels say nothing (lambdas.remediation.diagnosis.situation_to_plan_from).
+    later_labels: LabelFinding | None = None
 
     @property
     def best_epoch(self) -> int | None:
@@ -126,7 +129,13 @@ class Situation:
 
     @property
     def labels(self) -> LabelFinding | None:
-        """What the training labels say (contracts.training_labels), when they say something."""
+        """What the training labels say (contracts.training_labels), when they say something: this job's finding,
+        else :attr:`later_labels`."""
+        return self.own_labels or self.later_labels
+
+    @property
+    def own_labels(self) -> LabelFinding | None:
+        """What this job's training labels say, read from its own evidence."""
         objective = self.objective
         target_score = (
             objective.target_value

@@ -49,7 +49,7 @@ from lambdas.remediation.diagnosis import (
     rate_names,
     rate_range,
     remedies_that_made_it_worse,
-    situation_in,
+    situation_to_plan_from,
 )
 from lambdas.remediation.learning_rate_ranges import RateRange
 from lambdas.remediation.payload import WorkflowState
@@ -97,7 +97,7 @@ def plan(state: WorkflowState) -> WorkflowState:
     rates = rate_range(state)
     ladders = remedy_ladders(state, failure, rates)
     base = attempt_to_plan_from(state, attempt, failure)
-    situation = situation_in(state, base)
+    situation = situation_to_plan_from(state, base, attempt)
     # A quiet miss the training labels explain: only a remedy that names a cause in the run (a setting, or the labels
     # themselves) answers it; the loss's course would only send more epochs or another rate after the data.
     labels = situation.labels if failure == OBJECTIVE_MISSED else None

@@ -1,8 +1,10 @@
 """What the debugger's evidence says about a failure (contracts.situation): the run's history (a spike before the
 rule fired) and whether the issue came early in the job."""
 
+from contracts.loss_history import LossWindow
 from contracts.rule_status import Peak
 from contracts.situation import EARLY_STEP_FALLBACK, Situation
+from contracts.training_labels import LabelFinding
 
 
 def test_a_spike_counts_only_above_the_factor_and_at_or_before_the_issue():
@@ -40,3 +42,14 @@ def test_the_loss_trend_compares_the_last_finite_loss_with_the_first():
     assert Situation(initial_loss=2.3, last_finite_loss=0.4).loss_trend == "falling"
     assert Situation(initial_loss=2.3, last_finite_loss=2.3).loss_trend == "rising"
     assert Situation(initial_loss=2.3).loss_trend is None
+
+
+def test_the_jobs_own_label_finding_comes_before_a_later_jobs():
+    """A later job's finding (lambdas.remediation.diagnosis.situation_to_plan_from) is said only when the job the
+    planner plans from has none of its own."""
+    later = LabelFinding("memorised", "in job 2, the model learns its training labels by heart", "regularise")
+    quiet = [LossWindow(step, step + 9, 10, 1.0, 0.6, 320) for step in range(0, 80, 10)]
+    assert Situation(loss_windows=tuple(quiet), held_out_score=0.6, epochs=12, later_labels=later).labels == later
+    noisy = Situation(loss_windows=tuple(quiet), held_out_score=0.9, epochs=12, later_labels=later)
+    assert noisy.own_labels is not None and noisy.own_labels.kind == "noisy"
+    assert noisy.labels == noisy.own_labels

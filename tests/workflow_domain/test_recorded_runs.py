@@ -639,6 +639,29 @@ def test_noisy_labels_whose_held_out_metric_still_rises_train_longer_not_with_sm
     assert after.run_spec.hyperparameters["n-epochs"] == 29
 
 
+def test_labels_a_later_job_learnt_by_heart_are_answered_from_the_closest_jobs_settings(account_input):
+    """A real run (the zoo's text script, one hidden layer of 128 ReLU units, 60% of the digits labels drawn at
+    random): the first job misses at 0.575 while its loss still falls and its labels say nothing yet, so it trains
+    four times longer; that job matches 99% of its training labels and scores 0.4611. The planner goes back to the
+    first job's settings, the closest, yet answers what the later job showed of the same labels: the robust loss,
+    where it used to end with no remedy left. The recorded next job met the objective (0.9361)."""
+    run = recorded("text-noisy-labels-found-by-a-later-job")
+    first, longer, robust = run["jobs"]
+    state = plan(finish(start(run, account_input), first))
+    assert state.last_attempt.decision.remedy == "TrainLonger"
+    assert "the training labels" not in state.last_attempt.decision.reason  # the first job's labels say nothing
+    planned = plan(finish(state, longer))
+    decision = planned.last_attempt.decision
+    assert decision.remedy == "RobustLossInJob" and decision.next_action == "launch_new"
+    assert planned.run_spec.hyperparameters == first["hyperparameters"]  # 12 epochs again, not 48
+    assert planned.run_spec.debugger_robust_loss == "generalized_cross_entropy"
+    assert ("In job 2, the model learns its training labels by heart: over steps 1831-2206 the model's top class "
+            "matched 99% of its training labels, yet it scored 0.4611 on held-out data. Back to job 1's settings, "
+            "the closest to the objective so far (val_acc = 0.575).") in decision.reason
+    met = finish(planned, robust)
+    assert met.last_attempt.outcome == "completed" and round(met.last_attempt.objective_value, 4) == 0.9361
+
+
 def test_noisy_labels_still_missed_on_the_robust_loss_end_naming_the_labels_without_smaller_steps(account_input):
     """The job that missed, as if it had run on the debugger's robust loss and no longer rose: no second robust loss,
     and no smaller steps on it (in development they never met the objective after the robust loss, and most fell):

@@ -269,6 +269,13 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "training labels drawn at random): its held-out accuracy is still at its best at the last epoch. The planner "
         "has the next job's debugger train it on the robust loss, still best at its last epoch, then trains it longer.",
     ),
+    "text-noisy-labels-found-by-a-later-job": zoo_scenario(
+        200, 31, 3,
+        "The random zoo's text script (development seed 200, configuration 31: one hidden layer of 128 ReLU units, "
+        "SGD at 0.05 for twelve epochs on digits, 60% of its training labels drawn at random): the first job misses "
+        "while its loss still falls and its labels say nothing yet; four times the epochs learns them by heart and "
+        "scores lower; the next job goes back to the first job's settings on the debugger's robust loss.",
+    ),
     "logline-raw-inputs-out-of-reach": zoo_scenario(
         40, 1, 2,
         "The plain logline script of the random zoo (development seed 40, configuration 1) on the generated "
