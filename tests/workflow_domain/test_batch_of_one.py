@@ -10,7 +10,7 @@ from lambdas.remediation import monitoring
 from lambdas.remediation.execution_input import initial_state
 from lambdas.remediation.notifications import issues_found
 from lambdas.remediation.policies import plan
-from tests.workflow_domain.test_recorded_runs import finish, recorded, start
+from tests.workflow_domain.recorded_runs import finish, recorded, start
 
 JOB = "remediation-mlp-0123456789-001"
 BATCH_NORM = (
