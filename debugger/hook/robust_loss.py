@@ -19,6 +19,15 @@ of the 39 that missed their objective on the cross-entropy, 27 met it on this lo
 Under SGD it starts slower (its gradient is about a fifth of the cross-entropy's while every class is equally
 likely): 5 of the 20 that met the objective on the cross-entropy fell below it, so the planner turns it on only
 after a miss.
+
+Hence the call's gradient is kept at the cross-entropy's scale: the samples' factors ``p_y ** q`` are divided by
+their mean over the call, so a wrong label still pulls less than a right one, but the step is not five times
+smaller while the model is at chance. The loss's value stays the paper's. Measured offline before the change
+(development seeds 21-60, the 207 label-noise configurations drawn there, each trained alone in an MLP copy of its
+model and optimizer for 12 epochs; a probe not kept in the repository): under SGD (95) the objective met 50 times on
+the generalized cross-entropy and 57 times on it rescaled, of the 20 met on the cross-entropy 6 and 1 fell below it,
+and the held-out accuracy was still under 0.2 after 4 epochs in 8 and 2 (development seed 204, configuration 16:
+ObjectiveOutOfReach stopped such a job at chance); under Adam (112), 69 and 70, none fell.
 """
 
 from __future__ import annotations
@@ -50,7 +59,12 @@ def generalized_cross_entropy(scores, labels, weight=None, ignore_index: int = -
     weights = kept.to(scores.dtype)
     if weight is not None:
         weights = weights * weight.to(scores.dtype)[indices]
-    losses = losses * weights
+    # The call's gradient at the cross-entropy's scale, its value the paper's: each sample's gradient is the
+    # cross-entropy's times p_y ** q, divided by that factor's mean over the call (a constant, not differentiated).
+    pull = label_probability.detach() ** q
+    scale = ((pull * weights).sum() / weights.sum().clamp_min(SMALLEST_PROBABILITY)).clamp_min(SMALLEST_PROBABILITY)
+    rescaled = losses / scale
+    losses = (rescaled + (losses - rescaled).detach()) * weights
     if reduction == "none":
         return losses
     if reduction == "sum":

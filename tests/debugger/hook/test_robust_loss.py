@@ -105,6 +105,26 @@ def test_the_loss_is_one_minus_the_labels_probability_to_the_q_over_q():
     assert torch.allclose(generalized_cross_entropy(scores, labels, q=1e-6), F.cross_entropy(scores, labels), atol=1e-4)
 
 
+def test_the_gradient_is_the_cross_entropys_times_p_to_the_q_over_its_mean():
+    """A wrong label (one the model finds unlikely) still pulls less than a right one, but the call's step is the
+    cross-entropy's size while the model is at chance, not a fifth of it (SGD trained at chance for epochs)."""
+    scores, labels = scores_and_labels()
+    generalized_cross_entropy(scores, labels).backward()
+    robust = scores.grad.clone()
+    scores.grad = None
+    F.cross_entropy(scores, labels, reduction="none").sum().backward()
+    per_sample = scores.grad.clone()
+    pull = torch.softmax(scores, 1)[torch.arange(len(labels)), labels].detach() ** Q
+    expected = per_sample * (pull / pull.mean())[:, None] / len(labels)
+    assert torch.allclose(robust, expected, atol=1e-6)
+    at_chance = torch.zeros(5, 10, requires_grad=True)  # every class equally likely: the cross-entropy's gradient
+    generalized_cross_entropy(at_chance, torch.arange(5)).backward()
+    chance_grad = at_chance.grad.clone()
+    at_chance.grad = None
+    F.cross_entropy(at_chance, torch.arange(5)).backward()
+    assert torch.allclose(chance_grad, at_chance.grad, atol=1e-6)
+
+
 def test_weights_and_ignored_labels_reduce_as_the_cross_entropy_reduces():
     scores, labels = scores_and_labels()
     weight = torch.tensor([1.0, 2.0, 3.0, 0.5])
