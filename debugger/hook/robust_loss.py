@@ -5,8 +5,9 @@ While the entry point runs, ``torch.nn.functional.cross_entropy`` (what ``nn.Cro
 training calls, the generalized cross-entropy of Zhang and Sabuncu, "Generalized Cross Entropy Loss for Training Deep
 Neural Networks with Noisy Labels" (NeurIPS 2018): ``(1 - p_y ** q) / q`` for the probability ``p_y`` the model gives
 the sample's label, with the paper's ``q = 0.7``. As q goes to 0 it is the cross-entropy; at 1 it is the mean
-absolute error, which a wrong label cannot pull far. Its gradient is the cross-entropy's times ``p_y ** q``: a sample
-the model finds unlikely (most wrong labels, once the right ones are learnt) moves the weights less.
+absolute error, which a wrong label cannot pull far. Its gradient is the cross-entropy's times ``p_y ** q`` (here
+divided by that factor's mean over the call, below): a sample the model finds unlikely (most wrong labels, once the
+right ones are learnt) moves the weights less.
 
 Only training calls change (gradients on, scores that need a gradient, class-index labels, no label smoothing or
 legacy reduction argument): an evaluation under ``torch.no_grad()`` keeps the plain cross-entropy, so the held-out
