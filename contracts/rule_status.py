@@ -45,6 +45,12 @@ DATA_ERROR_ISSUE_KINDS = (NAN_INPUT, LABEL_OUT_OF_RANGE)
 # --------------------------------------------------------------------------- rule-status document
 
 
+#: LossNotDecreasing's kind for a held-out (evaluation) loss that rose while the training loss fell over the same span:
+#: the model fits what does not carry over to held-out data (overfitting), not a rate that overshoots, which takes the
+#: training loss up too (that stays "rising"). The planner answers it as it answers Overfit.
+HELD_OUT_RISING = "held_out_rising"
+
+
 @dataclasses.dataclass
 class RuleIssue:
     """Where and why a rule found an issue."""
@@ -56,8 +62,8 @@ class RuleIssue:
     #: "warmup" or "main" when the script said so (Hook.set_context); None when it did not.
     phase: str | None = None
     #: How the rule's condition failed, in the rule's own words, for remedies that differ by it:
-    #: TensorVariance "above_max" / "below_min", LossNotDecreasing "rising" / "flat" / "stagnant", WeightUpdateRatio
-    #: "too_large" / "too_small". None for rules with one way to fail.
+    #: TensorVariance "above_max" / "below_min", LossNotDecreasing "rising" / "flat" / "stagnant" /
+    #: HELD_OUT_RISING, WeightUpdateRatio "too_large" / "too_small". None for rules with one way to fail.
     kind: str | None = None
 
     def __post_init__(self) -> None:

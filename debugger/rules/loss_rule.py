@@ -10,6 +10,7 @@ import math
 import numpy as np
 
 from contracts.objective import Objective
+from contracts.rule_status import HELD_OUT_RISING
 from debugger.core.collection import LOSSES, WEIGHTS
 from debugger.core.modes import ModeKeys
 from debugger.rules import rule_checks
@@ -42,6 +43,10 @@ class _LossSeries:
     first_count: int = 0
     #: how many times the curve was judged
     checks: int = 0
+    #: an evaluation curve's points' companions: (mode step, the training loss's latest window mean when that
+    #: evaluation pass ended), and that mean beside the lowest window (what a held-out rise is weighed against)
+    training_beside: list[tuple[int, float]] = dataclasses.field(default_factory=list)
+    training_at_lowest: float | None = None
 
 
 #: A rise from the lowest window mean must also undo more than this share of the descent before it. A loss near zero
@@ -68,15 +73,22 @@ STAGNANT_FALL_PERCENT = 2.0
 WEIGHT_STEPS = 10 * STAGNANT_STEPS
 
 
+def _mean_between(points: list[tuple[int, float]], after: int, until: int) -> float | None:
+    """The mean of the points with ``after < step <= until``; None without any."""
+    values = [value for step, value in points if after < step <= until]
+    return float(np.mean(values)) if values else None
+
+
 class LossNotDecreasing(Rule):
     """Judges the loss on windows of ``num_steps`` mode steps, checking at most every ``num_steps`` once two
     windows are full: fires "rising" when the mean of the latest window is above the lowest window mean of the run
-    by more than ``increase_threshold_percent`` percent plus the noise of the means, "flat" when it fell from the
-    previous window's mean by less than ``diff_percent`` percent (with 0: not at all), "stagnant" when it has not
-    left its first window's level in STAGNANT_STEPS steps and the weights show it cannot (they do not move, or a
-    weight matrix is left behind: :mod:`debugger.rules.weight_movement`). In EVAL mode each evaluation
-    pass counts once, by its mean. ``mode`` picks the steps; by default EVAL once its curve spans two windows, else
-    TRAIN, else GLOBAL (SageMaker's: EVAL as soon as there is an evaluation step).
+    by more than ``increase_threshold_percent`` percent plus the noise of the means (HELD_OUT_RISING when that
+    curve is the evaluation loss and the training loss fell since its lowest window: a model that overfits), "flat"
+    when it fell from the previous window's mean by less than ``diff_percent`` percent (with 0: not at all),
+    "stagnant" when it has not left its first window's level in STAGNANT_STEPS steps and the weights show it cannot
+    (they do not move, or a weight matrix is left behind: :mod:`debugger.rules.weight_movement`). In EVAL mode each
+    evaluation pass counts once, by its mean. ``mode`` picks the steps; by default EVAL once its curve spans two
+    windows, else TRAIN, else GLOBAL (SageMaker's: EVAL as soon as there is an evaluation step).
 
     SageMaker's rule compares two single losses ``num_steps`` apart; one minibatch's loss is noisy (measured: a
     healthy run's loss rose 44.7% between two saved steps), so the product compares window means, and a rise must
@@ -166,6 +178,12 @@ class LossNotDecreasing(Rule):
         last_step = series.open_phase[-1][0]
         mean = float(np.mean([loss for _, loss in series.open_phase]))
         series.open_phase = []
+        training = self._series.get((name, ModeKeys.TRAIN))
+        if training is not None and training.points:
+            latest = [loss for _, loss in training.points[-self.num_steps :]]
+            series.training_beside.append((last_step, float(np.mean(latest))))
+            while series.training_beside[0][0] <= last_step - NOISE_WINDOWS * self.num_steps:
+                series.training_beside.pop(0)
         return self._add_point(name, ModeKeys.EVAL, series, last_step, mean)
 
     def _add_point(self, name: str, mode: ModeKeys, series: _LossSeries, mode_step: int, loss: float) -> bool:
@@ -196,12 +214,22 @@ class LossNotDecreasing(Rule):
         if series.first_mean is None:
             series.first_mean, series.first_count = before, len(previous)
         series.checks += 1
-        for mean, count in ((before, len(previous)), (after, len(current))):
+        window = self.num_steps
+        training_before = _mean_between(series.training_beside, mode_step - 2 * window, mode_step - window)
+        training_after = _mean_between(series.training_beside, mode_step - window, mode_step)
+        for mean, count, training in ((before, len(previous), training_before), (after, len(current), training_after)):
             if series.lowest is None or mean < series.lowest[0]:
-                series.lowest = (mean, count)
+                series.lowest, series.training_at_lowest = (mean, count), training
         span = f"(the {self.num_steps} steps to step {mode_step})"
         if after > series.lowest[0]:
             finding = self._rising(series.lowest, series.first_mean, after, len(current), sigma, span)
+            if finding is not None and None not in (series.training_at_lowest, training_after) and (
+                training_after < series.training_at_lowest
+            ):
+                finding = HELD_OUT_RISING, (
+                    f"held-out {finding[1]}, while the training loss fell from {series.training_at_lowest:.4g} to "
+                    f"{training_after:.4g}: the model fits what does not carry over to held-out data"
+                )
         elif after <= before:
             finding = self._flat(before, after, len(previous), len(current), span)
         else:

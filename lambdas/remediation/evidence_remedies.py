@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from contracts.remedies import ANY_RULE, BATCH_OF_ONE, OBJECTIVE_MISSED, OUT_OF_MEMORY
+from contracts.rule_status import HELD_OUT_RISING
 from lambdas.remediation.learning_rate_ranges import SGD_RANGE, RateRange
 from lambdas.remediation.xgboost_remedies import XGBOOST_EVIDENCE_REMEDIES
 
@@ -368,6 +369,19 @@ def _network_remedies(rates: RateRange) -> dict[str, list[dict[str, Any]]]:
             normalize_inputs,
             rescale_far_init[1],  # as for VanishingGradient: such a network's loss starts far up and does not fall
             *collapse,
+            # The held-out loss rose while the training loss fell (the rule's HELD_OUT_RISING): the model fits what does
+            # not carry over, as after Overfit, not a rate that overshoots. The script's early stopping, then its
+            # regularisers; without them, smaller steps, which fit less of it in the same epochs. (StopAtBestEpoch reads
+            # one report for each planned epoch, which a stopped job cannot show.) Development seed 305, configuration
+            # 35 of the random zoo (60% wrong labels, 48 epochs on the robust loss): the held-out loss rose from 0.72 to
+            # 1.08 while held-out accuracy fell from 0.797 (epoch 15) to 0.73, and the planner, reading a rate that
+            # overshoots, halved the rate twice (0.745 at best).
+            {**early_stopping, "when": {"issue_kind": HELD_OUT_RISING}, "note": "The held-out loss rose while the "
+             "training loss fell: stop after the best epoch and keep that model."},
+            *regularise({"issue_kind": HELD_OUT_RISING}),
+            {**lower_learning_rate, "name": "SmallerStepsOnHeldOutRise", "when": {"issue_kind": HELD_OUT_RISING},
+             "note": "The held-out loss rose while the training loss fell, and the script has no early stopping or "
+             "regulariser left to set: smaller steps fit less of what does not carry over in the same epochs."},
             # A loss that never left its first window's noise at a rate that barely moves the weights: the usual
             # rate at once, continuing from the checkpoints (rate_up_into_range's tenth is for a loss that moved).
             {**rate_to_usual, "when": {**rate_to_usual["when"], "issue_kind": "stagnant"},

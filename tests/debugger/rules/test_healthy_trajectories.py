@@ -12,7 +12,7 @@ import pytest
 from rule_trials import TRAJECTORIES, make, recorded_steps, replay
 
 from contracts.rule_selection import product_rule_parameters
-from contracts.rule_status import NO_ISSUES_FOUND, RuleStatusDocument
+from contracts.rule_status import HELD_OUT_RISING, NO_ISSUES_FOUND, RuleStatusDocument
 from debugger.core.modes import ModeKeys
 from debugger.trial import create_trial
 from debugger.trial.live_trial import LiveTrial
@@ -172,13 +172,42 @@ def test_a_converged_run_that_meets_its_objective_is_not_stopped(tmp_path):
     # Adam on batches of 512 for 60 epochs: held-out accuracy 0.91 from epoch 8 while the held-out loss creeps up
     # from 0.24 to 0.38; LossNotDecreasing at its documented num_steps judges the evaluation passes (one a epoch)
     rule, fired = replay(tmp_path / "alone", "mlp_batch512_tabular", "LossNotDecreasing")
-    assert fired is not None and rule.finding.kind == "rising"  # what a run without an objective is told
+    assert fired is not None and rule.finding.kind == HELD_OUT_RISING  # what a run without an objective is told
     rule, fired = replay(tmp_path / "objective", "mlp_batch512_tabular", "LossNotDecreasing", objective=objective(0.85))
     assert fired is None
     assert "but the run meets its objective (validation:accuracy >= 0.85: 0.9" in rule.latest_note
     # the objective's metric falling below the target makes the rule judge again
     rule, fired = replay(tmp_path / "higher", "mlp_batch512_tabular", "LossNotDecreasing", objective=objective(0.95))
     assert fired is not None
+
+
+def test_a_held_out_loss_rising_while_the_training_loss_falls_is_reported_as_overfitting(tmp_path):
+    # the same run: its training loss falls from 0.15 to 0.02 while its held-out loss rises from its lowest mean 0.25
+    # to 0.33, what a model that fits what does not carry over shows (the planner answers it as it answers Overfit),
+    # not a rate that overshoots
+    rule, fired = replay(tmp_path, "mlp_batch512_tabular", "LossNotDecreasing")
+    message = rule.finding.message
+    assert rule.finding.kind == HELD_OUT_RISING and message.startswith("held-out loss rose 30.1% from its lowest mean")
+    assert "while the training loss fell from 0.1529 to 0.02182" in message
+
+
+def test_a_held_out_loss_rising_with_the_training_loss_is_still_a_rising_loss(tmp_path):
+    # the same run diverging from its 21st evaluation pass (each later loss, training and held-out, up by 0.002 a step): the training
+    # loss rises with the held-out one, as a rate that overshoots takes both up
+    recording = recorded_steps("mlp_batch512_tabular")
+    trial = LiveTrial(tmp_path)
+    rule = make("LossNotDecreasing", trial)
+    early = [step for step, mode, *_ in recording if mode == "EVAL"][20]  # once the held-out curve can be judged
+    fired = None
+    for step, mode, mode_step, loss, metrics in recording:
+        trial.begin_step(step, ModeKeys[mode], mode_step)
+        trial.latest_metrics.update(metrics)
+        diverging = loss + 0.002 * max(0, step - early)
+        trial.add_signal("CrossEntropyLoss_output_0", ("losses",), step, diverging)
+        if rule.invoke_at_step(step):
+            fired = step
+            break
+    assert fired is not None and early < fired < 300 and rule.finding.kind == "rising", rule.finding
 
 
 # --------------------------------------------------------------------------- Overfit, Overtraining at their defaults

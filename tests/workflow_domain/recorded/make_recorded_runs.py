@@ -277,6 +277,13 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "while its loss still falls and its labels say nothing yet; four times the epochs learns them by heart and "
         "scores lower; the next job goes back to the first job's settings on the debugger's robust loss.",
     ),
+    "mlp-noisy-labels-held-out-loss-rising": zoo_scenario(
+        305, 35, 3,
+        "The random zoo's smdebug MLP script (development seed 305, configuration 35: two hidden layers of 128 ELU "
+        "units with layer norm, Adam at 0.002 for twelve epochs on the tabular data, 60% of its training labels drawn "
+        "at random): the robust loss's job still rises at its end, and four times the epochs overfits: "
+        "LossNotDecreasing finds the held-out loss rising while the training loss falls.",
+    ),
     "logline-raw-inputs-out-of-reach": zoo_scenario(
         40, 1, 2,
         "The plain logline script of the random zoo (development seed 40, configuration 1) on the generated "
