@@ -40,15 +40,13 @@ ISSUE_KIND_PATTERN = re.compile(r"^[a-z][a-z_]{0,31}$")
 NAN_INPUT = "nan_input"
 LABEL_OUT_OF_RANGE = "label_out_of_range"
 DATA_ERROR_ISSUE_KINDS = (NAN_INPUT, LABEL_OUT_OF_RANGE)
-
-
-# --------------------------------------------------------------------------- rule-status document
-
-
 #: LossNotDecreasing's kind for a held-out (evaluation) loss that rose while the training loss fell over the same span:
 #: the model fits what does not carry over to held-out data (overfitting), not a rate that overshoots, which takes the
 #: training loss up too (that stays "rising"). The planner answers it as it answers Overfit.
 HELD_OUT_RISING = "held_out_rising"
+
+
+# --------------------------------------------------------------------------- rule-status document
 
 
 @dataclasses.dataclass
