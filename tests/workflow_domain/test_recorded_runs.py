@@ -1,7 +1,8 @@
 """The planner on real trajectories: jobs recorded by ``recorded/make_recorded_runs.py`` (real training, the real
 debugger), each fed through the monitor's own ``decide`` / ``apply_decision`` as the monitor Lambda reads it, then
 planned. Every assertion is on what the user sees: the next job's hyperparameters and the decision's text. The
-quiet misses the training labels explain are in ``test_recorded_label_runs.py``."""
+quiet misses the training labels explain are in ``test_recorded_label_runs.py``, a held-out loss rising while the
+training loss falls in ``test_recorded_held_out_runs.py``."""
 
 from __future__ import annotations
 
@@ -20,47 +21,79 @@ from tests.workflow_domain.recorded_runs import (
 # --------------------------------------------------------------------------- diagnosis from the run's history
 
 
-def overfit_run(account_input, **overrides):
-    """Development seed 305, configuration 35 of the random zoo (60% wrong labels, tabular, Adam): job 1 misses, job 2
-    on the robust loss still rises at its end and trains four times longer, and job 3 overfits: LossNotDecreasing
-    finds the held-out loss rising while the training loss falls. Returns job 3's state, planned."""
-    run = recorded("mlp-noisy-labels-held-out-loss-rising")
-    first, robust, longer = run["jobs"]
-    state = plan(finish(start(run, account_input, **overrides), first))
-    assert state.last_attempt.decision.remedy == "RobustLossInJob"
-    state = plan(finish(state, robust))
-    assert state.last_attempt.decision.remedy == "TrainLongerOnNoisyLabels"
-    state = finish(state, longer)
-    assert (state.last_attempt.issue.rule, state.last_attempt.issue.kind) == ("LossNotDecreasing", "held_out_rising")
-    return plan(state)
-
-
-def test_a_held_out_loss_rising_while_the_training_loss_falls_is_answered_as_overfitting_not_by_the_rate(account_input):
-    """The rule's finding says the held-out loss rose from 0.716 to 1.077 while the training loss fell from 0.692 to
-    0.591 (held-out accuracy had fallen from 0.797 at epoch 15 to 0.73). The planner used to read a rate that
-    overshoots and halved it twice (0.745 at best); now it regularises with the script's weight-decay knob, from step
-    0, keeping the robust loss."""
-    planned = overfit_run(account_input)
+def test_gradients_dying_after_the_loss_blew_up_in_warmup_lower_the_warmup_rate(account_input):
+    """ResNet-20 with batch norm at warmup 0.2 (issue 21's collapse): the loss spikes to 1e14 at the last warmup step,
+    and at the first main step the stem's gradient is exactly 0. The last symptom says 'vanishing gradient in the
+    main phase'; the history says the warmup rate blew the network up. The planner lowers the rate that was active
+    at the spike, the warmup rate, and raises nothing."""
+    run = recorded("resnet-batch-norm-warmup-0.2")
+    state = finish(start(run, account_input), run["jobs"][0])
+    issue = state.last_attempt.issue
+    assert (issue.rule, issue.phase, issue.value) == ("VanishingGradient", "main", 0.0)
+    planned = plan(state)
     decision = planned.last_attempt.decision
-    assert decision.remedy == "StartWeightDecay" and decision.resume_from is None
-    assert planned.run_spec.hyperparameters["weight-decay"] == 0.0001
-    assert planned.run_spec.hyperparameters["lr"] == 0.002 and planned.run_spec.hyperparameters["epochs"] == 48
-    assert planned.run_spec.debugger_robust_loss == "generalized_cross_entropy"
-    assert ("held-out loss rose 50.5% from its lowest mean 0.715846 (over 20 loss(es)) to 1.07729 over 20 (the 20 "
-            "steps to step 39); allowed increase 5% plus the noise (0.073), while the training loss fell from 0.6922 "
-            "to 0.5914") in decision.reason
-    assert "the rule found held out rising" in decision.reason and "overshoots" not in decision.reason
+    assert decision.remedy == "LowerWarmupRateAfterCollapse"
+    assert planned.run_spec.hyperparameters["warmup_learning_rate"] == 0.02  # 0.2 x 0.1
+    assert planned.run_spec.hyperparameters["learning_rate"] == 0.1  # the main rate was not active at the spike
+    peak = run["jobs"][0]["rule_status"]["evidence"]["loss_peak"]
+    assert f"the loss rose from 3.351 to {peak['value']:.4g}" in decision.reason
+    assert f"at step {peak['step']} (warmup phase, learning rate 0.2) before the rule fired at step 20" in decision.reason
+    assert "lowering warmup_learning_rate 0.2 -> 0.02" in decision.reason
 
 
-def test_a_held_out_rise_in_a_script_without_regularisers_takes_smaller_steps_and_says_why(account_input):
-    """The same run as a script with no weight-decay knob: smaller steps, for what they are (they fit less of what
-    does not carry over in the same epochs), not a rate that overshoots."""
-    run = recorded("mlp-noisy-labels-held-out-loss-rising")
-    names = {key: value for key, value in run["run_spec"]["hyperparameter_names"].items() if key != "weight_decay"}
-    decision = overfit_run(account_input, hyperparameter_names=names).last_attempt.decision
-    assert decision.remedy == "SmallerStepsOnHeldOutRise"
-    assert "smaller steps fit less of what does not carry over in the same epochs" in decision.reason
-    assert "Next: lowering lr 0.002 -> 0.001" in decision.reason
+def test_dead_units_after_a_spike_at_a_main_rate_lower_that_rate(account_input):
+    """The repair zoo's dead-ReLU MLP: SGD 0.4 with momentum; the loss spikes before DeadRelu fires. No phase:
+    the rate the optimizer ran at, lr, is lowered tenfold."""
+    run = recorded("mlp-dead-relu-lr-0.4")
+    state = finish(start(run, account_input), run["jobs"][0])
+    assert state.last_attempt.issue.rule == "DeadRelu"
+    planned = plan(state)
+    assert planned.last_attempt.decision.remedy == "LowerRateAfterCollapse"
+    assert planned.run_spec.hyperparameters["lr"] == 0.04
+    assert "more than 10x its initial value" in planned.last_attempt.decision.reason
+
+
+def test_a_spike_from_weights_initialised_far_too_large_is_answered_by_rescaling_them_not_by_the_rate(account_input):
+    """Four tanh layers initialised at 100 times the usual scale: the units saturate, the gradient norm spikes from 373
+    to 41,850 and VanishingGradient stops the job. The spike alone would read as a collapse from too high a rate (the
+    collapse remedies' condition holds), but the run names the cause in its settings: the initialisation is rescaled,
+    and the next job meets the objective (0.9694)."""
+    from lambdas.remediation.diagnosis import situation_of
+    from lambdas.remediation.evidence_remedies import COLLAPSE_FACTOR
+
+    run = recorded("mlp-tanh-init-x100")
+    state = finish(start(run, account_input), run["jobs"][0])
+    assert state.last_attempt.issue.rule == "VanishingGradient"
+    assert situation_of(state.last_attempt).spike(COLLAPSE_FACTOR) is not None
+    planned = plan(state)
+    decision = planned.last_attempt.decision
+    assert decision.remedy == "RescaleInitialisation"
+    assert planned.run_spec.hyperparameters == {**run["jobs"][0]["hyperparameters"], "init-scale": 1.0}  # lr kept
+    assert "applies because init-scale 100 is above 5" in decision.reason
+    met = finish(planned, run["jobs"][1]).last_attempt
+    assert met.outcome == "completed" and met.objective_value == pytest.approx(0.9694)
+
+
+@pytest.mark.parametrize(
+    ("name", "job"),
+    [
+        ("resnet-batch-norm-warmup-0.8", 1),
+        ("resnet-batch-norm-warmup-0.2", 1),
+        ("mlp-adam-1e-3-one-epoch", 0),
+        ("mlp-adam-5e-4-one-epoch", 0),
+    ],
+)
+def test_a_healthy_trajectory_shows_no_spike(name, job, account_input):
+    """Healthy jobs (the ResNet at warmup 0.1, Adam on digits) stay far below the collapse factor."""
+    from lambdas.remediation.diagnosis import situation_of
+    from lambdas.remediation.evidence_remedies import COLLAPSE_FACTOR
+
+    run = recorded(name)
+    state = start(run, account_input)
+    for earlier in run["jobs"][:job]:
+        state = plan(finish(state, earlier))
+    state = finish(state, run["jobs"][job])
+    assert situation_of(state.last_attempt).spike(COLLAPSE_FACTOR) is None
 
 
 # --------------------------------------------------------------------------- a quiet miss: the loss's course

@@ -5,8 +5,8 @@ job's description (status, failure reason, final metrics, from the run's final p
     .venv/bin/python tests/workflow_domain/recorded/make_recorded_runs.py              # every scenario
     .venv/bin/python tests/workflow_domain/recorded/make_recorded_runs.py xgboost-overtraining
 
-The tests (``tests/workflow_domain/test_recorded_runs.py``, ``test_recorded_label_runs.py``, through
-``recorded_runs.py``) feed these documents through the monitor's own
+The tests (``tests/workflow_domain/test_recorded_runs.py``, ``test_recorded_label_runs.py``,
+``test_recorded_held_out_runs.py``, through ``recorded_runs.py``) feed these documents through the monitor's own
 ``decide``/``apply_decision`` and plan from them: the planner is judged on real trajectories, not hand-made numbers.
 Rerun a scenario after changing what the job reports (``contracts.rule_status.Evidence``).
 """
