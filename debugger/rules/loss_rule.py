@@ -182,9 +182,13 @@ class LossNotDecreasing(Rule):
         if training is not None and training.points:
             latest = [loss for _, loss in training.points[-self.num_steps :]]
             series.training_beside.append((last_step, float(np.mean(latest))))
-            while series.training_beside[0][0] <= last_step - NOISE_WINDOWS * self.num_steps:
-                series.training_beside.pop(0)
+            self._keep_noise_windows(series.training_beside, last_step)
         return self._add_point(name, ModeKeys.EVAL, series, last_step, mean)
+
+    def _keep_noise_windows(self, points: list[tuple[int, float]], mode_step: int) -> None:
+        """Keep the windows the noise is measured on: older points are neither compared nor measured."""
+        while points and points[0][0] <= mode_step - NOISE_WINDOWS * self.num_steps:
+            points.pop(0)
 
     def _add_point(self, name: str, mode: ModeKeys, series: _LossSeries, mode_step: int, loss: float) -> bool:
         """Add a point to the curve of ``mode``; judge the curve if it is the one the rule watches now."""
@@ -192,9 +196,7 @@ class LossNotDecreasing(Rule):
         if series.first_step is None:
             series.first_step = mode_step
         window = self.num_steps
-        # keep the windows the noise is measured on: older points are neither compared nor measured
-        while series.points and series.points[0][0] <= mode_step - NOISE_WINDOWS * window:
-            series.points.pop(0)
+        self._keep_noise_windows(series.points, mode_step)
         if mode is not self._chosen_mode():
             return False
         if series.last_check is not None and mode_step - series.last_check < window:
