@@ -143,6 +143,10 @@ class Evidence:
     #: How many training labels of each class the job trained on (contracts.training_labels), from its loss
     #: module's inputs; None when it saw none, or more classes than it counts.
     label_counts: list[int] | None = None
+    #: The largest dropout probability active while the model trained on those labels (a ``torch.nn`` dropout
+    #: module in training mode); None when none was. Dropout lowers how often the model's top class matches its
+    #: training labels, as wrong labels do (contracts.training_labels).
+    training_dropout: float | None = None
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Evidence:

@@ -65,6 +65,8 @@ class Situation:
     #: The training labels the job counted by class, and the objective's value when it is a 0-1 score.
     label_counts: tuple[int, ...] | None = None
     held_out_score: float | None = None
+    #: The largest dropout probability active while the model trained (None: none was).
+    training_dropout: float | None = None
     #: The epochs the job trained, when the run names its epochs hyperparameter.
     epochs: int | None = None
     #: The run's objective, and its metric over the job when the script saved it with the debugger.
@@ -142,7 +144,9 @@ class Situation:
             if self.held_out_score is not None and objective is not None and 0 <= objective.target_value <= 1
             else None
         )  # held_out_score is set only for a score from 0 to 1 that a higher value betters: the target is one too
-        return label_finding(self.label_counts, self.loss_windows, self.held_out_score, self.epochs, target_score)
+        return label_finding(
+            self.label_counts, self.loss_windows, self.held_out_score, self.epochs, target_score, self.training_dropout
+        )
 
     @property
     def loss_course(self) -> LossShape | None:

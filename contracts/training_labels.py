@@ -34,6 +34,14 @@ Three findings follow (:func:`label_finding`), read by the planner when a job mi
   one-epoch CNN with batch norm matched 65% of its training labels in train mode and scored 0.52 in eval mode,
   its running statistics still young: development seed 5).
 
+``noisy`` is not read from a model that trained with dropout (``training_dropout``): dropout lowers the match in
+train mode as wrong labels do, the more so the narrower the layer it thins. Measured on clean labels (development
+data seeds 300 and 301, 2-3 ReLU layers of 16 to 256 units, SGD or Adam, 12 epochs; a probe not kept): a 2x16 MLP
+on digits with dropout 0.5 matched 58% of its training labels and scored 0.91 held out; of the 60 runs with dropout
+0.3 or 0.5 whose match had stopped rising, 4 matched 15 points or more below their held-out score, against none of
+the 19 without dropout (at most 2 points below; at most 6 over 172 clean-label jobs of development zoo seeds 260 and
+261). ``memorised`` still holds with dropout: dropout only lowers the match.
+
 Both fit findings need a job of :data:`MIN_EPOCHS_TO_MEMORISE` epochs or more when its epochs are known, and
 ``noisy`` a match that stopped rising (the last quarter no more than :data:`STILL_LEARNING_RISE` above the quarter
 before): a model still learning matches its training labels, measured before each update, less often than the model
@@ -85,11 +93,13 @@ def label_finding(
     held_out_score: float | None,
     epochs: int | None = None,
     target_score: float | None = None,
+    training_dropout: float | None = None,
 ) -> LabelFinding | None:
     """What the training labels say (None: nothing, or too little reported). ``held_out_score``: the objective's
     value when it is a score from 0 to 1 that a higher value betters (an accuracy), else None; ``epochs``: how many
-    the job trained, when known; ``target_score``: the objective's target when it is such a score."""
-    return _imbalance(label_counts, windows, target_score) or _fit(windows, held_out_score, epochs)
+    the job trained, when known; ``target_score``: the objective's target when it is such a score;
+    ``training_dropout``: the largest dropout probability active while the model trained (None: none)."""
+    return _imbalance(label_counts, windows, target_score) or _fit(windows, held_out_score, epochs, training_dropout)
 
 
 def _imbalance(
@@ -121,7 +131,9 @@ def _imbalance(
     )
 
 
-def _fit(windows: Sequence[LossWindow] | None, held_out_score: float | None, epochs: int | None) -> LabelFinding | None:
+def _fit(
+    windows: Sequence[LossWindow] | None, held_out_score: float | None, epochs: int | None, training_dropout: float | None
+) -> LabelFinding | None:
     if not windows or held_out_score is None or not 0 <= held_out_score <= 1:
         return None
     if epochs is not None and epochs < MIN_EPOCHS_TO_MEMORISE:
@@ -136,6 +148,8 @@ def _fit(windows: Sequence[LossWindow] | None, held_out_score: float | None, epo
         f"training labels, yet it scored {show(held_out_score)} on held-out data"
     )
     if agreement < held_out_score:
+        if training_dropout:
+            return None  # dropout lowers the match as wrong labels do: it says nothing about the labels here
         before = _agreement(_with_labels_seen(windows[-2 * quarter : -quarter]))
         if before is None or agreement - before > STILL_LEARNING_RISE:
             return None  # still learning: the match lags what the model at the end scores

@@ -95,8 +95,11 @@ class RuleRunner:
                 evidence.max_gradient_norm = gradient_norm
         evidence.last_step = step
 
-    def _note_training_labels(self, counts: list[int], matched: int) -> None:
-        """A training step's labels (counts by class) and how many of them the model's top class matched."""
+    def _note_training_labels(self, counts: list[int], matched: int, dropout: float | None = None) -> None:
+        """A training step's labels (counts by class), how many of them the model's top class matched, and the
+        largest dropout probability active in the model as it did."""
+        if dropout is not None and (self.evidence.training_dropout is None or dropout > self.evidence.training_dropout):
+            self.evidence.training_dropout = dropout
         self._label_tally.add(counts)
         self._step_labels[0] += matched
         self._step_labels[1] += sum(counts)

@@ -35,7 +35,7 @@ from debugger.core.modes import ModeKeys
 from debugger.core.reductions import ReductionConfig
 from debugger.core.save_config import SaveConfig
 from debugger.hook.distributed import exchange_stop
-from debugger.hook.model_structure import frozen_reason
+from debugger.hook.model_structure import active_dropout, dropout_modules, frozen_reason
 from debugger.rules.rule import GRADIENT_PREFIX, TOTAL_GRADIENT_NORM
 from debugger.storage.step_writer import PackedSlice, PackedTensors, StepRecord
 
@@ -453,7 +453,16 @@ class StepCapture:
             capped = labels[counted].clamp(max=MAX_COUNTED_CLASSES)
             counts = torch.bincount(capped, minlength=min(scores.shape[1], MAX_COUNTED_CLASSES + 1)).tolist()
             matched = int((scores.detach().argmax(dim=1)[counted] == labels[counted]).sum())
-        self._note_training_labels(counts, matched)
+        self._note_training_labels(counts, matched, self._active_dropout())
+
+    def _active_dropout(self) -> float | None:
+        """The largest probability of the watched model's dropout modules in training mode (None: none is)."""
+        model = self._top_module
+        if model is None:
+            return None
+        if self._dropout_modules[0] is not model:  # the modules are listed once: a step checks only their modes
+            self._dropout_modules = (model, dropout_modules(model))
+        return active_dropout(self._dropout_modules[1])
 
     def _on_gradient(self, parameter: torch.Tensor) -> None:
         self._take_saved_tensors()

@@ -15,6 +15,10 @@ Two kinds, both decided from the model itself, never from the values a rule judg
 a bias and each input of a normalization layer, and pairs them when they are the same tensor object (what
 ``bn(conv(x))`` or an ``nn.Sequential`` does). Anything in between (an activation, a residual add, a reshape)
 breaks the pairing, so the bias is judged like any other tensor.
+
+The model's dropout modules are read too (:func:`active_dropout`): a dropout active while the model trains lowers how
+often its top class matches the training labels, which the planner otherwise reads as wrong labels
+(contracts.training_labels).
 """
 
 from __future__ import annotations
@@ -29,6 +33,21 @@ FROZEN = "frozen"
 NORMALIZED_BIAS = "normalized_bias"
 
 _BIASED_LAYERS = (nn.Linear, nn.Bilinear, nn.modules.conv._ConvNd)
+
+
+#: torch.nn's dropout modules (what a model's structure shows: a functional dropout called in forward is not seen).
+DROPOUT_TYPES = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout, nn.FeatureAlphaDropout)
+
+
+def dropout_modules(model: nn.Module) -> list[nn.Module]:
+    """``model``'s dropout modules, whatever their probability and mode now (both can change while it trains)."""
+    return [module for module in model.modules() if isinstance(module, DROPOUT_TYPES)]
+
+
+def active_dropout(modules: list[nn.Module]) -> float | None:
+    """The largest probability among ``modules`` in training mode (None: none drops anything now)."""
+    active = [float(module.p) for module in modules if module.training and module.p > 0]
+    return max(active) if active else None
 
 
 def frozen_reason() -> str:

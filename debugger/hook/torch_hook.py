@@ -154,6 +154,8 @@ class Hook(ScriptApi, StepCapture, HookBase):
         self._frozen_parameters: list[tuple[str, nn.Parameter]] = []
         self._module_names: dict[nn.Module, str] = {}
         self._top_module: nn.Module | None = None
+        #: The top module's dropout modules, found once per top module (contracts.rule_status.Evidence.training_dropout)
+        self._dropout_modules: tuple[nn.Module | None, list[nn.Module]] = (None, [])
         self._handles: list[Any] = []
         self._grad_handles: list[Any] = []
         self._loss_name = "loss_output_0"

@@ -176,6 +176,45 @@ def test_the_training_labels_are_counted_by_class_with_how_often_the_model_match
         position += window.count
 
 
+def test_the_dropout_active_while_the_model_trains_on_its_labels_is_reported(tmp_path):
+    """The largest probability of a dropout module in training mode on a training step: 0.5 here, though the script
+    turned that module down to 0.2 later and an evaluation pass (eval mode) ran between; a model without dropout
+    reports none."""
+    hook = Hook.from_configs(rule_configs=[rule("LossNotDecreasing")], out_dir=tmp_path / "dropout", job_name="dropout")
+    torch.manual_seed(0)
+    thin = nn.Dropout(0.5)
+    model = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), thin, nn.Linear(16, 4), nn.AlphaDropout(0.0))
+    criterion = nn.CrossEntropyLoss()
+    hook.register_module(model)
+    hook.register_loss(criterion)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for probability in (0.5, 0.2):
+        thin.p = probability
+        hook.set_mode(ModeKeys.TRAIN)
+        model.train()
+        for _ in range(3):
+            optimizer.zero_grad()
+            criterion(model(torch.randn(32, 6)), torch.randint(0, 4, (32,))).backward()
+            optimizer.step()
+        hook.set_mode(ModeKeys.EVAL)
+        model.eval()
+        with torch.no_grad():
+            criterion(model(torch.randn(32, 6)), torch.randint(0, 4, (32,)))
+    hook.close()
+    assert read_evidence(tmp_path / "dropout").training_dropout == 0.5
+
+    hook, model, data, criterion = hooked(tmp_path / "plain", "plain")
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    hook.set_mode(ModeKeys.TRAIN)
+    for inputs, labels in data[:3]:
+        optimizer.zero_grad()
+        criterion(model(inputs), labels).backward()
+        optimizer.step()
+    hook.close()
+    evidence = read_evidence(tmp_path / "plain")
+    assert evidence.label_counts and evidence.training_dropout is None
+
+
 def test_a_regression_loss_counts_no_labels(tmp_path):
     """MSELoss takes real-valued targets: nothing about classes to count, and no agreement is claimed."""
     hook, model, data, criterion = hooked(tmp_path, "regression", nn.MSELoss())

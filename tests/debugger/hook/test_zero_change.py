@@ -399,3 +399,15 @@ def test_a_plain_loop_has_its_training_labels_counted(watch, tmp_path):
     expected = sum(torch.bincount(labels, minlength=4) for _, labels in data)
     assert evidence.label_counts == expected.tolist()
     assert all(window.agreement is not None for window in evidence.loss_windows)
+    assert evidence.training_dropout is None
+
+
+def test_a_plain_loop_reports_the_dropout_its_model_trained_with(watch):
+    """The planner does not read wrong labels from a match that dropout lowered (contracts.training_labels): the
+    automatic hook reports the dropout of the model it adopts, as an explicit hook does."""
+    watcher = watch()
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Dropout(0.3), nn.Linear(16, 4))
+    plain_loop(model, torch.optim.SGD(model.parameters(), lr=0.05), batches(5))
+    watcher.uninstall()
+    assert watcher.hook.close().evidence.training_dropout == 0.3
