@@ -294,6 +294,12 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "at random): the robust loss's job still rises at its end, and four times the epochs overfits: "
         "LossNotDecreasing finds the held-out loss rising while the training loss falls.",
     ),
+    "mlp-one-epoch-at-chance": zoo_scenario(
+        262, 18, 5,
+        "The random zoo's smdebug MLP script (development seed 262, configuration 18: four hidden layers of 32 GELU "
+        "units, SGD at 0.05, batch 128, on the tabular data) trained 1 epoch of its 12: at chance, its loss flat. Four "
+        "times the epochs is still at chance, a point lower within its reports' noise; the planner goes on from it.",
+    ),
     "logline-raw-inputs-out-of-reach": zoo_scenario(
         40, 1, 2,
         "The plain logline script of the random zoo (development seed 40, configuration 1) on the generated "
