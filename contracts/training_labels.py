@@ -39,8 +39,8 @@ train mode as wrong labels do, the more so the narrower the layer it thins. Meas
 data seeds 300 and 301, 2-3 ReLU layers of 16 to 256 units, SGD or Adam, 12 epochs; a probe not kept): a 2x16 MLP
 on digits with dropout 0.5 matched 58% of its training labels and scored 0.91 held out; of the 60 runs with dropout
 0.3 or 0.5 whose match had stopped rising, 4 matched 15 points or more below their held-out score, against none of
-the 19 without dropout (at most 2 points below; at most 6 over 172 clean-label jobs of development zoo seeds 260 and
-261). ``memorised`` still holds with dropout: dropout only lowers the match.
+the 19 without dropout (at most 2 points below; at most 6 points below over the 172 settled jobs without a label
+fault of development zoo seeds 260 and 261, whose scripts have no dropout). ``memorised`` still holds with dropout: dropout only lowers the match.
 
 Both fit findings need a job of :data:`MIN_EPOCHS_TO_MEMORISE` epochs or more when its epochs are known, and
 ``noisy`` a match that stopped rising (the last quarter no more than :data:`STILL_LEARNING_RISE` above the quarter
