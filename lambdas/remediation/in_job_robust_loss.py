@@ -65,6 +65,12 @@ def past_peak_sentence() -> str:
 
 
 
+def short_match_sentence() -> str:
+    """Why a match short of held out, under the bound that names wrong labels, is answered by the robust loss, when
+    nothing else is."""
+    return "Wrong training labels are the likeliest cause left, and no other remedy is left"
+
+
 def explanation() -> str:
     """What the next job does and how to switch it off."""
     return (

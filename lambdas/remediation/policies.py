@@ -135,10 +135,13 @@ def plan(state: WorkflowState) -> WorkflowState:
         correction = LossChange(in_job_class_weighting.REMEDIES[weighting], in_job_class_weighting.FIELD, weighting,
                                 in_job_class_weighting.explanation(weighting))
         return _change_the_loss_in_job(state, attempt, _sentence(labels.describe()), hyperparameters, base, correction)
-    if chosen is None and failure == OBJECTIVE_MISSED and situation.past_peak and in_job_robust_loss.applies(
-        state.run_spec
-    ):
+    last_resort = chosen is None and failure == OBJECTIVE_MISSED and in_job_robust_loss.applies(state.run_spec)
+    if last_resort and situation.past_peak:
         finding = f"{_sentence(situation.describe_peak())}. {in_job_robust_loss.past_peak_sentence()}"
+        return _change_the_loss_in_job(state, attempt, finding, hyperparameters, base, robust)
+    short_match = situation.match_short_of_held_out if last_resort and labels is None else None
+    if short_match is not None:
+        finding = f"{_sentence(short_match)}. {in_job_robust_loss.short_match_sentence()}"
         return _change_the_loss_in_job(state, attempt, finding, hyperparameters, base, robust)
     if chosen is None and labels is not None:
         weighted = any(in_job_loss.weighted_by_class(state, earlier) for earlier in state.attempts)
