@@ -200,8 +200,8 @@ def match_short_of_held_out(
         return None
     return (
         f"over steps {late[0].first_step}-{late[-1].last_step} the model's top class matched {agreement:.0%} of its "
-        f"training labels, yet it scored {show(held_out_score)} on held-out data: {held_out_score - agreement:.0%} "
-        f"short, under the {FIT_GAP:.0%} that names the labels noisy, but a model fits the labels it trains on at "
+        f"training labels, yet it scored {show(held_out_score)} on held-out data: {100 * (held_out_score - agreement):.0f} "
+        f"points short, under the {100 * FIT_GAP:.0f} that name the labels noisy, but a model fits the labels it trains on at "
         "least as well as unseen ones unless some of them are wrong (or input augmentation makes its training inputs "
         "harder than held-out ones)"
     )
