@@ -141,9 +141,7 @@ def _fit(
         return None
     if epochs is not None and epochs < MIN_EPOCHS_TO_MEMORISE:
         return None
-    quarter = len(last_quarter(windows))  # the quarter before it is read too, below
-    late = _with_labels_seen(last_quarter(windows))
-    agreement = _agreement(late)
+    late, agreement, rise = _late_match(windows)
     if agreement is None or abs(held_out_score - agreement) < FIT_GAP:
         return None
     matched = (
@@ -153,8 +151,7 @@ def _fit(
     if agreement < held_out_score:
         if training_dropout:
             return None  # dropout lowers the match as wrong labels do: it says nothing about the labels here
-        before = _agreement(_with_labels_seen(windows[-2 * quarter : -quarter]))
-        if before is None or agreement - before > STILL_LEARNING_RISE:
+        if rise is None or rise > STILL_LEARNING_RISE:
             return None  # still learning: the match lags what the model at the end scores
         return LabelFinding(
             "noisy",
@@ -190,11 +187,8 @@ def match_short_of_held_out(
         return None
     if epochs is not None and epochs < MIN_EPOCHS_TO_MEMORISE:
         return None
-    quarter = len(last_quarter(windows))
-    late = _with_labels_seen(last_quarter(windows))
-    agreement = _agreement(late)
-    before = _agreement(_with_labels_seen(windows[-2 * quarter : -quarter]))
-    if agreement is None or before is None or agreement - before > STILL_LEARNING_RISE:
+    late, agreement, rise = _late_match(windows)
+    if agreement is None or rise is None or rise > STILL_LEARNING_RISE:
         return None
     if held_out_score - agreement < SUSPECT_GAP:
         return None
@@ -205,6 +199,16 @@ def match_short_of_held_out(
         "least as well as unseen ones unless some of them are wrong (or input augmentation makes its training inputs "
         "harder than held-out ones)"
     )
+
+
+def _late_match(windows: Sequence[LossWindow]) -> tuple[list[LossWindow], float | None, float | None]:
+    """(the last quarter's windows that saw labels, their mean match, how much it rose over the quarter before):
+    None where no labels were seen."""
+    quarter = len(last_quarter(windows))
+    late = _with_labels_seen(last_quarter(windows))
+    agreement = _agreement(late)
+    before = _agreement(_with_labels_seen(windows[-2 * quarter : -quarter]))
+    return late, agreement, None if agreement is None or before is None else agreement - before
 
 
 def _with_labels_seen(windows: Sequence[LossWindow]) -> list[LossWindow]:
