@@ -147,6 +147,10 @@ class Evidence:
     #: module in training mode); None when none was. Dropout lowers how often the model's top class matches its
     #: training labels, as wrong labels do (contracts.training_labels).
     training_dropout: float | None = None
+    #: The share of the training input rows the debugger checked that it had seen before, bit for bit
+    #: (contracts.training_inputs): about (E - 1) / E for E epochs over unchanged data, about 0 for inputs augmented
+    #: in the loader, which lowers the match with the training labels as wrong labels do. None: too few checked.
+    training_inputs_repeated: float | None = None
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Evidence:

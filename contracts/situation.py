@@ -67,6 +67,8 @@ class Situation:
     held_out_score: float | None = None
     #: The largest dropout probability active while the model trained (None: none was).
     training_dropout: float | None = None
+    #: The share of its training input rows the job saw again unchanged (contracts.training_inputs; None: unknown).
+    training_inputs_repeated: float | None = None
     #: The epochs the job trained, when the run names its epochs hyperparameter.
     epochs: int | None = None
     #: The run's objective, and its metric over the job when the script saved it with the debugger.
@@ -145,14 +147,22 @@ class Situation:
             else None
         )  # held_out_score is set only for a score from 0 to 1 that a higher value betters: the target is one too
         return label_finding(
-            self.label_counts, self.loss_windows, self.held_out_score, self.epochs, target_score, self.training_dropout
+            self.label_counts,
+            self.loss_windows,
+            self.held_out_score,
+            self.epochs,
+            target_score,
+            self.training_dropout,
+            self.training_inputs_repeated,
         )
 
     @property
     def match_short_of_held_out(self) -> str | None:
         """A match with the training labels settled short of the held-out score, under what names them noisy
         (contracts.training_labels.match_short_of_held_out), as a sentence; None when it is not."""
-        return match_short_of_held_out(self.loss_windows, self.held_out_score, self.epochs, self.training_dropout)
+        return match_short_of_held_out(
+            self.loss_windows, self.held_out_score, self.epochs, self.training_dropout, self.training_inputs_repeated
+        )
 
     @property
     def loss_course(self) -> LossShape | None:

@@ -41,6 +41,10 @@ on digits with dropout 0.5 matched 58% of its training labels and scored 0.91 he
 0.3 or 0.5 whose match had stopped rising, 4 matched 15 points or more below their held-out score, against none of
 the 19 without dropout (at most 2 points below; at most 6 points below over the 172 settled jobs without a label
 fault of development zoo seeds 260 and 261, whose scripts have no dropout). ``memorised`` still holds with dropout: dropout only lowers the match.
+Nor is it read from a job whose training inputs changed between epochs (``contracts.training_inputs``: augmented in
+the loader, or drawn afresh): harder training inputs lower the match too. On clean digits, 2-pixel shifts plus noise
+of one standard deviation put the match up to 45 points below the held-out score (development data seeds 300 and 301,
+a probe not kept).
 
 Both fit findings need a job of :data:`MIN_EPOCHS_TO_MEMORISE` epochs or more when its epochs are known, and
 ``noisy`` a match that stopped rising (the last quarter no more than :data:`STILL_LEARNING_RISE` above the quarter
@@ -55,6 +59,7 @@ from collections.abc import Sequence
 
 from contracts.hyperparameter_values import show
 from contracts.loss_history import LossWindow, last_quarter
+from contracts.training_inputs import inputs_changed
 
 #: Classes counted (a job whose labels reach this index reports no counts: too many classes to judge balance here).
 MAX_COUNTED_CLASSES = 100
@@ -97,12 +102,16 @@ def label_finding(
     epochs: int | None = None,
     target_score: float | None = None,
     training_dropout: float | None = None,
+    training_inputs_repeated: float | None = None,
 ) -> LabelFinding | None:
     """What the training labels say (None: nothing, or too little reported). ``held_out_score``: the objective's
     value when it is a score from 0 to 1 that a higher value betters (an accuracy), else None; ``epochs``: how many
     the job trained, when known; ``target_score``: the objective's target when it is such a score;
-    ``training_dropout``: the largest dropout probability active while the model trained (None: none)."""
-    return _imbalance(label_counts, windows, target_score) or _fit(windows, held_out_score, epochs, training_dropout)
+    ``training_dropout``: the largest dropout probability active while the model trained (None: none);
+    ``training_inputs_repeated``: the share of its training inputs the job saw again unchanged (None: unknown)."""
+    return _imbalance(label_counts, windows, target_score) or _fit(
+        windows, held_out_score, epochs, _match_lowered_otherwise(training_dropout, training_inputs_repeated, epochs)
+    )
 
 
 def _imbalance(
@@ -134,8 +143,16 @@ def _imbalance(
     )
 
 
+def _match_lowered_otherwise(
+    training_dropout: float | None, training_inputs_repeated: float | None, epochs: int | None
+) -> bool:
+    """Whether the job trained in a way that lowers its match with its training labels as wrong labels do: with
+    dropout, or on inputs that changed between epochs (augmented)."""
+    return bool(training_dropout) or inputs_changed(training_inputs_repeated, epochs)
+
+
 def _fit(
-    windows: Sequence[LossWindow] | None, held_out_score: float | None, epochs: int | None, training_dropout: float | None
+    windows: Sequence[LossWindow] | None, held_out_score: float | None, epochs: int | None, lowered_otherwise: bool
 ) -> LabelFinding | None:
     if not windows or held_out_score is None or not 0 <= held_out_score <= 1:
         return None
@@ -149,8 +166,8 @@ def _fit(
         f"training labels, yet it scored {show(held_out_score)} on held-out data"
     )
     if agreement < held_out_score:
-        if training_dropout:
-            return None  # dropout lowers the match as wrong labels do: it says nothing about the labels here
+        if lowered_otherwise:
+            return None  # dropout or augmented inputs lower the match as wrong labels do: it says nothing here
         if rise is None or rise > STILL_LEARNING_RISE:
             return None  # still learning: the match lags what the model at the end scores
         return LabelFinding(
@@ -174,6 +191,7 @@ def match_short_of_held_out(
     held_out_score: float | None,
     epochs: int | None = None,
     training_dropout: float | None = None,
+    training_inputs_repeated: float | None = None,
 ) -> str | None:
     """What a match settled at least :data:`SUSPECT_GAP` below the held-out score says, as a sentence; None when it is
     not (or when the job is too short, still learning, or trained with dropout, as for ``noisy``). Wrong labels lower
@@ -181,9 +199,12 @@ def match_short_of_held_out(
     a model scoring 0.74 fall short by about 0.1, under :data:`FIT_GAP` (development seeds 340-359: the two of the 22
     tabular configurations with 40% wrong labels that missed after every other remedy fell short by 0.085 and 0.131;
     no job without a label fault and without dropout fell short by more than 0.056 in development seeds 260 and 261).
-    Input augmentation, which the debugger cannot see, lowers the match too, so the planner reads this only when no
-    other remedy is left, and says so."""
-    if not windows or held_out_score is None or not 0 <= held_out_score <= 1 or training_dropout:
+    Input augmentation lowers the match too: a job whose inputs changed between epochs is not read so; one whose
+    inputs the debugger did not see may have been augmented, so the planner reads this only when no other remedy is
+    left, and the sentence says which of the two holds."""
+    if not windows or held_out_score is None or not 0 <= held_out_score <= 1:
+        return None
+    if _match_lowered_otherwise(training_dropout, training_inputs_repeated, epochs):
         return None
     if epochs is not None and epochs < MIN_EPOCHS_TO_MEMORISE:
         return None
@@ -192,12 +213,18 @@ def match_short_of_held_out(
         return None
     if held_out_score - agreement < SUSPECT_GAP:
         return None
+    # the debugger saw the inputs come back unchanged: augmentation is ruled out, and the sentence does not name it
+    unchanged = training_inputs_repeated is not None and not inputs_changed(training_inputs_repeated, epochs)
     return (
         f"over steps {late[0].first_step}-{late[-1].last_step} the model's top class matched {agreement:.0%} of its "
         f"training labels, yet it scored {show(held_out_score)} on held-out data: {100 * (held_out_score - agreement):.0f} "
         f"points short, under the {100 * FIT_GAP:.0f} that name the labels noisy, but a model fits the labels it trains on at "
-        "least as well as unseen ones unless some of them are wrong (or input augmentation makes its training inputs "
-        "harder than held-out ones)"
+        "least as well as unseen ones unless some of them are wrong"
+        + (
+            f" (its training inputs came back unchanged: {training_inputs_repeated:.0%} of them were seen before)"
+            if unchanged
+            else " (or input augmentation makes its training inputs harder than held-out ones)"
+        )
     )
 
 

@@ -22,6 +22,7 @@ from contracts.rule_status import (
     MetricValue,
     RuleStatusDocument,
 )
+from contracts.training_inputs import InputRepeats
 from contracts.training_labels import LabelTally
 from debugger.core.collection import ALL, DEFAULT, Collection, CollectionManager
 from debugger.core.config import CollectionSpec, HookSettings, RuleSpec
@@ -87,6 +88,8 @@ class HookBase(RuleRunner):
         self.evidence = Evidence()
         self._loss_history = LossHistory()
         self._label_tally = LabelTally()
+        #: Fingerprints of the training inputs (a resumed job's tally starts afresh: its inputs' bytes are not kept)
+        self._input_repeats = InputRepeats()
         #: [matched, seen]: the training labels of the step under way and how many the model's top class matched.
         self._step_labels = [0, 0]
         self.actions = []

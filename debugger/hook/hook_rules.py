@@ -128,6 +128,9 @@ class RuleRunner:
         self.evidence.checkpoint_files = _count_files(checkpoint_directory(os.environ))
         self.evidence.loss_windows = self._loss_history.windows() or None
         self.evidence.label_counts = self._label_tally.counts()
+        repeated = self._input_repeats.share()
+        if repeated is not None:  # a resumed job reports its own share once it has checked enough rows
+            self.evidence.training_inputs_repeated = round(repeated, 4)
 
     def _evaluate_rules(self, step: int, learning_rate: float | None) -> None:
         changed = False

@@ -35,6 +35,7 @@ from debugger.core.modes import ModeKeys
 from debugger.core.reductions import ReductionConfig
 from debugger.core.save_config import SaveConfig
 from debugger.hook.distributed import exchange_stop
+from debugger.hook.input_fingerprints import first_batch_tensor, row_fingerprints
 from debugger.hook.model_structure import active_dropout, dropout_modules, frozen_reason
 from debugger.rules.rule import GRADIENT_PREFIX, TOTAL_GRADIENT_NORM
 from debugger.storage.step_writer import PackedSlice, PackedTensors, StepRecord
@@ -378,6 +379,11 @@ class StepCapture:
         elif self._open is None and module.training and torch.is_grad_enabled():
             self._begin_step()
             began = True
+        if module is self._top_module and module.training and torch.is_grad_enabled() and self.mode in (
+            ModeKeys.TRAIN,
+            ModeKeys.GLOBAL,
+        ):
+            self._note_training_inputs(inputs)
         if began:
             # references, not copies: rules that read the model's input at every step (CheckInputImages) get it
             # without a save; the trial drops them when the next step begins
@@ -387,6 +393,12 @@ class StepCapture:
             )
         if self._capture_io:
             self._offer_module_tensors(self._module_names[module], inputs, "_input_")
+
+    def _note_training_inputs(self, inputs: Any) -> None:
+        """A training forward pass's input rows, fingerprinted (contracts.training_inputs: were they augmented?)."""
+        batch = first_batch_tensor(inputs)
+        if batch is not None:
+            self._input_repeats.add(row_fingerprints(batch))
 
     def _take_saved_tensors(self) -> None:
         """What the script handed save_tensor joins the step under way when the hook next sees the model work (a

@@ -132,6 +132,8 @@ class AutomaticHook(Hook):
             self._stall_watchdog.note_progress()
         if self._stop is not None and training:
             raise self._stop
+        if training:
+            self._note_training_inputs(inputs)
         open_step = self._open
         if open_step is not None and open_step.mode is ModeKeys.EVAL:
             self._close_open_step()

@@ -53,6 +53,9 @@ def parse_args():
     parser.add_argument("--class-weighting", choices=["none", "balanced"], default="none")
     parser.add_argument("--early-stopping-patience", type=int, default=0, help="0: off")
     parser.add_argument("--normalize", type=flag, default=True, help="standardise the features")
+    parser.add_argument("--augment-shift", type=int, default=0, help="shift each training image by up to N pixels")
+    parser.add_argument("--augment-noise", type=float, default=0.0, help="add Gaussian noise of this scale to each "
+                        "training input")
     parser.add_argument("--num-workers", type=int, default=0, help="data-loading worker processes")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--train", default=os.environ.get("SM_CHANNEL_TRAIN", "data/train"))
@@ -144,6 +147,23 @@ class RefreshingCache(torch.utils.data.Dataset):
             return self.x[index], self.y[index]
 
 
+def augment(inputs, args):
+    """A fresh variant of each training sample at every step: a random shift of up to ``--augment-shift`` pixels
+    along an image's last two axes (vacated pixels 0), then Gaussian noise of ``--augment-noise``."""
+    if args.augment_shift and inputs.dim() >= 3:
+        shifted = torch.zeros_like(inputs)
+        height, width = inputs.shape[-2:]
+        for index, (dy, dx) in enumerate(torch.randint(-args.augment_shift, args.augment_shift + 1, (len(inputs), 2))):
+            dy, dx = int(dy), int(dx)
+            shifted[index, ..., max(dy, 0):height + min(dy, 0), max(dx, 0):width + min(dx, 0)] = (
+                inputs[index, ..., max(-dy, 0):height + min(-dy, 0), max(-dx, 0):width + min(-dx, 0)]
+            )
+        inputs = shifted
+    if args.augment_noise:
+        inputs = inputs + args.augment_noise * torch.randn_like(inputs)
+    return inputs
+
+
 def newest_checkpoint(directory):
     if not os.path.isdir(directory):
         return None
@@ -208,7 +228,7 @@ def main():
         )
         total = 0.0
         for inputs, labels in loader:
-            inputs, labels = inputs.to(device), labels.to(device)
+            inputs, labels = augment(inputs.to(device), args), labels.to(device)
             optimizer.zero_grad()
             logits = model(inputs)
             loss = loss_fn(logits, labels)

@@ -161,6 +161,7 @@ class AttemptEvidence(BaseModel):
     loss_windows: Annotated[list[LossWindow], Field(max_length=MAX_LOSS_WINDOWS)] | None = None
     label_counts: Annotated[list[Whole], Field(max_length=MAX_COUNTED_CLASSES)] | None = None
     training_dropout: Annotated[float, Field(ge=0, le=1)] | None = None
+    training_inputs_repeated: Annotated[float, Field(ge=0, le=1)] | None = None
     #: The objective's metric over the job, when the script saved it with the debugger (the monitor reads it from
     #: the status document's metrics).
     objective_course: ObjectiveCourse | None = None

@@ -95,6 +95,7 @@ def situation_of(
         label_counts=tuple(evidence.label_counts) if evidence and evidence.label_counts else None,
         held_out_score=_score(attempt.objective_value, objective),
         training_dropout=evidence.training_dropout if evidence else None,
+        training_inputs_repeated=evidence.training_inputs_repeated if evidence else None,
         epochs=epochs,
         objective=objective,
         objective_course=_course(evidence.objective_course) if evidence else None,

@@ -138,6 +138,20 @@ def test_a_model_that_trained_with_dropout_is_not_read_as_learning_noisy_labels_
     assert situation.labels is None
 
 
+def test_a_job_whose_training_inputs_changed_between_epochs_is_not_read_as_learning_noisy_labels():
+    """Augmented inputs (the debugger saw none of its training rows come back unchanged over 12 epochs) are harder
+    than held-out ones and lower the match as wrong labels do: the labels are not judged noisy from it. Inputs that
+    came back (11 of 12 epochs' rows seen before) leave the finding as it was, and so does an unknown share."""
+    falling_short = windows([0.3, 0.4, 0.45, 0.46, 0.47, 0.46, 0.48, 0.46])
+    assert label_finding(None, falling_short, 0.78, epochs=12, training_inputs_repeated=0.0) is None
+    assert label_finding(None, falling_short, 0.78, epochs=12, training_inputs_repeated=0.917).kind == "noisy"
+    assert label_finding(None, falling_short, 0.78, epochs=12, training_inputs_repeated=None).kind == "noisy"
+    above = windows([0.5, 0.6, 0.8, 0.9, 0.95, 0.97, 0.99, 1.0])
+    assert label_finding(None, above, 0.7, epochs=12, training_inputs_repeated=0.0).kind == "memorised"
+    situation = Situation(loss_windows=tuple(falling_short), held_out_score=0.78, epochs=12, training_inputs_repeated=0.02)
+    assert situation.labels is None
+
+
 def test_fitting_them_far_better_reads_as_learning_them_by_heart():
     finding = label_finding(None, windows([0.5, 0.6, 0.8, 0.9, 0.95, 0.97, 0.99, 1.0]), 0.7)
     assert finding.kind == "memorised"
@@ -200,3 +214,15 @@ def test_a_match_settled_short_of_held_out_under_the_noisy_bound_is_said_as_the_
     assert match_short_of_held_out(windows([0.2, 0.3, 0.4, 0.45, 0.5, 0.55, 0.6, 0.64]), 0.74) is None  # still rising
     assert match_short_of_held_out(settled, 0.74, epochs=2) is None
     assert Situation(loss_windows=tuple(settled), held_out_score=0.74).match_short_of_held_out == sentence
+
+
+def test_a_match_short_of_held_out_says_whether_the_debugger_saw_the_inputs_come_back():
+    """Inputs that came back unchanged rule augmentation out, and the sentence says so instead of naming it; inputs
+    that changed between epochs (augmented) lower the match themselves: nothing is said."""
+    settled = windows([0.3, 0.5, 0.6, 0.62, 0.63, 0.64, 0.64, 0.64])
+    unseen = match_short_of_held_out(settled, 0.74, epochs=12)
+    assert unseen.endswith("(or input augmentation makes its training inputs harder than held-out ones)")
+    seen = match_short_of_held_out(settled, 0.74, epochs=12, training_inputs_repeated=0.9167)
+    assert seen.endswith("unless some of them are wrong (its training inputs came back unchanged: 92% of them were "
+                         "seen before)")
+    assert match_short_of_held_out(settled, 0.74, epochs=12, training_inputs_repeated=0.01) is None

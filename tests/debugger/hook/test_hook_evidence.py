@@ -215,6 +215,46 @@ def test_the_dropout_active_while_the_model_trains_on_its_labels_is_reported(tmp
     assert evidence.label_counts and evidence.training_dropout is None
 
 
+def train_digits_epochs(out_dir, epochs, augment):
+    """A few epochs of a small MLP over scikit-learn's digits from a shuffling DataLoader, with an evaluation pass
+    after each; ``augment`` adds Gaussian noise to each training batch as a loader's transform would."""
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    inputs = torch.tensor(digits.data[:600] / 16.0, dtype=torch.float32)
+    labels = torch.tensor(digits.target[:600])
+    hook = Hook.from_configs(rule_configs=[rule("LossNotDecreasing")], out_dir=out_dir, job_name=out_dir.name)
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
+    criterion = nn.CrossEntropyLoss()
+    hook.register_module(model)
+    hook.register_loss(criterion)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(inputs, labels), batch_size=32, shuffle=True)
+    for _ in range(epochs):
+        hook.set_mode(ModeKeys.TRAIN)
+        model.train()
+        for batch, batch_labels in loader:
+            if augment:
+                batch = batch + 0.3 * torch.randn_like(batch)
+            optimizer.zero_grad()
+            criterion(model(batch), batch_labels).backward()
+            optimizer.step()
+        hook.set_mode(ModeKeys.EVAL)
+        model.eval()
+        with torch.no_grad():
+            model(inputs[:100])
+    hook.close()
+    return read_evidence(out_dir)
+
+
+def test_the_share_of_training_inputs_seen_again_tells_unchanged_inputs_from_augmented_ones(tmp_path):
+    """Four epochs over the same 600 digits repeat three quarters of the rows (every row after the first epoch;
+    the evaluation pass's rows are not training inputs); with noise added to each batch, none comes back."""
+    assert train_digits_epochs(tmp_path / "plain", 4, augment=False).training_inputs_repeated == 0.75
+    assert train_digits_epochs(tmp_path / "augmented", 4, augment=True).training_inputs_repeated == 0.0
+
+
 def test_a_regression_loss_counts_no_labels(tmp_path):
     """MSELoss takes real-valued targets: nothing about classes to count, and no agreement is claimed."""
     hook, model, data, criterion = hooked(tmp_path, "regression", nn.MSELoss())

@@ -411,3 +411,17 @@ def test_a_plain_loop_reports_the_dropout_its_model_trained_with(watch):
     plain_loop(model, torch.optim.SGD(model.parameters(), lr=0.05), batches(5))
     watcher.uninstall()
     assert watcher.hook.close().evidence.training_dropout == 0.3
+
+
+def test_a_plain_loop_reports_how_many_of_its_training_inputs_came_back_unchanged(watch):
+    """Three passes over the same 5 batches: the automatic hook saw two thirds of the rows before (contracts.
+    training_inputs); the same loop adding noise to each batch, as an augmenting loader does, repeated none."""
+    data = batches(5)
+    for augment, expected in ((False, 2 / 3), (True, 0.0)):
+        watcher = watch()
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 4))
+        passes = [(inputs + 0.1 * torch.randn_like(inputs) if augment else inputs, labels) for inputs, labels in data * 3]
+        plain_loop(model, torch.optim.SGD(model.parameters(), lr=0.05), passes)
+        watcher.uninstall()
+        assert watcher.hook.close().evidence.training_inputs_repeated == pytest.approx(expected, abs=1e-4)
