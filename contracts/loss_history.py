@@ -163,7 +163,12 @@ class LossShape:
                 f"the training loss {course} and was still falling: its last quarter was "
                 f"{self.last_quarter_drop:.0%} below the quarter before"
             )
-        settled = f"its last quarter added {self.last_quarter_share:.0%} to that descent"
+        share = self.last_quarter_share
+        settled = (
+            f"its last quarter added {share:.0%} to that descent"
+            if share >= 0
+            else f"its last quarter gave back {-share:.1%} of that descent"  # not "added -0%"
+        )
         if self.shape == "memorised":
             return f"the training loss {course} and stopped there ({settled}): the model fits its training set"
         return f"the training loss {course} and settled: {settled}"

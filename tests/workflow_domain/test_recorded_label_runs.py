@@ -521,6 +521,7 @@ def test_a_match_that_augmented_inputs_lowered_is_not_read_as_noisy_labels(accou
     assert evidence["training_inputs_repeated"] == 0.0 and evidence["training_dropout"] is None
     assert decision.remedy == "LowerLearningRate" and planned.run_spec.debugger_robust_loss == "auto"
     assert "label" not in decision.reason
+    assert "and settled: its last quarter gave back 0.4% of that descent" in decision.reason
 
     run = recorded("mlp-augmented-clean-labels")
     misread = plan(finish(start(run, account_input), with_evidence(job, training_inputs_repeated=None))).last_attempt.decision
