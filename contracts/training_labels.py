@@ -202,9 +202,55 @@ def match_short_of_held_out(
     Input augmentation lowers the match too: a job whose inputs changed between epochs is not read so; one whose
     inputs the debugger did not see may have been augmented, so the planner reads this only when no other remedy is
     left, and the sentence says which of the two holds."""
-    if not windows or held_out_score is None or not 0 <= held_out_score <= 1:
+    short = _settled_short(windows, held_out_score, epochs)
+    if short is None or _match_lowered_otherwise(training_dropout, training_inputs_repeated, epochs):
         return None
-    if _match_lowered_otherwise(training_dropout, training_inputs_repeated, epochs):
+    if held_out_score - short[1] >= FIT_GAP:
+        return None  # the labels are called noisy (label_finding)
+    # the debugger saw the inputs come back unchanged: augmentation is ruled out, and the sentence does not name it
+    unchanged = training_inputs_repeated is not None and not inputs_changed(training_inputs_repeated, epochs)
+    return (
+        f"{short[0]}, under the {100 * FIT_GAP:.0f} that name the labels noisy, but a model fits the labels it trains on at "
+        "least as well as unseen ones unless some of them are wrong"
+        + (
+            f" (its training inputs came back unchanged: {training_inputs_repeated:.0%} of them were seen before)"
+            if unchanged
+            else " (or input augmentation makes its training inputs harder than held-out ones)"
+        )
+    )
+
+
+def match_lowered_otherwise(
+    windows: Sequence[LossWindow] | None,
+    held_out_score: float | None,
+    epochs: int | None = None,
+    training_dropout: float | None = None,
+    training_inputs_repeated: float | None = None,
+) -> str | None:
+    """Why a match settled at least :data:`SUSPECT_GAP` below the held-out score says nothing of the labels, as a
+    sentence: the model trained with dropout, or on inputs that changed between epochs; None otherwise. A run that
+    ends with no remedy left says it, so the user knows the labels were considered."""
+    short = _settled_short(windows, held_out_score, epochs)
+    if short is None or not _match_lowered_otherwise(training_dropout, training_inputs_repeated, epochs):
+        return None
+    how = (
+        f"with dropout {show(training_dropout)} active"
+        if training_dropout
+        else f"on inputs that changed between epochs ({training_inputs_repeated:.0%} of them seen again: augmented in "
+        "the loader, or drawn afresh)"
+    )
+    return (
+        f"{short[0]}; it trained {how}, which lowers that match as wrong labels do, so the match says nothing of the "
+        "labels"
+    )
+
+
+def _settled_short(
+    windows: Sequence[LossWindow] | None, held_out_score: float | None, epochs: int | None
+) -> tuple[str, float] | None:
+    """(what the match and the held-out score were, the match) for a match settled at least :data:`SUSPECT_GAP`
+    below the held-out score in a job long enough to read; None otherwise."""
+    if not windows or held_out_score is None or not 0 <= held_out_score <= 1:
         return None
     if epochs is not None and epochs < MIN_EPOCHS_TO_MEMORISE:
         return None
@@ -213,18 +259,11 @@ def match_short_of_held_out(
         return None
     if held_out_score - agreement < SUSPECT_GAP:
         return None
-    # the debugger saw the inputs come back unchanged: augmentation is ruled out, and the sentence does not name it
-    unchanged = training_inputs_repeated is not None and not inputs_changed(training_inputs_repeated, epochs)
     return (
         f"over steps {late[0].first_step}-{late[-1].last_step} the model's top class matched {agreement:.0%} of its "
-        f"training labels, yet it scored {show(held_out_score)} on held-out data: {100 * (held_out_score - agreement):.0f} "
-        f"points short, under the {100 * FIT_GAP:.0f} that name the labels noisy, but a model fits the labels it trains on at "
-        "least as well as unseen ones unless some of them are wrong"
-        + (
-            f" (its training inputs came back unchanged: {training_inputs_repeated:.0%} of them were seen before)"
-            if unchanged
-            else " (or input augmentation makes its training inputs harder than held-out ones)"
-        )
+        f"training labels, yet it scored {show(held_out_score)} on held-out data: "
+        f"{100 * (held_out_score - agreement):.0f} points short",
+        agreement,
     )
 
 

@@ -188,10 +188,12 @@ def exhausted_reason(
     hyperparameters: Mapping[str, Any] | None = None,
     closest: Attempt | None = None,
     not_again: str = "",
+    labels_considered: str = "",
 ) -> str:
     """Which remedies exist for this failure and why none applies now, with the numbers; ``hyperparameters``: the
     settings they were tried from (default: the last job's), those of ``closest`` when it is an earlier job;
-    ``not_again``: the remedies left out and why. The list of remedies is what is shortened to fit a reason's size:
+    ``not_again``: the remedies left out and why; ``labels_considered``: why the training labels were not blamed,
+    when the job's match with them fell short for another reason. The list of remedies is what is shortened to fit a reason's size:
     the settings the run ends with, and why a remedy was not repeated, are kept whole."""
     hyperparameters = state.run_spec.hyperparameters if hyperparameters is None else hyperparameters
     lines, guarded, held = [], [], []
@@ -215,7 +217,7 @@ def exhausted_reason(
     else:
         what = f"no remedy left ({'; '.join(lines)})"
     head = f"{headline(attempt, state)}. "
-    tail = f".{changes_so_far(state)} {ending_settings(state, closest)}{not_again}"
+    tail = f".{labels_considered}{changes_so_far(state)} {ending_settings(state, closest)}{not_again}"
     room = MAX_REASON_BYTES - len(head.encode()) - len(tail.encode())
     return head + clip(what[:1].upper() + what[1:], max(room, MIN_REMEDY_LIST_CHARACTERS)) + tail
 

@@ -155,9 +155,10 @@ def plan(state: WorkflowState) -> WorkflowState:
         )
         return _end(state, reason, end_cause=end_cause)
     if chosen is None:
+        lowered = situation.match_lowered_otherwise if failure == OBJECTIVE_MISSED else None
         reason = exhausted_reason(
             state, attempt, failure, ladders, situation, ANY_RULE, FAILURE_KINDS, hyperparameters, closest=base,
-            not_again=_not_again(worse, repeats),
+            not_again=_not_again(worse, repeats), labels_considered=f" {_sentence(lowered)}." if lowered else "",
         )
         return _end(state, reason, end_cause=end_cause)
 

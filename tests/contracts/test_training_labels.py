@@ -10,7 +10,13 @@ from contracts.loss_history import MAX_LOSS_WINDOWS, LossHistory, LossWindow
 from contracts.objective import Objective
 from contracts.remedy_conditions import Condition, parse_condition
 from contracts.situation import Situation
-from contracts.training_labels import MAX_COUNTED_CLASSES, LabelTally, label_finding, match_short_of_held_out
+from contracts.training_labels import (
+    MAX_COUNTED_CLASSES,
+    LabelTally,
+    label_finding,
+    match_lowered_otherwise,
+    match_short_of_held_out,
+)
 
 
 def windows(agreements: list[float], steps: int = 10) -> list[LossWindow]:
@@ -226,3 +232,20 @@ def test_a_match_short_of_held_out_says_whether_the_debugger_saw_the_inputs_come
     assert seen.endswith("unless some of them are wrong (its training inputs came back unchanged: 92% of them were "
                          "seen before)")
     assert match_short_of_held_out(settled, 0.74, epochs=12, training_inputs_repeated=0.01) is None
+
+
+def test_a_match_short_for_another_reason_is_said_so_the_user_knows_the_labels_were_considered():
+    """Dropout or inputs that changed between epochs lower the match: said, with the numbers, when the match fell 8
+    points or more short; nothing when nothing else lowered it (the labels speak then) or when it did not fall short."""
+    settled = windows([0.3, 0.5, 0.6, 0.62, 0.63, 0.64, 0.64, 0.64])
+    assert match_lowered_otherwise(settled, 0.9, epochs=12, training_dropout=0.5) == (
+        "over steps 60-79 the model's top class matched 64% of its training labels, yet it scored 0.9 on held-out "
+        "data: 26 points short; it trained with dropout 0.5 active, which lowers that match as wrong labels do, so "
+        "the match says nothing of the labels"
+    )
+    augmented = match_lowered_otherwise(settled, 0.9, epochs=12, training_inputs_repeated=0.01)
+    assert "it trained on inputs that changed between epochs (1% of them seen again: augmented" in augmented
+    assert match_lowered_otherwise(settled, 0.9, epochs=12, training_inputs_repeated=0.9) is None
+    assert match_lowered_otherwise(settled, 0.7, epochs=12, training_dropout=0.5) is None  # 6 points
+    situation = Situation(loss_windows=tuple(settled), held_out_score=0.9, epochs=12, training_dropout=0.5)
+    assert situation.match_lowered_otherwise.endswith("so the match says nothing of the labels")
