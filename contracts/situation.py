@@ -13,7 +13,7 @@ from contracts.hyperparameter_values import show
 from contracts.loss_history import LossShape, LossWindow, loss_shape
 from contracts.objective import Objective, ObjectiveCourse, late_reports, recent_reports
 from contracts.rule_status import Peak
-from contracts.training_labels import LabelFinding, label_finding, match_lowered_otherwise, match_short_of_held_out
+from contracts.training_labels import LabelFinding, ShortMatch, label_finding, short_match
 
 #: Without steps_per_epoch in the evidence, an issue before this step counts as "early".
 EARLY_STEP_FALLBACK = 10
@@ -157,18 +157,10 @@ class Situation:
         )
 
     @property
-    def match_short_of_held_out(self) -> str | None:
-        """A match with the training labels settled short of the held-out score, under what names them noisy
-        (contracts.training_labels.match_short_of_held_out), as a sentence; None when it is not."""
-        return match_short_of_held_out(
-            self.loss_windows, self.held_out_score, self.epochs, self.training_dropout, self.training_inputs_repeated
-        )
-
-    @property
-    def match_lowered_otherwise(self) -> str | None:
-        """Why a match settled short of the held-out score says nothing of the labels (dropout, augmented inputs:
-        contracts.training_labels.match_lowered_otherwise), as a sentence; None when it does not apply."""
-        return match_lowered_otherwise(
+    def short_match(self) -> ShortMatch | None:
+        """A match with the training labels settled short of the held-out score, under what names them noisy or
+        explained by dropout or changed inputs (contracts.training_labels.short_match); None when it is not."""
+        return short_match(
             self.loss_windows, self.held_out_score, self.epochs, self.training_dropout, self.training_inputs_repeated
         )
 

@@ -74,7 +74,7 @@ MIN_COUNTED_LABELS = 200
 #: about 35 points in a model too small to learn them by heart (development seeds of bench/zoo_random.py).
 FIT_GAP = 0.15
 #: A settled match this much below the held-out score, short of FIT_GAP, is what a smaller share of wrong labels does
-#: in a model that scores lower (:func:`match_short_of_held_out`): read only as the last thing left to try.
+#: in a model that scores lower (:func:`short_match`): read only as the last thing left to try.
 SUSPECT_GAP = 0.08
 #: Fewer epochs than this are too few to judge how the model fits its training labels.
 MIN_EPOCHS_TO_MEMORISE = 3
@@ -186,62 +186,66 @@ def _fit(
     )
 
 
-def match_short_of_held_out(
+@dataclasses.dataclass(frozen=True)
+class ShortMatch:
+    """A match with the training labels settled at least :data:`SUSPECT_GAP` below the held-out score, under what
+    names the labels noisy or explained by how the model trained: ``sentence`` says it with the numbers;
+    ``labels_suspect``, whether wrong labels are the likeliest reading (nothing else seen to lower the match)."""
+
+    sentence: str
+    labels_suspect: bool
+
+
+def short_match(
     windows: Sequence[LossWindow] | None,
     held_out_score: float | None,
     epochs: int | None = None,
     training_dropout: float | None = None,
     training_inputs_repeated: float | None = None,
-) -> str | None:
-    """What a match settled at least :data:`SUSPECT_GAP` below the held-out score says, as a sentence; None when it is
-    not (or when the job is too short, still learning, or trained with dropout, as for ``noisy``). Wrong labels lower
-    the match by about their share times the score, so 40% of labels drawn at random among 4 classes (30% wrong) in
-    a model scoring 0.74 fall short by about 0.1, under :data:`FIT_GAP` (development seeds 340-359: the two of the 22
-    tabular configurations with 40% wrong labels that missed after every other remedy fell short by 0.085 and 0.131;
-    no job without a label fault and without dropout fell short by more than 0.056 in development seeds 260 and 261).
-    Input augmentation lowers the match too: a job whose inputs changed between epochs is not read so; one whose
-    inputs the debugger did not see may have been augmented, so the planner reads this only when no other remedy is
-    left, and the sentence says which of the two holds."""
-    short = _settled_short(windows, held_out_score, epochs)
-    if short is None or _match_lowered_otherwise(training_dropout, training_inputs_repeated, epochs):
+) -> ShortMatch | None:
+    """What a match settled at least :data:`SUSPECT_GAP` below the held-out score says (None: it is not, the job is
+    too short or still learning, or the gap names the labels noisy: ``label_finding``).
+
+    Nothing else lowering it, the labels are suspect. Wrong labels lower the match by about their share times the
+    score, so 40% of labels drawn at random among 4 classes (30% wrong) in a model scoring 0.74 fall short by about
+    0.1, under :data:`FIT_GAP` (development seeds 340-359: the two of the 22 tabular configurations with 40% wrong
+    labels that missed after every other remedy fell short by 0.085 and 0.131; no job without a label fault and
+    without dropout fell short by more than 0.056 in development seeds 260 and 261). Input augmentation lowers the
+    match too; when the debugger did not see the inputs come back, the sentence names it, so the planner reads this
+    only when no other remedy is left.
+
+    A model that trained with dropout, or on inputs that changed between epochs, gets a sentence saying the match
+    says nothing of the labels: a run that ends with no remedy left says it, so the user knows they were
+    considered."""
+    settled = _settled_short(windows, held_out_score, epochs)
+    if settled is None:
         return None
-    if held_out_score - short[1] >= FIT_GAP:
+    shortfall, agreement = settled
+    if _match_lowered_otherwise(training_dropout, training_inputs_repeated, epochs):
+        how = (
+            f"with dropout {show(training_dropout)} active"
+            if training_dropout
+            else f"on inputs that changed between epochs ({training_inputs_repeated:.0%} of them seen again: augmented "
+            "in the loader, or drawn afresh)"
+        )
+        return ShortMatch(
+            f"{shortfall}; it trained {how}, which lowers that match as wrong labels do, so the match says nothing of "
+            "the labels",
+            labels_suspect=False,
+        )
+    if held_out_score - agreement >= FIT_GAP:
         return None  # the labels are called noisy (label_finding)
-    # the debugger saw the inputs come back unchanged: augmentation is ruled out, and the sentence does not name it
-    unchanged = training_inputs_repeated is not None and not inputs_changed(training_inputs_repeated, epochs)
-    return (
-        f"{short[0]}, under the {100 * FIT_GAP:.0f} that name the labels noisy, but a model fits the labels it trains on at "
-        "least as well as unseen ones unless some of them are wrong"
+    # a share that did not read as changed means the inputs came back: augmentation is ruled out, and not named
+    unchanged = training_inputs_repeated is not None
+    return ShortMatch(
+        f"{shortfall}, under the {100 * FIT_GAP:.0f} that name the labels noisy, but a model fits the labels it trains "
+        "on at least as well as unseen ones unless some of them are wrong"
         + (
             f" (its training inputs came back unchanged: {training_inputs_repeated:.0%} of them were seen before)"
             if unchanged
             else " (or input augmentation makes its training inputs harder than held-out ones)"
-        )
-    )
-
-
-def match_lowered_otherwise(
-    windows: Sequence[LossWindow] | None,
-    held_out_score: float | None,
-    epochs: int | None = None,
-    training_dropout: float | None = None,
-    training_inputs_repeated: float | None = None,
-) -> str | None:
-    """Why a match settled at least :data:`SUSPECT_GAP` below the held-out score says nothing of the labels, as a
-    sentence: the model trained with dropout, or on inputs that changed between epochs; None otherwise. A run that
-    ends with no remedy left says it, so the user knows the labels were considered."""
-    short = _settled_short(windows, held_out_score, epochs)
-    if short is None or not _match_lowered_otherwise(training_dropout, training_inputs_repeated, epochs):
-        return None
-    how = (
-        f"with dropout {show(training_dropout)} active"
-        if training_dropout
-        else f"on inputs that changed between epochs ({training_inputs_repeated:.0%} of them seen again: augmented in "
-        "the loader, or drawn afresh)"
-    )
-    return (
-        f"{short[0]}; it trained {how}, which lowers that match as wrong labels do, so the match says nothing of the "
-        "labels"
+        ),
+        labels_suspect=True,
     )
 
 

@@ -139,9 +139,9 @@ def plan(state: WorkflowState) -> WorkflowState:
     if last_resort and situation.past_peak:
         finding = f"{_sentence(situation.describe_peak())}. {in_job_robust_loss.past_peak_sentence()}"
         return _change_the_loss_in_job(state, attempt, finding, hyperparameters, base, robust)
-    short_match = situation.match_short_of_held_out if last_resort and labels is None else None
-    if short_match is not None:
-        finding = f"{_sentence(short_match)}. {in_job_robust_loss.short_match_sentence()}"
+    short = situation.short_match if labels is None and failure == OBJECTIVE_MISSED else None
+    if last_resort and short is not None and short.labels_suspect:
+        finding = f"{_sentence(short.sentence)}. {in_job_robust_loss.short_match_sentence()}"
         return _change_the_loss_in_job(state, attempt, finding, hyperparameters, base, robust)
     if chosen is None and labels is not None:
         weighted = any(in_job_loss.weighted_by_class(state, earlier) for earlier in state.attempts)
@@ -155,10 +155,10 @@ def plan(state: WorkflowState) -> WorkflowState:
         )
         return _end(state, reason, end_cause=end_cause)
     if chosen is None:
-        lowered = situation.match_lowered_otherwise if failure == OBJECTIVE_MISSED else None
+        explained = short is not None and not short.labels_suspect
         reason = exhausted_reason(
             state, attempt, failure, ladders, situation, ANY_RULE, FAILURE_KINDS, hyperparameters, closest=base,
-            not_again=_not_again(worse, repeats), labels_considered=f" {_sentence(lowered)}." if lowered else "",
+            not_again=_not_again(worse, repeats), labels_considered=f" {_sentence(short.sentence)}." if explained else "",
         )
         return _end(state, reason, end_cause=end_cause)
 

@@ -14,8 +14,7 @@ from contracts.training_labels import (
     MAX_COUNTED_CLASSES,
     LabelTally,
     label_finding,
-    match_lowered_otherwise,
-    match_short_of_held_out,
+    short_match,
 )
 
 
@@ -207,45 +206,53 @@ def test_a_match_still_rising_is_a_model_still_learning_not_noisy_labels():
     assert label_finding(None, windows([0.2, 0.27, 0.28, 0.3]), 0.58, epochs=1) is None
 
 
+def suspect(*args, **kwargs) -> str | None:
+    """The sentence of a short match that makes the labels suspect (None: no such match)."""
+    found = short_match(*args, **kwargs)
+    return found.sentence if found is not None and found.labels_suspect else None
+
+
 def test_a_match_settled_short_of_held_out_under_the_noisy_bound_is_said_as_the_last_thing_left():
     """Short by 0.1 (what 30% wrong labels do to a model scoring 0.74): not a finding, but a sentence the planner uses
     when nothing else is left. Not from a job with dropout, one still learning, or one within 8 points."""
     settled = windows([0.3, 0.5, 0.6, 0.62, 0.63, 0.64, 0.64, 0.64])
     assert label_finding(None, settled, 0.74) is None
-    sentence = match_short_of_held_out(settled, 0.74, epochs=12)
+    sentence = suspect(settled, 0.74, epochs=12)
     assert sentence.startswith("over steps 60-79 the model's top class matched 64% of its training labels, yet it "
                                "scored 0.74 on held-out data: 10 points short, under the 15 that name the labels noisy")
-    assert match_short_of_held_out(settled, 0.74, epochs=12, training_dropout=0.2) is None
-    assert match_short_of_held_out(settled, 0.71, epochs=12) is None  # 7 points: within what clean labels show
-    assert match_short_of_held_out(windows([0.2, 0.3, 0.4, 0.45, 0.5, 0.55, 0.6, 0.64]), 0.74) is None  # still rising
-    assert match_short_of_held_out(settled, 0.74, epochs=2) is None
-    assert Situation(loss_windows=tuple(settled), held_out_score=0.74).match_short_of_held_out == sentence
+    assert suspect(settled, 0.74, epochs=12, training_dropout=0.2) is None
+    assert short_match(settled, 0.71, epochs=12) is None  # 7 points: within what clean labels show
+    assert short_match(windows([0.2, 0.3, 0.4, 0.45, 0.5, 0.55, 0.6, 0.64]), 0.74) is None  # still rising
+    assert short_match(settled, 0.74, epochs=2) is None
+    assert short_match(settled, 0.9, epochs=12) is None  # 26 points: the labels are called noisy
+    assert Situation(loss_windows=tuple(settled), held_out_score=0.74).short_match.sentence == sentence
 
 
 def test_a_match_short_of_held_out_says_whether_the_debugger_saw_the_inputs_come_back():
     """Inputs that came back unchanged rule augmentation out, and the sentence says so instead of naming it; inputs
-    that changed between epochs (augmented) lower the match themselves: nothing is said."""
+    that changed between epochs (augmented) lower the match themselves: the labels are not suspect."""
     settled = windows([0.3, 0.5, 0.6, 0.62, 0.63, 0.64, 0.64, 0.64])
-    unseen = match_short_of_held_out(settled, 0.74, epochs=12)
+    unseen = suspect(settled, 0.74, epochs=12)
     assert unseen.endswith("(or input augmentation makes its training inputs harder than held-out ones)")
-    seen = match_short_of_held_out(settled, 0.74, epochs=12, training_inputs_repeated=0.9167)
+    seen = suspect(settled, 0.74, epochs=12, training_inputs_repeated=0.9167)
     assert seen.endswith("unless some of them are wrong (its training inputs came back unchanged: 92% of them were "
                          "seen before)")
-    assert match_short_of_held_out(settled, 0.74, epochs=12, training_inputs_repeated=0.01) is None
+    assert suspect(settled, 0.74, epochs=12, training_inputs_repeated=0.01) is None
 
 
 def test_a_match_short_for_another_reason_is_said_so_the_user_knows_the_labels_were_considered():
     """Dropout or inputs that changed between epochs lower the match: said, with the numbers, when the match fell 8
-    points or more short; nothing when nothing else lowered it (the labels speak then) or when it did not fall short."""
+    points or more short (even past the 15 that would name the labels); nothing when it did not fall short."""
     settled = windows([0.3, 0.5, 0.6, 0.62, 0.63, 0.64, 0.64, 0.64])
-    assert match_lowered_otherwise(settled, 0.9, epochs=12, training_dropout=0.5) == (
+    dropout = short_match(settled, 0.9, epochs=12, training_dropout=0.5)
+    assert not dropout.labels_suspect
+    assert dropout.sentence == (
         "over steps 60-79 the model's top class matched 64% of its training labels, yet it scored 0.9 on held-out "
         "data: 26 points short; it trained with dropout 0.5 active, which lowers that match as wrong labels do, so "
         "the match says nothing of the labels"
     )
-    augmented = match_lowered_otherwise(settled, 0.9, epochs=12, training_inputs_repeated=0.01)
-    assert "it trained on inputs that changed between epochs (1% of them seen again: augmented" in augmented
-    assert match_lowered_otherwise(settled, 0.9, epochs=12, training_inputs_repeated=0.9) is None
-    assert match_lowered_otherwise(settled, 0.7, epochs=12, training_dropout=0.5) is None  # 6 points
+    augmented = short_match(settled, 0.9, epochs=12, training_inputs_repeated=0.01)
+    assert "it trained on inputs that changed between epochs (1% of them seen again: augmented" in augmented.sentence
+    assert short_match(settled, 0.7, epochs=12, training_dropout=0.5) is None  # 6 points
     situation = Situation(loss_windows=tuple(settled), held_out_score=0.9, epochs=12, training_dropout=0.5)
-    assert situation.match_lowered_otherwise.endswith("so the match says nothing of the labels")
+    assert situation.short_match.sentence.endswith("so the match says nothing of the labels")
