@@ -379,10 +379,7 @@ class StepCapture:
         elif self._open is None and module.training and torch.is_grad_enabled():
             self._begin_step()
             began = True
-        if module is self._top_module and module.training and torch.is_grad_enabled() and self.mode in (
-            ModeKeys.TRAIN,
-            ModeKeys.GLOBAL,
-        ):
+        if module is self._top_module and module.training and self._training_now():
             self._note_training_inputs(inputs)
         if began:
             # references, not copies: rules that read the model's input at every step (CheckInputImages) get it
@@ -393,6 +390,11 @@ class StepCapture:
             )
         if self._capture_io:
             self._offer_module_tensors(self._module_names[module], inputs, "_input_")
+
+    def _training_now(self) -> bool:
+        """Whether the script is on a training step: TRAIN mode, or GLOBAL (a script that never calls set_mode; its
+        evaluation runs without gradients), with gradients on."""
+        return self.mode in (ModeKeys.TRAIN, ModeKeys.GLOBAL) and torch.is_grad_enabled()
 
     def _note_training_inputs(self, inputs: Any) -> None:
         """A training forward pass's input rows, fingerprinted (contracts.training_inputs: were they augmented?)."""
@@ -444,9 +446,7 @@ class StepCapture:
         """A loss module's inputs on a training step: class scores (N x C) and class-index labels (N), as
         nn.CrossEntropyLoss and nn.NLLLoss take them, are counted (contracts.training_labels). Anything else (soft
         or binary targets, a regression) says nothing about class labels and is passed over."""
-        # GLOBAL: a script that never calls set_mode; its evaluation runs without gradients
-        training = self.mode in (ModeKeys.TRAIN, ModeKeys.GLOBAL) and torch.is_grad_enabled()
-        if not training or not isinstance(inputs, tuple):
+        if not self._training_now() or not isinstance(inputs, tuple):
             return
         if len(inputs) < 2 or not all(isinstance(tensor, torch.Tensor) for tensor in inputs[:2]):
             return
