@@ -8,7 +8,7 @@
    no hook (twice: the second is an A/A control whose difference is the noise floor); the hook with default settings (save_interval 500, ExplodingTensor with StopTraining +
    VanishingGradient + LossNotDecreasing, every-step cheap checks); save_interval 10; save_interval 1; and
    save_interval 1 with dry_run (everything but writing the step files); and the zero-change hook (the script
-   creates no hook: debugger.hook.zero_change_torch's global module and optimizer hooks and wrapped backward, installed
+   creates no hook: debugger.hook.zero_change.pytorch's global module and optimizer hooks and wrapped backward, installed
    only while its own runner trains, so the other runners never meet them) at the default save interval.
    Reports the median step time per configuration, its ratio to no hook (overall, and the median of the
    per-repetition ratios, which cancels slow drifts in machine load), and the hook's own time on the training
@@ -49,7 +49,7 @@ from contracts.job import HOOK_CONFIG_FILE_ENV, RULE_CONFIGS_FILE_ENV  # noqa: E
 from contracts.progress_log import parse_progress_line  # noqa: E402
 from contracts.rule_status import RuleStatusDocument  # noqa: E402
 from debugger import Hook  # noqa: E402
-from debugger.hook.zero_change_torch import AutomaticHook, TorchWatcher  # noqa: E402
+from debugger.hook.zero_change.pytorch import AutomaticHook, TorchWatcher  # noqa: E402
 
 STOP = '[{"name":"StopTraining"}]'
 DEFAULT_RULES = [

@@ -173,7 +173,7 @@ def one_of(value: str, choices: tuple[str, ...]) -> str:
 
 
 #: run_spec.debugger_class_weighting: whether the debugger corrects a PyTorch script's training loss for how often
-#: each class occurs (``debugger.hook.class_weighting``). "auto": when a job misses its objective because a class is
+#: each class occurs (``debugger.loss_patches.class_weighting``). "auto": when a job misses its objective because a class is
 #: too rare in its training labels and no remedy of the script's own answers that, the next job gets "balanced", and
 #: the one after a balanced job that missed and no longer improved gets "logit_adjusted". "balanced": every job, each
 #: class's cross-entropy weighted by the inverse of its share of the labels seen so far. "logit_adjusted": every job,
@@ -194,7 +194,7 @@ def check_class_weighting(class_weighting: str) -> str:
 
 
 #: run_spec.debugger_robust_loss: whether the debugger trains a PyTorch script on a loss robust to wrong labels
-#: (``debugger.hook.robust_loss``): the generalized cross-entropy of Zhang and Sabuncu (NeurIPS 2018) in place of the
+#: (``debugger.loss_patches.robust_loss``): the generalized cross-entropy of Zhang and Sabuncu (NeurIPS 2018) in place of the
 #: script's training cross-entropy. "auto": when a job misses its objective because many of its training labels look
 #: wrong, the next job gets it. "generalized_cross_entropy": every job. "off": never.
 ROBUST_LOSSES = (AUTO, "generalized_cross_entropy", OFF)

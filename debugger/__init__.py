@@ -19,7 +19,7 @@ from typing import Any
 from contracts import ContractError
 
 _LAZY_EXPORTS = {
-    "Hook": "debugger.hook.torch_hook",
+    "Hook": "debugger.hook.pytorch.hook",
     "StopTrainingRequested": "debugger.hook.stop_training",
     "Rule": "debugger.rules",
     "create_trial": "debugger.trial",

@@ -17,8 +17,8 @@ debugger's hook and rule configuration. The launcher
    the script creates wins; and reads the metrics the script only prints with the
    run_spec's metric_definitions, as SageMaker reads its log, for its hooks
    (:mod:`debugger.hook.printed_metrics`); with ``remediation_class_weighting``, corrects the
-   script's training cross-entropy for class frequencies (:mod:`debugger.hook.class_weighting`); with
-   ``remediation_robust_loss``, trains it on the generalized cross-entropy (:mod:`debugger.hook.robust_loss`);
+   script's training cross-entropy for class frequencies (:mod:`debugger.loss_patches.class_weighting`); with
+   ``remediation_robust_loss``, trains it on the generalized cross-entropy (:mod:`debugger.loss_patches.robust_loss`);
 4. runs the entry point as ``__main__`` (as ``python train.py`` would), and turns
    how it ended into SageMaker's contract: exit code, and the failure file whose
    text becomes the job's FailureReason. A rule's StopTraining ends the job with
@@ -70,12 +70,12 @@ from contracts.run_spec import (
     check_entry_point,
     check_metric_definitions,
 )
-from debugger.hook.class_weighting import weighting_the_training_loss
 from debugger.hook.failure_file import FailureFile
 from debugger.hook.printed_metrics import reading_printed_metrics
-from debugger.hook.robust_loss import training_on_a_robust_loss
 from debugger.hook.stop_training import StopTrainingRequested
 from debugger.hook.zero_change import ZeroScriptChangeRefused, watch_when_imported
+from debugger.loss_patches.class_weighting import weighting_the_training_loss
+from debugger.loss_patches.robust_loss import training_on_a_robust_loss
 
 
 class JobTerminated(BaseException):
@@ -219,9 +219,9 @@ def resolve_entry_point(source_dir: Path, entry_point: str | None) -> Path:
 
 def _close_hooks() -> None:
     """Flush every hook the script created (status document, last steps, S3 mirror), if it made one."""
-    hook_common = sys.modules.get("debugger.hook.hook_common")  # one registry: PyTorch's hooks, XGBoost's callbacks
-    if hook_common is not None:
-        hook_common.close_open_hooks(training_ended=True)
+    hook_base = sys.modules.get("debugger.hook.hook_base")  # one registry: PyTorch's hooks, XGBoost's callbacks
+    if hook_base is not None:
+        hook_base.close_open_hooks(training_ended=True)
 
 
 def _terminate(signum: int, frame: object) -> None:

@@ -124,7 +124,7 @@ def _device(dist):
 def exchange_stop(hook, step: int) -> None:
     """At a training step's check, after this rank's rules ran: stop every rank if any rank's rule stops training.
 
-    ``hook`` is the :class:`debugger.hook.torch_hook.Hook` (its ``_stop``, ``_rules``, ``evidence``, ``actions``)."""
+    ``hook`` is the :class:`debugger.hook.pytorch.hook.Hook` (its ``_stop``, ``_rules``, ``evidence``, ``actions``)."""
     exchange: StopExchange = hook._stop_exchange
     source = exchange.lowest_stopping_rank(hook._stop is not None)
     if source is None or not exchange.role.distributed:
@@ -160,7 +160,7 @@ def _adopt(hook, finding: dict, step: int) -> None:
         hook._stop = StopTrainingRequested(finding["rule"], rule_step, message)
     if hook.worker_role.worker != CHIEF_WORKER:
         return  # only the chief's document is written
-    from debugger.hook.hook_rules import _now
+    from debugger.hook.rule_runner import _now
 
     state = next((state for state in hook._rules if state.spec.name == finding["rule"]), None)
     if state is None or state.status == ISSUES_FOUND:

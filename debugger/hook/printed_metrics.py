@@ -1,7 +1,7 @@
 """The metrics a training script only prints, read in the job as SageMaker reads them from its log: each whole line
 the script writes to stdout or stderr goes through the run_spec's metric_definitions (SageMaker's MetricDefinitions,
 ``contracts.progress_log.metric_values_in``), and each value read is reported to the job's open hooks, as a metric the
-script saved with the debugger would be (:meth:`debugger.hook.hook_common.HookBase.report_printed_metric`).
+script saved with the debugger would be (:meth:`debugger.hook.hook_base.HookBase.report_printed_metric`).
 
 Why: the rules that judge progress do not stop a run that meets its objective, and the planner reads the objective's
 course over the epochs (a run that met it at an earlier epoch and fell again): both need the metric while the job
@@ -33,10 +33,10 @@ _reporting = threading.local()  # set while a value is being reported: the hook'
 
 def report_to_open_hooks(name: str, value: float) -> None:
     """Give ``value`` of the printed metric ``name`` to every hook open in this process (none: nothing to do)."""
-    hook_common = sys.modules.get("debugger.hook.hook_common")  # loaded once the script's framework made a hook
-    if hook_common is None:
+    hook_base = sys.modules.get("debugger.hook.hook_base")  # loaded once the script's framework made a hook
+    if hook_base is None:
         return
-    for hook in hook_common.open_hooks():
+    for hook in hook_base.open_hooks():
         hook.report_printed_metric(name, value)
 
 

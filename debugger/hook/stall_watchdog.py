@@ -21,7 +21,7 @@ from collections.abc import Callable
 from contracts.job import EXIT_RULE_STOP
 from contracts.rule_status import IN_PROGRESS, NO_ISSUES_FOUND, RULE_STATUS_FILE, ActionRecord
 from debugger.hook.failure_file import FailureFile
-from debugger.hook.hook_rules import _now, _RuleState
+from debugger.hook.rule_runner import _now, _RuleState
 from debugger.hook.stop_training import StopTrainingRequested
 from debugger.rules.training_rules import StalledTrainingRule
 from debugger.storage import layout

@@ -17,7 +17,7 @@ from typing import Any
 from contracts import ContractError
 from contracts.objective import Objective
 
-#: smdebug's save_scalar saves ``scalar/<name>`` (debugger.hook.hook_steps.SCALAR_PREFIX).
+#: smdebug's save_scalar saves ``scalar/<name>`` (debugger.hook.pytorch.step_capture.SCALAR_PREFIX).
 SCRIPT_SCALAR_PREFIX = "scalar/"
 
 

@@ -31,7 +31,7 @@ from debugger.storage.step_writer import to_numpy
 MXNET_MODEL_INPUT = ".*hybridsequential0_input_0"
 #: The collections of a model's parameters (their values, not their gradients).
 PARAMETER_COLLECTIONS = frozenset({WEIGHTS, BIASES})
-#: smdebug's save_scalar names the script's scalars ``scalar/<name>`` (debugger.hook.hook_steps.SCALAR_PREFIX).
+#: smdebug's save_scalar names the script's scalars ``scalar/<name>`` (debugger.hook.pytorch.step_capture.SCALAR_PREFIX).
 SCRIPT_SCALAR_PREFIX = "scalar/"
 
 

@@ -1,5 +1,5 @@
 """Which recorded tensors cannot show a rule's problem, and why: what the hook found in the model's structure
-(:mod:`debugger.hook.model_structure`: frozen parameters, biases a normalization removes), for the rules that judge
+(:mod:`debugger.hook.pytorch.model_structure`: frozen parameters, biases a normalization removes), for the rules that judge
 parameters and gradients. Imports no torch: rules run in XGBoost jobs too.
 
 A parameter that cannot carry a training signal has a gradient of zero (or none) by construction and does not

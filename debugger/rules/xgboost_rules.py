@@ -1,6 +1,6 @@
 """SageMaker Debugger's XGBoost rules: Confusion, FeatureImportanceOverweight, TreeDepth, with the parameters and
 defaults of the AWS developer guide ("List of Debugger built-in rules"), on the tensors the XGBoost hook saves
-(:mod:`debugger.hook.xgboost_hook`, the names smdebug's XGBoost hook uses):
+(:mod:`debugger.hook.xgboost.hook`, the names smdebug's XGBoost hook uses):
 
     labels, predictions                         the validation set's labels and the model's predictions
     feature_importance/<type>/<feature>         normalised importance per type (weight, gain, cover, ...)

@@ -1,6 +1,6 @@
 """The planner's answer to a class too rare in a PyTorch script's training labels when no remedy of the script's
 own answers it (it has no class-weighting argument mapped as ``class_weighting``): the next job's debugger corrects
-the script's training cross-entropy for class frequencies (``debugger.hook.class_weighting``), in two steps. The
+the script's training cross-entropy for class frequencies (``debugger.loss_patches.class_weighting``), in two steps. The
 run_spec's ``debugger_class_weighting`` goes from "auto" to "balanced" (each class weighted by the inverse of its
 share of the labels); after a balanced job that still missed, and whose held-out metric no longer rose (else the
 evidence remedies' TrainLongerOnRareClass trains it longer), from "balanced" to "logit_adjusted" (each class's score
@@ -12,7 +12,7 @@ the first job, and the planner does not change it.
 It is the product changing how the user's loss counts each class, so the reason says so, and says how to switch it
 off.
 
-Why this order (``debugger.hook.class_weighting`` gives the figures, development seeds 21-40): balanced weights meet
+Why this order (``debugger.loss_patches.class_weighting`` gives the figures, development seeds 21-40): balanced weights meet
 the objective more often where the rare class has only 2 or 3 samples (scikit-learn's digits: 22 of 25 against 15),
 the logit-adjusted loss where it has a dozen (the generated tabular data: 24 of 38 against 13; balanced weights left
 3 plain-SGD configurations near chance, 0.23 to 0.26). Balanced first keeps what already worked; the logit-adjusted

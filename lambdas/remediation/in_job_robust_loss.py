@@ -1,5 +1,5 @@
 """The planner's answer to training labels that look wrong in a PyTorch script: the next job's debugger trains the
-script on the generalized cross-entropy, a loss robust to wrong labels (``debugger.hook.robust_loss``), in place of
+script on the generalized cross-entropy, a loss robust to wrong labels (``debugger.loss_patches.robust_loss``), in place of
 its cross-entropy. The run_spec's ``debugger_robust_loss`` goes from "auto" to "generalized_cross_entropy"; a user
 who sets "off" keeps the loss as the script writes it, and one who sets "generalized_cross_entropy" has it from the
 first job.
@@ -19,7 +19,7 @@ cross-entropy, 27 met it on the generalized cross-entropy, against 9 at a third 
 (SmallerStepsOnNoisyLabels), 0 with weight decay 1e-4 and 2 with 1e-3, hence before the script's own regularisers.
 Of the 20 that met it with the cross-entropy, 5 fell below it, all under SGD: the loss's gradient is the
 cross-entropy's times p ** 0.7, about a fifth of it while every class is equally likely, so training starts slower
-(since kept at the cross-entropy's scale: debugger.hook.robust_loss, 1 of 20 fell then). Hence only after a miss,
+(since kept at the cross-entropy's scale: debugger.loss_patches.robust_loss, 1 of 20 fell then). Hence only after a miss,
 not from the first job. A model that learns clean labels by heart (digits, 150 to 400
 training samples, 40 epochs, 12 drawn configurations) scored about the same held out with either: weight decay 1e-3
 from -0.008 to +0.015 against the plain loss, the generalized cross-entropy from -0.013 to +0.023.

@@ -13,7 +13,7 @@ from debugger.core.modes import ModeKeys
 from debugger.core.reductions import ReductionConfig
 from debugger.core.save_config import SaveConfig
 from debugger.hook.container_config import output_directory, staging_directory_for
-from debugger.hook.hook_common import announce_hook_creation
+from debugger.hook.hook_base import announce_hook_creation
 from debugger.storage import layout
 from debugger.trial.trial_sources import is_s3_uri
 

@@ -1,4 +1,4 @@
-"""``smd.Hook``: smdebug's PyTorch hook constructor and ``create_from_json_file`` over :class:`debugger.hook.torch_hook.Hook`
+"""``smd.Hook``: smdebug's PyTorch hook constructor and ``create_from_json_file`` over :class:`debugger.hook.pytorch.hook.Hook`
 in its smdebug profile (smdebug's tensor names and default collections)."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from debugger.hook.container_config import (
     read_container_hook_config,
     rule_configs_from_environment,
 )
-from debugger.hook.hook_steps import SMDEBUG
-from debugger.hook.torch_hook import Hook as DebuggerHook
+from debugger.hook.pytorch.hook import Hook as DebuggerHook
+from debugger.hook.pytorch.step_capture import SMDEBUG
 from smdebug.core.hook_utils import as_list, check_arguments, hook_from_settings, hook_settings, local_out_dir
 from smdebug.pytorch import singleton
 

@@ -1,5 +1,5 @@
 """``from smdebug.xgboost import Hook``: smdebug's XGBoost hook (a training callback) over this project's
-debugger (:mod:`debugger.hook.xgboost_hook`), and what scripts use beside it. Imports no torch."""
+debugger (:mod:`debugger.hook.xgboost.hook`), and what scripts use beside it. Imports no torch."""
 
 from debugger.core.collection import Collection
 from debugger.core.modes import ModeKeys as modes

@@ -1,5 +1,5 @@
 """``smdebug.xgboost.Hook``: smdebug's XGBoost hook constructor and ``create_from_json_file`` over
-:class:`debugger.hook.xgboost_hook.XGBoostHook` (smdebug's defaults: every 10 rounds, the metrics collection)."""
+:class:`debugger.hook.xgboost.hook.XGBoostHook` (smdebug's defaults: every 10 rounds, the metrics collection)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from debugger.hook.container_config import (
     read_container_hook_config,
     rule_configs_from_environment,
 )
-from debugger.hook.xgboost_hook import (
+from debugger.hook.xgboost.hook import (
     DEFAULT_SAVE_INTERVAL,
     SMDEBUG_DEFAULT_COLLECTIONS,
     XGBoostHook,

@@ -1,6 +1,6 @@
 """The debugger's sub-packages and the one direction of their imports, read from the source with ``ast``.
 
-    core  <-  storage  <-  trial  <-  rules  <-  hook  <-  debugger.launcher
+    core  <-  storage  <-  trial  <-  rules  <-  hook  <-  loss_patches  <-  debugger.launcher
 
 A module imports its own sub-package and those to its left, never one to its right; every import counts (at the top
 of a module, inside a function, under ``if TYPE_CHECKING:``), and so does a name in ``importlib.import_module``'s
@@ -17,7 +17,7 @@ import pytest
 DEBUGGER = Path(__file__).resolve().parents[2] / "debugger"
 
 #: Lowest first. A module of a layer may import modules of its own layer and of the layers before it.
-LAYERS = ("core", "storage", "trial", "rules", "hook")
+LAYERS = ("core", "storage", "trial", "rules", "hook", "loss_patches")
 #: What sits above every sub-package: the package's lazy facade and the job launcher (SageMaker's entry point).
 TOP = {"debugger", "debugger.launcher"}
 
@@ -164,8 +164,8 @@ def test_the_checks_see_an_upward_import_and_a_cycle(tmp_path):
     # stall_watchdog used to import the launcher's FailureFile: the hook layer reaching above itself.
     assert layer("debugger.launcher") > layer("debugger.hook.stall_watchdog")
     # Each layer's modules are really read: the hook imports the rules, the rules the trial, the trial storage.
-    assert ("debugger.rules.registry", True) in imports_of("debugger.hook.hook_common")
+    assert ("debugger.rules.registry", True) in imports_of("debugger.hook.hook_base")
     assert ("debugger.trial.trial", True) in imports_of("debugger.rules.rule")
     assert ("debugger.storage.layout", True) in imports_of("debugger.trial.trial")
     # ... including imports inside a function and names in strings.
-    assert ("debugger.hook.hook_common", True) in imports_of("debugger.launcher")
+    assert ("debugger.hook.hook_base", True) in imports_of("debugger.launcher")

@@ -86,7 +86,7 @@ def test_script_mode_runs_the_example_with_the_xgboost_hooks_collections_and_def
     assert "num_steps" not in rules[1]["RuleParameters"]  # rounds are exact: the documented 10, not the networks' 20
 
     # The job's XGBoost hook takes that configuration as it is (PyTorch's gradients/weights it would refuse).
-    from debugger.hook.xgboost_hook import XGBoostHook
+    from debugger.hook.xgboost.hook import XGBoostHook
 
     hook_object = XGBoostHook.from_configs(hook, rules, out_dir=tmp_path, job_name="remediation-job-1")
     try:

@@ -20,7 +20,7 @@ RULES = [{"RuleConfigurationName": "ClassImbalance", "RuleParameters": {"rule_to
 
 
 def boost(xgb, tmp_path, x, y) -> dict:
-    from debugger.hook.xgboost_hook import XGBoostHook
+    from debugger.hook.xgboost.hook import XGBoostHook
 
     order = np.random.default_rng(0).permutation(len(y))
     x, y = x[order], y[order]

@@ -12,7 +12,7 @@ from contracts.objective import Objective
 from contracts.rule_status import RULE_STATUS_FILE
 from debugger.rules.objective_rules import ObjectiveOutOfReach
 from debugger.trial.live_trial import LiveTrial
-from tests.debugger.hook.test_zero_change_jobs import STOP, launch
+from tests.debugger.hook.zero_change.test_zero_change_jobs import STOP, launch
 
 pytestmark = pytest.mark.training
 

@@ -1,5 +1,5 @@
-"""What the PyTorch hook (:class:`debugger.hook.torch_hook.Hook`) and the XGBoost callback
-(:class:`debugger.hook.xgboost_hook.XGBoostHook`) share: their rules and status state, their output (step writer and
+"""What the PyTorch hook (:class:`debugger.hook.pytorch.hook.Hook`) and the XGBoost callback
+(:class:`debugger.hook.xgboost.hook.XGBoostHook`) share: their rules and status state, their output (step writer and
 S3 mirror), closing, and the registry of hooks still open that the job launcher (or the process's exit) closes.
 
 Imports no torch: an XGBoost job does not need it.
@@ -27,7 +27,7 @@ from contracts.training_labels import LabelTally
 from debugger.core.collection import ALL, DEFAULT, Collection, CollectionManager
 from debugger.core.config import CollectionSpec, HookSettings, RuleSpec
 from debugger.core.save_config import SaveConfig, SaveConfigMode
-from debugger.hook.hook_rules import RuleRunner, _now, _RuleState
+from debugger.hook.rule_runner import RuleRunner, _now, _RuleState
 from debugger.hook.stop_training import StopTrainingRequested
 from debugger.rules.registry import build_rule
 from debugger.rules.rule import Requirement
@@ -84,7 +84,7 @@ class HookBase(RuleRunner):
         return [requirement for state in self._rules for requirement in state.rule.requirements()]
 
     def _start_status(self, status_heartbeat_seconds: float) -> None:
-        """The state the rule-status document is written from (:class:`debugger.hook.hook_rules.RuleRunner`)."""
+        """The state the rule-status document is written from (:class:`debugger.hook.rule_runner.RuleRunner`)."""
         self.evidence = Evidence()
         self._loss_history = LossHistory()
         self._label_tally = LabelTally()

@@ -1,4 +1,4 @@
-"""What the hook finds cannot carry a training signal, from the model it watches (debugger.hook.model_structure): a bias
+"""What the hook finds cannot carry a training signal, from the model it watches (debugger.hook.pytorch.model_structure): a bias
 a normalization removes, frozen parameters; recorded on the live trial and beside the steps, and skipped by the
 rules that judge gradients and parameters, which say so."""
 

@@ -1,11 +1,11 @@
-"""Fingerprints of training input rows (debugger.hook.input_fingerprints): the same sample gives the same one in any
+"""Fingerprints of training input rows (debugger.hook.pytorch.input_fingerprints): the same sample gives the same one in any
 batch; a shifted, flipped or noised one another."""
 
 from __future__ import annotations
 
 import torch
 
-from debugger.hook.input_fingerprints import first_batch_tensor, row_fingerprints
+from debugger.hook.pytorch.input_fingerprints import first_batch_tensor, row_fingerprints
 
 
 def test_a_sample_keeps_its_fingerprint_in_any_batch_and_an_augmented_one_does_not():

@@ -39,7 +39,7 @@ import sys
 from collections.abc import Iterator
 
 from contracts.run_spec import GENERALIZED_CROSS_ENTROPY
-from debugger.hook.class_weighting import is_training_call
+from debugger.loss_patches.class_weighting import is_training_call
 
 #: Zhang and Sabuncu's q: their experiments' value, not tuned here.
 Q = 0.7

@@ -52,9 +52,9 @@ from torch.optim import optimizer as optimizer_hooks
 
 from debugger.core.modes import ModeKeys
 from debugger.hook.container_config import read_container_hook_config, rule_configs_from_environment
-from debugger.hook.hook_common import HookBase, add_creation_listener, remove_creation_listener
-from debugger.hook.hook_steps import _flatten
-from debugger.hook.torch_hook import Hook
+from debugger.hook.hook_base import HookBase, add_creation_listener, remove_creation_listener
+from debugger.hook.pytorch.hook import Hook
+from debugger.hook.pytorch.step_capture import _flatten
 from debugger.hook.zero_change import EXPLICIT_HOOK_ADVICE, StandsAside, ZeroScriptChangeRefused
 
 #: Modules that wrap the model they train: named and watched through to it.

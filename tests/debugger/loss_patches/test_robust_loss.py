@@ -13,8 +13,8 @@ import torch
 import torch.nn.functional as F
 
 from contracts.job import EXIT_BAD_INPUT, EXIT_SUCCESS, ROBUST_LOSS_HYPERPARAMETER
-from debugger.hook.class_weighting import weighting_the_training_loss
-from debugger.hook.robust_loss import Q, generalized_cross_entropy, training_on_a_robust_loss
+from debugger.loss_patches.class_weighting import weighting_the_training_loss
+from debugger.loss_patches.robust_loss import Q, generalized_cross_entropy, training_on_a_robust_loss
 from tests.debugger.hook.launched_scripts import launch
 from tests.debugger.hook.launched_scripts import printed as printed_line
 

@@ -19,8 +19,8 @@ OVERTRAINING = [{"RuleConfigurationName": "Overtraining",
 
 @pytest.fixture
 def watch(xgb, tmp_path):
-    from debugger.hook.xgboost_hook import XGBoostHook
-    from debugger.hook.zero_change_xgboost import XGBoostWatcher
+    from debugger.hook.xgboost.hook import XGBoostHook
+    from debugger.hook.zero_change.xgboost import XGBoostWatcher
 
     watchers: list[XGBoostWatcher] = []
 
@@ -68,7 +68,7 @@ def test_the_scikit_learn_estimators_fit_is_watched_too(xgb, watch, data):
 
 
 def test_a_hook_in_the_scripts_own_callbacks_wins(xgb, watch, data, tmp_path):
-    from debugger.hook.xgboost_hook import XGBoostHook
+    from debugger.hook.xgboost.hook import XGBoostHook
 
     watcher = watch()
     dtrain, dvalidation = data

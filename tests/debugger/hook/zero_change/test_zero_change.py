@@ -14,7 +14,7 @@ import smdebug.pytorch as smd
 from debugger import Hook, StopTrainingRequested, create_trial
 from debugger.core.modes import ModeKeys
 from debugger.hook.zero_change import ZeroScriptChangeRefused
-from debugger.hook.zero_change_torch import AutomaticHook, TorchWatcher
+from debugger.hook.zero_change.pytorch import AutomaticHook, TorchWatcher
 
 STOP = '[{"name":"StopTraining"}]'
 

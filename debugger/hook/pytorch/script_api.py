@@ -1,4 +1,4 @@
-"""What a training script calls on the hook besides registration (a mixin of :class:`debugger.hook.torch_hook.Hook`):
+"""What a training script calls on the hook besides registration (a mixin of :class:`debugger.hook.pytorch.hook.Hook`):
 smdebug's ``set_mode``, ``save_scalar``, ``save_tensor``, ``record_tensor_value`` and collections, and our
 ``record_metric``."""
 
@@ -11,7 +11,7 @@ import torch
 
 from debugger.core.collection import DEFAULT, LOSSES, METRICS, Collection
 from debugger.core.modes import ModeKeys, parse_mode
-from debugger.hook.hook_steps import SCALAR_PREFIX, SMDEBUG, _copy
+from debugger.hook.pytorch.step_capture import SCALAR_PREFIX, SMDEBUG, _copy
 from debugger.storage import layout
 
 

@@ -29,7 +29,7 @@ from debugger.trial import create_trial
 
 pytestmark = pytest.mark.training
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[4]
 STOP = '[{"name":"StopTraining"}]'
 RULES = [{"RuleConfigurationName": "ExplodingTensor", "RuleParameters": {"rule_to_invoke": "ExplodingTensor", "action_json": STOP}}]
 

@@ -1,4 +1,4 @@
-"""The hook's rules and its rule-status document (a mixin of :class:`debugger.hook.torch_hook.Hook`).
+"""The hook's rules and its rule-status document (a mixin of :class:`debugger.hook.pytorch.hook.Hook`).
 
 Every configured rule runs at every step's check; a rule that raises gets status Error (training goes on);
 a rule that fires records its issue, the evidence and its actions; a StopTraining action makes the hook

@@ -52,7 +52,7 @@ from debugger.hook.container_config import (
     rule_configs_from_environment,
 )
 from debugger.hook.distributed import WorkerRole
-from debugger.hook.hook_common import (  # noqa: F401 - close_open_hooks importable from here as before
+from debugger.hook.hook_base import (  # noqa: F401 - close_open_hooks importable from here as before
     HookBase,
     announce_hook_creation,
     apply_collection_spec,
@@ -60,7 +60,7 @@ from debugger.hook.hook_common import (  # noqa: F401 - close_open_hooks importa
     included_collections,
 )  # noqa: F401 - importable from here as before
 from debugger.hook.stop_training import StopTrainingRequested  # noqa: F401 - importable from here as before
-from debugger.hook.xgboost_tensors import feature_importance_tensors, shap_tensors, tree_tensors
+from debugger.hook.xgboost.tensors import feature_importance_tensors, shap_tensors, tree_tensors
 from debugger.storage import layout
 from debugger.storage.s3_mirror import mirroring_enabled
 from debugger.storage.step_writer import StepRecord

@@ -17,7 +17,7 @@ from debugger.trial import create_trial
 
 pytestmark = pytest.mark.xdist_group("xgboost")  # tests/conftest.py's xgb fixture says why
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[4]
 EXAMPLE = REPO / "examples" / "xgboost"
 COLLECTIONS = ["metrics", "losses", "hyperparameters", "predictions", "labels", "feature_importance", "average_shap", "trees"]
 OVERFITTING = {"objective": "binary:logistic", "max_depth": 10, "eta": 0.9, "min_child_weight": 0, "lambda": 0,
@@ -47,7 +47,7 @@ def trial_watcher(xgb, out_dir: Path):
 
 
 def test_the_hook_saves_smdebugs_xgboost_tensors_and_a_trial_reads_them_while_training(xgb, tmp_path, data):
-    from debugger.hook.xgboost_hook import XGBoostHook
+    from debugger.hook.xgboost.hook import XGBoostHook
 
     dtrain, dval = data
     hook = XGBoostHook.from_configs(hook_config(), [], out_dir=tmp_path, job_name="xgb-job",
@@ -80,7 +80,7 @@ def test_the_hook_saves_smdebugs_xgboost_tensors_and_a_trial_reads_them_while_tr
 
 
 def test_overtraining_stops_an_overfitting_booster_through_stop_training(xgb, tmp_path, data):
-    from debugger.hook.xgboost_hook import XGBoostHook
+    from debugger.hook.xgboost.hook import XGBoostHook
 
     dtrain, dval = data
     rules = [{"RuleConfigurationName": "Overtraining",

@@ -4,12 +4,12 @@ SageMaker Debugger's framework containers promised that a training script needs 
 launcher keeps that promise here: before it runs the entry point it calls :func:`watch_when_imported`, and when the
 script imports a framework the debugger knows, that framework's automatic hook is installed:
 
-    torch    :mod:`debugger.hook.zero_change_torch`: PyTorch's global module and optimizer hooks; a step is an optimizer
+    torch    :mod:`debugger.hook.zero_change.pytorch`: PyTorch's global module and optimizer hooks; a step is an optimizer
              step, its loss the tensor ``backward()`` was called on
-    xgboost  :mod:`debugger.hook.zero_change_xgboost`: the hook added to ``xgboost.train``'s callbacks
+    xgboost  :mod:`debugger.hook.zero_change.xgboost`: the hook added to ``xgboost.train``'s callbacks
 
 A hook the script creates itself (``smd.Hook.create_from_json_file()``, ``smd.get_hook(...)``,
-``Hook.from_configs(...)``) always wins: the automatic one stands aside (:func:`debugger.hook.hook_common.
+``Hook.from_configs(...)``) always wins: the automatic one stands aside (:func:`debugger.hook.hook_base.
 announce_hook_creation`). A script the automatic hook cannot watch faithfully is refused with
 :class:`ZeroScriptChangeRefused`, whose message says why and how to watch it from the script; the launcher turns it
 into the job's failure text.
@@ -35,7 +35,7 @@ EXPLICIT_HOOK_ADVICE = (
     "hook.register_module(model); hook.register_loss(loss_fn) (see debugger/README.md)"
 )
 #: The framework module -> the module whose ``install()`` watches it.
-WATCHERS = {"torch": "debugger.hook.zero_change_torch", "xgboost": "debugger.hook.zero_change_xgboost"}
+WATCHERS = {"torch": "debugger.hook.zero_change.pytorch", "xgboost": "debugger.hook.zero_change.xgboost"}
 
 
 class ZeroScriptChangeRefused(BaseException):

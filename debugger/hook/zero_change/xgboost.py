@@ -2,7 +2,7 @@
 
 Installed by the job launcher when the script imports xgboost (:mod:`debugger.hook.zero_change`). ``xgboost.train`` (also
 where ``xgboost.training`` and the scikit-learn estimators' ``fit`` call it) is wrapped: the first call gets the job's
-:class:`debugger.hook.xgboost_hook.XGBoostHook` appended to its ``callbacks``, built from the job's configuration files
+:class:`debugger.hook.xgboost.hook.XGBoostHook` appended to its ``callbacks``, built from the job's configuration files
 with the call's ``params`` as its hyperparameters, ``dtrain`` as its training data (for the SHAP values; not a
 QuantileDMatrix, which cannot be sliced) and the last of ``evals`` that is not ``dtrain`` as its validation data (the one XGBoost's early stopping reads). Every rule then runs after every
 boosting round, with StopTraining, as with ``callbacks=[Hook.create_from_json_file()]``.
@@ -22,8 +22,8 @@ from typing import Any
 
 import xgboost
 
-from debugger.hook.hook_common import HookBase, add_creation_listener, remove_creation_listener
-from debugger.hook.xgboost_hook import XGBoostHook
+from debugger.hook.hook_base import HookBase, add_creation_listener, remove_creation_listener
+from debugger.hook.xgboost.hook import XGBoostHook
 from debugger.hook.zero_change import StandsAside
 
 #: Where ``xgboost.train`` is looked up by the callers a script uses: the package, its module, the sklearn estimators.

@@ -11,7 +11,7 @@ collections defined by name patterns, save configurations per mode (``set_mode``
 ``save_scalar`` / ``save_tensor``. The two profiles differ only in tensor names (smdebug prefixes
 parameters with the model's class name: ``Net_fc1.weight``), in the collections saved by default (ours:
 gradients, weights, biases, losses, metrics, learning_rate; smdebug's: losses), in what begins a step
-(see :mod:`debugger.hook.hook_steps`) and in whether the every-step signals are tensors.
+(see :mod:`debugger.hook.pytorch.step_capture`) and in whether the every-step signals are tensors.
 
 Saved steps are written by a background thread (:mod:`debugger.storage.step_writer`); the check of a step runs
 before the optimizer can use its gradients, and a rule with a StopTraining action raises
@@ -54,16 +54,16 @@ from debugger.hook.container_config import (  # noqa: F401 - importable from her
     staging_directory_for,
 )
 from debugger.hook.distributed import StopExchange, WorkerRole
-from debugger.hook.hook_api import ScriptApi
-from debugger.hook.hook_common import (
+from debugger.hook.hook_base import (
     HookBase,
     announce_hook_creation,
     apply_collection_spec,
     close_open_hooks,
     included_collections,
 )
-from debugger.hook.hook_steps import NATIVE, SMDEBUG, StepCapture
-from debugger.hook.model_structure import StructureTrace, frozen_reason
+from debugger.hook.pytorch.model_structure import StructureTrace, frozen_reason
+from debugger.hook.pytorch.script_api import ScriptApi
+from debugger.hook.pytorch.step_capture import NATIVE, SMDEBUG, StepCapture
 from debugger.hook.stall_watchdog import StallWatchdog
 from debugger.hook.stop_training import StopTrainingRequested
 from debugger.rules.rule import TOTAL_GRADIENT_NORM

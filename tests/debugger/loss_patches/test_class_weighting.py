@@ -89,7 +89,7 @@ def test_a_class_weighting_the_debugger_does_not_know_fails_the_job_naming_it(tm
 def test_the_logit_adjustment_adds_each_class_s_log_share_of_the_labels_seen_so_far_along_the_class_dimension():
     import torch
 
-    from debugger.hook.class_weighting import ClassCounts
+    from debugger.loss_patches.class_weighting import ClassCounts
 
     counts = ClassCounts()
     scores = torch.zeros(4, 3, 2)  # N x C x L: a sequence model's scores

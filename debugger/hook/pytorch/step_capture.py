@@ -1,4 +1,4 @@
-"""The hook's step lifecycle and tensor capture (a mixin of :class:`debugger.hook.torch_hook.Hook`).
+"""The hook's step lifecycle and tensor capture (a mixin of :class:`debugger.hook.pytorch.hook.Hook`).
 
 A step begins at the registered model's forward pre-hook (smdebug profile: every forward, so evaluation
 forwards are EVAL steps after ``set_mode``; our own profile: the first training forward after the previous
@@ -35,8 +35,8 @@ from debugger.core.modes import ModeKeys
 from debugger.core.reductions import ReductionConfig
 from debugger.core.save_config import SaveConfig
 from debugger.hook.distributed import exchange_stop
-from debugger.hook.input_fingerprints import first_batch_tensor, row_fingerprints
-from debugger.hook.model_structure import active_dropout, dropout_modules, frozen_reason
+from debugger.hook.pytorch.input_fingerprints import first_batch_tensor, row_fingerprints
+from debugger.hook.pytorch.model_structure import active_dropout, dropout_modules, frozen_reason
 from debugger.rules.rule import GRADIENT_PREFIX, TOTAL_GRADIENT_NORM
 from debugger.storage.step_writer import PackedSlice, PackedTensors, StepRecord
 
