@@ -102,9 +102,9 @@ def evidence_changes(configuration: DrawnConfiguration, hyperparameters: dict[st
     """Every change of the evidence set (any rule's, any failure's; conditions ignored) that applies to these
     hyperparameters of the script, by remedy name -> the hyperparameters after it."""
     from contracts.remedies import adapt_to_script, parse_remedies
-    from lambdas.remediation.evidence_remedies import evidence_remedies
-    from lambdas.remediation.learning_rate_ranges import range_for
-    from lambdas.remediation.remedy_sets import hyperparameter_kinds
+    from lambdas.remediation.planning.learning_rate_ranges import range_for
+    from lambdas.remediation.planning.remedies.evidence import evidence_remedies
+    from lambdas.remediation.planning.remedies.sets import hyperparameter_kinds
 
     style = STYLES[configuration.style]
     optimizer = hyperparameters[style.knobs["optimizer"]]

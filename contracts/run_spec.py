@@ -1,6 +1,6 @@
 """The run_spec's bounds, patterns and names, stated once. Standard library only.
 
-The workflow's payload models (``lambdas.remediation.payload``, pydantic) build
+The workflow's payload models (``lambdas.remediation.state.payload``, pydantic) build
 their field types from the checks and bounds here; the CLI checks local inputs
 with them before anything starts. Each check raises ``ValueError`` (or
 :class:`contracts.ContractError` naming a nested field) with what is allowed.

@@ -29,7 +29,7 @@ Measured (development seeds of bench/zoo_random.py, a class kept at 2% of its sa
   class left with about 12 samples) 13 of 38 met the objective balanced, 24 logit-adjusted (26 with either); on
   scikit-learn's digits (2 or 3 samples) 22 of 25 balanced, 15 logit-adjusted, none only logit-adjusted. The
   planner therefore tries balanced first and logit-adjusted after it
-  (``lambdas.remediation.in_job_class_weighting``).
+  (``lambdas.remediation.planning.in_job_class_weighting``).
 """
 
 from __future__ import annotations

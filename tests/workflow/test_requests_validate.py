@@ -20,9 +20,10 @@ from contracts.job import (
     script_mode_arguments,
 )
 from debugger.launcher import class_weighting, metric_definitions, robust_loss, split_arguments
-from lambdas.remediation import job_identity, job_request, notifications
-from lambdas.remediation.execution_input import initial_state
-from lambdas.remediation.validation_messages import InvalidExecutionInput
+from lambdas.remediation.job import job_identity, job_request
+from lambdas.remediation.state.execution_input import initial_state
+from lambdas.remediation.state.validation_messages import InvalidExecutionInput
+from lambdas.remediation.text import notifications
 from model.hyperparameters import parse_hyperparameters
 
 INPUT = {

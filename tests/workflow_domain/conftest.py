@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from lambdas.remediation.execution_input import initial_state
-from lambdas.remediation.payload import WorkflowState
+from lambdas.remediation.state.execution_input import initial_state
+from lambdas.remediation.state.payload import WorkflowState
 
 ACCOUNT_INPUT = {
     "bucket": "remediation-artifacts-123456789012",

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from lambdas.remediation.execution_input import ExecutionInput, default_execution_input, initial_state
-from lambdas.remediation.validation_messages import InvalidExecutionInput
+from lambdas.remediation.state.execution_input import ExecutionInput, default_execution_input, initial_state
+from lambdas.remediation.state.validation_messages import InvalidExecutionInput
 
 SCRIPT = {
     "source_dir": "s3://remediation-artifacts-123456789012/code/mlp-0123456789abcdef/sourcedir.tar.gz",

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from lambdas.remediation import in_job_loss
-from lambdas.remediation.notifications import issues_found
-from lambdas.remediation.payload import WorkflowState
-from lambdas.remediation.policies import plan
+from lambdas.remediation.planning import in_job_loss
+from lambdas.remediation.planning.planner import plan
+from lambdas.remediation.state.payload import WorkflowState
+from lambdas.remediation.text.notifications import issues_found
 from tests.workflow_domain.recorded_runs import final_metric_only, finish, quiet_miss, recorded, start
 
 
@@ -377,7 +377,7 @@ def test_a_robust_loss_that_made_it_worse_is_switched_off_when_the_planner_goes_
 
 
 def test_a_robust_loss_for_an_xgboost_run_is_refused_naming_the_field(account_input):
-    from lambdas.remediation.validation_messages import InvalidExecutionInput
+    from lambdas.remediation.state.validation_messages import InvalidExecutionInput
 
     run = recorded("xgboost-overtraining")
     with pytest.raises(InvalidExecutionInput, match="debugger_robust_loss: replaces a PyTorch script's cross-entropy"):
@@ -453,7 +453,7 @@ def test_raw_inputs_are_standardised_before_the_labels_are_blamed(account_input)
 def test_healthy_labels_say_nothing(name, account_input):
     """Healthy digits jobs that missed an objective (0.975 of 0.995 settled; 0.894 of 0.9 after one epoch): their
     label counts are balanced and their top class matches the training labels about as often as held-out ones."""
-    from lambdas.remediation.diagnosis import situation_of
+    from lambdas.remediation.planning.diagnosis import situation_of
 
     run = recorded(name)
     state = finish(start(run, account_input), run["jobs"][0])

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from lambdas.remediation.notifications import issues_found
-from lambdas.remediation.policies import plan
+from lambdas.remediation.planning.planner import plan
+from lambdas.remediation.text.notifications import issues_found
 from tests.workflow_domain.recorded_runs import (
     finish,
     quiet_miss,
@@ -58,8 +58,8 @@ def test_a_spike_from_weights_initialised_far_too_large_is_answered_by_rescaling
     to 41,850 and VanishingGradient stops the job. The spike alone would read as a collapse from too high a rate (the
     collapse remedies' condition holds), but the run names the cause in its settings: the initialisation is rescaled,
     and the next job meets the objective (0.9694)."""
-    from lambdas.remediation.diagnosis import situation_of
-    from lambdas.remediation.evidence_remedies import COLLAPSE_FACTOR
+    from lambdas.remediation.planning.diagnosis import situation_of
+    from lambdas.remediation.planning.remedies.evidence import COLLAPSE_FACTOR
 
     run = recorded("mlp-tanh-init-x100")
     state = finish(start(run, account_input), run["jobs"][0])
@@ -85,8 +85,8 @@ def test_a_spike_from_weights_initialised_far_too_large_is_answered_by_rescaling
 )
 def test_a_healthy_trajectory_shows_no_spike(name, job, account_input):
     """Healthy jobs (the ResNet at warmup 0.1, Adam on digits) stay far below the collapse factor."""
-    from lambdas.remediation.diagnosis import situation_of
-    from lambdas.remediation.evidence_remedies import COLLAPSE_FACTOR
+    from lambdas.remediation.planning.diagnosis import situation_of
+    from lambdas.remediation.planning.remedies.evidence import COLLAPSE_FACTOR
 
     run = recorded(name)
     state = start(run, account_input)

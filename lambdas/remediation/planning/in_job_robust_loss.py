@@ -9,7 +9,7 @@ script's weight decay and dropout, smaller steps), after those that name another
 met the objective, inputs left raw, a sigmoid stack), and the relaunch trains from step 0 with the settings of the
 job closest to the objective. Later launches planned from a job that trained on it keep it (the ladder goes on:
 stopping at its best epoch, smaller steps); one planned from a job without it switches it off
-(``lambdas.remediation.in_job_loss``). It is the product changing the user's loss, so the reason says so and says how
+(``lambdas.remediation.planning.in_job_loss``). It is the product changing the user's loss, so the reason says so and says how
 to switch it off.
 
 Measured before building it (development seeds 30-39 of bench/zoo_random.py: the 59 configurations drawn with 40%
@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from contracts.run_spec import DEFAULT_ROBUST_LOSS, GENERALIZED_CROSS_ENTROPY
 from contracts.training_labels import LabelFinding
-from lambdas.remediation.run_spec_model import RunSpec
+from lambdas.remediation.state.run_spec import RunSpec
 
 REMEDY = "RobustLossInJob"
 FIELD = "debugger_robust_loss"

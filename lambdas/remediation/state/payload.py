@@ -11,7 +11,7 @@ A run_spec is what one training job runs: the user's script (``entry_point``
 in ``source_dir``), its own ``hyperparameters``, the channels and metric
 regexes, and the job settings. The bounds and patterns come from
 ``contracts.run_spec``; the execution input that becomes the first state is in
-``lambdas.remediation.execution_input``.
+``lambdas.remediation.state.execution_input``.
 
 Every model forbids unknown keys. Bad input raises ``InvalidState`` naming each
 bad field. The models also work through Powertools' parser
@@ -29,9 +29,9 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from contracts import objective as objective_contract
 from contracts import remedies as remedies_contract
 from contracts import run_spec as bounds
-from lambdas.remediation import remedy_sets
-from lambdas.remediation.attempts import MAX_KEPT_ATTEMPTS, Attempt, bound_attempts
-from lambdas.remediation.payload_fields import (
+from lambdas.remediation.planning.remedies import sets as remedy_sets
+from lambdas.remediation.state.attempts import MAX_KEPT_ATTEMPTS, Attempt, bound_attempts
+from lambdas.remediation.state.payload_fields import (
     MAX_NAME_BYTES,
     MAX_REASON_BYTES,
     MAX_STATUS_BYTES,
@@ -45,8 +45,8 @@ from lambdas.remediation.payload_fields import (
     RuleWait,
     Text,
 )
-from lambdas.remediation.run_spec_model import RunSpec
-from lambdas.remediation.validation_messages import InvalidState, describe_validation_error
+from lambdas.remediation.state.run_spec import RunSpec
+from lambdas.remediation.state.validation_messages import InvalidState, describe_validation_error
 
 #: Step Functions' cap on a state's input/output, in bytes.
 STEP_FUNCTIONS_PAYLOAD_LIMIT = 256 * 1024
@@ -98,7 +98,7 @@ def _remedies_json(value: Any) -> Any:
 
 class WorkflowState(BaseModel):
     """``$.state`` of the state machine: the sample's keys plus the declarations, budgets and attempts.
-    Built from the execution input by ``lambdas.remediation.execution_input.initial_state``."""
+    Built from the execution input by ``lambdas.remediation.state.execution_input.initial_state``."""
 
     model_config = STRICT
 
@@ -201,7 +201,7 @@ class WorkflowState(BaseModel):
 
     def declared_remedies(self, preset: Mapping[str, Any] | None = None) -> remedies_contract.Remedies:
         """The remedies the planner applies, parsed: the run's own (policy declared, kept in the state), or the
-        built-in set the policy names on the run's hyperparameters (lambdas.remediation.remedy_sets: code, not
+        built-in set the policy names on the run's hyperparameters (lambdas.remediation.planning.remedies.sets: code, not
         state, so the state stays small; ``preset``: that set as the planner tuned it to the job, e.g. to its
         optimizer's rates). Both were checked against the starting hyperparameters at the start."""
         if self.policy == "declared":

@@ -1,13 +1,13 @@
 """The ``evidence`` remedy set (``policy`` "evidence", the default): for every failure the debugger names, the
 remedies the evidence calls for, each stated with its numbers, on the conventional hyperparameter names of
-``lambdas.remediation.remedy_sets``.
+``lambdas.remediation.planning.remedies.sets``.
 
 On the reference scenario (DESIGN §1) a ResNet without batch norm explodes in its first steps with an initial
 gradient norm in the hundreds for every warmup rate from 0.8 down to 0.0125, so lowering the warmup rate only delays
 the explosion; batch norm with warmup <= 0.1 fixes it. That evidence adds batch norm at once.
 
 The set is built for the optimizer the job steps (:func:`evidence_remedies`): its learning-rate remedies judge a rate
-in that optimizer's range (``lambdas.remediation.learning_rate_ranges``), so Adam's usual 1e-3 is not "too small"
+in that optimizer's range (``lambdas.remediation.planning.learning_rate_ranges``), so Adam's usual 1e-3 is not "too small"
 as it would be for SGD. Dead units, vanishing gradients or a stalled loss after the loss or the gradient norm spiked
 are a collapse from a rate too high (``spiked_above``): the rate that was active at the spike is lowered first.
 """
@@ -18,13 +18,13 @@ from typing import Any
 
 from contracts.remedies import ANY_RULE, BATCH_OF_ONE, OBJECTIVE_MISSED, OUT_OF_MEMORY
 from contracts.rule_status import HELD_OUT_RISING
-from lambdas.remediation.learning_rate_ranges import SGD_RANGE, RateRange
-from lambdas.remediation.xgboost_remedies import XGBOOST_EVIDENCE_REMEDIES
+from lambdas.remediation.planning.learning_rate_ranges import SGD_RANGE, RateRange
+from lambdas.remediation.planning.remedies.xgboost import XGBOOST_EVIDENCE_REMEDIES
 
 #: An initial total gradient norm above this means the network is badly scaled at
 #: initialisation (measured: 200-950 without batch norm, 7-8 with it).
 INIT_SCALE_GRADIENT_NORM = 50.0
-#: The SGD range the reference network was measured in (lambdas.remediation.learning_rate_ranges derives every
+#: The SGD range the reference network was measured in (lambdas.remediation.planning.learning_rate_ranges derives every
 #: optimizer's range by the same ratios): with batch norm, warmup rates above 0.1 exploded, at or below it stable ...
 STABLE_WARMUP_LEARNING_RATE = SGD_RANGE.stable_warmup
 #: ... no remedy lowers a learning rate below this ...
@@ -34,7 +34,7 @@ LEARNING_RATE_CEILING = SGD_RANGE.ceiling
 #: ... and a rate far above the ceiling is brought back to SGD's usual start.
 USUAL_LEARNING_RATE = SGD_RANGE.usual
 #: The evidence policy never trains for more epochs than this when the objective is missed (the run's instance-hour
-#: budget, lambdas.remediation.run_limits, bounds a long run first) ...
+#: budget, lambdas.remediation.planning.run_limits, bounds a long run first) ...
 MAX_EPOCHS = 200
 #: ... and trains this many times longer a run whose loss was still falling when it ended: the next job reaches
 #: the objective at once more often than after doubling twice, for less compute (1 + 4 epochs against 1 + 2 + 4).

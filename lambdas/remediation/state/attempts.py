@@ -13,7 +13,7 @@ from contracts import objective as objective_contract
 from contracts.loss_history import MAX_LOSS_WINDOWS
 from contracts.rule_status import ISSUE_KIND_PATTERN, MAX_REPORTED_LEARNING_RATES, Evidence
 from contracts.training_labels import MAX_COUNTED_CLASSES
-from lambdas.remediation.payload_fields import (
+from lambdas.remediation.state.payload_fields import (
     MAX_CHANGES,
     MAX_FAILURE_REASON_BYTES,
     MAX_ISSUE_MESSAGE_BYTES,
@@ -29,7 +29,7 @@ from lambdas.remediation.payload_fields import (
     Text,
     Whole,
 )
-from lambdas.remediation.run_spec_model import summarize_hyperparameters
+from lambdas.remediation.state.run_spec import summarize_hyperparameters
 
 #: Attempts kept in the payload: the first one plus the latest ``MAX_KEPT_ATTEMPTS - 1``.
 MAX_KEPT_ATTEMPTS = 10

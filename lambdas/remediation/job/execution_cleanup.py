@@ -26,9 +26,11 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from contracts import time_budgets
-from lambdas.remediation import execution_history, handler_support, job_identity
-from lambdas.remediation.payload import WorkflowState, parse_state
-from lambdas.remediation.validation_messages import InvalidExecutionInput
+from lambdas.remediation import handler_support
+from lambdas.remediation.job import job_identity
+from lambdas.remediation.state import execution_history
+from lambdas.remediation.state.payload import WorkflowState, parse_state
+from lambdas.remediation.state.validation_messages import InvalidExecutionInput
 
 
 @dataclasses.dataclass

@@ -1,5 +1,5 @@
 """The run_spec as the payload holds it: what one training job runs (one snapshot per attempt, every field given).
-Built from the execution input by ``lambdas.remediation.execution_input``."""
+Built from the execution input by ``lambdas.remediation.state.execution_input``."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field, model_validator
 from contracts import remedies as remedies_contract
 from contracts import rule_selection
 from contracts import run_spec as bounds
-from lambdas.remediation.payload_fields import (
+from lambdas.remediation.state.payload_fields import (
     STRICT,
     BaseJobName,
     BucketName,
@@ -37,7 +37,7 @@ from lambdas.remediation.payload_fields import (
     SpotInterruptions,
     canonical_framework_version,
 )
-from lambdas.remediation.validation_messages import clip
+from lambdas.remediation.state.validation_messages import clip
 
 
 class RunSpec(BaseModel):

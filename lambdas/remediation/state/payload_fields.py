@@ -13,7 +13,7 @@ from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field
 from contracts import distributed, rule_selection, spot_interruptions
 from contracts import objective as objective_contract
 from contracts import run_spec as bounds
-from lambdas.remediation import training_images
+from lambdas.remediation.job import training_images
 
 # --------------------------------------------------------------------------- limits
 

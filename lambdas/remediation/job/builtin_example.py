@@ -19,7 +19,7 @@ from contracts.progress_log import METRIC_DEFINITIONS
 ENTRY_POINT = "train.py"
 BASE_JOB_NAME = "remediation-resnet"
 #: The example's hyperparameters the workflow passes: every one the built-in remedies change
-#: (lambdas.remediation.remedy_sets), at the script's defaults, and the reference scenario's (the script's other
+#: (lambdas.remediation.planning.remedies.sets), at the script's defaults, and the reference scenario's (the script's other
 #: ones keep its defaults: depth 20, warmup 1 epoch, momentum 0.9).
 HYPERPARAMETERS: dict[str, Any] = {
     "warmup_learning_rate": 0.1,

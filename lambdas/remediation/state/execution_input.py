@@ -6,7 +6,7 @@ Two ways to say what to train:
   ``remediate`` uploads a local directory for you), its ``hyperparameters``,
   ``channels``, ``metric_definitions``, the ``objective`` and the ``remedies``;
 * nothing: the built-in example, the AWS blog post's reference scenario
-  (``lambdas.remediation.builtin_example``). The AWS sample's own keys
+  (``lambdas.remediation.job.builtin_example``). The AWS sample's own keys
   (``init_warmup_learning_rate``, ``learning_rate``, ``add_batch_norm``,
   ``num_epochs``) set its hyperparameters, and ``policy`` picks one of the
   example's remedy sets (``evidence``, ``anchor``).
@@ -31,9 +31,15 @@ from contracts.objective import Objective
 from contracts.remedies import adapt_to_script, parse_remedies, remedies_to_json, same_kind
 from contracts.rule_feasibility import check_rule_can_fire
 from contracts.stack_guardrails import StackGuardrails
-from lambdas.remediation import builtin_example, job_request, training_images
-from lambdas.remediation.payload import PolicyName, WorkflowState
-from lambdas.remediation.payload_fields import (
+from lambdas.remediation.job import builtin_example, job_request, training_images
+from lambdas.remediation.planning.remedies.sets import (
+    CONVENTIONAL_HYPERPARAMETERS,
+    POLICY_REMEDIES,
+    conventional_meanings,
+    hyperparameter_kinds,
+)
+from lambdas.remediation.state.payload import PolicyName, WorkflowState
+from lambdas.remediation.state.payload_fields import (
     BaseJobName,
     BucketName,
     CapacityWait,
@@ -63,14 +69,8 @@ from lambdas.remediation.payload_fields import (
     canonical_framework_version,
     no_bool,
 )
-from lambdas.remediation.remedy_sets import (
-    CONVENTIONAL_HYPERPARAMETERS,
-    POLICY_REMEDIES,
-    conventional_meanings,
-    hyperparameter_kinds,
-)
-from lambdas.remediation.run_spec_model import RunSpec
-from lambdas.remediation.validation_messages import InvalidExecutionInput, describe_validation_error
+from lambdas.remediation.state.run_spec import RunSpec
+from lambdas.remediation.state.validation_messages import InvalidExecutionInput, describe_validation_error
 
 
 def _finite_number(value: Any) -> Any:

@@ -18,7 +18,7 @@ from botocore.exceptions import ClientError
 
 import contracts
 from contracts import bucket_layout, rule_status
-from lambdas.remediation.payload import WorkflowState
+from lambdas.remediation.state.payload import WorkflowState
 
 
 @dataclasses.dataclass(frozen=True)

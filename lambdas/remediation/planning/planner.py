@@ -6,7 +6,7 @@ in order whose condition holds on the debugger's evidence and whose change
 applies within its bounds. Every decision states its reason with the numbers.
 
 The built-in remedy sets (``evidence``, ``anchor``) are written in that same form
-(``lambdas.remediation.remedy_sets``) and copied into the state when the execution starts.
+(``lambdas.remediation.planning.remedies.sets``) and copied into the state when the execution starts.
 
 :func:`plan` records the decision on the last attempt and either sets
 ``next_action="launch_new"`` with the new run_spec (the sample's history
@@ -31,9 +31,20 @@ from contracts.remedies import (
     Situation,
     show,
 )
-from lambdas.remediation import in_job_class_weighting, in_job_loss, in_job_robust_loss, remedy_sets, run_limits
-from lambdas.remediation.attempts import Attempt, Change, Decision
-from lambdas.remediation.decision_text import (
+from lambdas.remediation.planning import in_job_class_weighting, in_job_loss, in_job_robust_loss, run_limits
+from lambdas.remediation.planning.diagnosis import (
+    attempt_to_plan_from,
+    failure_of,
+    rate_names,
+    rate_range,
+    remedies_that_made_it_worse,
+    situation_to_plan_from,
+)
+from lambdas.remediation.planning.learning_rate_ranges import RateRange
+from lambdas.remediation.planning.remedies import sets as remedy_sets
+from lambdas.remediation.state.attempts import Attempt, Change, Decision
+from lambdas.remediation.state.payload import WorkflowState
+from lambdas.remediation.text.decision_text import (
     describe_changes,
     ending_settings,
     evidence_numbers,
@@ -43,16 +54,6 @@ from lambdas.remediation.decision_text import (
     resume_sentence,
     short_action,
 )
-from lambdas.remediation.diagnosis import (
-    attempt_to_plan_from,
-    failure_of,
-    rate_names,
-    rate_range,
-    remedies_that_made_it_worse,
-    situation_to_plan_from,
-)
-from lambdas.remediation.learning_rate_ranges import RateRange
-from lambdas.remediation.payload import WorkflowState
 
 __all__ = ["HISTORY_COUNTERS", "NO_REMEDY", "PlanningError", "plan", "remedy_ladders", "short_action"]
 

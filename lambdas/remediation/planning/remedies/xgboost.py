@@ -1,7 +1,7 @@
 """The ``evidence`` policy's remedies for gradient-boosted trees, on XGBoost's own hyperparameter names
 (``max_depth``, ``eta``, ``min_child_weight``, ``subsample``, ``num_round``, ``early_stopping_rounds``,
 ``scale_pos_weight``: SageMaker's XGBoost container's names, so a script that uses them needs no
-``hyperparameter_names``). ``lambdas.remediation.remedy_sets`` appends them to the same rules' lists of the one
+``hyperparameter_names``). ``lambdas.remediation.planning.remedies.sets`` appends them to the same rules' lists of the one
 evidence set; a PyTorch script has none of these names, an XGBoost script none of the networks', so each run keeps
 only its own (``contracts.remedies.adapt_to_script``).
 

@@ -12,7 +12,7 @@ form on conventional hyperparameter names.
   absent; else ``learning_rate * 0.9`` while that stays ``> 1e-3``; else end.
 
 The names are the built-in example's and, for gradient-boosted trees, SageMaker's XGBoost container's
-(:data:`CONVENTIONAL_HYPERPARAMETERS`; the XGBoost remedies are in ``lambdas.remediation.xgboost_remedies``). A script of your own gets the same
+(:data:`CONVENTIONAL_HYPERPARAMETERS`; the XGBoost remedies are in ``lambdas.remediation.planning.remedies.xgboost``). A script of your own gets the same
 remedies on its own names: the run's ``hyperparameter_names`` maps a conventional name to the script's (for
 example ``{"learning_rate": "lr", "num_epochs": "epochs"}``; a script that already uses a conventional name needs
 no entry), and remedies on hyperparameters the run does not have are left out
@@ -26,7 +26,7 @@ from typing import Any
 
 from contracts.hyperparameter_values import FLAG, INTEGER, REAL, TEXT, infer_kinds
 from contracts.remedies import ANY_RULE
-from lambdas.remediation.evidence_remedies import (  # noqa: F401 - the set's constants, importable from here
+from lambdas.remediation.planning.remedies.evidence import (  # noqa: F401 - the set's constants, importable from here
     EVIDENCE_REMEDIES,
     LEARNING_RATE_CEILING,
     LEARNING_RATE_FLOOR,
@@ -34,7 +34,7 @@ from lambdas.remediation.evidence_remedies import (  # noqa: F401 - the set's co
     USUAL_LEARNING_RATE,
     evidence_remedies,
 )
-from lambdas.remediation.xgboost_remedies import XGBOOST_HYPERPARAMETERS, XGBOOST_KINDS
+from lambdas.remediation.planning.remedies.xgboost import XGBOOST_HYPERPARAMETERS, XGBOOST_KINDS
 
 #: The hyperparameters the built-in remedies change, by their conventional name (the built-in example's), and
 #: what a script must mean by each for the remedies to make sense.
@@ -54,7 +54,7 @@ CONVENTIONAL_HYPERPARAMETERS: dict[str, str] = {
     "num_workers": "data-loading worker processes (0: load in the training process)",
     "batch_size": "samples per step",
     "num_epochs": "epochs to train",
-    # gradient-boosted trees (lambdas.remediation.xgboost_remedies)
+    # gradient-boosted trees (lambdas.remediation.planning.remedies.xgboost)
     **XGBOOST_HYPERPARAMETERS,
 }
 

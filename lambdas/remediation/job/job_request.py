@@ -46,10 +46,10 @@ from contracts.run_spec import (
     MAX_JOB_NAME_LENGTH,
 )
 from contracts.spot_interruptions import LOCAL_SPOT_INTERRUPTIONS_TAG, to_tag_value
-from lambdas.remediation.job_identity import JobRequestError, ownership_tags
-from lambdas.remediation.payload import WorkflowState
-from lambdas.remediation.run_spec_model import RunSpec
-from lambdas.remediation.training_images import rule_evaluator_image_uri, training_image_uri
+from lambdas.remediation.job.job_identity import JobRequestError, ownership_tags
+from lambdas.remediation.job.training_images import rule_evaluator_image_uri, training_image_uri
+from lambdas.remediation.state.payload import WorkflowState
+from lambdas.remediation.state.run_spec import RunSpec
 
 # --------------------------------------------------------------------------- job settings
 

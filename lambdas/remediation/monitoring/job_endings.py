@@ -11,7 +11,7 @@
   someone else.
 * Failed: capacity (relaunched after a delay), data, memory, the training code, or anything else.
 
-No AWS calls: :mod:`lambdas.remediation.monitoring` gathers what is read and records what is decided.
+No AWS calls: :mod:`lambdas.remediation.monitoring.verdict` gathers what is read and records what is decided.
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ from contracts import rule_selection, rule_status
 from contracts.job import BATCH_OF_ONE_FAILURE, DATA_ERROR_FAILURE, OUT_OF_MEMORY_FAILURE
 from contracts.remedies import show
 from contracts.run_spec import CAPACITY_RELAUNCHES, RULE_WAITS
-from lambdas.remediation import in_job_loss
-from lambdas.remediation.attempts import Outcome
-from lambdas.remediation.payload import WorkflowState
-from lambdas.remediation.validation_messages import clip
+from lambdas.remediation.planning import in_job_loss
+from lambdas.remediation.state.attempts import Outcome
+from lambdas.remediation.state.payload import WorkflowState
+from lambdas.remediation.state.validation_messages import clip
 
 NextStep = Literal["wait", "wait_rules", "plan", "relaunch", "completed"]
 

@@ -1,5 +1,5 @@
 """SageMaker's XGBoost framework images: the versions a run_spec may name and the registry of every region.
-Standard library only; ``lambdas.remediation.training_images`` builds the image URIs from these tables.
+Standard library only; ``lambdas.remediation.job.training_images`` builds the image URIs from these tables.
 
 Sources, as checked on 2026-11-23 (``training_images.TABLES_REVIEWED``):
 

@@ -1,7 +1,7 @@
 """The container images a remediation's SageMaker jobs run on: one home for their versions, registries and URIs.
 
 A run_spec's ``framework`` picks the image: PyTorch's deep learning container (the tables below) or SageMaker's
-XGBoost framework image (its tables, sources and versions in ``lambdas.remediation.xgboost_images``).
+XGBoost framework image (its tables, sources and versions in ``lambdas.remediation.job.xgboost_images``).
 
 Standard library only: the train Lambda builds its image URIs from these tables, and the stack
 (``infra/sagemaker_role.py``) grants the SageMaker role the pulls from the very same tables.
@@ -33,7 +33,7 @@ import re
 from dataclasses import dataclass
 
 from contracts.run_spec import DEFAULT_FRAMEWORK, FRAMEWORKS
-from lambdas.remediation.xgboost_images import (
+from lambdas.remediation.job.xgboost_images import (
     DEFAULT_XGBOOST_VERSION,
     XGBOOST_ACCOUNT_BY_REGION,
     XGBOOST_IMAGES,

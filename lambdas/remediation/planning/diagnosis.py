@@ -14,11 +14,11 @@ from contracts.objective import Objective, ObjectiveCourse
 from contracts.remedies import FAILURE_KINDS, OBJECTIVE_MISSED
 from contracts.rule_status import Peak
 from contracts.situation import Situation
-from lambdas.remediation import attempts as attempt_models
-from lambdas.remediation import in_job_loss
-from lambdas.remediation.attempts import Attempt
-from lambdas.remediation.learning_rate_ranges import RateRange, range_for
-from lambdas.remediation.payload import WorkflowState
+from lambdas.remediation.planning import in_job_loss
+from lambdas.remediation.planning.learning_rate_ranges import RateRange, range_for
+from lambdas.remediation.state import attempts as attempt_models
+from lambdas.remediation.state.attempts import Attempt
+from lambdas.remediation.state.payload import WorkflowState
 
 #: The conventional names of the learning rates: the rate remedies of the evidence set change these.
 RATE_HYPERPARAMETERS = ("learning_rate", "warmup_learning_rate")

@@ -1,12 +1,12 @@
 """The planner at the run's own limits: a job SageMaker stopped at its MaxRuntimeInSeconds, and the stack's
-instance-hours guardrail (contracts.stack_guardrails). Pure: no AWS calls (lambdas.remediation.policies calls these).
+instance-hours guardrail (contracts.stack_guardrails). Pure: no AWS calls (lambdas.remediation.planning.planner calls these).
 """
 
 from __future__ import annotations
 
 from contracts.run_spec import MAX_RUN_SECONDS
-from lambdas.remediation.attempts import Attempt, Decision
-from lambdas.remediation.payload import WorkflowState
+from lambdas.remediation.state.attempts import Attempt, Decision
+from lambdas.remediation.state.payload import WorkflowState
 
 #: Decision.remedy when the planner ends the run (policies.NO_REMEDY).
 NO_REMEDY = "none"

@@ -1,8 +1,8 @@
 """What the monitor makes of a training job: keep waiting, plan, relaunch, wait for its rules, or finish.
 
 :func:`decide` turns ``DescribeTrainingJob`` and every rule's status (read by
-:mod:`lambdas.remediation.rule_reading`) into a :class:`MonitorDecision`: an issue first, a running job next, and
-what an ended job means (:mod:`lambdas.remediation.job_endings`); :func:`apply_decision` records it on the state's
+:mod:`lambdas.remediation.monitoring.rule_reading`) into a :class:`MonitorDecision`: an issue first, a running job next, and
+what an ended job means (:mod:`lambdas.remediation.monitoring.job_endings`); :func:`apply_decision` records it on the state's
 latest attempt. No AWS calls here.
 """
 
@@ -16,12 +16,12 @@ from typing import Any
 from contracts import objective_reach, rule_status
 from contracts.job import STOP_TRAINING_FAILURE
 from contracts.objective import ObjectiveCourse
-from lambdas.remediation.attempts import AttemptEvidence, Change, Decision, Issue, Outcome, RuleStatusSummary
-from lambdas.remediation.job_endings import MonitorDecision, judge_completed, judge_failed, judge_stopped
-from lambdas.remediation.payload import WorkflowState
-from lambdas.remediation.payload_fields import MAX_METRICS, MAX_RULE_STATUSES
-from lambdas.remediation.rule_reading import RuleReading
-from lambdas.remediation.validation_messages import clip
+from lambdas.remediation.monitoring.job_endings import MonitorDecision, judge_completed, judge_failed, judge_stopped
+from lambdas.remediation.monitoring.rule_reading import RuleReading
+from lambdas.remediation.state.attempts import AttemptEvidence, Change, Decision, Issue, Outcome, RuleStatusSummary
+from lambdas.remediation.state.payload import WorkflowState
+from lambdas.remediation.state.payload_fields import MAX_METRICS, MAX_RULE_STATUSES
+from lambdas.remediation.state.validation_messages import clip
 
 #: Spot capacity was reclaimed; SageMaker restarts the job from its checkpoint by itself.
 SPOT_INTERRUPTION_SECONDARY_STATUSES = ("Interrupted", "Restarting")

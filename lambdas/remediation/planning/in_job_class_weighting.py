@@ -27,8 +27,8 @@ from __future__ import annotations
 
 from contracts.run_spec import BALANCED_CLASS_WEIGHTING, DEFAULT_CLASS_WEIGHTING, LOGIT_ADJUSTED_CLASS_WEIGHTING
 from contracts.training_labels import LabelFinding
-from lambdas.remediation.payload import WorkflowState
-from lambdas.remediation.run_spec_model import RunSpec
+from lambdas.remediation.state.payload import WorkflowState
+from lambdas.remediation.state.run_spec import RunSpec
 
 FIELD = "debugger_class_weighting"
 IMBALANCED = "imbalanced"

@@ -11,7 +11,7 @@ import re
 
 from contracts import aws_tags
 from contracts.run_spec import JOB_NAME_PATTERN, MAX_JOB_NAME_LENGTH
-from lambdas.remediation.checkpoint_resume import CopiedCheckpoints, Resumed
+from lambdas.remediation.job.checkpoint_resume import CopiedCheckpoints, Resumed
 
 DEFAULT_JOB_NAME_PREFIX = "remediation"
 _NOT_NAME_CHARACTER = re.compile(r"[^a-zA-Z0-9-]+")

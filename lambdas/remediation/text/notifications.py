@@ -23,10 +23,10 @@ from collections.abc import Mapping
 from typing import Any, Literal, get_args
 
 from contracts.remedies import show
-from lambdas.remediation.attempts import Attempt
-from lambdas.remediation.payload import WorkflowState
-from lambdas.remediation.policies import short_action
-from lambdas.remediation.validation_messages import clip
+from lambdas.remediation.planning.planner import short_action
+from lambdas.remediation.state.attempts import Attempt
+from lambdas.remediation.state.payload import WorkflowState
+from lambdas.remediation.state.validation_messages import clip
 
 EventType = Literal["job_launched", "issues_found", "completed", "gave_up", "workflow_error"]
 EVENT_TYPES = get_args(EventType)

@@ -10,11 +10,11 @@ from typing import Any
 from contracts.hyperparameter_values import FLAG, is_number
 from contracts.remedies import BATCH_OF_ONE, DATA_ERROR, OUT_OF_MEMORY, Remedy, show
 from contracts.situation import Situation
-from lambdas.remediation.attempts import Attempt, Change, Decision
-from lambdas.remediation.diagnosis import failure_of, situation_of
-from lambdas.remediation.payload import WorkflowState
-from lambdas.remediation.payload_fields import MAX_REASON_BYTES
-from lambdas.remediation.validation_messages import clip
+from lambdas.remediation.planning.diagnosis import failure_of, situation_of
+from lambdas.remediation.state.attempts import Attempt, Change, Decision
+from lambdas.remediation.state.payload import WorkflowState
+from lambdas.remediation.state.payload_fields import MAX_REASON_BYTES
+from lambdas.remediation.state.validation_messages import clip
 
 
 def headline(attempt: Attempt, state: WorkflowState) -> str:

@@ -16,9 +16,9 @@ the planner decides after it), and the decision after job k lists what job k + 1
 from __future__ import annotations
 
 from contracts.run_spec import AUTO, BALANCED_CLASS_WEIGHTING, IN_JOB_CLASS_WEIGHTINGS, OFF
-from lambdas.remediation import in_job_class_weighting, in_job_robust_loss
-from lambdas.remediation.attempts import Attempt, Change
-from lambdas.remediation.payload import WorkflowState
+from lambdas.remediation.planning import in_job_class_weighting, in_job_robust_loss
+from lambdas.remediation.state.attempts import Attempt, Change
+from lambdas.remediation.state.payload import WorkflowState
 
 #: The planner's in-job loss changes: each names the run_spec FIELD it sets and gives the sentence a met objective
 #: ends with when it was on (``success_note``).
