@@ -162,3 +162,64 @@ def test_hyperparameters_and_the_launchers_own_are_counted_against_sagemakers_10
     assert "hyperparameters" in execution.cause and "keep at most 89" in execution.cause
     assert sagemaker.created == []
     assert json.loads  # (the request would have had 101)
+
+
+FIFTEEN_RULES = [
+    "ExplodingTensor", "VanishingGradient", "LossNotDecreasing", "WeightUpdateRatio", "PoorWeightInitialization",
+    "DeadRelu", "SaturatedActivation", "AllZero", "UnchangedTensor", "TensorVariance", "ClassImbalance", "Overfit",
+    "Overtraining", "StalledTrainingRule", "CheckInputImages",
+]  # fmt: skip
+
+
+def at_the_limit_input(entries: int) -> dict:
+    """A script with ``entries`` hyperparameters of its own, 15 rules and a distribution."""
+    return {
+        **BASE_INPUT,
+        "source_dir": f"s3://{BUCKET}/code/x.tar.gz",
+        "entry_point": "train.py",
+        "hyperparameters": {f"h{index}": index for index in range(entries)},
+        "rules": [
+            {"name": name, "parameters": {"max_threshold": "1e6"} if name == "TensorVariance" else {}}
+            for name in FIFTEEN_RULES
+        ],
+        "instance_type": "ml.g5.xlarge",
+        "instance_count": 2,
+        "distribution": {"torch_distributed": {"enabled": True}},
+        "remedies": {"ExplodingTensor": [{"hyperparameter": "h1", "multiply_by": 0.5}]},
+        "objective": {"metric_name": "test:accuracy", "type": "Maximize", "target_value": 0.9},
+        "metric_definitions": [{"Name": "test:accuracy", "Regex": "acc=([0-9.]+)"}],
+    }
+
+
+@pytest.mark.parametrize("entries", [87, 88])
+def test_a_planned_job_over_sagemakers_100_hyperparameters_ends_the_run_named_not_unnamed(workflow, monkeypatch, entries):
+    """87 or 88 entries, 15 rules and a distribution fit at Initialize (counted with the longest job name); the in-job
+    settings a plan may add (class weighting, the robust loss) take the next request past 100. Whatever the planner
+    plans, the run ends with a named error whose cause gives the count and the fix, not the launch's unnamed
+    JobRequestError (what it ended with before: is_named('JobRequestError') is false)."""
+    from lambdas import plan_handler
+    from lambdas.remediation.job import job_request
+    from lambdas.remediation.state.end_causes import is_named
+
+    planned = plan_handler.policies.plan
+
+    def plan_with_in_job_settings(state):
+        result = planned(state)
+        if result.next_action != "launch_new":
+            return result
+        settings = {"debugger_class_weighting": "balanced", "debugger_robust_loss": "generalized_cross_entropy"}
+        return result.updated(run_spec=result.run_spec.model_copy(update=settings))
+
+    monkeypatch.setattr(plan_handler.policies, "plan", plan_with_in_job_settings)
+    sagemaker = workflow.script([issues_found("ExplodingTensor", step=2)], [completed()])
+    execution = workflow.run(at_the_limit_input(entries))
+
+    first = sagemaker.created[0]["HyperParameters"]
+    assert len(first) <= job_request.MAX_HYPERPARAMETERS
+    assert execution.status == "SUCCEEDED" or is_named(execution.error), (execution.error, execution.cause)
+    if len(first) + 2 > job_request.MAX_HYPERPARAMETERS:  # the second request could not be launched
+        assert len(sagemaker.created) == 1 and execution.error == "TooManyHyperparameters"
+        assert f"has {entries} entries" in execution.cause and "would carry 10" in execution.cause
+        assert "keep at most" in execution.cause and "(or select fewer rules)" in execution.cause
+    else:  # it fitted (the real job name is shorter than the longest the count assumes): launched, and ended named
+        assert len(sagemaker.created) == 2 and len(sagemaker.created[1]["HyperParameters"]) == len(first) + 2

@@ -16,6 +16,7 @@ Standard library + the shared contracts only: imported by the train Lambda.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Mapping
@@ -229,12 +230,13 @@ def tensorboard_output_config(run_spec: RunSpec) -> dict[str, str]:
 # --------------------------------------------------------------------------- the request
 
 
-def script_mode_hyperparameters(
+def script_mode_values(
     run_spec: RunSpec, job_name: str, objective: Mapping[str, Any] | None = None, planned_epochs: int | None = None
-) -> dict[str, str]:
-    """The user's hyperparameters, the launcher's reserved ones and SageMaker's script-mode ones, every value
-    JSON-encoded as the SageMaker Python SDK sends framework hyperparameters."""
-    values = {
+) -> dict[str, Any]:
+    """Every hyperparameter the job's request carries, before encoding: the user's, the launcher's reserved ones (the
+    entry point, the debugger's hook and rules, the metric definitions, the in-job settings) and SageMaker's
+    script-mode and distribution ones."""
+    return {
         **run_spec.hyperparameters,
         ENTRY_POINT_HYPERPARAMETER: run_spec.entry_point,
         HOOK_CONFIG_HYPERPARAMETER: json.dumps(hook_config(run_spec, job_name), separators=(",", ":")),
@@ -274,31 +276,85 @@ def script_mode_hyperparameters(
         "sagemaker_container_log_level": CONTAINER_LOG_LEVEL,
         **distributed.distribution_hyperparameters(run_spec.distribution, run_spec.instance_type),
     }
+
+
+class TooManyHyperparameters(JobRequestError):
+    """The request would carry more hyperparameters than SageMaker takes (the Fail state's Error); the message names
+    the count, what the workflow adds and how many entries the run_spec may keep."""
+
+
+@dataclasses.dataclass(frozen=True)
+class HyperparameterCount:
+    """What one job's request carries: ``carried`` hyperparameters in all, ``own`` of them the run_spec's."""
+
+    carried: int
+    own: int
+    rules: int
+    limit: int = MAX_HYPERPARAMETERS
+
+    @property
+    def reserved(self) -> int:
+        """The workflow's own: launcher, debugger hook and rules (in parts), metric definitions, in-job settings,
+        SageMaker's script-mode and distribution entries."""
+        return self.carried - self.own
+
+    @property
+    def left(self) -> int:
+        """How many more the run_spec could carry (negative: that many too many)."""
+        return self.limit - self.carried
+
+    @property
+    def fits(self) -> bool:
+        return self.left >= 0
+
+    def problem(self) -> str:
+        """The refusal, naming run_spec.hyperparameters, the count and the fix."""
+        return (
+            f"run_spec.hyperparameters: has {self.own} entries but SageMaker takes at most {self.limit} "
+            f"hyperparameters in all, and this run's launcher, its {self.rules} rules' configuration, its in-job "
+            f"settings and its distribution take {self.reserved} (the request would carry {self.carried}): keep at "
+            f"most {self.limit - self.reserved} (or select fewer rules)"
+        )
+
+
+def count_hyperparameters(
+    state: WorkflowState, run_spec: RunSpec | None = None, job_name: str | None = None
+) -> HyperparameterCount:
+    """Exactly what the request for ``run_spec`` (default: the state's) would carry, with the run's objective and the
+    run_spec's planned epochs. The rules' configuration is split into parts of 2,500 characters and grows with the
+    job's name (their StopTraining action names it): without ``job_name`` the longest name there is is counted, so
+    a run_spec that fits here fits whatever its job is called. JobRequestError names a value SageMaker refuses."""
+    run_spec = run_spec or state.run_spec
+    name = job_name or "a" * MAX_JOB_NAME_LENGTH
+    values = script_mode_values(run_spec, name, state.objective, state.epochs_in(run_spec.hyperparameters))
     try:
-        encoded = encode_hyperparameters(values)
+        carried = len(encode_hyperparameters(values))
     except HyperparameterError as error:
         raise JobRequestError(f"run_spec.hyperparameters.{error.field}: {error.problem}") from None
-    if len(encoded) > MAX_HYPERPARAMETERS:
-        own = len(run_spec.hyperparameters)
-        reserved = len(encoded) - own
-        raise JobRequestError(
-            f"run_spec.hyperparameters: has {own} entries but SageMaker takes at most {MAX_HYPERPARAMETERS} "
-            f"hyperparameters in all, and this run's launcher, its {len(run_spec.watching_rules())} rules' "
-            f"configuration and its distribution take {reserved}: keep at most {MAX_HYPERPARAMETERS - reserved} "
-            "(or select fewer rules)"
-        )
+    return HyperparameterCount(carried=carried, own=len(run_spec.hyperparameters), rules=len(run_spec.watching_rules()))
+
+
+def script_mode_hyperparameters(
+    run_spec: RunSpec, job_name: str, objective: Mapping[str, Any] | None = None, planned_epochs: int | None = None
+) -> dict[str, str]:
+    """The request's HyperParameters (:func:`script_mode_values`), every value JSON-encoded as the SageMaker Python SDK
+    sends framework hyperparameters; TooManyHyperparameters over SageMaker's limit."""
+    try:
+        encoded = encode_hyperparameters(script_mode_values(run_spec, job_name, objective, planned_epochs))
+    except HyperparameterError as error:
+        raise JobRequestError(f"run_spec.hyperparameters.{error.field}: {error.problem}") from None
+    count = HyperparameterCount(len(encoded), len(run_spec.hyperparameters), len(run_spec.watching_rules()))
+    if not count.fits:
+        raise TooManyHyperparameters(count.problem())
     return encoded
 
 
 def check_hyperparameter_count(state: WorkflowState) -> None:
-    """JobRequestError (naming run_spec.hyperparameters) when the state's first request would hold more
-    hyperparameters than SageMaker takes: the rules' configuration is split into parts of 2,500 characters and its
-    size grows with the job name (their StopTraining action names it), the run's objective and the job's planned
-    epochs, so this counts with the longest job name there is and the run's own objective and epochs."""
-    run_spec = state.run_spec
-    script_mode_hyperparameters(
-        run_spec, "a" * MAX_JOB_NAME_LENGTH, state.objective, state.epochs_in(run_spec.hyperparameters)
-    )
+    """TooManyHyperparameters (naming run_spec.hyperparameters) when the state's run_spec would carry more
+    hyperparameters than SageMaker takes, whatever its job is called (:func:`count_hyperparameters`)."""
+    count = count_hyperparameters(state)
+    if not count.fits:
+        raise TooManyHyperparameters(count.problem())
 
 
 def build_create_training_job_request(

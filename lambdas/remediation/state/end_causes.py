@@ -30,7 +30,13 @@ END_ERRORS = {
 #: The state machine's guardrails (Pass states before HandleFailure, statemachine/remediation.asl.json).
 GUARDRAIL_ERRORS = ("MonitorLimitExceeded", "RetrainingBudgetExceeded")
 #: What the launch or the input refused before anything ran, and a capacity shortage that outlasted the retries.
-REFUSAL_ERRORS = ("InvalidExecutionInput", "NotEnoughTimeLeft", "InstanceHoursBudgetSpent", "TrainingCapacityUnavailable")
+REFUSAL_ERRORS = (
+    "InvalidExecutionInput",
+    "NotEnoughTimeLeft",
+    "InstanceHoursBudgetSpent",
+    "TrainingCapacityUnavailable",
+    "TooManyHyperparameters",
+)
 #: Ends that are the product working as designed: notified on the topic, never an alarm.
 EXPECTED_ENDS = frozenset(END_ERRORS.values()) | frozenset(GUARDRAIL_ERRORS) | frozenset(REFUSAL_ERRORS)
 #: A handler's answer the workflow does not know (a bug): the one guardrail that is a fault.
