@@ -41,6 +41,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from aws_lambda_powertools import Metrics
 from botocore.exceptions import ReadTimeoutError
 from workflow_harness import ACCOUNT, REGION, Workflow, acting_as, current_actor
 
@@ -215,8 +216,22 @@ class FaultHarness:
         self.cleanup_pauses: list[float] = []
         self._saved_pause = getattr(execution_cleanup_handler, "pause", None)
         execution_cleanup_handler.pause = self.cleanup_pauses.append
+        # The handlers' metrics, by the handler that emitted them (what the stack's alarms read).
+        self.metrics: list[tuple[str | None, str, float]] = []
+        self._saved_add_metric = Metrics.add_metric
+        harness = self
+
+        def add_metric(metrics_self: Any, name: str, unit: Any, value: float, *args: Any, **kwargs: Any) -> None:
+            harness.metrics.append((current_actor(), name, value))
+            return harness._saved_add_metric(metrics_self, name, unit, value, *args, **kwargs)
+
+        Metrics.add_metric = add_metric
+
+    def metric_count(self, name: str) -> float:
+        return sum(value for _, metric, value in self.metrics if metric == name)
 
     def close(self) -> None:
+        Metrics.add_metric = self._saved_add_metric
         execution_cleanup_handler.settle_launch = self._saved_settle
         if self._saved_pause is not None:
             execution_cleanup_handler.pause = self._saved_pause
