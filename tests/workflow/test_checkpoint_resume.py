@@ -8,7 +8,7 @@ import pytest
 from workflow_harness import BASE_INPUT, BUCKET, REGION, completed, issues_found
 
 from contracts import bucket_layout
-from lambdas.remediation.job import checkpoint_resume
+from lambdas.remediation.job import checkpoint_resume, job_identity
 
 OVERFIT_SCRIPT = {
     "source_dir": f"s3://{BUCKET}/code/my-script.tar.gz",
@@ -25,7 +25,7 @@ def test_the_next_job_starts_with_the_failed_jobs_checkpoints(workflow):
     def write_checkpoints(job_name: str) -> None:
         if job_name.endswith("-001"):  # the first job checkpoints two epochs before it overfits
             for epoch in (3, 4):
-                key = f"{bucket_layout.checkpoint_prefix(job_name)}checkpoint-epoch-{epoch:04d}.pt"
+                key = f"{sagemaker.checkpoint_prefix(job_name)}checkpoint-epoch-{epoch:04d}.pt"
                 s3.put_object(Bucket=BUCKET, Key=key, Body=b"weights %d" % epoch)
 
     workflow.on_launch(write_checkpoints)
@@ -42,11 +42,16 @@ def test_the_next_job_starts_with_the_failed_jobs_checkpoints(workflow):
     )
     assert (attempts[1]["resumed_from"], attempts[1]["resumed_checkpoint_files"]) == (first, 2)
     assert attempts[0]["resumed_from"] is None
-    carried = s3.list_objects_v2(Bucket=BUCKET, Prefix=bucket_layout.checkpoint_prefix(second))["Contents"]
+    carried = s3.list_objects_v2(Bucket=BUCKET, Prefix=sagemaker.checkpoint_prefix(second))["Contents"]
     assert sorted(item["Key"].rsplit("/", 1)[1] for item in carried) == ["checkpoint-epoch-0003.pt", "checkpoint-epoch-0004.pt"]
     body = s3.get_object(Bucket=BUCKET, Key=carried[1]["Key"])["Body"].read()
     assert body == b"weights 4"
-    assert sagemaker.created[1]["CheckpointConfig"]["S3Uri"] == bucket_layout.checkpoint_uri(BUCKET, second)
+    # each job's own prefix, under the execution's secret: no other run's job can list or name it
+    key = execution.output["state"]["evidence_key"]
+    assert sagemaker.created[1]["CheckpointConfig"]["S3Uri"] == bucket_layout.s3_uri(
+        BUCKET, job_identity.evidence_prefixes(second, key).checkpoints
+    )
+    assert len(key) == 32 and sagemaker.checkpoint_prefix(second) == f"checkpoints/{second}/{job_identity.evidence_token(key, second)}/"
     assert sagemaker.hyperparameter(1, "weight_decay") == "0.001"
 
 

@@ -6,20 +6,27 @@ hyperparameter limit counts the launcher's own."""
 from __future__ import annotations
 
 import json
+import time
 
 import boto3
 import pytest
-from workflow_harness import BASE_INPUT, BUCKET, REGION, completed, issues_found, stopped
+from workflow_harness import BASE_INPUT, BUCKET, REGION, completed, issues_found, running, stopped
 
-from contracts import bucket_layout
 from contracts.stack_guardrails import CostGuardrails
 
 SPOT = {**BASE_INPUT, "use_spot_instances": True}
 
 
-def write_checkpoints(job_name: str) -> None:
-    s3 = boto3.client("s3", region_name=REGION)
-    s3.put_object(Bucket=BUCKET, Key=f"{bucket_layout.checkpoint_prefix(job_name)}checkpoint.pt", Body=b"weights")
+def checkpoints_written(workflow):
+    """The launch listener by which a job writes a checkpoint under its own prefix (its first job only)."""
+
+    def write(job_name: str) -> None:
+        if job_name.endswith("-001"):
+            s3 = boto3.client("s3", region_name=REGION)
+            key = f"{workflow.sagemaker.checkpoint_prefix(job_name)}checkpoint.pt"
+            s3.put_object(Bucket=BUCKET, Key=key, Body=b"weights")
+
+    return write
 
 
 def attempts(execution) -> list[dict]:
@@ -28,7 +35,7 @@ def attempts(execution) -> list[dict]:
 
 def test_a_job_stopped_at_its_max_runtime_continues_from_its_checkpoints_with_the_time_left(workflow):
     sagemaker = workflow.script([stopped("MaxRuntimeExceeded")], [completed()])
-    workflow.on_launch(lambda name: write_checkpoints(name) if name.endswith("-001") else None)
+    workflow.on_launch(checkpoints_written(workflow))
     execution = workflow.run(BASE_INPUT)
 
     assert execution.status == "SUCCEEDED", execution.cause
@@ -51,7 +58,7 @@ def test_a_job_stopped_at_its_max_runtime_with_no_launch_left_ends_saying_so(wor
 
 def test_no_spot_capacity_in_time_relaunches_on_demand_when_the_run_spec_allows_it(workflow):
     sagemaker = workflow.script([stopped("MaxWaitTimeExceeded")], [completed()])
-    workflow.on_launch(lambda name: write_checkpoints(name) if name.endswith("-001") else None)
+    workflow.on_launch(checkpoints_written(workflow))
     execution = workflow.run({**SPOT, "spot_fallback_on_demand": True})
 
     assert execution.status == "SUCCEEDED", execution.cause
@@ -109,15 +116,56 @@ def test_what_the_stack_does_not_allow_is_refused_before_anything_runs(workflow,
 
 
 def test_the_instance_hours_guardrail_cuts_each_job_and_ends_the_run_when_spent(workflow, guardrails):
-    """1.5 instance-hours, jobs of up to an hour: the first reserves 3,600 s, the second gets the 1,800 s left,
-    and then the planner ends the run instead of planning a third."""
+    """1.5 instance-hours over at most 2 instances a job: IAM lets a job run 2,700 s (it cannot see the instance
+    count), so jobs of up to an hour get 2,700 s each; after two, the planner ends the run instead of planning a
+    third."""
     sagemaker = workflow.script([issues_found("ExplodingTensor", step=2)], [issues_found("ExplodingTensor", step=5)], [completed()])
     execution = workflow.run({**BASE_INPUT, "max_run_seconds": 3600})
 
     runtimes = [request["StoppingCondition"]["MaxRuntimeInSeconds"] for request in sagemaker.created]
-    assert runtimes == [3600, 1800]
+    assert runtimes == [guardrails.max_job_runtime_seconds] * 2 == [2700, 2700]
     assert execution.status == "FAILED" and execution.error == "InstanceHoursBudgetSpent"
     assert "1.50 of 1.50 instance-hours used" in execution.cause and "-c max_instance_hours" in execution.cause
+
+
+def test_a_job_of_the_most_instances_spends_at_most_the_executions_instance_hours(workflow, guardrails):
+    """Every instance counted: two instances get 2,700 s each (1.5 instance-hours together), and no second job."""
+    sagemaker = workflow.script([issues_found("ExplodingTensor", step=2)], [completed()])
+    execution = workflow.run(
+        {**BASE_INPUT, "max_run_seconds": 3600, "instance_type": "ml.g5.xlarge", "instance_count": 2}
+    )
+    (request,) = sagemaker.created
+    spent = request["ResourceConfig"]["InstanceCount"] * request["StoppingCondition"]["MaxRuntimeInSeconds"]
+    assert spent == guardrails.max_instance_seconds == 5400
+    assert execution.status == "FAILED" and execution.error == "InstanceHoursBudgetSpent"
+
+
+def test_an_execution_started_while_the_stacks_most_run_is_refused_before_it_launches(workflow, guardrails):
+    """max_concurrent_executions (2 here): a third execution started while two older ones run ends at Initialize,
+    ConcurrentExecutionsLimit, naming the context key; once one has ended, the next one runs. No IAM condition key
+    counts executions: it is the workflow's to check (it used to launch whatever was started, N x the instance-hours)."""
+    sagemaker = workflow.script([running()], [running()], [completed()], [completed()])
+    slow = {**BASE_INPUT, "monitor_interval_seconds": 60}
+    first, second = workflow.start(slow), workflow.start(slow)
+    wait_until(lambda: len(sagemaker.created) == 2)
+
+    third = workflow.run(BASE_INPUT)
+    assert third.status == "FAILED" and third.error == "ConcurrentExecutionsLimit"
+    assert "max_concurrent_executions" in third.cause and "-c max_concurrent_executions" in third.cause
+    assert len(sagemaker.created) == 2
+
+    workflow.stop(first, error="UserStop", cause="making room")
+    workflow.wait(first)
+    fourth = workflow.run(BASE_INPUT)
+    assert fourth.status == "SUCCEEDED", fourth.cause
+    workflow.stop(second, error="UserStop", cause="done")
+
+
+def wait_until(condition, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.05)
 
 
 # --------------------------------------------------------------------------- names and limits

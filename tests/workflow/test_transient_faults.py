@@ -9,7 +9,6 @@ import boto3
 from fault_harness import check_invariants
 from workflow_harness import BASE_INPUT, BUCKET, REGION, completed, failed, issues_found, running
 
-from contracts import bucket_layout
 
 
 def function_is(name: str):
@@ -99,7 +98,7 @@ def test_checkpoints_that_cannot_be_carried_over_start_the_next_job_from_step_0(
     def many_files(job_name: str) -> None:
         if job_name.endswith("-001"):
             for index in range(201):
-                s3.put_object(Bucket=BUCKET, Key=f"{bucket_layout.checkpoint_prefix(job_name)}shard-{index}", Body=b"x")
+                s3.put_object(Bucket=BUCKET, Key=f"{sagemaker.checkpoint_prefix(job_name)}shard-{index}", Body=b"x")
 
     workflow.on_launch(many_files)
     script = {
@@ -113,4 +112,4 @@ def test_checkpoints_that_cannot_be_carried_over_start_the_next_job_from_step_0(
     second = json.loads(ran["described"]["output"])["state"]["attempts"][1]
     assert second["resumed_from"] is None and "more than 200 files" in second["resume_skipped"]
     assert "starts from step 0" in second["resume_skipped"]
-    assert "Contents" not in s3.list_objects_v2(Bucket=BUCKET, Prefix=bucket_layout.checkpoint_prefix(sagemaker.created[1]["TrainingJobName"]))
+    assert "Contents" not in s3.list_objects_v2(Bucket=BUCKET, Prefix=sagemaker.checkpoint_prefix(sagemaker.created[1]["TrainingJobName"]))

@@ -72,6 +72,8 @@ def open_workflow(setenv: Callable[[str, str], None]) -> Iterator[Workflow]:
         "POWERTOOLS_TRACE_DISABLED": "true",
         "POWERTOOLS_METRICS_DISABLED": "true",
         "ARTIFACTS_BUCKET": BUCKET,
+        # as the stack: each execution's jobs write their evidence under its secret prefixes
+        "SECRET_EVIDENCE_PATHS": "on",
     }.items():
         setenv(key, value)
     dispatch = LocalDispatch()
@@ -398,11 +400,9 @@ class ScriptedSageMaker:
                     name, tick.rule_status, tuple(rule["name"] for rule in self.selected_rules(name))
                 ).to_json()
             )
-            bucket, _ = bucket_layout.split_s3_uri(request["OutputDataConfig"]["S3OutputPath"])
+            bucket, key = self.rule_status_location(name)
             with acting_as(None):  # the job's own write, not a handler's call
-                self._s3().put_object(
-                    Bucket=bucket, Key=bucket_layout.rule_status_key(name), Body=body.encode()
-                )
+                self._s3().put_object(Bucket=bucket, Key=key, Body=body.encode())
         response = {
             "TrainingJobName": name,
             "TrainingJobArn": _job_arn(region, name),
@@ -452,6 +452,18 @@ class ScriptedSageMaker:
             if self.execution_running():
                 self.stopped_while_running.append(name)
         return {}
+
+    def rule_status_location(self, name: str) -> tuple[str, str]:
+        """(bucket, key) of the job's rule-status.json: where its debugger writes it, under its hook configuration's
+        S3OutputPath (as the debugger's S3 mirror does)."""
+        hyperparameters = self.jobs[name]["request"]["HyperParameters"]
+        hook = json.loads(job_contract.decode_hyperparameter(hyperparameters[job_contract.HOOK_CONFIG_HYPERPARAMETER]))
+        bucket, prefix = bucket_layout.split_s3_uri(hook["S3OutputPath"])
+        return bucket, f"{prefix}{rule_status.RULE_STATUS_FILE}"
+
+    def checkpoint_prefix(self, name: str) -> str:
+        """The job's checkpoint prefix: its request's CheckpointConfig.S3Uri (where SageMaker uploads them)."""
+        return bucket_layout.split_s3_uri(self.jobs[name]["request"]["CheckpointConfig"]["S3Uri"])[1]
 
     def selected_rules(self, name: str) -> list[dict[str, Any]]:
         """The rules the job's request selected (the launcher's rule configuration hyperparameter)."""

@@ -47,7 +47,8 @@ from contracts.run_spec import (
     MAX_JOB_NAME_LENGTH,
 )
 from contracts.spot_interruptions import LOCAL_SPOT_INTERRUPTIONS_TAG, to_tag_value
-from lambdas.remediation.job.job_identity import JobRequestError, ownership_tags
+from contracts.stack_guardrails import CostGuardrails
+from lambdas.remediation.job.job_identity import JobRequestError, evidence_prefixes, ownership_tags
 from lambdas.remediation.job.training_images import rule_evaluator_image_uri, training_image_uri
 from lambdas.remediation.state.payload import WorkflowState
 from lambdas.remediation.state.run_spec import RunSpec
@@ -83,6 +84,11 @@ class InstanceHoursBudgetSpent(JobRequestError):
     """The stack's instance-hours guardrail leaves less than a job's shortest run (the Fail state's Error)."""
 
 
+class OutsideCostGuardrails(JobRequestError):
+    """The run_spec asks for an instance type or count the stack's cost guardrails do not allow (the Fail state's
+    Error): Initialize refuses it first; a launch checks again whatever the plan changed."""
+
+
 # --------------------------------------------------------------------------- debugger configuration
 
 
@@ -91,14 +97,15 @@ def stop_training_action_json(job_name: str) -> str:
     return json.dumps([{"name": STOP_TRAINING_ACTION, "training_job_prefix": job_name}], separators=(",", ":"))
 
 
-def hook_config(run_spec: RunSpec, job_name: str) -> dict[str, Any]:
-    """Our debugger's hook configuration (DebugHookConfig shape); the job mirrors its output to S3OutputPath."""
+def hook_config(run_spec: RunSpec, job_name: str, evidence_key: str = "") -> dict[str, Any]:
+    """Our debugger's hook configuration (DebugHookConfig shape); the job mirrors its output to S3OutputPath, under
+    the prefix only its execution can name (job_identity.evidence_prefixes)."""
     interval = str(run_spec.debugger_save_interval)
     parameters = {"save_interval": interval}
     if run_spec.instance_count > 1:  # every rank records its own tensors (smdebug's include_workers), for the post-mortem
         parameters["include_workers"] = "all"
     config = {
-        "S3OutputPath": bucket_layout.debug_output_uri(run_spec.bucket, job_name),
+        "S3OutputPath": bucket_layout.s3_uri(run_spec.bucket, evidence_prefixes(job_name, evidence_key).debug_output),
         "HookParameters": parameters,
         # Our in-job rules ask the hook for what they read (debugger.rules.Requirement): the built-in collections
         # here are what a user's smdebug hook records besides.
@@ -231,7 +238,11 @@ def tensorboard_output_config(run_spec: RunSpec) -> dict[str, str]:
 
 
 def script_mode_values(
-    run_spec: RunSpec, job_name: str, objective: Mapping[str, Any] | None = None, planned_epochs: int | None = None
+    run_spec: RunSpec,
+    job_name: str,
+    objective: Mapping[str, Any] | None = None,
+    planned_epochs: int | None = None,
+    evidence_key: str = "",
 ) -> dict[str, Any]:
     """Every hyperparameter the job's request carries, before encoding: the user's, the launcher's reserved ones (the
     entry point, the debugger's hook and rules, the metric definitions, the in-job settings) and SageMaker's
@@ -239,7 +250,7 @@ def script_mode_values(
     return {
         **run_spec.hyperparameters,
         ENTRY_POINT_HYPERPARAMETER: run_spec.entry_point,
-        HOOK_CONFIG_HYPERPARAMETER: json.dumps(hook_config(run_spec, job_name), separators=(",", ":")),
+        HOOK_CONFIG_HYPERPARAMETER: json.dumps(hook_config(run_spec, job_name, evidence_key), separators=(",", ":")),
         # Twenty rules' configurations exceed SageMaker's 2,500 characters per value: sent in parts.
         **split_long_value(
             RULE_CONFIGS_HYPERPARAMETER,
@@ -326,7 +337,9 @@ def count_hyperparameters(
     a run_spec that fits here fits whatever its job is called. JobRequestError names a value SageMaker refuses."""
     run_spec = run_spec or state.run_spec
     name = job_name or "a" * MAX_JOB_NAME_LENGTH
-    values = script_mode_values(run_spec, name, state.objective, state.epochs_in(run_spec.hyperparameters))
+    values = script_mode_values(
+        run_spec, name, state.objective, state.epochs_in(run_spec.hyperparameters), state.evidence_key
+    )
     try:
         carried = len(encode_hyperparameters(values))
     except HyperparameterError as error:
@@ -335,12 +348,18 @@ def count_hyperparameters(
 
 
 def script_mode_hyperparameters(
-    run_spec: RunSpec, job_name: str, objective: Mapping[str, Any] | None = None, planned_epochs: int | None = None
+    run_spec: RunSpec,
+    job_name: str,
+    objective: Mapping[str, Any] | None = None,
+    planned_epochs: int | None = None,
+    evidence_key: str = "",
 ) -> dict[str, str]:
     """The request's HyperParameters (:func:`script_mode_values`), every value JSON-encoded as the SageMaker Python SDK
     sends framework hyperparameters; TooManyHyperparameters over SageMaker's limit."""
     try:
-        encoded = encode_hyperparameters(script_mode_values(run_spec, job_name, objective, planned_epochs))
+        encoded = encode_hyperparameters(
+            script_mode_values(run_spec, job_name, objective, planned_epochs, evidence_key)
+        )
     except HyperparameterError as error:
         raise JobRequestError(f"run_spec.hyperparameters.{error.field}: {error.problem}") from None
     count = HyperparameterCount(len(encoded), len(run_spec.hyperparameters), len(run_spec.watching_rules()))
@@ -365,14 +384,23 @@ def build_create_training_job_request(
     execution_start_time: str = "",
     tags: dict[str, str] | None = None,
     now: float | None = None,
+    guardrails: CostGuardrails | None = None,
 ) -> dict[str, Any]:
     """The keyword arguments of ``sagemaker.create_training_job`` for the state's current run_spec.
 
     With the execution's start time, the job's MaxRuntimeInSeconds (and a spot job's MaxWaitTimeInSeconds) end
-    before the execution times out (``now``: epoch seconds, default the clock)."""
+    before the execution times out (``now``: epoch seconds, default the clock). With the stack's ``guardrails`` the
+    instance type and count are checked again (OutsideCostGuardrails) and the runtime is cut to what IAM allows a
+    job (CostGuardrails.max_job_runtime_seconds)."""
     run_spec = state.run_spec
     if not JOB_NAME_PATTERN.match(job_name) or len(job_name) > MAX_JOB_NAME_LENGTH:
         raise JobRequestError(f"job_name: {job_name!r} is not a valid SageMaker training job name")
+    if guardrails is not None:
+        problems = guardrails.check_launch(run_spec.instance_type, run_spec.instance_count)
+        if problems:
+            raise OutsideCostGuardrails(
+                "; ".join(f"run_spec.{field}: {problem}" for field, problem in problems.items())
+            )
     bucket = run_spec.bucket
     stopping_condition = stopping_condition_within(
         run_spec,
@@ -380,6 +408,7 @@ def build_create_training_job_request(
         wall_clock() if now is None else now,
         state.attempt_count + 1,
         instance_seconds_left=state.instance_seconds_left,
+        job_seconds=guardrails.max_job_runtime_seconds if guardrails is not None else None,
     )
     all_tags = {
         "remediation:base-job-name": run_spec.base_job_name,
@@ -401,7 +430,7 @@ def build_create_training_job_request(
             "EnableSageMakerMetricsTimeSeries": True,
         },
         "HyperParameters": script_mode_hyperparameters(
-            run_spec, job_name, state.objective, state.epochs_in(run_spec.hyperparameters)
+            run_spec, job_name, state.objective, state.epochs_in(run_spec.hyperparameters), state.evidence_key
         ),
         "OutputDataConfig": {"S3OutputPath": bucket_layout.job_output_uri(bucket)},
         "ResourceConfig": {
@@ -411,7 +440,7 @@ def build_create_training_job_request(
         },
         "StoppingCondition": stopping_condition,
         "CheckpointConfig": {
-            "S3Uri": bucket_layout.checkpoint_uri(bucket, job_name),
+            "S3Uri": bucket_layout.s3_uri(bucket, evidence_prefixes(job_name, state.evidence_key).checkpoints),
             "LocalPath": CHECKPOINT_LOCAL_PATH,
         },
         "EnableManagedSpotTraining": run_spec.use_spot_instances,
@@ -437,12 +466,14 @@ def stopping_condition_within(
     now: float,
     attempt_number: int,
     instance_seconds_left: int | None = None,
+    job_seconds: int | None = None,
 ) -> dict[str, int]:
     """SageMaker's StoppingCondition for the run_spec, cut to the time the execution has left (when its start time
-    is known) minus JOB_END_RESERVE_SECONDS, and to the instance-hours the stack's guardrail leaves it
-    (``instance_seconds_left``: InstanceCount x MaxRuntimeInSeconds fits in it). Raises NotEnoughTimeLeft or
-    InstanceHoursBudgetSpent when less than a job's shortest run is left."""
-    runtime = run_spec.max_run_seconds
+    is known) minus JOB_END_RESERVE_SECONDS, to the instance-hours the stack's guardrail leaves it
+    (``instance_seconds_left``: InstanceCount x MaxRuntimeInSeconds fits in it) and to the longest job IAM allows
+    (``job_seconds``). Raises NotEnoughTimeLeft or InstanceHoursBudgetSpent when less than a job's shortest run is
+    left."""
+    runtime = run_spec.max_run_seconds if job_seconds is None else min(run_spec.max_run_seconds, job_seconds)
     if instance_seconds_left is not None:
         per_instance = instance_seconds_left // run_spec.instance_count
         if per_instance < bounds.MAX_RUN_SECONDS.low:
