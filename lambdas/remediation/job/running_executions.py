@@ -46,7 +46,8 @@ def check_running_executions(stepfunctions: Any, execution_arn: str, execution_s
     ahead = [
         execution["executionArn"]
         for execution in _running(stepfunctions, state_machine_arn(execution_arn))
-        if execution["executionArn"] != execution_arn and (_when(execution["startDate"]), execution["executionArn"]) < mine
+        if execution["executionArn"] != execution_arn
+        and (_when(execution["startDate"]), execution["executionArn"]) < mine
     ]
     if len(ahead) >= limit:
         raise ConcurrentExecutionsLimit(
