@@ -46,7 +46,12 @@ from botocore.exceptions import ReadTimeoutError
 from workflow_harness import ACCOUNT, REGION, Workflow, acting_as, current_actor
 
 from lambdas import execution_cleanup_handler
-from lambdas.remediation.state.end_causes import is_named
+from lambdas.remediation.state.end_causes import (
+    EXPECTED_ENDS,
+    NOTIFICATIONS_NOT_SENT,
+    UNEXPECTED_WORKFLOW_ERRORS,
+    is_named,
+)
 from local_runtime.botocore_dispatch import OperationCall, ServiceError
 
 FAULT_KINDS = ("throttle", "server_error", "timeout")
@@ -166,6 +171,8 @@ class Abort:
     fired: bool = False
     seen: int = 0
     action: Callable[[], None] | None = None
+    #: The execution was running at that moment and was stopped (a moment reached after it ended stops nothing).
+    stopped: bool = False
 
 
 # --------------------------------------------------------------------------- events on their way
@@ -218,17 +225,28 @@ class FaultHarness:
         execution_cleanup_handler.pause = self.cleanup_pauses.append
         # The handlers' metrics, by the handler that emitted them (what the stack's alarms read).
         self.metrics: list[tuple[str | None, str, float]] = []
+        self.metrics_by_execution: list[tuple[str | None, str, float]] = []
+        #: Every notification SNS took (no fault answered it), by the execution the harness was running.
+        self.published: list[tuple[str | None, dict[str, Any]]] = []
         self._saved_add_metric = Metrics.add_metric
         harness = self
 
         def add_metric(metrics_self: Any, name: str, unit: Any, value: float, *args: Any, **kwargs: Any) -> None:
             harness.metrics.append((current_actor(), name, value))
+            harness.metrics_by_execution.append((harness.workflow.execution_arn, name, value))
             return harness._saved_add_metric(metrics_self, name, unit, value, *args, **kwargs)
 
         Metrics.add_metric = add_metric
 
     def metric_count(self, name: str) -> float:
         return sum(value for _, metric, value in self.metrics if metric == name)
+
+    def metric_count_since(self, execution_arn: str, name: str) -> float:
+        """What the handlers counted of ``name`` while ``execution_arn`` was the harness's execution."""
+        return sum(value for arn, metric, value in self.metrics_by_execution if arn == execution_arn and metric == name)
+
+    def published_since(self, execution_arn: str) -> list[dict[str, Any]]:
+        return [message for arn, message in self.published if arn == execution_arn]
 
     def close(self) -> None:
         Metrics.add_metric = self._saved_add_metric
@@ -329,6 +347,8 @@ class FaultHarness:
             self._maybe_abort(actor, call.operation)
         kind = self.schedule.decide(call)
         if kind is None:
+            if (call.service, call.operation) == ("sns", "Publish"):
+                self.published.append((self.workflow.execution_arn, json.loads(call.params["Message"])))
             return
         self.injected.append(Fault(kind, call.service, call.operation, actor or "states"))
         if kind in ("lambda_timeout", "lambda_timeout_after"):
@@ -377,6 +397,7 @@ class FaultHarness:
                     # the cleanup has had its first look (the worst order for a launch under way).
                     self._cleanup_looked.clear()
                     self.workflow.stop(arn, error="UserStop", cause=f"fault harness: stopped at {actor} {moment}")
+                    planned.stopped = True
                     self.workflow.wait(arn, timeout=30)
                     self.deliver_execution_end(arn)
                     if not self._cleanup_looked.wait(30):
@@ -428,6 +449,9 @@ def _execution_status_change(description: dict[str, Any]) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- the promises
 
+#: The Errors of an execution that failed on a Lambda's own fault (throttled, 5xx, timed out) through its Retry.
+LAMBDA_FAULT_PREFIXES = ("Lambda.", "Sandbox.")
+
 
 @dataclasses.dataclass
 class Outcome:
@@ -448,44 +472,122 @@ def check_invariants(
     *,
     healthy_jobs: set[str] | None = None,
     aborted: bool = False,
+    budget_exhausted: bool = False,
 ) -> list[str]:
-    """Every promise the execution broke, one line each (empty: none)."""
+    """Every promise the execution broke, one line each (empty: none). ``budget_exhausted``: the schedule held a
+    fault long enough to outlast a retry budget (the run may then end on it, and stop its job to end it)."""
     sagemaker = workflow.sagemaker
     violations: list[str] = []
     status = description["status"]
+    arn = description["executionArn"]
+    error = description.get("error")
     jobs = sagemaker.final_statuses()
+    cleanup_failed = _cleanup_failed_on_every_try(workflow, arn)
     for job, job_status in jobs.items():
-        if job_status == "InProgress":
+        if job_status != "InProgress":
+            continue
+        if job in sagemaker.created_after_end:
+            # 1a. a launch under way when the execution ended: the train Lambda's own look stops it, and the cleanup's
+            # second look if that look failed; no failure of the cleanup excuses it
+            violations.append(f"training job {job}, launched after the execution ended {status}, still runs")
+        elif not cleanup_failed:
+            # 1b. a job the execution left: the cleanup stops it (unless the cleanup failed on every try: its event is
+            # then in the dead-letter queue, which alarms)
             violations.append(f"training job {job} still runs after the execution ended {status}")
     attempts = [request["Tags"] for request in sagemaker.created]
     numbers = [next(tag["Value"] for tag in tags if tag["Key"] == "remediation:attempt") for tags in attempts]
     if len(numbers) != len(set(numbers)):
         violations.append(f"more than one job for an attempt: attempts {numbers}")
     if status == "SUCCEEDED":
-        output = json.loads(description["output"])["state"]
-        last = output["attempts"][-1]
-        tick = sagemaker.jobs[last["job_name"]]["current"]
-        selected = {rule["name"] for rule in sagemaker.selected_rules(last["job_name"])}
-        reported = tick.rule_status if not isinstance(tick.rule_status, str) else None
-        if tick.status != "Completed" or reported is None or reported.fired is not None or reported.in_progress:
-            violations.append(f"succeeded although job {last['job_name']} ended {tick.status} with {reported}")
-        missing = selected - set(reported.rules if reported is not None and reported.rules else selected)
-        if missing:
-            violations.append(f"succeeded without rule(s) {sorted(missing)} reporting NoIssuesFound")
-        objective = output.get("objective")
-        value = tick.final_metrics.get((objective or {}).get("metric_name", ""), None)
-        if objective is not None and (value is None or not _meets(objective, value)):
-            violations.append(f"succeeded with objective {objective} and value {value}")
+        violations += _success_violations(sagemaker, json.loads(description["output"])["state"])
     for job in sagemaker.stopped_while_running:
-        if healthy_jobs is not None and job in healthy_jobs:
+        if healthy_jobs is not None and job in healthy_jobs and not budget_exhausted:
             violations.append(f"healthy job {job} stopped while its execution ran")
     if status != "SUCCEEDED":
-        error, cause = description.get("error"), description.get("cause")
+        cause = description.get("cause")
         if status == "FAILED" and (not is_named(error) or not cause):
             violations.append(f"execution failed with an unnamed cause: {error!r}: {str(cause)[:300]!r}")
         if status in ("ABORTED", "TIMED_OUT") and not aborted:
             violations.append(f"execution ended {status} though nothing stopped it")
+        if status == "FAILED" and str(error).startswith(LAMBDA_FAULT_PREFIXES) and not budget_exhausted:
+            violations.append(f"execution failed on {error} though no fault outlasted its retries")
+        violations += _silence_violations(workflow, harness, description, cleanup_failed)
     return violations
+
+
+def _success_violations(sagemaker: Any, output: dict[str, Any]) -> list[str]:
+    """3. success only with every rule that must report on the job NoIssuesFound (each selected rule, and in legacy
+    mode SageMaker's own evaluation of each), whatever else it said (Error, InProgress, Stopped, nothing), and the
+    objective met. Read from what the scripted job wrote and SageMaker answered, not from the product's verdict."""
+    violations = []
+    last = output["attempts"][-1]
+    job = sagemaker.jobs[last["job_name"]]
+    tick = job["current"]
+    if tick.status != "Completed":
+        violations.append(f"succeeded although job {last['job_name']} ended {tick.status}")
+    script = tick.rule_status if not isinstance(tick.rule_status, str) else None
+    selected = [rule["name"] for rule in sagemaker.selected_rules(last["job_name"])]
+    listed = set(script.rules or selected) if script is not None else set()
+    for rule in selected:
+        said = "NoIssuesFound"
+        if script is None or rule not in listed:
+            said = "nothing"
+        elif rule == script.fired:
+            said = "IssuesFound"
+        elif rule in script.in_progress or (script.fired is not None):
+            said = "InProgress"
+        elif rule in script.errors:
+            said = "Error"
+        if said != "NoIssuesFound":
+            violations.append(f"succeeded although rule {rule} reported {said}")
+    legacy = tick.legacy_rules
+    if isinstance(legacy, list):  # as the monitor's last read saw it
+        legacy = legacy[min(job.get("legacy_reads", 1) - 1, len(legacy) - 1)]
+    for configuration in job["request"].get("DebugRuleConfigurations", []):
+        name = configuration["RuleConfigurationName"]
+        said = (legacy or {}).get(name, "nothing")
+        if said != "NoIssuesFound":
+            violations.append(f"succeeded although SageMaker's evaluation {name} reported {said}")
+    objective = output.get("objective")
+    value = tick.final_metrics.get((objective or {}).get("metric_name", ""), None)
+    if objective is not None and (value is None or not _meets(objective, value)):
+        violations.append(f"succeeded with objective {objective} and value {value}")
+    return violations
+
+
+def _silence_violations(workflow: Workflow, harness: FaultHarness, description: dict[str, Any], cleanup_failed: bool) -> list[str]:
+    """6. no end is silent: every execution that did not succeed was notified (a gave_up or workflow_error message,
+    or a notification SNS kept refusing, counted and alarmed), and one that ended otherwise than by an expected end
+    or a deliberate stop was alarmed (UnexpectedWorkflowErrors), whatever state it ended in; a cleanup that failed on
+    every try is both (its event in the dead-letter queue, alarmed)."""
+    if cleanup_failed:
+        return []
+    arn, status = description["executionArn"], description["status"]
+    history = workflow.history(arn)
+    last_state = next((e["stateEnteredEventDetails"]["name"] for e in reversed(history) if "stateEnteredEventDetails" in e), "")
+    # the Error as the end's own event gives it (moto's DescribeExecution leaves out a stop's)
+    ended = next(
+        (e[key] for e in reversed(history) for key in ("executionFailedEventDetails", "executionAbortedEventDetails", "executionTimedOutEventDetails") if key in e),
+        {},
+    )
+    error = ended.get("error") or description.get("error")
+    expected = (status == "FAILED" and error in EXPECTED_ENDS and last_state in ("WorkflowFailed", "RemediationGaveUp")) or (
+        status == "ABORTED" and error == "UserStop"
+    )
+    told = {message.get("event_type") for message in harness.published_since(arn)}
+    violations = []
+    if not told & {"gave_up", "workflow_error"} and not harness.metric_count_since(arn, NOTIFICATIONS_NOT_SENT):
+        violations.append(f"execution ended {status} {error or ''} in {last_state} and no one was notified")
+    if not expected and not harness.metric_count_since(arn, UNEXPECTED_WORKFLOW_ERRORS):
+        violations.append(f"execution ended {status} {error or ''} in {last_state}, not an expected end, and no alarm")
+    return violations
+
+
+def _cleanup_failed_on_every_try(workflow: Workflow, arn: str) -> bool:
+    deliveries = [
+        d for d in workflow.events.deliveries if d.rule.startswith("ExecutionEnded") and d.event["detail"]["executionArn"] == arn
+    ]
+    return bool(deliveries) and all(delivery.error is not None for delivery in deliveries)
 
 
 def _meets(objective: dict[str, Any], value: float) -> bool:

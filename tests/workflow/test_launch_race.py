@@ -12,7 +12,6 @@ import json
 import boto3
 from workflow_harness import BASE_INPUT, BUCKET, REGION, issues_found, running
 
-
 OVERFIT_SCRIPT = {
     "source_dir": f"s3://{BUCKET}/code/my-script.tar.gz",
     "entry_point": "train.py",

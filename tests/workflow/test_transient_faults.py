@@ -10,7 +10,6 @@ from fault_harness import check_invariants
 from workflow_harness import BASE_INPUT, BUCKET, REGION, completed, failed, issues_found, running
 
 
-
 def function_is(name: str):
     return lambda call: call.params["FunctionName"].endswith(f"function:remediation-{name}")
 
@@ -25,14 +24,30 @@ def run(workflow, faults, execution_input=BASE_INPUT, healthy: bool = True) -> d
 
 
 def test_a_throttled_job_events_lambda_falls_back_to_the_monitor_and_never_stops_the_job(workflow, faults):
-    """Seven throttled invokes of the wait (one more than its Retry allows): the wait used to Catch to
-    HandleFailure, which stopped the healthy job and failed the run."""
+    """The wait's invoke throttled through its whole Retry (1 try and 10 retries): its Catch goes to the Monitor,
+    which finds the job still running and waits; the healthy job is never stopped. (This test used to inject 7
+    throttles against a Retry of 10: it never reached the Catch it is named for.)"""
     sagemaker = workflow.script([running(), completed()])
-    faults.schedule.add("lambda", "Invoke", "throttle", times=7, when=function_is("job-events"))
+    faults.schedule.add("lambda", "Invoke", "throttle", times=11, when=function_is("job-events"))
     ran = run(workflow, faults)
     assert ran["described"]["status"] == "SUCCEEDED", ran["described"].get("cause")
     assert sagemaker.stopped == [] and ran["violations"] == []
-    assert len(faults.injected) == 7
+    assert len(faults.injected) == 11
+    history = workflow.history()
+    (retrier,) = [
+        r for r in wait_for_job_definition(workflow)["Retry"] if "Lambda.TooManyRequestsException" in r["ErrorEquals"]
+    ]
+    assert retrier["MaxAttempts"] == 10  # 11 tries: the 11th throttle has no retry left
+    failed = [e for e in history if e["type"] == "TaskFailed" and e["taskFailedEventDetails"]["error"] == "Lambda.TooManyRequestsException"]
+    assert len(failed) == retrier["MaxAttempts"] + 1
+    # ... so the last one was caught: the next state entered is the Catch's Next, Monitor
+    after = [e for e in history if e["id"] > failed[-1]["id"] and "stateEnteredEventDetails" in e]
+    assert after[0]["stateEnteredEventDetails"]["name"] == "Monitor"
+
+
+def wait_for_job_definition(workflow) -> dict:
+    definition = json.loads(workflow.sfn.describe_state_machine(stateMachineArn=workflow.state_machine_arn)["definition"])
+    return definition["States"]["WaitForJob"]
 
 
 def test_a_lambda_that_timed_out_is_retried(workflow, faults):

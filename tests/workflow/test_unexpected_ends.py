@@ -54,7 +54,8 @@ def test_a_run_that_gives_up_is_not_alarmed_and_not_notified_twice(workflow, fau
 
 
 @pytest.mark.parametrize(
-    ("stop", "alarmed"), [({"error": end_causes.USER_STOP}, False), ({"error": end_causes.STACK_DELETED}, False), ({}, True)]
+    ("stop", "alarmed"),
+    [({"error": end_causes.USER_STOP}, False), ({"error": end_causes.STACK_DELETED}, False), ({}, True)],
 )
 def test_a_deliberate_stop_is_notified_but_not_alarmed_and_any_other_stop_is_alarmed(workflow, faults, stop, alarmed):
     """`remediate cloud stop` stops with Error UserStop, the stack's delete with StackDeleted: ExecutionsAborted used

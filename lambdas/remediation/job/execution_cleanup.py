@@ -151,18 +151,44 @@ def stop_jobs_of_ended_execution(
         return report
     sagemaker = sagemaker_for_region(state.run_spec.region)
     stop_owned_jobs(sagemaker, jobs, execution_arn, started, report)
-    launching = [job for job in report.not_found if moments.current_state == "Train"]
-    if launching:
-        stopped_at = _epoch_seconds(stop_date) if stop_date is not None else time.time()
-        settle(time_budgets.launch_settled_after(stopped_at, train_timeout_seconds))
-        report.not_found = []
-        stop_owned_jobs(sagemaker, launching, execution_arn, started, report)
-        if report.not_found:
-            report.notes.append(
-                f"looked twice for training job {launching[0]} (the execution ended while launching it): "
-                "it was never created"
-            )
+    if moments.current_state == "Train":
+        look_again_for_a_launch(
+            sagemaker,
+            execution_arn,
+            started,
+            report,
+            stop_date=stop_date,
+            settle=settle,
+            train_timeout_seconds=train_timeout_seconds,
+        )
     return report
+
+
+def look_again_for_a_launch(
+    sagemaker: Any,
+    execution_arn: str,
+    started: str,
+    report: CleanupReport,
+    *,
+    stop_date: dt.datetime | float | None,
+    settle: Callable[[float], None],
+    train_timeout_seconds: float,
+) -> None:
+    """The second look: the execution ended in its Train state and the job it was launching was not there at the first
+    look; once the train Lambda's timeout has passed after ``stop_date`` (it has certainly returned), look for it
+    again and stop it."""
+    launching = list(report.not_found)
+    if not launching:
+        return
+    stopped_at = _epoch_seconds(stop_date) if stop_date is not None else time.time()
+    settle(time_budgets.launch_settled_after(stopped_at, train_timeout_seconds))
+    report.not_found = []
+    stop_owned_jobs(sagemaker, launching, execution_arn, started, report)
+    if report.not_found:
+        report.notes.append(
+            f"looked twice for training job {launching[0]} (the execution ended while launching it): "
+            "it was never created"
+        )
 
 
 def _epoch_seconds(value: dt.datetime | float) -> float:
