@@ -47,7 +47,13 @@ def test_conditions_hold_on_the_evidence_and_say_why_with_numbers():
         situation, START
     )
     assert holds
-    assert facts == [
+    assert [(fact.test, fact.measured, fact.bound) for fact in facts] == [
+        ("phase", "warmup", None),
+        ("early", 3, 10),
+        ("initial_gradient_norm_above", 512.3, 50),
+        ("loss", 9.1, 2.3),
+    ]
+    assert [fact.text for fact in facts] == [
         "it happened in the warmup phase",
         "at step 3, before step 10",
         "the initial gradient norm 512.3 is above 50",
@@ -135,7 +141,8 @@ def test_to_best_epoch_sets_the_epochs_the_jobs_course_met_the_objective_at_and_
     course = ObjectiveCourse(reports=12, best_report=6, best_value=0.9528, last_value=0.8972)
     situation = Situation(objective=objective, objective_course=course, epochs=12)
     holds, facts = remedy.when.check(situation, start)
-    assert holds and facts == [
+    assert holds and [(fact.test, fact.measured) for fact in facts] == [("objective_met_before_end", 6)]
+    assert [fact.text for fact in facts] == [
         "validation:accuracy met the objective (>= 0.9) after epoch 6 of 12, at 0.9528 (its best), and ended at 0.8972"
     ]
     assert remedy.apply(start, situation) == {**start, "epochs": 6}

@@ -24,13 +24,14 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
-from contracts import ContractError, bucket_layout, rule_selection
+from contracts import ContractError, bucket_layout, debugger_settings, rule_selection
 from contracts import run_spec as bounds
 from contracts.hyperparameter_values import KINDS, describe_kind, fits_kind, numbers_written_as_text
 from contracts.objective import Objective
 from contracts.remedies import adapt_to_script, parse_remedies, remedies_to_json, same_kind
 from contracts.rule_feasibility import check_rule_can_fire
 from contracts.stack_guardrails import StackGuardrails
+from contracts.suggestions import did_you_mean
 from lambdas.remediation.job import builtin_example, job_request, training_images
 from lambdas.remediation.planning.remedies.sets import (
     CONVENTIONAL_HYPERPARAMETERS,
@@ -134,14 +135,15 @@ class ExecutionInput(BaseModel):
     use_spot_instances: Flag = False
     #: A spot job that never got capacity within its MaxWaitTimeInSeconds is relaunched on demand (costs more).
     spot_fallback_on_demand: Flag = False
-    #: "auto" (default): the debugger corrects a PyTorch script's training loss for class frequencies when a class is
-    #: too rare in its training labels and the script has no class-weighting knob (balanced weights, then the
-    #: logit-adjusted loss); "balanced" or "logit_adjusted": that one from the first job; "off": never.
+    #: The training loss the first job's debugger computes for a PyTorch script (contracts.debugger_settings): "off"
+    #: (default: the script's own), or "balanced" / "logit_adjusted" class weighting, "generalized_cross_entropy".
     debugger_class_weighting: ClassWeighting = bounds.DEFAULT_CLASS_WEIGHTING
-    #: "auto" (default): the debugger trains a PyTorch script on the generalized cross-entropy, a loss robust to wrong
-    #: labels, when many of its training labels look wrong; "generalized_cross_entropy": from the first job; "off":
-    #: never.
     debugger_robust_loss: RobustLoss = bounds.DEFAULT_ROBUST_LOSS
+    #: Whether the planner may change how the job computes the training loss (the debugger settings above) after a
+    #: miss they would answer. Off by default: the product changes the loss only when you allow it.
+    allow_loss_changes: Flag = False
+    #: Hyperparameters no remedy may change (by your script's names).
+    fixed_hyperparameters: list[str] | None = None
     legacy_sagemaker_debugger: Flag = False
     #: The wait's fallback poll: the job's state change ends the wait at once; this is only its timeout.
     monitor_interval_seconds: MonitorInterval = 600
@@ -231,6 +233,12 @@ def _resolve(given: ExecutionInput, keys: set[str]) -> WorkflowState:
             f"replaces a PyTorch script's cross-entropy; {given.framework} has no cross-entropy call to replace: leave "
             "it out or set it to off",
         )
+    if given.allow_loss_changes and given.framework not in debugger_settings.FRAMEWORKS:
+        raise ContractError(
+            "allow_loss_changes",
+            f"lets the debugger change a PyTorch script's training loss; {given.framework} jobs have no such "
+            "change: leave it out",
+        )
     if given.rules is not None:
         rule_selection.check_rules_for_framework(given.rules, given.framework)
         _check_rules_can_fire(given.rules, given.debugger_save_interval)
@@ -277,7 +285,21 @@ def _resolve(given: ExecutionInput, keys: set[str]) -> WorkflowState:
         hyperparameters, given.hyperparameter_kinds or {}, conventional_meanings(names)
     )
     declared_kinds = _hyperparameter_kinds(given.hyperparameter_kinds, hyperparameters)
-    policy, remedies = _resolve_remedies(given, hyperparameters, default_policy, declared_kinds)
+    for name in hyperparameters:
+        if name in debugger_settings.BY_FIELD:
+            raise ContractError(
+                f"hyperparameters.{name}", f"is the debugger's {debugger_settings.BY_FIELD[name].name} setting, a "
+                f"run_spec key of its own: give it as \"{name}\" beside hyperparameters"
+            )
+    fixed = _fixed_hyperparameters(given.fixed_hyperparameters, hyperparameters)
+    settings = {
+        **hyperparameters,
+        **debugger_settings.settings_of(
+            {"debugger_class_weighting": given.debugger_class_weighting, "debugger_robust_loss": given.debugger_robust_loss},
+            given.framework,
+        ),
+    }
+    policy, remedies = _resolve_remedies(given, settings, default_policy, declared_kinds)
     run_spec = RunSpec(
         entry_point=entry_point,
         source_dir=source_dir,
@@ -312,6 +334,8 @@ def _resolve(given: ExecutionInput, keys: set[str]) -> WorkflowState:
         remedies=remedies,
         hyperparameter_names=names,
         hyperparameter_kinds=declared_kinds,
+        allow_loss_changes=given.allow_loss_changes,
+        fixed_hyperparameters=fixed,
         objective=objective,
         max_num_retraining=given.max_num_retraining,
         max_monitor_transitions=max_monitor_transitions,
@@ -407,6 +431,18 @@ def _resolve_remedies(
             "hyperparameter_names or declare remedies",
         ) from None
     return policy, {}  # a built-in set is code: the state names it (policy, hyperparameter_names), not copies it
+
+
+def _fixed_hyperparameters(names: list[str] | None, hyperparameters: Mapping[str, Any]) -> list[str]:
+    """The hyperparameters no remedy may change: each one the run has."""
+    for index, name in enumerate(names or []):
+        if name not in hyperparameters:
+            known = ", ".join(sorted(hyperparameters)) or "none"
+            raise ContractError(
+                f"fixed_hyperparameters[{index}]",
+                f"{name!r} is not in hyperparameters{did_you_mean(str(name), hyperparameters)} (known: {known})",
+            )
+    return list(dict.fromkeys(names or []))
 
 
 def _hyperparameter_kinds(kinds: Mapping[str, str] | None, hyperparameters: Mapping[str, Any]) -> dict[str, str]:

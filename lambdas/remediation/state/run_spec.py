@@ -8,8 +8,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
 
+from contracts import debugger_settings, rule_selection
 from contracts import remedies as remedies_contract
-from contracts import rule_selection
 from contracts import run_spec as bounds
 from lambdas.remediation.state.payload_fields import (
     STRICT,
@@ -104,6 +104,16 @@ class RunSpec(BaseModel):
 
     def with_hyperparameters(self, hyperparameters: Mapping[str, HyperparameterValue]) -> RunSpec:
         return RunSpec.model_validate({**self.model_dump(), "hyperparameters": dict(hyperparameters)})
+
+    def debugger_settings(self) -> dict[str, str]:
+        """The debugger settings its job runs with (run_spec field -> value; none for a framework without them)."""
+        return debugger_settings.settings_of(self.model_dump(), self.framework)
+
+    def with_settings(self, settings: Mapping[str, Any]) -> RunSpec:
+        """This run_spec running ``settings``: hyperparameters by name, debugger settings by run_spec field."""
+        hyperparameters = {name: value for name, value in settings.items() if name not in debugger_settings.BY_FIELD}
+        fields = {name: value for name, value in settings.items() if name in debugger_settings.BY_FIELD}
+        return RunSpec.model_validate({**self.model_dump(), **fields, "hyperparameters": hyperparameters})
 
     def watching_rules(self) -> list[dict[str, Any]]:
         """The rules that watch this run's jobs: its selection, else its framework's defaults."""

@@ -21,10 +21,14 @@ no entry), and remedies on hyperparameters the run does not have are left out
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
-from contracts.hyperparameter_values import FLAG, INTEGER, REAL, TEXT, infer_kinds
+from contracts.conventional_hyperparameters import (  # noqa: F401 - importable from here
+    CONVENTIONAL_HYPERPARAMETERS,
+    CONVENTIONAL_KINDS,
+    conventional_meanings,
+    hyperparameter_kinds,
+)
 from contracts.remedies import ANY_RULE
 from lambdas.remediation.planning.remedies.evidence import (  # noqa: F401 - the set's constants, importable from here
     EVIDENCE_REMEDIES,
@@ -34,71 +38,6 @@ from lambdas.remediation.planning.remedies.evidence import (  # noqa: F401 - the
     USUAL_LEARNING_RATE,
     evidence_remedies,
 )
-from lambdas.remediation.planning.remedies.xgboost import XGBOOST_HYPERPARAMETERS, XGBOOST_KINDS
-
-#: The hyperparameters the built-in remedies change, by their conventional name (the built-in example's), and
-#: what a script must mean by each for the remedies to make sense.
-CONVENTIONAL_HYPERPARAMETERS: dict[str, str] = {
-    "learning_rate": "the (main) learning rate",
-    "warmup_learning_rate": "the learning rate of the warmup epochs",
-    "add_batch_norm": "true/false: batch normalisation layers in the network",
-    "activation": "the hidden activation's name (relu, leaky_relu, elu, tanh, sigmoid, ...)",
-    "init_scale": "a factor on the initial weights' standard deviation (1: the usual He/Xavier scale)",
-    "grad_clip": "clip the total gradient norm to this (0: no clipping)",
-    "weight_decay": "L2 weight decay",
-    "dropout": "dropout probability before the output layer (0: none)",
-    "class_weighting": "'none' or 'balanced': weight the loss by inverse class frequency",
-    "early_stopping_patience": "epochs without a better validation loss before stopping and keeping the best model "
-    "(0: off)",
-    "normalize_inputs": "true/false: scale the inputs to zero mean and unit variance",
-    "num_workers": "data-loading worker processes (0: load in the training process)",
-    "batch_size": "samples per step",
-    "num_epochs": "epochs to train",
-    # gradient-boosted trees (lambdas.remediation.planning.remedies.xgboost)
-    **XGBOOST_HYPERPARAMETERS,
-}
-
-#: What each conventional hyperparameter is (``contracts.hyperparameter_values.KINDS``): a script's own name mapped to
-#: one of them (``hyperparameter_names``) is that kind, however its JSON value is written ("lr": 50 is a real number,
-#: "batch-norm": 0 a flag).
-CONVENTIONAL_KINDS: dict[str, str] = {
-    "learning_rate": REAL,
-    "warmup_learning_rate": REAL,
-    "add_batch_norm": FLAG,
-    "activation": TEXT,
-    "init_scale": REAL,
-    "grad_clip": REAL,
-    "weight_decay": REAL,
-    "dropout": REAL,
-    "class_weighting": TEXT,
-    "early_stopping_patience": INTEGER,
-    "normalize_inputs": FLAG,
-    "num_workers": INTEGER,
-    "batch_size": INTEGER,
-    "num_epochs": INTEGER,
-    **XGBOOST_KINDS,
-}
-
-
-def hyperparameter_kinds(
-    hyperparameters: Mapping[str, Any], names: Mapping[str, str], declared: Mapping[str, str] | None = None
-) -> dict[str, str]:
-    """Every hyperparameter's kind: as the run_spec declares it (``hyperparameter_kinds``), else as the conventional
-    name it stands for (``names``: conventional -> the script's; a script using a conventional name itself needs
-    none), else from its name and value (``contracts.hyperparameter_values.infer_kinds``)."""
-    return infer_kinds(hyperparameters, declared, conventional_meanings(names))
-
-
-def conventional_meanings(names: Mapping[str, str]) -> dict[str, str]:
-    """The script's hyperparameter name -> the kind of the conventional one it stands for (``names``: conventional ->
-    the script's; a conventional name no other name claims stands for itself)."""
-    claimed = {own for conventional, own in names.items() if own != conventional}
-    return {
-        names.get(conventional, conventional): kind
-        for conventional, kind in CONVENTIONAL_KINDS.items()
-        if conventional in names or conventional not in claimed
-    }
-
 
 ANCHOR_REMEDIES: dict[str, list[dict[str, Any]]] = {
     ANY_RULE: [

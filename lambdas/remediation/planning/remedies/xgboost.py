@@ -25,31 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from contracts.hyperparameter_values import INTEGER, REAL
 from contracts.remedies import OBJECTIVE_MISSED
-
-#: The names these remedies change, and what a script must mean by each (SageMaker's XGBoost hyperparameters).
-XGBOOST_HYPERPARAMETERS: dict[str, str] = {
-    "max_depth": "XGBoost: the deepest a tree may grow",
-    "eta": "XGBoost: the step size shrinking each new tree's weights (learning_rate)",
-    "min_child_weight": "XGBoost: the least hessian weight a leaf may hold (0: leaves of one sample)",
-    "subsample": "XGBoost: the fraction of the training rows each tree sees",
-    "num_round": "XGBoost: boosting rounds",
-    "early_stopping_rounds": "XGBoost: rounds without a better validation metric before stopping, keeping the best "
-    "round's model (0: off)",
-    "scale_pos_weight": "XGBoost: the weight of the positive class (1) against the negative one",
-}
-
-#: What each of them is (``contracts.hyperparameter_values.KINDS``).
-XGBOOST_KINDS: dict[str, str] = {
-    "max_depth": INTEGER,
-    "eta": REAL,
-    "min_child_weight": REAL,
-    "subsample": REAL,
-    "num_round": INTEGER,
-    "early_stopping_rounds": INTEGER,
-    "scale_pos_weight": REAL,
-}
 
 #: XGBoost's defaults: eta 0.3, max_depth 6, min_child_weight 1. Above (below) them each tree fits more of the
 #: training set's noise.
