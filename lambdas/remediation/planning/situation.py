@@ -93,13 +93,8 @@ def situation_to_plan_from(state: WorkflowState, base: Attempt, attempt: Attempt
     """:func:`situation_in` of the attempt the planner plans from (``base``, :func:`attempt_to_plan_from`), with what a
     later quiet miss found in the training labels when ``base``'s own labels say nothing (the latest such finding).
 
-    The labels are the same in every job of a run, but what a job shows of them depends on its settings: report seed
-    1047, configuration 11 (40% of the digits labels wrong) matched 65% of its training labels in 12 epochs and scored
-    0.797 held out, a gap just short of the noisy bound; trained four times as long it matched 84% and scored 0.683,
-    learning them by heart. The planner went back to the first job, closer to the objective, and read nothing there:
-    the run ended with no remedy left and the robust loss never tried. Development seed 200, configuration 31 (60%
-    wrong, the first job's loss still falling) ended the same way; with the later finding it met the objective on the
-    robust loss from the first job's settings (tests/workflow_domain/recorded/text-noisy-labels-found-by-a-later-job)."""
+    The labels are the same in every job of a run, but what a job shows of them depends on its settings: a job trained
+    longer may learn them by heart where the closer one showed nothing (docs/decisions/016-later-job-label-finding.md)."""
     situation = situation_in(state, base)
     if base is attempt or situation.own_labels is not None:
         return situation
@@ -263,10 +258,8 @@ def report_noise(attempt: Attempt) -> float:
     """How far the attempt's objective value moves by chance: the standard deviation of its recent reports around
     their trend line (``contracts.objective.ObjectiveCourse.recent_noise``); 0 when it reported too few to tell.
 
-    A job whose value differs from an earlier one's by less than this did neither better nor worse. Development seed
-    262, configuration 18 (the random zoo: a 4x32 GELU MLP on the tabular data trained 1 epoch of its 12): job 1
-    scored 0.2983, at chance; four times the epochs scored 0.2883 (reports 0.298, 0.233, 0.32, 0.288: noise 0.044),
-    read as worse, so the planner went back to one epoch and raised the rate there, and ended at chance."""
+    A job whose value differs from an earlier one's by less than this did neither better nor worse
+    (docs/decisions/015-worse-and-closer-beyond-report-noise.md)."""
     course = attempt.evidence.objective_course if attempt.evidence else None
     noise = course.recent_noise if course is not None else None
     return noise if noise is not None and math.isfinite(noise) and noise > 0 else 0.0

@@ -2,10 +2,8 @@
 form on conventional hyperparameter names.
 
 * ``evidence`` (default): for every failure the debugger names, the remedies the evidence calls for, each stated
-  with its numbers. On the reference scenario (DESIGN §1) a ResNet without batch norm explodes in its first steps
-  with an initial gradient norm in the hundreds for every warmup rate from 0.8 down to 0.0125, so lowering the
-  warmup rate only delays the explosion; batch norm with warmup <= 0.1 fixes it. That evidence adds batch norm at
-  once.
+  with its numbers (``remedies.evidence``; why batch norm comes first on the reference scenario:
+  docs/decisions/001-reference-scenario-batch-norm-first.md).
 * ``anchor`` reproduces the AWS sample's fixed ladder exactly (``plan_launch_spec`` of the monitor Lambda of the
   AWS blog post "Automating complex deep learning model training using Amazon SageMaker Debugger and AWS Step
   Functions"): halve ``warmup_learning_rate`` while ``warmup_learning_rate / 5 >= 1e-3``; else add batch norm if

@@ -5,20 +5,8 @@
 evidence set; a PyTorch script has none of these names, an XGBoost script none of the networks', so each run keeps
 only its own (``contracts.remedies.adapt_to_script``).
 
-Measured on scikit-learn's breast cancer (398 training / 171 validation samples, seed 0, binary:logistic):
-
-| hyperparameters                                          | validation logloss      | validation accuracy |
-| -------------------------------------------------------- | ----------------------- | ------------------- |
-| max_depth 10, eta 0.9, min_child_weight 0, lambda 0      | best at round 0, then up: Overtraining at round 10 | 0.912 |
-|   ... with early stopping (5 rounds, best round kept)    | stops at round 5        | 0.912               |
-| max_depth 6, eta 0.3, min_child_weight 1, early stopping | best at round 11        | 0.959               |
-| max_depth 10, eta 0.1, min_child_weight 0, early stopping| best at round 20        | 0.936               |
-| max_depth 3, eta 0.1, min_child_weight 1, early stopping | best at round 58        | 0.959               |
-
-So early stopping alone keeps the best of an overfitting model (its first tree), and a lower eta alone does not
-tame trees grown to depth 10 without a minimum child weight: the first remedy brings all three into XGBoost's usual
-range together. None resumes from the stopped job's checkpoints: its later trees are the overfitted ones, and a
-booster can only add trees, not take them back.
+The first remedy brings depth, rate and child weight into XGBoost's usual range together, and none resumes from the
+stopped job's checkpoints (a booster can only add trees): docs/decisions/023-xgboost-trees-into-range-together.md.
 """
 
 from __future__ import annotations
