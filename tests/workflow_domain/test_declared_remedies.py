@@ -2,8 +2,8 @@
 
 import pytest
 
+from lambdas.remediation.execution_input import initial_state
 from lambdas.remediation.planning.planner import plan
-from lambdas.remediation.state.execution_input import initial_state
 
 SCRIPT = {
     "source_dir": "s3://remediation-artifacts-123456789012/code/mlp-0123456789abcdef/sourcedir.tar.gz",

@@ -2,9 +2,9 @@ import pytest
 
 from contracts.hyperparameter_values import human_number
 from contracts.run_spec import max_monitor_transitions_allowed
+from lambdas.remediation.execution_input import initial_state
 from lambdas.remediation.planning.planner import PlanningError, plan
 from lambdas.remediation.planning.remedies.sets import ANCHOR_REMEDIES, EVIDENCE_REMEDIES, LEARNING_RATE_FLOOR
-from lambdas.remediation.state.execution_input import initial_state
 
 
 def run_until_end(state, record, **issue):

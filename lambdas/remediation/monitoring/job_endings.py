@@ -24,10 +24,10 @@ from contracts import rule_selection, rule_status
 from contracts.job import BATCH_OF_ONE_FAILURE, DATA_ERROR_FAILURE, OUT_OF_MEMORY_FAILURE
 from contracts.remedies import show
 from contracts.run_spec import CAPACITY_RELAUNCHES, RULE_WAITS
-from lambdas.remediation.planning import in_job_loss
 from lambdas.remediation.state.attempts import Outcome
 from lambdas.remediation.state.payload import WorkflowState
 from lambdas.remediation.state.validation_messages import clip
+from lambdas.remediation.text import loss_text
 
 NextStep = Literal["wait", "wait_rules", "plan", "relaunch", "completed"]
 
@@ -171,7 +171,7 @@ def _judge_objective(job: str, state: WorkflowState, value: float | None) -> Mon
             outcome="completed",
             reason=f"Job {job} completed, no rule found an issue and {objective.metric_name} = {show(value)} meets "
             f"{objective.describe()}. Final hyperparameters: {state.run_spec.summary(400)}."
-            f"{in_job_loss.success_notes(state)}",
+            f"{loss_text.success_notes(state.run_spec)}",
             objective_value=value,
         )
     return MonitorDecision(

@@ -36,7 +36,8 @@ USUAL_RATES: dict[str, float] = {
 #: example's.
 ASSUMED_OPTIMIZER = "SGD"
 
-# The range around the usual rate, as ratios measured for SGD on the reference ResNet (DESIGN §1): above 4x the
+# The range around the usual rate, as ratios measured for SGD on the reference ResNet
+# (docs/decisions/002-learning-rate-ranges.md): above 4x the
 # usual rate training is unstable; a hundredth of it barely moves the weights; a thousandth is the least a remedy
 # lowers it to; with batch norm the reference network was stable during warmup at the usual rate.
 CEILING_RATIO = 4.0

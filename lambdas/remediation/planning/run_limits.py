@@ -4,12 +4,35 @@ instance-hours guardrail (contracts.stack_guardrails). Pure: no AWS calls (lambd
 
 from __future__ import annotations
 
+import dataclasses
+
 from contracts.run_spec import MAX_RUN_SECONDS
 from lambdas.remediation.state.attempts import Attempt, Decision
 from lambdas.remediation.state.payload import WorkflowState
 
 #: Decision.remedy when the planner ends the run (policies.NO_REMEDY).
 NO_REMEDY = "none"
+
+
+@dataclasses.dataclass(frozen=True)
+class Limit:
+    """A limit of the run that leaves no launch: the end cause, and the sentence that says so."""
+
+    end_cause: str
+    sentence: str
+
+
+def limit_reached(state: WorkflowState) -> Limit | None:
+    """The relaunch budget spent, or the stack's instance-hours guardrail (None: another job may launch)."""
+    if state.retraining_budget_left == 0:
+        launches = state.history.num_retraining
+        return Limit(
+            "budget_spent",
+            f"The relaunch budget is spent ({launches} launch{'' if launches == 1 else 'es'} of "
+            f"max_num_retraining={state.max_num_retraining})",
+        )
+    spent = instance_hours_spent(state)
+    return Limit("instance_hours_spent", spent) if spent else None
 
 
 def instance_hours_spent(state: WorkflowState) -> str | None:

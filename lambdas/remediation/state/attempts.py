@@ -11,6 +11,7 @@ from pydantic import AfterValidator, BaseModel, Field, model_validator
 
 from contracts import objective as objective_contract
 from contracts.loss_history import MAX_LOSS_WINDOWS
+from contracts.remedies import FAILURE_KINDS
 from contracts.rule_status import ISSUE_KIND_PATTERN, MAX_REPORTED_LEARNING_RATES, Evidence
 from contracts.training_labels import MAX_COUNTED_CLASSES
 from lambdas.remediation.state.payload_fields import (
@@ -198,21 +199,62 @@ def _change_names(value: dict[str, Change]) -> dict[str, Change]:
     return value
 
 
-class Decision(BaseModel):
-    """What the planner decided after an attempt, and why (a readable sentence with the evidence)."""
+Measured = bool | int | float | Text(MAX_NAME_BYTES) | None
+
+
+class EvidenceFact(BaseModel):
+    """One test of the chosen remedy's condition that held (``contracts.remedy_conditions.Fact``), without its
+    sentence: what the job showed and the bound it was held against."""
+
+    model_config = STRICT
+
+    test: Text(MAX_NAME_BYTES, min_length=1)
+    measured: Measured = None
+    bound: Measured = None
+
+
+SkipWhy = Literal["made_it_worse", "repeats_a_job", "not_allowed", "fixed_hyperparameter"]
+
+
+class SkippedRemedy(BaseModel):
+    """A remedy whose condition held and whose change applied, left out, and why: it made the objective worse before
+    (``job``: the job after it), it would repeat ``job``'s settings, it changes the training loss without the user's
+    consent, or it changes a hyperparameter the run fixes."""
 
     model_config = STRICT
 
     remedy: Annotated[str, Field(min_length=1, max_length=64)]
+    why: SkipWhy
+    job: Annotated[Whole, Field(ge=1)] | None = None
+
+
+class Decision(BaseModel):
+    """What the planner decided after an attempt: the structured fields, and the reason rendered from them
+    (``lambdas.remediation.text.decision_text``)."""
+
+    model_config = STRICT
+
+    #: The remedy chosen ("none" when the run ends).
+    remedy: Annotated[str, Field(min_length=1, max_length=64)]
     reason: Text(MAX_REASON_BYTES, min_length=1)
     next_action: Literal["launch_new", "end"]
+    #: What the remedies answered: the rule that fired or the failure kind ("ExplodingTensor", "objective_missed");
+    #: None when the attempt ended in a way no remedy answers (completed, failed in the script, ...).
+    cause: Text(MAX_NAME_BYTES) | None = None
     #: Why the workflow ends (None when relaunching): "budget_spent", "no_remedy_left", or the
     #: attempt's outcome when it was not remediable ("completed", "algorithm_error", ...).
     end_cause: EndCause | None = None
-    #: Hyperparameter name -> before/after.
+    #: Setting -> before/after: hyperparameters by name, the debugger's settings by run_spec field
+    #: (``debugger_robust_loss``).
     changes: Annotated[dict[str, Change], Field(max_length=MAX_CHANGES), AfterValidator(_change_names)] = Field(
         default_factory=dict
     )
+    #: A rule parameter the next job's debugger watches with ("CheckInputImages.threshold_mean" -> before/after).
+    rule_changes: Annotated[dict[str, Change], Field(max_length=MAX_CHANGES)] = Field(default_factory=dict)
+    #: The tests of the chosen remedy's condition that held.
+    evidence: Annotated[list[EvidenceFact], Field(max_length=24)] = Field(default_factory=list)
+    #: Remedies before the chosen one (or, when the run ends, any) whose condition held but that were left out.
+    skipped: Annotated[list[SkippedRemedy], Field(max_length=24)] = Field(default_factory=list)
     #: The next job starts from this job's checkpoints (the remedy allows it) instead of from step 0.
     resume_from: JobName | None = None
 
@@ -223,13 +265,30 @@ class Attempt(BaseModel):
     def summary(self, limit: int = 70) -> str:
         return summarize_hyperparameters(self.hyperparameters, limit)
 
+    @property
+    def failure_key(self) -> str:
+        """The key of the remedies that answer this attempt: the failure kind, or the rule that fired."""
+        if self.outcome in FAILURE_KINDS:
+            return self.outcome
+        if self.issue is not None:
+            return self.issue.rule
+        for status in self.rule_statuses:
+            if status.status == "IssuesFound":
+                return status.name
+        return "unknown rule"
+
+    def settings(self) -> dict[str, object]:
+        """What it ran with, as remedies read and change it: hyperparameters and debugger settings."""
+        return {**self.hyperparameters, **self.debugger_settings}
+
     model_config = STRICT
 
     number: Annotated[Whole, Field(ge=1)]
     job_name: JobName
-    #: What this job ran with (the planner changes hyperparameters, and may turn on the debugger's class weighting,
-    #: run_spec.debugger_class_weighting: a decision's changes say when; the rest of the run_spec stays).
+    #: What this job ran with: its hyperparameters, and its debugger's settings that change the training loss
+    #: (run_spec field -> value, ``contracts.debugger_settings``; none for a framework without them).
     hyperparameters: Hyperparameters
+    debugger_settings: Annotated[dict[str, Text(MAX_NAME_BYTES)], Field(max_length=4)] = Field(default_factory=dict)
     outcome: Outcome = "running"
     #: The monitor's reason for the outcome, in its own words (which rule gave no verdict, what SageMaker said).
     outcome_reason: Text(MAX_REASON_BYTES) | None = None

@@ -11,7 +11,7 @@ A run_spec is what one training job runs: the user's script (``entry_point``
 in ``source_dir``), its own ``hyperparameters``, the channels and metric
 regexes, and the job settings. The bounds and patterns come from
 ``contracts.run_spec``; the execution input that becomes the first state is in
-``lambdas.remediation.state.execution_input``.
+``lambdas.remediation.execution_input``.
 
 Every model forbids unknown keys. Bad input raises ``InvalidState`` naming each
 bad field. The models also work through Powertools' parser
@@ -27,9 +27,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from contracts import objective as objective_contract
-from contracts import remedies as remedies_contract
 from contracts import run_spec as bounds
-from lambdas.remediation.planning.remedies import sets as remedy_sets
+from contracts.conventional_hyperparameters import hyperparameter_kinds
 from lambdas.remediation.state.attempts import MAX_KEPT_ATTEMPTS, Attempt, bound_attempts
 from lambdas.remediation.state.payload_fields import (
     MAX_NAME_BYTES,
@@ -98,7 +97,7 @@ def _remedies_json(value: Any) -> Any:
 
 class WorkflowState(BaseModel):
     """``$.state`` of the state machine: the sample's keys plus the declarations, budgets and attempts.
-    Built from the execution input by ``lambdas.remediation.state.execution_input.initial_state``."""
+    Built from the execution input by ``lambdas.remediation.execution_input.initial_state``."""
 
     model_config = STRICT
 
@@ -113,11 +112,23 @@ class WorkflowState(BaseModel):
     remedies: Annotated[dict[str, list[dict[str, Any]]], BeforeValidator(_remedies_json)] = Field(default_factory=dict)
     #: For a built-in remedy set (policy evidence or anchor): conventional hyperparameter name -> the script's.
     hyperparameter_names: Annotated[dict[str, Text(MAX_NAME_BYTES)], Field(max_length=32)] = Field(default_factory=dict)
+    #: For a conventional name whose values the script spells its own way: conventional value -> the script's.
+    hyperparameter_values: Annotated[
+        dict[str, Annotated[dict[str, bool | int | float | Text(MAX_NAME_BYTES)], Field(max_length=16)]],
+        Field(max_length=32),
+    ] = Field(default_factory=dict)
     #: What the run_spec declares a hyperparameter to be, where its name and value would say otherwise
     #: (``contracts.hyperparameter_values.KINDS``).
     hyperparameter_kinds: Annotated[
         dict[str, Literal["integer", "real", "flag", "text"]], Field(max_length=bounds.MAX_HYPERPARAMETERS)
     ] = Field(default_factory=dict)
+    #: The user's consent to remedies that change how the job computes the training loss (the debugger's loss
+    #: settings, ``contracts.debugger_settings``); a remedy the user declares for one is consent to it.
+    allow_loss_changes: bool = False
+    #: Hyperparameters no remedy may change.
+    fixed_hyperparameters: Annotated[list[Text(MAX_NAME_BYTES)], Field(max_length=bounds.MAX_HYPERPARAMETERS)] = Field(
+        default_factory=list
+    )
     objective: ObjectiveJson = None
     max_num_retraining: RetrainingBudget
     max_monitor_transitions: MonitorTransitions
@@ -199,30 +210,16 @@ class WorkflowState(BaseModel):
 
     def kinds(self) -> dict[str, str]:
         """What each hyperparameter is (a whole number, a real number, a flag, text): declared, else what its
-        conventional name means, else from its name and value (``remedy_sets.hyperparameter_kinds``)."""
+        conventional name means, else from its name and value (``contracts.conventional_hyperparameters``)."""
         names = {} if self.policy == "declared" else self.hyperparameter_names
-        return remedy_sets.hyperparameter_kinds(self.run_spec.hyperparameters, names, self.hyperparameter_kinds)
-
-    def declared_remedies(self, preset: Mapping[str, Any] | None = None) -> remedies_contract.Remedies:
-        """The remedies the planner applies, parsed: the run's own (policy declared, kept in the state), or the
-        built-in set the policy names on the run's hyperparameters (lambdas.remediation.planning.remedies.sets: code, not
-        state, so the state stays small; ``preset``: that set as the planner tuned it to the job, e.g. to its
-        optimizer's rates). Both were checked against the starting hyperparameters at the start."""
-        if self.policy == "declared":
-            declaration = self.remedies
-        else:
-            declaration = remedies_contract.adapt_to_script(
-                preset if preset is not None else remedy_sets.POLICY_REMEDIES[self.policy],
-                self.hyperparameter_names,
-                self.run_spec.hyperparameters,
-            )
-        return remedies_contract.parse_remedies(
-            declaration,
-            self.run_spec.hyperparameters,
-            check_reachable=False,
-            check_size=self.policy == "declared",
-            kinds=self.kinds(),
+        return hyperparameter_kinds(
+            self.run_spec.hyperparameters, names, self.hyperparameter_kinds, self.hyperparameter_values
         )
+
+    def job_settings(self) -> dict[str, Any]:
+        """What the next job runs with, as remedies read and change it: the run_spec's hyperparameters and its
+        debugger settings (``contracts.debugger_settings``)."""
+        return {**self.run_spec.hyperparameters, **self.run_spec.debugger_settings()}
 
     # ----- writing (each returns a new, validated state)
 
@@ -241,6 +238,7 @@ class WorkflowState(BaseModel):
             number=self.attempt_count + 1,
             job_name=job_name,
             hyperparameters=dict(self.run_spec.hyperparameters),
+            debugger_settings=self.run_spec.debugger_settings(),
             resumed_from=resumed_from,
             resumed_checkpoint_files=resumed_checkpoint_files,
             resume_skipped=resume_skipped,

@@ -1,19 +1,16 @@
-"""The sentences the planner writes into a decision's reason, a notification's subject and the end reason: what
-happened (with the rule's own words and numbers), what changes from what to what, and what the next job will really
-do with the stopped job's checkpoints."""
+"""Sentences about a run's jobs and decisions, shared by the planner's reasons (``lambdas.remediation.planning.reasons``)
+and the notifications: what happened to a job (with the rule's own words and numbers), what changes from what to what,
+what the next job does with the stopped job's checkpoints, and why a run that cannot be remedied ends."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
+from contracts.debugger_settings import BY_FIELD
 from contracts.hyperparameter_values import FLAG, is_number
-from contracts.remedies import BATCH_OF_ONE, DATA_ERROR, OUT_OF_MEMORY, Remedy, show
-from contracts.situation import Situation
-from lambdas.remediation.planning.diagnosis import failure_of, situation_of
+from contracts.remedies import BATCH_OF_ONE, DATA_ERROR, OUT_OF_MEMORY, show
 from lambdas.remediation.state.attempts import Attempt, Change, Decision
 from lambdas.remediation.state.payload import WorkflowState
-from lambdas.remediation.state.payload_fields import MAX_REASON_BYTES
 from lambdas.remediation.state.validation_messages import clip
 
 
@@ -46,20 +43,21 @@ def headline(attempt: Attempt, state: WorkflowState) -> str:
     if attempt.outcome == BATCH_OF_ONE:
         cause = clip(attempt.failure_reason, 300) or "no reason given"
         return f"Job {attempt.job_name} failed on a training batch of one sample ({cause})"
-    situation = situation_of(attempt)
-    issue = attempt.issue
-    where = f" at step {situation.issue_step}" if situation.issue_step is not None else ""
+    issue, evidence = attempt.issue, attempt.evidence
+    step = issue.step if issue and issue.step is not None else (evidence.first_issue_step if evidence else None)
+    phase = (issue.phase if issue else None) or (evidence.phase if evidence else None)
+    where = f" at step {step}" if step is not None else ""
     details = []
-    if situation.phase:
-        details.append(f"{situation.phase} phase")
-    if situation.steps_per_epoch:
-        details.append(f"{situation.steps_per_epoch} steps per epoch")
+    if phase:
+        details.append(f"{phase} phase")
+    if evidence is not None and evidence.steps_per_epoch:
+        details.append(f"{evidence.steps_per_epoch} steps per epoch")
     if issue is not None and issue.tensor and not issue.message:
         value = show(issue.value) if issue.value is not None else "unknown"
         details.append(f"tensor {issue.tensor}, the rule's value {value}")
     suffix = f" ({', '.join(details)})" if details else ""
     said = f": {issue.message.rstrip('.')}" if issue is not None and issue.message else ""
-    return f"{failure_of(attempt)} fired{where}{suffix}{said}"
+    return f"{attempt.failure_key} fired{where}{suffix}{said}"
 
 
 def evidence_numbers(attempt: Attempt) -> str:
@@ -114,6 +112,8 @@ def describe_changes(changes: Mapping[str, Change], kinds: Mapping[str, str] | N
         before, after = change.before, change.after
         if name == "add_batch_norm":
             phrases.append("adding batch norm" if after else "removing batch norm")
+        elif name in BY_FIELD:
+            phrases.append(f"setting the debugger's {BY_FIELD[name].name} to {show(after)} (was {show(before)})")
         elif (kinds or {}).get(name) == FLAG:
             phrases.append(f"turning {name} {'on' if after else 'off'} ({show(before)} -> {show(after)})")
         elif is_number(before) and is_number(after):
@@ -122,6 +122,22 @@ def describe_changes(changes: Mapping[str, Change], kinds: Mapping[str, str] | N
         else:
             phrases.append(f"setting {name} to {show(after)} (was {show(before)})")
     return ", ".join(phrases)
+
+
+def describe_product_changes(changes: Mapping[str, Change]) -> str:
+    """'lr 0.1 -> 0.05; the debugger's robust_loss off -> generalized_cross_entropy; ClassImbalance's
+    threshold_imbalance 10 -> 96.2' ('none' when the job runs the user's run_spec as written)."""
+    phrases = []
+    for name, change in changes.items():
+        if name in BY_FIELD:
+            label = f"the debugger's {BY_FIELD[name].name}"
+        elif name.startswith("rule:"):
+            rule, _, parameter = name.removeprefix("rule:").partition(".")
+            label = f"{rule}'s {parameter}"
+        else:
+            label = name
+        phrases.append(f"{label} {show(change.before)} -> {show(change.after)}")
+    return "; ".join(phrases) or "none"
 
 
 def short_action(decision: Decision, kinds: Mapping[str, str] | None = None) -> str:
@@ -133,6 +149,8 @@ def short_action(decision: Decision, kinds: Mapping[str, str] | None = None) -> 
     for name, change in decision.changes.items():
         if name == "add_batch_norm":
             phrases.append("adding batch norm" if change.after else "removing batch norm")
+        elif name in BY_FIELD:
+            phrases.append(f"{BY_FIELD[name].name} {show(change.after)}")
         elif (kinds or {}).get(name) == FLAG:
             phrases.append(f"turning {name} {'on' if change.after else 'off'}")
         elif is_number(change.before) and is_number(change.after):
@@ -171,55 +189,6 @@ def ending_settings(state: WorkflowState, closest: Attempt | None = None) -> str
         f"Ending; job {closest.number} came closest to the objective ({objective.metric_name} = "
         f"{show(closest.objective_value)}), with {closest.summary()}."
     )
-
-
-#: The list of remedies that did not apply keeps at least this much of itself however long the rest of the reason.
-MIN_REMEDY_LIST_CHARACTERS = 80
-
-
-def exhausted_reason(
-    state: WorkflowState,
-    attempt: Attempt,
-    failure: str,
-    ladders: list[tuple[str, tuple[Remedy, ...]]],
-    situation: Situation,
-    any_rule: str,
-    failure_kinds: Mapping[str, str],
-    hyperparameters: Mapping[str, Any] | None = None,
-    closest: Attempt | None = None,
-    not_again: str = "",
-    labels_considered: str = "",
-) -> str:
-    """Which remedies exist for this failure and why none applies now, with the numbers; ``hyperparameters``: the
-    settings they were tried from (default: the last job's), those of ``closest`` when it is an earlier job;
-    ``not_again``: the remedies left out and why; ``labels_considered``: why the training labels were not blamed,
-    when the job's match with them fell short for another reason. The list of remedies is what is shortened to fit a reason's size:
-    the settings the run ends with, and why a remedy was not repeated, are kept whole."""
-    hyperparameters = state.run_spec.hyperparameters if hyperparameters is None else hyperparameters
-    lines, guarded, held = [], [], []
-    for key, ladder in ladders:
-        for remedy in ladder:
-            holds, _ = remedy.when.check(situation, hyperparameters)
-            guard = None if holds else remedy.when.guarded_against(situation, hyperparameters)
-            if guard is not None:  # what the job showed against it: said first, so a clipped list keeps it
-                guarded.append(f"{key}: {remedy.label}: not now, {guard}")
-                continue
-            if not holds:
-                lines.append(f"{key}: {remedy.label}: its condition {remedy.when.to_json()} does not hold")
-            else:  # its condition held and something else kept it out: said before the conditions that did not hold
-                held.append(f"{key}: {remedy.label}: {remedy.change.why_not(hyperparameters[remedy.change.hyperparameter])}")
-    lines = guarded + held + lines
-    if not ladders:
-        # a failure kind says what it is (and, for a batch of one, what avoids it in the script)
-        what = f"no remedies are declared for {failure}" + (
-            f" ({failure_kinds[failure]})" if failure in failure_kinds else f" or {any_rule}"
-        )
-    else:
-        what = f"no remedy left ({'; '.join(lines)})"
-    head = f"{headline(attempt, state)}. "
-    tail = f".{labels_considered}{changes_so_far(state)} {ending_settings(state, closest)}{not_again}"
-    room = MAX_REASON_BYTES - len(head.encode()) - len(tail.encode())
-    return head + clip(what[:1].upper() + what[1:], max(room, MIN_REMEDY_LIST_CHARACTERS)) + tail
 
 
 def outcome_reason(state: WorkflowState, attempt: Attempt) -> str:

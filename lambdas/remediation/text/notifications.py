@@ -23,10 +23,11 @@ from collections.abc import Mapping
 from typing import Any, Literal, get_args
 
 from contracts.remedies import show
-from lambdas.remediation.planning.planner import short_action
 from lambdas.remediation.state.attempts import Attempt
 from lambdas.remediation.state.payload import WorkflowState
+from lambdas.remediation.state.product_changes import product_changes
 from lambdas.remediation.state.validation_messages import clip
+from lambdas.remediation.text.decision_text import describe_product_changes, short_action
 
 EventType = Literal["job_launched", "issues_found", "completed", "gave_up", "workflow_error"]
 EVENT_TYPES = get_args(EventType)
@@ -75,13 +76,18 @@ def publish_request(topic_arn: str, notification: Notification) -> dict[str, Any
 
 
 def job_launched(state: WorkflowState) -> Notification:
+    """A job was launched: what it runs, and every change the product made to it (hyperparameters, the debugger's
+    loss settings, rule parameters) against the run_spec the run started with."""
     attempt = _require_attempt(state, "job_launched")
     subject = f"{SUBJECT_PREFIX} Attempt {_attempt_of(state, attempt.number)} launched: {attempt.summary()}"
+    changes = product_changes(state, attempt)
+    changed = f" Changed by the product from your run_spec: {describe_product_changes(changes)}." if changes else ""
     body = {
         **_common("job_launched", state),
         "summary": f"Launched training job {attempt.job_name} (attempt {_attempt_of(state, attempt.number)}) with "
-        f"{attempt.summary(400)}.",
+        f"{attempt.summary(400)}.{changed}",
         "job_name": attempt.job_name,
+        "changed_by_product": {name: change.model_dump(mode="json") for name, change in changes.items()},
         "run_spec": state.run_spec.model_dump(mode="json"),
     }
     return Notification(subject, body, "job_launched")

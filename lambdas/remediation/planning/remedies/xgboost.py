@@ -5,51 +5,15 @@
 evidence set; a PyTorch script has none of these names, an XGBoost script none of the networks', so each run keeps
 only its own (``contracts.remedies.adapt_to_script``).
 
-Measured on scikit-learn's breast cancer (398 training / 171 validation samples, seed 0, binary:logistic):
-
-| hyperparameters                                          | validation logloss      | validation accuracy |
-| -------------------------------------------------------- | ----------------------- | ------------------- |
-| max_depth 10, eta 0.9, min_child_weight 0, lambda 0      | best at round 0, then up: Overtraining at round 10 | 0.912 |
-|   ... with early stopping (5 rounds, best round kept)    | stops at round 5        | 0.912               |
-| max_depth 6, eta 0.3, min_child_weight 1, early stopping | best at round 11        | 0.959               |
-| max_depth 10, eta 0.1, min_child_weight 0, early stopping| best at round 20        | 0.936               |
-| max_depth 3, eta 0.1, min_child_weight 1, early stopping | best at round 58        | 0.959               |
-
-So early stopping alone keeps the best of an overfitting model (its first tree), and a lower eta alone does not
-tame trees grown to depth 10 without a minimum child weight: the first remedy brings all three into XGBoost's usual
-range together. None resumes from the stopped job's checkpoints: its later trees are the overfitted ones, and a
-booster can only add trees, not take them back.
+The first remedy brings depth, rate and child weight into XGBoost's usual range together, and none resumes from the
+stopped job's checkpoints (a booster can only add trees): docs/decisions/023-xgboost-trees-into-range-together.md.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from contracts.hyperparameter_values import INTEGER, REAL
 from contracts.remedies import OBJECTIVE_MISSED
-
-#: The names these remedies change, and what a script must mean by each (SageMaker's XGBoost hyperparameters).
-XGBOOST_HYPERPARAMETERS: dict[str, str] = {
-    "max_depth": "XGBoost: the deepest a tree may grow",
-    "eta": "XGBoost: the step size shrinking each new tree's weights (learning_rate)",
-    "min_child_weight": "XGBoost: the least hessian weight a leaf may hold (0: leaves of one sample)",
-    "subsample": "XGBoost: the fraction of the training rows each tree sees",
-    "num_round": "XGBoost: boosting rounds",
-    "early_stopping_rounds": "XGBoost: rounds without a better validation metric before stopping, keeping the best "
-    "round's model (0: off)",
-    "scale_pos_weight": "XGBoost: the weight of the positive class (1) against the negative one",
-}
-
-#: What each of them is (``contracts.hyperparameter_values.KINDS``).
-XGBOOST_KINDS: dict[str, str] = {
-    "max_depth": INTEGER,
-    "eta": REAL,
-    "min_child_weight": REAL,
-    "subsample": REAL,
-    "num_round": INTEGER,
-    "early_stopping_rounds": INTEGER,
-    "scale_pos_weight": REAL,
-}
 
 #: XGBoost's defaults: eta 0.3, max_depth 6, min_child_weight 1. Above (below) them each tree fits more of the
 #: training set's noise.

@@ -1,6 +1,9 @@
-"""What the planner knows about a finished attempt: the failure that answers it (the rule that fired, or the failure
-kind), the debugger's evidence as remedy conditions read it (the issue, the phase, the run's history: where the loss
-and the gradient norm peaked), and the learning-rate range of the optimizer the job stepped."""
+"""The planner's first step: what the evidence of a finished attempt says, read once into an immutable
+:class:`PlanningSituation`: the failure the remedies answer (the rule that fired, or the failure kind), the job to plan
+from (the closest to the objective so far), the debugger's evidence about it as remedy conditions read it
+(``contracts.situation.Situation``: the issue, the phase, where the loss and the gradient norm peaked, the loss's
+course, the training labels), what earlier remedies did, and the learning-rate range of the optimizer the job
+stepped."""
 
 from __future__ import annotations
 
@@ -11,17 +14,66 @@ import math
 from contracts.hyperparameter_values import show
 from contracts.loss_history import LossWindow
 from contracts.objective import Objective, ObjectiveCourse
-from contracts.remedies import FAILURE_KINDS, OBJECTIVE_MISSED
+from contracts.remedies import OBJECTIVE_MISSED
 from contracts.rule_status import Peak
 from contracts.situation import Situation
-from lambdas.remediation.planning import in_job_loss
+from contracts.training_labels import LabelFinding
 from lambdas.remediation.planning.learning_rate_ranges import RateRange, range_for
 from lambdas.remediation.state import attempts as attempt_models
+from lambdas.remediation.state import loss_settings
 from lambdas.remediation.state.attempts import Attempt
 from lambdas.remediation.state.payload import WorkflowState
 
 #: The conventional names of the learning rates: the rate remedies of the evidence set change these.
 RATE_HYPERPARAMETERS = ("learning_rate", "warmup_learning_rate")
+
+
+@dataclasses.dataclass(frozen=True)
+class PlanningSituation:
+    """Everything the planner reads about the run to decide after its last attempt, built once by
+    :func:`read_situation`."""
+
+    #: The job that just ended, and the failure its remedies answer (a rule's name or a failure kind).
+    attempt: Attempt
+    failure: str
+    #: The job the next one is planned from: ``attempt``, or an earlier one that came closer to the objective.
+    base: Attempt
+    #: The debugger's evidence about ``base`` as remedy conditions read it.
+    evidence: Situation
+    #: What ``base`` ran with (hyperparameters and debugger settings): what the remedies change.
+    settings: dict
+    #: What the training labels say, when a quiet miss is to be read through them: then only a remedy that names a
+    #: cause in the run answers it (the loss's course would only send more epochs or another rate after the data).
+    labels: LabelFinding | None
+    #: Remedies after which the objective got worse (label -> the fact), and the settings each job of the run ran.
+    worse: dict[str, MadeItWorse]
+    tried: tuple[dict, ...]
+    #: The learning-rate range of the optimizer the job stepped.
+    rates: RateRange
+
+    @property
+    def planned_from_earlier_job(self) -> bool:
+        return self.base is not self.attempt
+
+
+def read_situation(state: WorkflowState) -> PlanningSituation:
+    """The situation after the state's last attempt (which must have ended)."""
+    attempt = state.last_attempt
+    failure = failure_of(attempt)
+    base = attempt_to_plan_from(state, attempt, failure)
+    evidence = situation_to_plan_from(state, base, attempt)
+    settings = base.settings() if base is not attempt else state.job_settings()
+    return PlanningSituation(
+        attempt=attempt,
+        failure=failure,
+        base=base,
+        evidence=evidence,
+        settings=settings,
+        labels=evidence.labels if failure == OBJECTIVE_MISSED else None,
+        worse=remedies_that_made_it_worse(state),
+        tried=tuple(earlier.settings() for earlier in state.attempts),
+        rates=rate_range(state),
+    )
 
 
 def situation_in(state: WorkflowState, attempt: Attempt) -> Situation:
@@ -32,8 +84,8 @@ def situation_in(state: WorkflowState, attempt: Attempt) -> Situation:
         attempt,
         state.declared_objective(),
         state.epochs_in(attempt.hyperparameters),
-        loss_weighted_by_class=in_job_loss.weighted_by_class(state, attempt),
-        loss_robust_to_wrong_labels=in_job_loss.robust_to_wrong_labels(state, attempt),
+        loss_weighted_by_class=loss_settings.weighted_by_class(state, attempt),
+        loss_robust_to_wrong_labels=loss_settings.robust_to_wrong_labels(attempt),
     )
 
 
@@ -41,13 +93,8 @@ def situation_to_plan_from(state: WorkflowState, base: Attempt, attempt: Attempt
     """:func:`situation_in` of the attempt the planner plans from (``base``, :func:`attempt_to_plan_from`), with what a
     later quiet miss found in the training labels when ``base``'s own labels say nothing (the latest such finding).
 
-    The labels are the same in every job of a run, but what a job shows of them depends on its settings: report seed
-    1047, configuration 11 (40% of the digits labels wrong) matched 65% of its training labels in 12 epochs and scored
-    0.797 held out, a gap just short of the noisy bound; trained four times as long it matched 84% and scored 0.683,
-    learning them by heart. The planner went back to the first job, closer to the objective, and read nothing there:
-    the run ended with no remedy left and the robust loss never tried. Development seed 200, configuration 31 (60%
-    wrong, the first job's loss still falling) ended the same way; with the later finding it met the objective on the
-    robust loss from the first job's settings (tests/workflow_domain/recorded/text-noisy-labels-found-by-a-later-job)."""
+    The labels are the same in every job of a run, but what a job shows of them depends on its settings: a job trained
+    longer may learn them by heart where the closer one showed nothing (docs/decisions/016-later-job-label-finding.md)."""
     situation = situation_in(state, base)
     if base is attempt or situation.own_labels is not None:
         return situation
@@ -131,14 +178,7 @@ def _peak(peak: attempt_models.Peak | None) -> Peak | None:
 
 def failure_of(attempt: Attempt) -> str:
     """The key of the remedies that answer this attempt: the rule that fired, or the failure kind."""
-    if attempt.outcome in FAILURE_KINDS:
-        return attempt.outcome
-    if attempt.issue is not None:
-        return attempt.issue.rule
-    for status in attempt.rule_statuses:
-        if status.status == "IssuesFound":
-            return status.name
-    return "unknown rule"
+    return attempt.failure_key
 
 
 def reported_optimizer(state: WorkflowState) -> str | None:
@@ -162,13 +202,20 @@ def rate_names(state: WorkflowState) -> set[str]:
     return {state.hyperparameter_names.get(name, name) for name in RATE_HYPERPARAMETERS}
 
 
-def remedies_that_made_it_worse(state: WorkflowState) -> dict[str, str]:
+@dataclasses.dataclass(frozen=True)
+class MadeItWorse:
+    """A remedy after which the job's objective got worse: the job after it, and the fact to say."""
+
+    job: int
+    fact: str
+
+
+def remedies_that_made_it_worse(state: WorkflowState) -> dict[str, MadeItWorse]:
     """The remedies (by label) after which the job's objective metric got worse than the job before by more than the
-    later job's :func:`report_noise`, each with the fact to say ("after LowerLearningRate, validation:accuracy went
-    from 0.45 to 0.3"): the planner does not repeat them (issue 21: lowering a rate four times on a run that lowering
-    made worse each time)."""
+    later job's :func:`report_noise` ("after LowerLearningRate (job 2), validation:accuracy went from 0.45 to 0.3"):
+    the planner does not repeat them."""
     objective = state.declared_objective()
-    worse: dict[str, str] = {}
+    worse: dict[str, MadeItWorse] = {}
     if objective is None:
         return worse
     for before, after in itertools.pairwise(state.attempts):
@@ -179,8 +226,9 @@ def remedies_that_made_it_worse(state: WorkflowState) -> dict[str, str]:
         if remedy is None or old is None or new is None or not (math.isfinite(old) and math.isfinite(new)):
             continue
         if objective.shortfall(new) > objective.shortfall(old) + report_noise(after):
-            worse[remedy] = (
-                f"after {remedy} (job {after.number}), {objective.metric_name} went from {show(old)} to {show(new)}"
+            worse[remedy] = MadeItWorse(
+                after.number,
+                f"after {remedy} (job {after.number}), {objective.metric_name} went from {show(old)} to {show(new)}",
             )
     return worse
 
@@ -210,10 +258,8 @@ def report_noise(attempt: Attempt) -> float:
     """How far the attempt's objective value moves by chance: the standard deviation of its recent reports around
     their trend line (``contracts.objective.ObjectiveCourse.recent_noise``); 0 when it reported too few to tell.
 
-    A job whose value differs from an earlier one's by less than this did neither better nor worse. Development seed
-    262, configuration 18 (the random zoo: a 4x32 GELU MLP on the tabular data trained 1 epoch of its 12): job 1
-    scored 0.2983, at chance; four times the epochs scored 0.2883 (reports 0.298, 0.233, 0.32, 0.288: noise 0.044),
-    read as worse, so the planner went back to one epoch and raised the rate there, and ended at chance."""
+    A job whose value differs from an earlier one's by less than this did neither better nor worse
+    (docs/decisions/015-worse-and-closer-beyond-report-noise.md)."""
     course = attempt.evidence.objective_course if attempt.evidence else None
     noise = course.recent_noise if course is not None else None
     return noise if noise is not None and math.isfinite(noise) and noise > 0 else 0.0
