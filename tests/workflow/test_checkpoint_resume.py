@@ -109,3 +109,60 @@ def test_a_retried_copy_goes_on_where_the_last_try_stopped(workflow):
 
     copied = checkpoint_resume.copy_checkpoints(s3, BUCKET, source, target, copy_client=Counting())
     assert copied.files == 3 and [key.rsplit("/", 1)[1] for key in copies] == ["shard-1", "shard-2"]
+
+
+def test_a_multipart_checkpoint_already_copied_is_not_copied_again(workflow):
+    """A file SageMaker uploaded in parts has an ETag ("...-2") its single-part copy never has: the 'already copied'
+    check compared ETags, so a retried task copied it again at every try (and a copy slower than a try never
+    finished). The same size, written at or after the source, is a finished copy (CopyObject writes it whole)."""
+    s3 = boto3.client("s3", region_name=REGION)
+    source, target = "remediation-job-0123-001", "remediation-job-0123-002"
+    key = f"{bucket_layout.checkpoint_prefix(source)}model.pt"
+    upload = s3.create_multipart_upload(Bucket=BUCKET, Key=key)["UploadId"]
+    parts = [
+        {"PartNumber": number, "ETag": s3.upload_part(Bucket=BUCKET, Key=key, UploadId=upload, PartNumber=number, Body=body)["ETag"]}
+        for number, body in ((1, b"a" * 5 * 1024**2), (2, b"b" * 1024))
+    ]
+    s3.complete_multipart_upload(Bucket=BUCKET, Key=key, UploadId=upload, MultipartUpload={"Parts": parts})
+    checkpoint_resume.copy_checkpoints(s3, BUCKET, source, target)  # the first try copies it
+    source_etag = s3.head_object(Bucket=BUCKET, Key=key)["ETag"]
+    copied = s3.head_object(Bucket=BUCKET, Key=f"{bucket_layout.checkpoint_prefix(target)}model.pt")
+    assert source_etag.endswith('-2"') and copied["ETag"] != source_etag  # the ETags differ: the old check's blind spot
+
+    copies = []
+
+    class Counting:
+        def copy_object(self, **request):
+            copies.append(request["Key"])
+            return s3.copy_object(**request)
+
+    again = checkpoint_resume.copy_checkpoints(s3, BUCKET, source, target, copy_client=Counting())
+    assert again.files == 1 and copies == []
+
+
+def test_a_large_checkpoint_is_copied_in_parts_each_a_short_request(workflow, monkeypatch):
+    """A file above COPY_PART_BYTES is copied with UploadPartCopy, a part per request (here 5 MiB parts, S3's
+    smallest), so no read waits on a whole 5 GB copy (the copy client's 120 s read timeout used to expire on one and
+    the task looped until AwsTransientError); the copy is byte for byte the source."""
+    from boto3.s3.transfer import TransferConfig
+
+    part = 5 * 1024**2
+    monkeypatch.setattr(checkpoint_resume, "COPY_PART_BYTES", part)
+    monkeypatch.setattr(
+        checkpoint_resume,
+        "MULTIPART_COPY",
+        TransferConfig(multipart_threshold=part + 1, multipart_chunksize=part, use_threads=False),
+    )
+    s3 = boto3.client("s3", region_name=REGION)
+    calls: list[str] = []
+    s3.meta.events.register("before-call.s3.*", lambda model, **kwargs: calls.append(model.name))
+    source, target = "remediation-job-0123-001", "remediation-job-0123-002"
+    body = bytes(range(256)) * (11 * 1024**2 // 256)  # 11 MiB: three parts
+    s3.put_object(Bucket=BUCKET, Key=f"{bucket_layout.checkpoint_prefix(source)}model.pt", Body=body)
+
+    copied = checkpoint_resume.copy_checkpoints(s3, BUCKET, source, target)
+
+    assert copied.files == 1 and copied.bytes == len(body)
+    assert calls.count("UploadPartCopy") == 3 and "CopyObject" not in calls and "CompleteMultipartUpload" in calls
+    carried = s3.get_object(Bucket=BUCKET, Key=f"{bucket_layout.checkpoint_prefix(target)}model.pt")["Body"].read()
+    assert carried == body
