@@ -150,3 +150,31 @@ def wait_for(condition, timeout: float = 120.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, "timed out waiting"
         time.sleep(0.05)
+
+
+def test_every_request_the_teardown_makes_passes_botocores_validation(workflow, answers):
+    """ListExecutions, StopExecution, ListTrainingJobs, ListTags and StopTrainingJob, checked one by one against
+    botocore's service models, besides the clients' own validation."""
+    import botocore.session
+    from botocore.validate import validate_parameters
+
+    calls = []
+    workflow.dispatch.add_interceptor(lambda call: calls.append(call) if call.service != "lambda" else None)
+    sagemaker = workflow.script([running()])
+    arn = workflow.start(SLOW)
+    wait_for(lambda: "WaitForJob" in entered(workflow, arn))
+    before = len(calls)
+    stack_teardown_handler.handler(delete_event(), Context())
+    session = botocore.session.get_session()
+    made = calls[before:]
+    for call in made:
+        model = session.get_service_model({"sfn": "stepfunctions"}.get(call.service, call.service))
+        validate_parameters(call.params, model.operation_model(call.operation).input_shape)
+    assert {(call.service, call.operation) for call in made} >= {
+        ("sfn", "ListExecutions"),
+        ("sfn", "StopExecution"),
+        ("sagemaker", "ListTrainingJobs"),
+        ("sagemaker", "ListTags"),
+        ("sagemaker", "StopTrainingJob"),
+    }
+    assert sagemaker.stopped == [sagemaker.created[0]["TrainingJobName"]]
