@@ -20,6 +20,8 @@ import dataclasses
 import json
 from typing import Any
 
+from workflow_harness import ASL_PATH
+
 from lambdas.remediation.state.end_causes import (
     EXPECTED_ENDS,
     NOTIFICATIONS_NOT_SENT,
@@ -50,10 +52,8 @@ def check_invariants(
     *,
     healthy_jobs: set[str] | None = None,
     aborted: bool = False,
-    budget_exhausted: bool = False,
 ) -> list[str]:
-    """Every promise the execution broke, one line each (empty: none). ``budget_exhausted``: the schedule held a
-    fault long enough to outlast a retry budget (the run may then end on it, and stop its job to end it)."""
+    """Every promise the execution broke, one line each (empty: none)."""
     sagemaker = workflow.sagemaker
     violations: list[str] = []
     status = description["status"]
@@ -61,6 +61,8 @@ def check_invariants(
     error = description.get("error")
     jobs = sagemaker.final_statuses()
     cleanup_failed = _cleanup_failed_on_every_try(workflow, arn)
+    # the run may end on a fault (and stop its job to end) only once the fault outlasted its task's retries
+    budget_exhausted = status == "FAILED" and _retries_ran_out(workflow.history(arn), error)
     for job, job_status in jobs.items():
         if job_status != "InProgress":
             continue
@@ -159,6 +161,31 @@ def _silence_violations(workflow: Any, harness: Any, description: dict[str, Any]
     if not expected and not harness.metric_count_since(arn, UNEXPECTED_WORKFLOW_ERRORS):
         violations.append(f"execution ended {status} {error or ''} in {last_state}, not an expected end, and no alarm")
     return violations
+
+
+def _retries_ran_out(history: list[dict[str, Any]], error: str | None) -> bool:
+    """Whether the task that failed with ``error`` failed as often in one visit as the stack's own definition
+    (statemachine/remediation.asl.json, not the machine that ran: a test may run one without its Retry) allows: its
+    retrier for that error's MaxAttempts + 1 tries. Read from the history."""
+    definition = json.loads(ASL_PATH.read_text())["States"]
+    state, failures, ran_out = "", [], False
+    for event in history:
+        entered = event.get("stateEnteredEventDetails")
+        if entered:
+            state, failures = entered["name"], []
+        failed = event.get("taskFailedEventDetails") or event.get("taskTimedOutEventDetails")
+        if not failed:
+            continue
+        failures.append(failed.get("error", ""))
+        if failed.get("error") != error:
+            continue
+        retrier = next((r for r in definition.get(state, {}).get("Retry", []) if error in r["ErrorEquals"]), None)
+        if retrier is None:
+            ran_out = True  # the stack does not retry it: the first failure ends the task
+            continue
+        tries = sum(1 for name in failures if name in retrier["ErrorEquals"])
+        ran_out = ran_out or tries >= retrier.get("MaxAttempts", 3) + 1
+    return ran_out
 
 
 def _cleanup_failed_on_every_try(workflow: Any, arn: str) -> bool:

@@ -182,10 +182,7 @@ def run_drawn(workflow: Workflow, faults: FaultHarness, drawn: Drawn, timeout: f
         if index >= len(drawn.stories) or drawn.stories[index] == HEALTHY
     }
     stopped = drawn.abort is not None and any(planned.stopped for planned in faults.aborts)
-    exhausted = drawn.burst is not None and _burst_ran_out(faults, drawn.burst)
-    violations = check_invariants(
-        workflow, faults, described, healthy_jobs=healthy, aborted=stopped, budget_exhausted=exhausted
-    )
+    violations = check_invariants(workflow, faults, described, healthy_jobs=healthy, aborted=stopped)
     return Outcome(
         seed=drawn.seed,
         status=described["status"],
@@ -195,12 +192,6 @@ def run_drawn(workflow: Workflow, faults: FaultHarness, drawn: Drawn, timeout: f
         drawn=drawn,
         stopped=stopped,
     )
-
-
-def _burst_ran_out(faults: FaultHarness, burst: Burst) -> bool:
-    """Whether the burst was met as often as its retry budget allows (an execution may end before it is)."""
-    (rule,) = [rule for rule in faults.schedule.rules if (rule.service, rule.operation, rule.kind) == (burst.service, burst.operation, burst.kind)]
-    return rule.seen - rule.skip >= burst.times
 
 
 def summary(outcomes: list[Outcome]) -> dict[str, Any]:

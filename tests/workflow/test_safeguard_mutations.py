@@ -45,10 +45,9 @@ def run(
     execution_input: dict[str, Any],
     state_machine_arn: str | None = None,
     unhealthy: int = 0,
-    exhausted: bool = False,
 ) -> list[str]:
     """Run the execution and check every invariant; the first ``unhealthy`` jobs are not healthy ones (the monitor
-    may stop them), the rest are; ``exhausted``: the scenario's faults outlast a retry budget."""
+    may stop them), the rest are."""
     arn = workflow.start(execution_input, state_machine_arn)
     described = workflow.wait(arn, timeout=180)
     faults.settle(arn)
@@ -56,7 +55,7 @@ def run(
     healthy = {request["TrainingJobName"] for request in workflow.sagemaker.created[unhealthy:]}
     aborted = any(planned.stopped for planned in faults.aborts)
     return check_invariants(
-        workflow, faults, described, healthy_jobs=healthy, aborted=aborted, budget_exhausted=exhausted
+        workflow, faults, described, healthy_jobs=healthy, aborted=aborted
     )
 
 
@@ -101,7 +100,7 @@ def stopped_while_its_job_trains_on(workflow, faults) -> list[str]:
 def every_invoke_after_initialize_throttled(workflow, faults) -> list[str]:
     workflow.script([completed()])
     faults.schedule.add("lambda", "Invoke", "throttle", times=10**6, skip=1)
-    return run(workflow, faults, BASE_INPUT, exhausted=True)
+    return run(workflow, faults, BASE_INPUT)
 
 
 # --------------------------------------------------------------------------- the mutations
