@@ -15,7 +15,7 @@ from lambdas.remediation.planning.remedies.sets import EVIDENCE_REMEDIES
 from lambdas.remediation.planning.remedies.xgboost import XGBOOST_EVIDENCE_REMEDIES
 from lambdas.remediation.state.execution_input import initial_state
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[5]
 EXAMPLE_SPEC = json.loads((REPO / "examples" / "xgboost" / "run_spec.json").read_text())
 SOURCE = "s3://remediation-artifacts-123456789012/code/xgboost-0123456789abcdef/sourcedir.tar.gz"
 XGBOOST_START = EXAMPLE_SPEC["hyperparameters"]  # max_depth 10, eta 0.9, min_child_weight 0, lambda 0, no early stop

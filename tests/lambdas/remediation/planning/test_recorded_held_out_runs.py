@@ -5,7 +5,7 @@ overfitting (the script's regularisers, else smaller steps), not as a rate that 
 from __future__ import annotations
 
 from lambdas.remediation.planning.planner import plan
-from tests.workflow_domain.recorded_runs import finish, recorded, start
+from tests.lambdas.remediation.recorded_runs import finish, recorded, start
 
 
 def overfit_run(account_input, **overrides):

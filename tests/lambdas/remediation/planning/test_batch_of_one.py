@@ -10,7 +10,7 @@ from lambdas.remediation.monitoring import verdict as monitoring
 from lambdas.remediation.planning.planner import plan
 from lambdas.remediation.state.execution_input import initial_state
 from lambdas.remediation.text.notifications import issues_found
-from tests.workflow_domain.recorded_runs import finish, recorded, start
+from tests.lambdas.remediation.recorded_runs import finish, recorded, start
 
 JOB = "remediation-mlp-0123456789-001"
 BATCH_NORM = (

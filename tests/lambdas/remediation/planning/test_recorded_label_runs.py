@@ -12,7 +12,7 @@ from lambdas.remediation.planning.planner import plan
 from lambdas.remediation.state import loss_settings
 from lambdas.remediation.state.payload import WorkflowState
 from lambdas.remediation.text.notifications import issues_found
-from tests.workflow_domain.recorded_runs import final_metric_only, finish, quiet_miss, recorded, start
+from tests.lambdas.remediation.recorded_runs import final_metric_only, finish, quiet_miss, recorded, start
 
 
 def test_a_rare_class_is_weighted_and_the_next_job_meets_the_objective(account_input):

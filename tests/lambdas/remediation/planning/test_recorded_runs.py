@@ -10,7 +10,7 @@ import pytest
 
 from lambdas.remediation.planning.planner import plan
 from lambdas.remediation.text.notifications import issues_found
-from tests.workflow_domain.recorded_runs import (
+from tests.lambdas.remediation.recorded_runs import (
     finish,
     quiet_miss,
     recorded,

@@ -85,7 +85,7 @@ def test_once_weighted_the_same_data_does_not_end_the_run_but_mispredictions_sti
 
 
 def test_xgboost_weighs_the_positive_class_and_raises_the_bound_too(account_input):
-    from tests.workflow_domain.test_xgboost_remedies import EXAMPLE_SPEC, XGBOOST_START
+    from tests.lambdas.remediation.planning.remedies.test_xgboost_remedies import EXAMPLE_SPEC, XGBOOST_START
 
     source = "s3://remediation-artifacts-123456789012/code/xgboost-0123456789abcdef/sourcedir.tar.gz"
     xgboost_input = {
