@@ -5,7 +5,7 @@ the script's (``{"learning_rate": "lr", "num_epochs": "epochs"}``). Standard lib
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from contracts.hyperparameter_values import FLAG, INTEGER, REAL, TEXT, infer_kinds
@@ -78,20 +78,26 @@ CONVENTIONAL_KINDS: dict[str, str] = {
 
 
 def hyperparameter_kinds(
-    hyperparameters: Mapping[str, Any], names: Mapping[str, str], declared: Mapping[str, str] | None = None
+    hyperparameters: Mapping[str, Any],
+    names: Mapping[str, str],
+    declared: Mapping[str, str] | None = None,
+    spelled: Iterable[str] = (),
 ) -> dict[str, str]:
     """Every hyperparameter's kind: as the run_spec declares it (``hyperparameter_kinds``), else as the conventional
     name it stands for (``names``: conventional -> the script's; a script using a conventional name itself needs
-    none), else from its name and value (``contracts.hyperparameter_values.infer_kinds``)."""
-    return infer_kinds(hyperparameters, declared, conventional_meanings(names))
+    none), else from its name and value (``contracts.hyperparameter_values.infer_kinds``). ``spelled``: conventional
+    names whose values the script spells its own way (a value map): their kind is the script's value's."""
+    return infer_kinds(hyperparameters, declared, conventional_meanings(names, spelled))
 
 
-def conventional_meanings(names: Mapping[str, str]) -> dict[str, str]:
+def conventional_meanings(names: Mapping[str, str], spelled: Iterable[str] = ()) -> dict[str, str]:
     """The script's hyperparameter name -> the kind of the conventional one it stands for (``names``: conventional ->
-    the script's; a conventional name no other name claims stands for itself)."""
+    the script's; a conventional name no other name claims stands for itself; one in ``spelled`` has values of the
+    script's own, so its kind is not the conventional one)."""
     claimed = {own for conventional, own in names.items() if own != conventional}
+    spelled = set(spelled)
     return {
         names.get(conventional, conventional): kind
         for conventional, kind in CONVENTIONAL_KINDS.items()
-        if conventional in names or conventional not in claimed
+        if (conventional in names or conventional not in claimed) and conventional not in spelled
     }

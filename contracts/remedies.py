@@ -209,14 +209,29 @@ def parse_remedies(
     return parsed
 
 
+def value_key(value: Value) -> str:
+    """How a conventional value is named in a value map (``hyperparameter_names``' ``values``): true/false, or the
+    value as text."""
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
 def adapt_to_script(
-    preset: Mapping[str, Sequence[Mapping[str, Any]]], names: Mapping[str, str], hyperparameters: Mapping[str, Value]
+    preset: Mapping[str, Sequence[Mapping[str, Any]]],
+    names: Mapping[str, str],
+    hyperparameters: Mapping[str, Value],
+    values: Mapping[str, Mapping[str, Value]] | None = None,
 ) -> dict[str, list[dict[str, Any]]]:
     """A built-in remedy set, written on conventional names (learning_rate, grad_clip, ...), for a script's own
     hyperparameters: each name renamed through ``names`` (conventional -> the script's, e.g. learning_rate ->
     lr), and every remedy, ``also`` change or condition on a hyperparameter the run does not have left out.
     Rules left with no remedy are left out. A script's name that ``names`` gives another conventional name stands for
-    that one only: XGBoost's ``{"eta": "learning_rate"}`` keeps the networks' learning-rate remedies off it."""
+    that one only: XGBoost's ``{"eta": "learning_rate"}`` keeps the networks' learning-rate remedies off it.
+
+    ``values``: for a conventional name whose values the script spells its own way, conventional value (as
+    :func:`value_key` names it) -> the script's (``{"add_batch_norm": {"true": "batch", "false": "none"}}``): a
+    remedy's value and a condition's are translated; one the map does not name is a value the script does not take,
+    so the remedy (or its ``also`` change) is left out."""
+    values = values or {}
     claimed = {own for conventional, own in names.items() if own != conventional}
 
     def rename(name: str) -> str | None:
@@ -224,12 +239,29 @@ def adapt_to_script(
             return names[name]
         return None if name in claimed else name
 
-    def change(entry: Mapping[str, Any]) -> dict[str, Any]:
+    def translated(conventional: str, value: Value) -> tuple[bool, Value]:
+        """(the script takes it, the script's spelling)."""
+        spelled = values.get(conventional)
+        if spelled is None:
+            return True, value
+        key = value_key(value)
+        return (key in spelled, spelled.get(key))
+
+    def change(entry: Mapping[str, Any]) -> dict[str, Any] | None:
         if "debugger_setting" in entry:  # the product's own settings: no script name
             return dict(entry)
-        return {**entry, "hyperparameter": rename(entry["hyperparameter"])}
+        conventional = entry["hyperparameter"]
+        renamed = {**entry, "hyperparameter": rename(conventional)}
+        if "set_to" in entry:
+            takes, spelled = translated(conventional, entry["set_to"])
+            if not takes:
+                return None
+            renamed["set_to"] = spelled
+        return renamed
 
-    def present(entry: Mapping[str, Any]) -> bool:
+    def present(entry: Mapping[str, Any] | None) -> bool:
+        if entry is None:
+            return False
         if "debugger_setting" in entry:
             setting = DEBUGGER_SETTINGS.get(entry["debugger_setting"])
             return setting is not None and setting.field in hyperparameters
@@ -246,7 +278,11 @@ def adapt_to_script(
             applies = True
             for test in HYPERPARAMETER_TESTS:
                 if test in when:
-                    renamed = {rename(name): value for name, value in when[test].items()}
+                    renamed = {}
+                    for name, value in when[test].items():
+                        takes, spelled = translated(name, value) if test == "hyperparameters" else (True, value)
+                        applies = applies and takes
+                        renamed[rename(name)] = spelled
                     applies = applies and all(name in hyperparameters for name in renamed)
                     when[test] = renamed
             if not applies:  # a condition on a knob the script lacks never holds

@@ -11,9 +11,9 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from contracts.stack_guardrails import StackGuardrails
 from lambdas.remediation import handler_support
+from lambdas.remediation.execution_input import initial_state
 from lambdas.remediation.planning import planner as policies
 from lambdas.remediation.state import end_causes
-from lambdas.remediation.state.execution_input import initial_state
 from lambdas.remediation.state.payload import WorkflowState, parse_state
 from lambdas.remediation.text import notifications
 

@@ -17,7 +17,7 @@ from contracts.distributed import (
     placement_from_environment,
 )
 from contracts.job import decode_hyperparameter, encode_hyperparameters
-from lambdas.remediation.state.execution_input import InvalidExecutionInput, initial_state
+from lambdas.remediation.execution_input import InvalidExecutionInput, initial_state
 
 INPUT = {
     "bucket": "remediation-artifacts",

@@ -3,7 +3,7 @@
 import pytest
 
 from contracts import ContractError
-from contracts.remedies import Change, Condition, Remedy, parse_remedies, remedies_to_json
+from contracts.remedies import Change, Condition, Remedy, adapt_to_script, parse_remedies, remedies_to_json
 from contracts.situation import Situation
 
 START = {"lr": 0.1, "batch_size": 128, "grad_clip": 0.0, "batch_norm": False, "optimizer": "sgd"}
@@ -188,3 +188,30 @@ def test_remedies_for_objective_out_of_reach_are_refused_pointing_at_objective_m
         parse_remedies({"ObjectiveOutOfReach": [{"hyperparameter": "epochs", "multiply_by": 2}]}, {**START, "epochs": 12})
     assert caught.value.field == "remedies.ObjectiveOutOfReach"
     assert "declare them under 'objective_missed'" in caught.value.problem
+
+
+def test_a_script_that_spells_a_knobs_values_its_own_way_gets_the_remedies_in_its_spelling():
+    """Batch norm on is --norm batch, leaky ReLU is --act lrelu: the value map translates what a remedy sets and what
+    a condition tests; a value the map does not name is one the script does not take, so that remedy is left out."""
+    preset = {
+        "ExplodingTensor": [{"name": "AddBatchNorm", "hyperparameter": "add_batch_norm", "set_to": True}],
+        "DeadRelu": [
+            {"name": "SwitchToLeakyReLU", "hyperparameter": "activation", "set_to": "leaky_relu",
+             "when": {"hyperparameters": {"activation": "relu"}}},
+            {"name": "SwitchToELU", "hyperparameter": "activation", "set_to": "elu"},
+        ],
+    }  # fmt: skip
+    names = {"add_batch_norm": "norm", "activation": "act"}
+    values = {"add_batch_norm": {"true": "batch", "false": "none"}, "activation": {"relu": "relu", "leaky_relu": "lrelu"}}
+    hyperparameters = {"norm": "none", "act": "relu"}
+    adapted = adapt_to_script(preset, names, hyperparameters, values)
+    assert adapted == {
+        "ExplodingTensor": [{"name": "AddBatchNorm", "hyperparameter": "norm", "set_to": "batch"}],
+        "DeadRelu": [
+            {"name": "SwitchToLeakyReLU", "hyperparameter": "act", "set_to": "lrelu", "when": {"hyperparameters": {"act": "relu"}}}
+        ],
+    }
+    remedy = parse_remedies(adapted, hyperparameters)["ExplodingTensor"][0]
+    assert remedy.apply(hyperparameters) == {"norm": "batch", "act": "relu"}
+    # without a value map the names alone are translated, as before
+    assert adapt_to_script(preset, names, hyperparameters)["ExplodingTensor"][0]["set_to"] is True

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
+from lambdas.remediation.execution_input import initial_state
 from lambdas.remediation.job import job_identity, job_request
-from lambdas.remediation.state.execution_input import initial_state
 
 NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 INPUT = {"bucket": "artifacts-bucket", "region": "us-west-2", "sm_role": "arn:aws:iam::123456789012:role/SageMaker"}
@@ -233,14 +233,14 @@ def test_objective_out_of_reach_selected_gets_the_jobs_planned_epochs_and_has_no
 
 
 def test_a_bad_rule_selection_is_refused_before_any_launch():
-    from lambdas.remediation.state.execution_input import InvalidExecutionInput
+    from lambdas.remediation.execution_input import InvalidExecutionInput
 
     with pytest.raises(InvalidExecutionInput, match=r"rules\[0\]\.parameters\.threshold: must be a string"):
         initial_state({**INPUT, "rules": [{"name": "VanishingGradient", "parameters": {"threshold": 1e-6}}]})
 
 
 def test_a_rule_that_could_never_fire_is_refused_before_any_launch_naming_the_setting():
-    from lambdas.remediation.state.execution_input import InvalidExecutionInput
+    from lambdas.remediation.execution_input import InvalidExecutionInput
 
     with pytest.raises(InvalidExecutionInput, match=r"rules\[1\]\.parameters\.threshold_layer: DeadRelu: is 100"):
         initial_state({**INPUT, "rules": ["ExplodingTensor", {"name": "DeadRelu", "parameters": {"threshold_layer": "100"}}]})
@@ -268,7 +268,7 @@ def test_every_run_spec_the_validation_accepts_builds_its_first_jobs_request_wha
     run_spec one hyperparameter short of SageMaker's limit without them is over the limit with them."""
     from contracts.debugger_config import BUILTIN_RULE_DEFAULTS
     from contracts.rule_selection import XGBOOST_ONLY_RULES
-    from lambdas.remediation.state.execution_input import InvalidExecutionInput
+    from lambdas.remediation.execution_input import InvalidExecutionInput
 
     objective = {"metric_name": "validation:" + "x" * 205, "type": "Maximize", "target_value": 0.9}
     rules = [

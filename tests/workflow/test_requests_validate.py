@@ -20,8 +20,8 @@ from contracts.job import (
     script_mode_arguments,
 )
 from debugger.launcher import class_weighting, metric_definitions, robust_loss, split_arguments
+from lambdas.remediation.execution_input import initial_state
 from lambdas.remediation.job import job_identity, job_request
-from lambdas.remediation.state.execution_input import initial_state
 from lambdas.remediation.state.validation_messages import InvalidExecutionInput
 from lambdas.remediation.text import notifications
 from model.hyperparameters import parse_hyperparameters

@@ -9,6 +9,7 @@ import botocore.session
 import pytest
 from botocore.validate import validate_parameters
 
+from lambdas.remediation.execution_input import initial_state
 from lambdas.remediation.job import job_request, training_images
 from lambdas.remediation.job.training_images import (
     DEFAULT_FRAMEWORK_VERSION,
@@ -19,7 +20,6 @@ from lambdas.remediation.job.training_images import (
     rule_evaluator_image_uri,
     training_image_uri,
 )
-from lambdas.remediation.state.execution_input import initial_state
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SESSION = botocore.session.get_session()

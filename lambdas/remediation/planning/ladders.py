@@ -50,6 +50,7 @@ def run_remedies(state: WorkflowState, preset: Mapping[str, Any] | None = None) 
             preset if preset is not None else remedy_sets.POLICY_REMEDIES[state.policy],
             state.hyperparameter_names,
             settings,
+            state.hyperparameter_values,
         )
     return parse_remedies(
         declaration, settings, check_reachable=False, check_size=state.policy == "declared", kinds=state.kinds()

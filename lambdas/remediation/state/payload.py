@@ -11,7 +11,7 @@ A run_spec is what one training job runs: the user's script (``entry_point``
 in ``source_dir``), its own ``hyperparameters``, the channels and metric
 regexes, and the job settings. The bounds and patterns come from
 ``contracts.run_spec``; the execution input that becomes the first state is in
-``lambdas.remediation.state.execution_input``.
+``lambdas.remediation.execution_input``.
 
 Every model forbids unknown keys. Bad input raises ``InvalidState`` naming each
 bad field. The models also work through Powertools' parser
@@ -97,7 +97,7 @@ def _remedies_json(value: Any) -> Any:
 
 class WorkflowState(BaseModel):
     """``$.state`` of the state machine: the sample's keys plus the declarations, budgets and attempts.
-    Built from the execution input by ``lambdas.remediation.state.execution_input.initial_state``."""
+    Built from the execution input by ``lambdas.remediation.execution_input.initial_state``."""
 
     model_config = STRICT
 
@@ -112,6 +112,11 @@ class WorkflowState(BaseModel):
     remedies: Annotated[dict[str, list[dict[str, Any]]], BeforeValidator(_remedies_json)] = Field(default_factory=dict)
     #: For a built-in remedy set (policy evidence or anchor): conventional hyperparameter name -> the script's.
     hyperparameter_names: Annotated[dict[str, Text(MAX_NAME_BYTES)], Field(max_length=32)] = Field(default_factory=dict)
+    #: For a conventional name whose values the script spells its own way: conventional value -> the script's.
+    hyperparameter_values: Annotated[
+        dict[str, Annotated[dict[str, bool | int | float | Text(MAX_NAME_BYTES)], Field(max_length=16)]],
+        Field(max_length=32),
+    ] = Field(default_factory=dict)
     #: What the run_spec declares a hyperparameter to be, where its name and value would say otherwise
     #: (``contracts.hyperparameter_values.KINDS``).
     hyperparameter_kinds: Annotated[
@@ -203,7 +208,9 @@ class WorkflowState(BaseModel):
         """What each hyperparameter is (a whole number, a real number, a flag, text): declared, else what its
         conventional name means, else from its name and value (``contracts.conventional_hyperparameters``)."""
         names = {} if self.policy == "declared" else self.hyperparameter_names
-        return hyperparameter_kinds(self.run_spec.hyperparameters, names, self.hyperparameter_kinds)
+        return hyperparameter_kinds(
+            self.run_spec.hyperparameters, names, self.hyperparameter_kinds, self.hyperparameter_values
+        )
 
     def job_settings(self) -> dict[str, Any]:
         """What the next job runs with, as remedies read and change it: the run_spec's hyperparameters and its

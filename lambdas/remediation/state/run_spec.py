@@ -1,5 +1,5 @@
 """The run_spec as the payload holds it: what one training job runs (one snapshot per attempt, every field given).
-Built from the execution input by ``lambdas.remediation.state.execution_input``."""
+Built from the execution input by ``lambdas.remediation.execution_input``."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from lambdas.remediation.state.execution_input import initial_state
+from lambdas.remediation.execution_input import initial_state
 from lambdas.remediation.state.payload import WorkflowState
 
 ACCOUNT_INPUT = {

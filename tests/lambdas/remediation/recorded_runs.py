@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from contracts.rule_status import RuleStatusDocument
+from lambdas.remediation.execution_input import initial_state
 from lambdas.remediation.monitoring.rule_reading import RuleReading, metrics_saved_by_script
 from lambdas.remediation.monitoring.verdict import apply_decision, decide
 from lambdas.remediation.planning.planner import plan
-from lambdas.remediation.state.execution_input import initial_state
 from lambdas.remediation.state.payload import WorkflowState
 
 RECORDED = Path(__file__).resolve().parent / "recorded"

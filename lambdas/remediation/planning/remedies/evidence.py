@@ -100,16 +100,17 @@ def exploding_tensor(c: Catalogue) -> list[Remedy]:
 
 
 def vanishing_gradient(c: Catalogue) -> list[Remedy]:
-    """Raw inputs and a large initialisation blow a network up and leave it collapsed: the causes, before the rate;
+    """An initialisation far below the usual scale shrinks the gradients itself: the cause the symptom names, first.
+    Raw inputs and a large initialisation blow a network up and leave it collapsed: the causes, before the rate;
     after a spike, the rate active then; else what shrinks gradients layer by layer, then larger steps."""
     return [
         c.learning_rate_into_range,
+        c.rescale_small_initialisation_and_switch_to_relu,
+        c.rescale_small_initialisation,
         c.normalize_inputs,
         c.rescale_large_initialisation,
         *c.after_collapse,
         c.learning_rate_up_into_range,
-        c.rescale_small_initialisation_and_switch_to_relu,
-        c.rescale_small_initialisation,
         variant(c.add_batch_norm, also=[], note="Batch norm keeps the gradients scaled."),
         variant(c.switch_to_leaky_relu, note="ReLU units can die and stop passing gradient; leaky ReLU keeps one."),
         c.switch_to_relu,

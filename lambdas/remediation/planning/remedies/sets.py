@@ -10,23 +10,16 @@ form on conventional hyperparameter names.
   absent; else ``learning_rate * 0.9`` while that stays ``> 1e-3``; else end.
 
 The names are the built-in example's and, for gradient-boosted trees, SageMaker's XGBoost container's
-(:data:`CONVENTIONAL_HYPERPARAMETERS`; the XGBoost remedies are in ``lambdas.remediation.planning.remedies.xgboost``). A script of your own gets the same
-remedies on its own names: the run's ``hyperparameter_names`` maps a conventional name to the script's (for
-example ``{"learning_rate": "lr", "num_epochs": "epochs"}``; a script that already uses a conventional name needs
-no entry), and remedies on hyperparameters the run does not have are left out
-(``contracts.remedies.adapt_to_script``).
+(``contracts.conventional_hyperparameters``). A script of your own gets the same remedies on its own names and values:
+the run's ``hyperparameter_names`` maps a conventional name to the script's (``{"learning_rate": "lr"}``, or
+``{"add_batch_norm": {"name": "norm", "values": {"true": "batch", "false": "none"}}}``), and remedies on
+hyperparameters or values the script does not have are left out (``contracts.remedies.adapt_to_script``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from contracts.conventional_hyperparameters import (  # noqa: F401 - importable from here
-    CONVENTIONAL_HYPERPARAMETERS,
-    CONVENTIONAL_KINDS,
-    conventional_meanings,
-    hyperparameter_kinds,
-)
 from contracts.remedies import ANY_RULE
 from lambdas.remediation.planning.remedies.evidence import (  # noqa: F401 - the set's constants, importable from here
     EVIDENCE_REMEDIES,

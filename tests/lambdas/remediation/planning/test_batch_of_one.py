@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from lambdas.plan_handler import end_error
+from lambdas.remediation.execution_input import initial_state
 from lambdas.remediation.monitoring import verdict as monitoring
 from lambdas.remediation.planning.planner import plan
-from lambdas.remediation.state.execution_input import initial_state
 from lambdas.remediation.text.decision_text import headline
 from lambdas.remediation.text.notifications import issues_found
 from tests.lambdas.remediation.decision_fields import changes_of, ended

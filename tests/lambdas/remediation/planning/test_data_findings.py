@@ -8,9 +8,9 @@ import json
 
 import pytest
 
+from lambdas.remediation.execution_input import initial_state
 from lambdas.remediation.job.job_request import rule_configs
 from lambdas.remediation.planning.planner import plan
-from lambdas.remediation.state.execution_input import initial_state
 from tests.lambdas.remediation.decision_fields import changes_of, ended
 
 SOURCE = "s3://remediation-artifacts-123456789012/code/mlp-0123456789abcdef/sourcedir.tar.gz"

@@ -3,8 +3,8 @@ are in ``test_reasons.py``."""
 
 import pytest
 
+from lambdas.remediation.execution_input import initial_state
 from lambdas.remediation.planning.planner import plan
-from lambdas.remediation.state.execution_input import initial_state
 from tests.lambdas.remediation.decision_fields import changes_of, ended, facts_of
 
 SCRIPT = {

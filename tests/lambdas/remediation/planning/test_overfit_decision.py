@@ -1,8 +1,8 @@
 """The evidence remedies' decision on an Overfit finding for a script without an early-stopping knob: the
 early-stopping remedy is left out, and the reason given for the next remedy does not claim early stopping is on."""
 
+from lambdas.remediation.execution_input import initial_state
 from lambdas.remediation.planning.planner import plan
-from lambdas.remediation.state.execution_input import initial_state
 from tests.lambdas.remediation.decision_fields import changes_of, facts_of
 
 SCRIPT_WITHOUT_EARLY_STOPPING = {

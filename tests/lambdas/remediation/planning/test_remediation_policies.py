@@ -1,9 +1,9 @@
 import pytest
 
 from contracts.hyperparameter_values import human_number
+from lambdas.remediation.execution_input import initial_state
 from lambdas.remediation.planning.planner import PlanningError, plan
 from lambdas.remediation.planning.remedies.sets import ANCHOR_REMEDIES, EVIDENCE_REMEDIES, LEARNING_RATE_FLOOR
-from lambdas.remediation.state.execution_input import initial_state
 from lambdas.remediation.text.decision_text import evidence_numbers
 from tests.lambdas.remediation.decision_fields import changes_of, ended, facts_of, skipped_with_jobs
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from contracts import run_spec as bounds
-from lambdas.remediation.state.execution_input import initial_state
+from lambdas.remediation.execution_input import initial_state
 from lambdas.remediation.state.validation_messages import InvalidExecutionInput
 
 

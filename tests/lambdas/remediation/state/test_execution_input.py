@@ -5,8 +5,8 @@ import json
 
 import pytest
 
+from lambdas.remediation.execution_input import ExecutionInput, default_execution_input, initial_state
 from lambdas.remediation.planning.ladders import run_remedies
-from lambdas.remediation.state.execution_input import ExecutionInput, default_execution_input, initial_state
 from lambdas.remediation.state.validation_messages import InvalidExecutionInput
 
 SCRIPT = {
@@ -419,3 +419,47 @@ def test_numbers_written_as_text_are_numbers_where_the_hyperparameter_is_one(acc
         initial_state({**account_input, **spec, "hyperparameter_kinds": {"width": "integer"},
                        "hyperparameters": {**spec["hyperparameters"], "width": "64.5"}})  # fmt: skip
     assert "says integer but width's starting value is \"64.5\"" in caught.value.problems["hyperparameter_kinds.width"]
+
+
+def value_mapped(account_input, names):
+    minimal = {key: SCRIPT[key] for key in ("source_dir", "entry_point")}
+    return initial_state({
+        **account_input, **minimal, "hyperparameters": {"lr": 0.1, "norm": "none", "act": "tanh", "epochs": 12},
+        "hyperparameter_names": names,
+    })  # fmt: skip
+
+
+def test_a_knob_whose_values_the_script_spells_its_own_way_keeps_its_remedies(account_input):
+    """--norm none|batch|layer: batch norm on is "batch", so the evidence set still adds batch norm, in the script's
+    word; an activation map names the choices the script accepts, and a remedy to another one is left out."""
+    state = value_mapped(account_input, {
+        "learning_rate": "lr", "num_epochs": "epochs",
+        "add_batch_norm": {"name": "norm", "values": {"true": "batch", "false": "none"}},
+        "activation": {"name": "act", "values": {"relu": "relu", "sigmoid": "sigmoid", "tanh": "tanh"}},
+    })  # fmt: skip
+    assert state.hyperparameter_values["add_batch_norm"] == {"true": "batch", "false": "none"}
+    assert state.kinds()["norm"] == "text"  # the script's words, not a flag
+    remedies = run_remedies(state)
+    add = next(remedy for remedy in remedies["ExplodingTensor"] if remedy.name == "AddBatchNorm")
+    assert (add.change.setting, add.change.operand) == ("norm", "batch")
+    assert "SwitchToLeakyReLU" not in {remedy.name for remedy in remedies["DeadRelu"]}  # no leaky_relu in its choices
+    assert {remedy.name for remedy in remedies["VanishingGradient"]} >= {"SwitchToReLU", "AddBatchNorm"}
+
+
+@pytest.mark.parametrize(
+    ("names", "field", "problem"),
+    [
+        ({"learning_rate": {"name": "lr", "values": {"0.1": 0.2}}}, "hyperparameter_names.learning_rate.values",
+         "maps the values of a flag or a word; learning_rate is a real number"),
+        ({"add_batch_norm": {"name": "norm", "values": {"yes": "batch"}}}, "hyperparameter_names.add_batch_norm.values.yes",
+         'add_batch_norm is true or false: map "true" and "false"'),
+        ({"add_batch_norm": {"name": "norm", "values": {"true": 1}}}, "hyperparameter_names.add_batch_norm.values.true",
+         'must be a value like the script\'s starting one ("none"; got 1)'),
+        ({"add_batch_norm": {"names": "norm"}}, "hyperparameter_names.add_batch_norm",
+         'must be your script\'s name, or {"name": ..., "values": {conventional value: yours}} (got keys [\'names\'])'),
+    ],
+)
+def test_a_bad_value_map_is_refused_naming_the_field(account_input, names, field, problem):
+    with pytest.raises(InvalidExecutionInput) as refused:
+        value_mapped(account_input, names)
+    assert refused.value.problems == {field: problem}

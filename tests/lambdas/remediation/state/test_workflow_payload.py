@@ -5,8 +5,8 @@ import pytest
 from aws_lambda_powertools.utilities.parser import parse
 from pydantic import ValidationError
 
+from lambdas.remediation.execution_input import initial_state
 from lambdas.remediation.state.attempts import MAX_KEPT_ATTEMPTS
-from lambdas.remediation.state.execution_input import initial_state
 from lambdas.remediation.state.payload import (
     STEP_FUNCTIONS_PAYLOAD_LIMIT,
     StatePayload,

@@ -7,8 +7,8 @@ from botocore.exceptions import ParamValidationError
 from botocore.validate import validate_parameters
 from moto import mock_aws
 
+from lambdas.remediation.execution_input import initial_state
 from lambdas.remediation.planning.planner import plan
-from lambdas.remediation.state.execution_input import initial_state
 from lambdas.remediation.text.notifications import (
     MAX_MESSAGE_BYTES,
     MAX_SUBJECT_LENGTH,

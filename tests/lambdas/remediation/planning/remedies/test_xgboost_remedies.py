@@ -10,10 +10,10 @@ import pytest
 
 from contracts.conventional_hyperparameters import XGBOOST_HYPERPARAMETERS
 from contracts.remedies import adapt_to_script, parse_remedies
+from lambdas.remediation.execution_input import initial_state
 from lambdas.remediation.planning.planner import plan
 from lambdas.remediation.planning.remedies.sets import EVIDENCE_REMEDIES
 from lambdas.remediation.planning.remedies.xgboost import XGBOOST_EVIDENCE_REMEDIES
-from lambdas.remediation.state.execution_input import initial_state
 from tests.lambdas.remediation.decision_fields import facts_of
 
 REPO = Path(__file__).resolve().parents[5]
