@@ -361,7 +361,7 @@ def test_the_examples_run_spec_file_is_the_default_run_written_out(account_input
     """examples/resnet/run_spec.json spells out, in the AWS sample's keys, what an input naming no script runs."""
     from pathlib import Path
 
-    spec_file = Path(__file__).resolve().parents[4] / "examples" / "resnet" / "run_spec.json"
+    spec_file = Path(__file__).resolve().parents[3] / "examples" / "resnet" / "run_spec.json"
     written = initial_state({**account_input, **json.loads(spec_file.read_text())})
     default = initial_state(account_input)
     assert written.run_spec == default.run_spec
