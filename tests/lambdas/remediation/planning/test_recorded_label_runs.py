@@ -481,7 +481,7 @@ def test_healthy_labels_say_nothing(name, account_input):
 def test_a_remedy_after_which_the_objective_got_worse_is_not_repeated(account_input):
     """The one-epoch SGD job (0.894) trains four times longer; suppose that job then scored 0.85 with its loss still
     falling (the recorded job's own trajectory, its metric lowered: a constructed second job). Training longer made
-    it worse, so it is not tried again, and the reason says why."""
+    it worse, so it is not tried again."""
     run = recorded("mlp-sgd-one-epoch-still-falling")
     first = run["jobs"][0]
     state = plan(finish(start(run, account_input, allow_loss_changes=True), first))
@@ -497,9 +497,8 @@ def test_a_remedy_after_which_the_objective_got_worse_is_not_repeated(account_in
     assert ended(decision) == ("none", "end", "objective_missed")
     assert planned.run_spec.hyperparameters["epochs"] == 4
     assert skipped_with_jobs(decision) == [("TrainLonger", "made_it_worse", 2)]  # 0.8944 -> 0.85
-    # the remedies were tried from job 1's settings, the closest so far, and the text says so in its numbers (the
-    # decision has no field for the settings it planned from)
-    assert "TrainLonger: epochs 1 -> 4 applies" in decision.reason and "epochs 4 -> 16" not in decision.reason
+    # the remedies were tried from job 1's settings, the closest so far (the decision has no field for the job it
+    # planned from; the reason's numbers say so: test_reasons.py)
 
 
 def with_evidence(job: dict[str, Any], **fields: Any) -> dict[str, Any]:
@@ -569,32 +568,33 @@ def test_a_match_short_of_held_out_under_the_noisy_bound_gets_the_robust_loss_wh
     assert met.last_attempt.outcome == "completed" and met.last_attempt.objective_value == pytest.approx(0.8233)
 
 
-@pytest.mark.parametrize(
-    ("repeated", "remedy", "said"),
-    [
-        (0.9167, "RobustLossOnShortMatch", "(its training inputs came back unchanged: 92% of them were seen before)"),
-        (0.0, "none", "Over steps 394-466 the model's top class matched 66% of its training labels, yet it scored "
-                      "0.7417 on held-out data: 9 points short; it trained on inputs that changed between epochs (0% of "
-                      "them seen again: augmented in the loader, or drawn afresh), which lowers that match as wrong "
-                      "labels do, so the match says nothing of the labels."),
-    ],
-)
-def test_the_short_match_says_whether_the_inputs_came_back_and_is_not_read_from_augmented_ones(
-    account_input, repeated, remedy, said
-):
-    """The same run as a debugger that fingerprints the training inputs would report it: inputs that came back
-    unchanged (11 of 12 epochs' rows seen before) rule augmentation out, and the reason says so in its place;
-    inputs that never came back (augmented) lower the match themselves: the run ends with no remedy left, saying why
-    the labels were not blamed."""
+def short_match_run(account_input, repeated: float):
+    """The short-match run's first three jobs, as a debugger that fingerprints the training inputs would report them:
+    ``repeated``, the share of the training inputs each job saw again unchanged."""
     run = recorded("logline-noisy-labels-short-match")
     state = start(run, account_input, allow_loss_changes=True)
     for job in run["jobs"][:3]:
         state = plan(finish(state, with_evidence(job, training_inputs_repeated=repeated)))
-    decision = state.last_attempt.decision
-    assert decision.remedy == remedy
-    # what the inputs say of the match is the point here, and text only (the evidence fact is a yes or no)
-    assert said in decision.reason
+    return state.last_attempt.decision
+
+
+def test_a_short_match_from_inputs_that_came_back_unchanged_gets_the_robust_loss_and_says_why(account_input):
+    """Inputs that came back unchanged (11 of 12 epochs' rows seen before) rule augmentation out, and the reason says
+    so in its place."""
+    decision = short_match_run(account_input, 0.9167)
+    assert decision.remedy == "RobustLossOnShortMatch" and evidence_of(decision) == {"labels_short_of_held_out": True}
+    assert changes_of(decision) == {"n-epochs": (24, 12), "debugger_robust_loss": ("off", "generalized_cross_entropy")}
+    # what the inputs say of the match is text only (the evidence fact is a yes or no)
+    assert "(its training inputs came back unchanged: 92% of them were seen before)" in decision.reason
     assert "or input augmentation" not in decision.reason
+
+
+def test_a_short_match_from_augmented_inputs_is_not_read_as_wrong_labels(account_input):
+    """Inputs that never came back (augmented) lower the match themselves: the run ends with no remedy left, saying
+    why the labels were not blamed (its words: test_reasons.py)."""
+    decision = short_match_run(account_input, 0.0)
+    assert ended(decision) == ("none", "end", "objective_missed") and decision.changes == {}
+    assert skipped_with_jobs(decision) == [("LowerLearningRate", "made_it_worse", 2), ("TrainLonger", "repeats_a_job", 3)]
 
 
 def test_a_short_match_is_not_answered_while_another_remedy_is_left_nor_with_the_loss_left_to_the_script(account_input):
