@@ -289,7 +289,7 @@ BAD_INPUTS = [
     (
         "topic_arn",
         "arn:aws:sns:us-east-1:123456789012:t",
-        "is not a known key; allowed keys: init_warmup_learning_rate",
+        "is not a known key; allowed keys: add_batch_norm, allow_loss_changes, base_job_name",
     ),
 ]
 
