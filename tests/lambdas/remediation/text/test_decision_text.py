@@ -4,8 +4,6 @@ that say so (no remedy, the outcome as the end cause, no failure answered)."""
 
 from __future__ import annotations
 
-import pytest
-
 from lambdas.remediation.execution_input import initial_state
 from lambdas.remediation.planning.planner import plan
 from lambdas.remediation.text.decision_text import outcome_reason
@@ -90,11 +88,6 @@ def test_capacity_error(reference_state, record):
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="outcome_reason puts its own full stop after a failure reason that ends with one ('capacity.. Ending'): "
-    "SageMaker's CapacityError reason does",
-)
 def test_a_failure_reason_that_ends_with_a_full_stop_gets_no_second_one(reference_state, record):
     failure = "CapacityError: Unable to provision requested ML compute capacity."
     state = record(with_history(reference_state, capacity_retries=3), outcome="capacity_error", failure_reason=failure)
