@@ -49,7 +49,11 @@ from contracts.run_spec import (
 )
 from contracts.spot_interruptions import LOCAL_SPOT_INTERRUPTIONS_TAG, to_tag_value
 from contracts.stack_guardrails import CostGuardrails
-from lambdas.remediation.job.job_debugger_config import (
+from lambdas.remediation.job.job_debugger_config import (  # noqa: F401 - the collections: what readers of a job name
+    FRAMEWORK_HOOK_COLLECTIONS,
+    HOOK_COLLECTIONS,
+    LEGACY_COLLECTIONS,
+    XGBOOST_HOOK_COLLECTIONS,
     hook_config,
     legacy_debug_hook_config,
     legacy_debug_rule_configurations,
