@@ -48,7 +48,7 @@ def _waves(rng, n=2000, steps=24, channels=3, classes=4):
     t = np.arange(steps)[None, :, None]
     phase = rng.uniform(0, 2 * np.pi, (n, 1, channels))
     amplitude = rng.uniform(0.5, 1.5, (n, 1, channels))
-    x = amplitude * np.sin(frequency * t + phase) + rng.normal(0, 0.5, (n, steps, channels))
+    x = amplitude * np.sin(frequency * t + phase) + rng.normal(0, 0.3, (n, steps, channels))
     return x.astype(np.float32), y.astype(np.int64)
 
 
