@@ -210,3 +210,70 @@ def breakdown_markdown(summary: dict[str, Any], policies: tuple[str, ...]) -> st
                          + f" | {'' if compute is None else compute} | {entry['false_alarms']} / "
                          f"{entry['healthy_twins_run']} |")
     return "\n".join(lines)
+
+
+CSV_COLUMNS = ("seed", "space", "name", "family", "style", "fault", "description", "failing", "policy", "met_objective",
+               "repaired", "false_success", "launches", "training_steps", "objective_value", "held_out_value",
+               "first_rule", "first_issue_step", "rules_fired", "remedies", "compute_ratio")
+
+
+def csv_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per drawn configuration and policy, and one per healthy twin (policy "healthy_twin"), of the JSON
+    report ``repair_zoo.py --random`` prints (``{"seeds": [...]}``)."""
+    rows = []
+    for seed_report in report["seeds"]:
+        summary = seed_report["summary"]
+        by_name = {}
+        for result in seed_report["configurations"]:
+            configuration, judged = result["configuration"], result["verdict"]
+            by_name[configuration["name"]] = configuration
+            for policy, run in result["runs"].items():
+                rows.append({
+                    "seed": summary["seed"], "space": summary.get("space", "v1"), "name": configuration["name"],
+                    "family": result.get("family"), "style": configuration["style"], "fault": configuration["fault"],
+                    "description": configuration["description"], "failing": judged["failing"], "policy": policy,
+                    "met_objective": run.get("met_objective"), "repaired": judged.get(f"{policy}_repaired"),
+                    "false_success": judged.get(f"{policy}_false_success"), "launches": run.get("launches"),
+                    "training_steps": run.get("training_steps"), "objective_value": run.get("objective_value"),
+                    "held_out_value": (run.get("held_out") or {}).get("value"), "first_rule": run.get("first_rule"),
+                    "first_issue_step": run.get("first_issue_step"),
+                    "rules_fired": " ".join(run.get("rules_fired") or []),
+                    "remedies": " ".join(run.get("remedies") or []),
+                    "compute_ratio": judged.get("compute_ratio") if policy == EVIDENCE else None,
+                })
+        for twin in seed_report.get("healthy_twins") or []:
+            configuration = by_name.get(twin["configuration"], {})
+            rows.append({
+                "seed": summary["seed"], "space": summary.get("space", "v1"), "name": twin["configuration"],
+                "family": twin.get("family"), "style": configuration.get("style"), "fault": twin.get("fault"),
+                "description": configuration.get("description"), "failing": False, "policy": "healthy_twin",
+                "met_objective": twin.get("met_objective"), "launches": twin.get("launches"),
+                "training_steps": twin.get("training_steps"), "objective_value": twin.get("objective_value"),
+                "first_rule": twin.get("first_rule"), "first_issue_step": twin.get("first_issue_step"),
+                "rules_fired": " ".join(twin.get("rules_fired") or []), "remedies": " ".join(twin.get("remedies") or []),
+            })
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python bench/zoo_random_report.py REPORT.json --csv OUT.csv``: a printed report as a CSV table."""
+    import argparse
+    import csv
+    import json
+    from pathlib import Path
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("report", type=Path, help="the JSON that bench/repair_zoo.py --random printed")
+    parser.add_argument("--csv", type=Path, required=True, help="where the table goes")
+    arguments = parser.parse_args(argv)
+    rows = csv_rows(json.loads(arguments.report.read_text()))
+    with arguments.csv.open("w", newline="") as out:
+        writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+    print(f"{len(rows)} rows -> {arguments.csv}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -339,3 +339,26 @@ def test_the_command_takes_a_space_with_random_only():
     unknown = subprocess.run([*zoo, "--random", "2", "--seed", "1", "--space", "v9"], capture_output=True, text=True,
                              cwd=ROOT, timeout=60)
     assert unknown.returncode == 2 and "v1" in unknown.stderr and "v2" in unknown.stderr
+
+
+def test_a_printed_report_becomes_one_csv_row_per_configuration_and_policy_and_per_healthy_twin(tmp_path):
+    configuration = zoo_random.draw(V2_SEED, 1, "v2")[0]
+    runs = {"evidence": {**_row(2, True, 120, ["ExplodingTensor"]), "remedies": ["LowerLearningRate"]},
+            "random": _row(5, False, 500)}
+    result = {"configuration": configuration.to_json(), "family": configuration.family, "fault": configuration.fault,
+              "runs": runs, "verdict": zoo_random_report.verdict(runs, _row(1, True, 100), configuration.fault)}
+    twin = {**_row(1, True, 90, ["VanishingGradient"]), "configuration": configuration.name,
+            "family": configuration.family, "fault": configuration.fault}
+    report = {"seeds": [{"summary": {"seed": V2_SEED, "space": "v2"}, "configurations": [result],
+                         "healthy_twins": [twin]}]}
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(report))
+    assert zoo_random_report.main([str(path), "--csv", str(tmp_path / "out.csv")]) == 0
+    import csv
+
+    rows = list(csv.DictReader((tmp_path / "out.csv").open()))
+    assert [row["policy"] for row in rows] == ["evidence", "random", "healthy_twin"]
+    evidence = rows[0]
+    assert evidence["family"] == configuration.family and evidence["repaired"] == "True"
+    assert evidence["compute_ratio"] == "1.2" and evidence["remedies"] == "LowerLearningRate"
+    assert rows[1]["repaired"] == "False" and rows[2]["rules_fired"] == "VanishingGradient"
