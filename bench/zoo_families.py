@@ -13,15 +13,16 @@ Scripts (``bench/zoo_scripts/``; none mentions the debugger: every one is watche
 * ``hf_trainer``: ``hf_text_classifier.py``, Hugging Face's Trainer on a BertForSequenceClassification built from a
   config (AdamW, linear decay, ``max_grad_norm``), logging ``eval_accuracy`` each epoch.
 
-Space, per family (every choice uniform):
+Space, per family (every choice uniform; the objectives sit where each family's healthy bases meet them with room:
+docs/decisions/029-random-zoo-space-v2.md):
 
 * regression: data ``diabetes`` or ``friedman1`` (``bench/zoo_data.py``), objective Minimize RMSE or MAE of the
   held-out set (on standardised targets: diabetes RMSE <= 0.88 or MAE <= 0.68, friedman1 RMSE <= 0.40 or
   MAE <= 0.32); 1-3 hidden layers of 32, 64 or 128; Adam at 0.002 or SGD at 0.01; MSE or Huber; batch 16, 32 or 64;
   20 epochs.
 * recurrent: data ``waves``, objective held-out accuracy >= 0.9; GRU or LSTM, 1 or 2 layers of 32 or 64; Adam at
-  0.01 or RMSprop at 0.005, clipping at 1.0 or none; batch 32 or 64; 10 epochs. SGD (momentum 0.9) is no healthy base
-  here: at 0.5 with clipping it sat on the loss of chance for 3-5 epochs before it learned, so it enters as a fault.
+  0.01 or RMSprop at 0.005, clipping at 1.0 or none; batch 32 or 64; 10 epochs. SGD enters as a fault only: it is no
+  healthy base on this task (docs/decisions/029-random-zoo-space-v2.md).
 * transformer: data ``tokens``, objective ``eval_accuracy`` >= 0.9; hidden 32 or 64, 1 or 2 layers, 2 heads; AdamW
   at 5e-4 (the Trainer's); batch 16 or 32; 4 epochs.
 

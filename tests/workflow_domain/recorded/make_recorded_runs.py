@@ -355,21 +355,34 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "planner has the next job's debugger weight the training loss by class, that job misses too and no longer "
         "improves, and the next one trains on the logit-adjusted loss.",
     ),
-    "logline-adam-rate-raised-loss-rising": {
+    "logline-adam-rate-raised-recovers": {
         "about": "The random zoo's plain logline script (no debugger line) on digits: two hidden layers of 128 ELU "
-        "units, Adam, two epochs. The first job runs at 1e-5 (frozen updates); the run_spec's declared remedy sets "
-        "the rate to 0.1, and at that rate the second job's training loss rises from its first steps to several "
-        "times its initial value and spikes, with no NaN and no rule at its default parameters firing on it.",
+        "units (Xavier initialisation), Adam, two epochs. The first job runs at 1e-5 (frozen updates); the run_spec's "
+        "declared remedy sets the rate to 0.1, and at that rate the second job's loss spikes to 9 times its initial "
+        "value in its first steps, no NaN and no rule firing, then falls and meets the objective.",
         "zoo_data": {"dataset": "digits", "seed": 3},
         "run_spec": {"source_dir": str(REPO / "bench" / "zoo_scripts"), "entry_point": "tabular_logline.py",
                      "hyperparameters": {"learning-rate": 1e-05, "n-epochs": 2, "bs": 64, "act": "elu",
                                          "n-layers": 2, "hidden-units": 128, "batchnorm": 0, "opt": "adam",
                                          "init-gain": 1.0, "scale-inputs": 1, "clip-norm": 0.0, "seed": 0},
-                     "hyperparameter_names": {"learning_rate": "learning-rate", "num_epochs": "n-epochs"},
                      "metric_definitions": [{"Name": "validation:accuracy", "Regex": "val_acc=([0-9.]+)"}],
                      "objective": {"metric_name": "validation:accuracy", "type": "Maximize", "target_value": 0.9},
                      "remedies": {"*": [{"hyperparameter": "learning-rate", "set_to": 0.1}],
                                   "objective_missed": [{"hyperparameter": "learning-rate", "set_to": 0.1}]},
+                     "max_num_retraining": 2},
+    },
+    "mlp-adam-rate-raised-loss-rising": {
+        "about": "The random zoo's smdebug MLP script (bench/healthy_scripts/mlp_train.py) on digits: two hidden "
+        "layers of 128 ELU units at PyTorch's default initialisation, Adam, two epochs. The first job runs at 1e-5 "
+        "(frozen updates); the run_spec's declared remedy sets the rate to 0.1, and at that rate the second job's "
+        "training loss rises to several times its initial value and stays there, spiking, with no NaN.",
+        "zoo_data": {"dataset": "digits", "seed": 3},
+        "run_spec": {"source_dir": str(REPO / "bench" / "healthy_scripts"), "entry_point": "mlp_train.py",
+                     "hyperparameters": {"lr": 1e-05, "epochs": 2, "batch-size": 64, "activation": "elu",
+                                         "depth": 2, "hidden": 128, "norm": "none", "optimizer": "adam", "seed": 0},
+                     "objective": {"metric_name": "validation:accuracy", "type": "Maximize", "target_value": 0.9},
+                     "remedies": {"*": [{"hyperparameter": "lr", "set_to": 0.1}],
+                                  "objective_missed": [{"hyperparameter": "lr", "set_to": 0.1}]},
                      "max_num_retraining": 2},
     },
     "gru-sgd-lr-2-gradient-spikes": {
@@ -388,9 +401,18 @@ SCENARIOS: dict[str, dict[str, Any]] = {
                      "max_num_retraining": 2},
     },
     "regression-nan-targets": {
-        "about": "The random zoo's plain MLP regressor (bench/zoo_scripts/tabular_regression.py: MSE, Adam at 0.002) "
-        "on make_friedman1 with 1% of its training targets NaN (the inputs and the held-out targets are finite): the "
-        "loss is NaN at step 0, before any update. The next job runs with what the planner chose.",
+        "about": "The random zoo's plain MLP regressor (bench/zoo_scripts/tabular_regression.py: MSE, Adam at 0.002, "
+        "batch 128) on make_friedman1 with 5% of its training targets NaN (the inputs and the held-out targets are "
+        "finite): the first batch holds NaN targets, so the loss is NaN at step 0, before any update. The next job "
+        "runs with what the planner chose.",
+        "zoo_data": {"dataset": "friedman1", "seed": 3, "target_nan": 0.05},
+        "run_spec": {**REGRESSION_SPEC, "hyperparameters": {**REGRESSION_HYPERPARAMETERS, "batch-size": 128},
+                     "max_num_retraining": 2},
+    },
+    "regression-nan-targets-first-at-step-2": {
+        "about": "The same regressor and data with 1% of the training targets NaN (the random zoo's targets_nan): "
+        "the first two shuffled batches hold none, so two updates are finite and the loss and every gradient are NaN "
+        "at step 2. The next job runs with what the planner chose.",
         "zoo_data": {"dataset": "friedman1", "seed": 3, "target_nan": 0.01},
         "run_spec": {**REGRESSION_SPEC, "hyperparameters": {**REGRESSION_HYPERPARAMETERS}, "max_num_retraining": 2},
     },
@@ -404,14 +426,23 @@ SCENARIOS: dict[str, dict[str, Any]] = {
                                                             "lr": 0.01},
                      "objective": {**REGRESSION_SPEC["objective"], "target_value": 400.0}, "max_num_retraining": 2},
     },
-    "regression-rmse-flat-out-of-reach": {
+    "regression-sgd-2e-5-frozen": {
         "about": "The random zoo's plain MLP regressor (MSE, SGD with momentum 0.9 at 2e-5, batch 64) on "
-        "make_friedman1 for 40 epochs against a Minimize objective of RMSE <= 0.40: the held-out RMSE starts near "
-        "0.97 and drifts down a few hundredths over the run, far from the target, while the training loss falls "
-        "slowly. The next job runs with what the planner chose.",
+        "make_friedman1 for 40 epochs against a Minimize objective of RMSE <= 0.40: the loss stands still and "
+        "LossNotDecreasing stops the job early (held-out RMSE 0.97); the next job runs at the rate the planner chose.",
         "zoo_data": {"dataset": "friedman1", "seed": 3},
         "run_spec": {**REGRESSION_SPEC, "hyperparameters": {**REGRESSION_HYPERPARAMETERS, "optimizer": "sgd",
                                                             "lr": 2e-05, "epochs": 40, "batch-size": 64},
+                     "max_num_retraining": 2},
+    },
+    "regression-rmse-flat-out-of-reach": {
+        "about": "The random zoo's plain MLP regressor (MSE, Adam at 0.002, batch 32) for 40 epochs against a "
+        "Minimize objective of RMSE <= 0.40, on make_friedman1 with only the features that hardly predict the target "
+        "(x4, a tenth of its variance, and the five noise features): the training loss falls as the network fits "
+        "its training set while the held-out RMSE stays near 0.96 from the first epoch to the last. The next job "
+        "runs with what the planner chose.",
+        "zoo_data": {"dataset": "friedman1", "seed": 3, "keep_features": [4, 5, 6, 7, 8, 9]},
+        "run_spec": {**REGRESSION_SPEC, "hyperparameters": {**REGRESSION_HYPERPARAMETERS, "epochs": 40},
                      "max_num_retraining": 2},
     },
     "mlp-batch-norm-batch-of-one": {
@@ -447,7 +478,10 @@ def channels_for(scenario: dict[str, Any], work: Path) -> list[str]:
         import zoo_data
 
         settings = dict(scenario["zoo_data"])
+        keep = settings.pop("keep_features", None)
         x_train, y_train, x_held, y_held = zoo_data.make_data(settings.pop("dataset"), settings.pop("seed"), **settings)
+        if keep is not None:  # only these input columns reach the script
+            x_train, x_held = x_train[:, keep], x_held[:, keep]
         options = []
         for name, x, y in (("train", x_train, y_train), ("validation", x_held, y_held)):
             directory = work / "zoo-data" / name
