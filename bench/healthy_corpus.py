@@ -213,7 +213,8 @@ def job_configuration(
     """The hook and rule configurations the workflow sends a job of this run_spec (every rule by name, so at the
     product's defaults), with no rule stopping the job; with ``documented_defaults``, the parameters where the
     product's defaults differ (contracts.rule_selection.PRODUCT_RULE_DEFAULTS) at SageMaker's documented values."""
-    from lambdas.remediation import execution_input, job_request
+    from lambdas.remediation import execution_input
+    from lambdas.remediation.job import job_request
 
     state = execution_input.initial_state({
         "source_dir": "s3://healthy-corpus/code/sourcedir.tar.gz",

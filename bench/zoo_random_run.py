@@ -102,10 +102,10 @@ def run_random(configuration: DrawnConfiguration, work: Path, data_root: Path, t
 def evidence_changes(configuration: DrawnConfiguration, hyperparameters: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Every change of the evidence set (any rule's, any failure's; conditions ignored) that applies to these
     hyperparameters of the script, by remedy name -> the hyperparameters after it."""
+    from contracts.conventional_hyperparameters import hyperparameter_kinds
     from contracts.remedies import adapt_to_script, parse_remedies
-    from lambdas.remediation.evidence_remedies import evidence_remedies
-    from lambdas.remediation.learning_rate_ranges import range_for
-    from lambdas.remediation.remedy_sets import hyperparameter_kinds
+    from lambdas.remediation.planning.learning_rate_ranges import range_for
+    from lambdas.remediation.planning.remedies.evidence import evidence_remedies
 
     style = STYLES[configuration.style]
     optimizer = hyperparameters[style.knobs["optimizer"]] if "optimizer" in style.knobs else style.optimizers[0]

@@ -37,6 +37,7 @@ from typing import Any
 
 from contracts import ContractError
 from contracts.debugger_config import BUILTIN_RULE_DEFAULTS, DOCUMENTED_RULE_NAMES
+from contracts.debugger_settings import BY_FIELD, DEBUGGER_SETTINGS
 from contracts.hyperparameter_values import (
     INTEGER,
     REAL,
@@ -51,7 +52,7 @@ from contracts.hyperparameter_values import (
     show,
 )
 from contracts.objective_reach import RULE_NAME as REACH_RULE_NAME
-from contracts.remedy_changes import OPERATIONS, TO_BEST_EPOCH, Change
+from contracts.remedy_changes import DEBUGGER, OPERATIONS, TO_BEST_EPOCH, Change
 from contracts.remedy_conditions import HYPERPARAMETER_TESTS, Condition, parse_condition
 from contracts.situation import Situation
 from contracts.suggestions import did_you_mean
@@ -104,20 +105,29 @@ class Remedy:
     def changes(self) -> tuple[Change, ...]:
         return (self.change, *self.also)
 
-    def apply(self, hyperparameters: Mapping[str, Value], situation: Situation | None = None) -> dict[str, Value] | None:
-        """The hyperparameters after the remedy, or None when its main change does not apply. The ``also``
-        changes are made where they apply. ``situation``: the failed job's evidence, for a change that reads it
-        (``to_best_epoch``)."""
+    def settings(self) -> tuple[str, ...]:
+        """The settings it changes (hyperparameters by name, debugger settings by run_spec field)."""
+        return tuple(change.setting for change in self.changes())
+
+    @property
+    def changes_the_loss(self) -> bool:
+        """Whether it changes a debugger setting: how the job computes the script's training loss."""
+        return any(change.target == DEBUGGER for change in self.changes())
+
+    def apply(self, settings: Mapping[str, Value], situation: Situation | None = None) -> dict[str, Value] | None:
+        """The job's settings (hyperparameters and debugger settings) after the remedy, or None when its main change
+        does not apply. The ``also`` changes are made where they apply. ``situation``: the failed job's evidence, for
+        a change that reads it (``to_best_epoch``)."""
         best_epoch = situation.best_epoch if situation is not None else None
-        new_value = self.change.apply(hyperparameters[self.change.hyperparameter], best_epoch)
+        new_value = self.change.apply(settings[self.change.setting], best_epoch)
         if new_value is None:
             return None
-        updated = dict(hyperparameters)
-        updated[self.change.hyperparameter] = new_value
+        updated = dict(settings)
+        updated[self.change.setting] = new_value
         for change in self.also:
-            value = change.apply(updated[change.hyperparameter], best_epoch)
+            value = change.apply(updated[change.setting], best_epoch)
             if value is not None:
-                updated[change.hyperparameter] = value
+                updated[change.setting] = value
         return updated
 
     def to_json(self) -> dict[str, Any]:
@@ -199,14 +209,29 @@ def parse_remedies(
     return parsed
 
 
+def value_key(value: Value) -> str:
+    """How a conventional value is named in a value map (``hyperparameter_names``' ``values``): true/false, or the
+    value as text."""
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
 def adapt_to_script(
-    preset: Mapping[str, Sequence[Mapping[str, Any]]], names: Mapping[str, str], hyperparameters: Mapping[str, Value]
+    preset: Mapping[str, Sequence[Mapping[str, Any]]],
+    names: Mapping[str, str],
+    hyperparameters: Mapping[str, Value],
+    values: Mapping[str, Mapping[str, Value]] | None = None,
 ) -> dict[str, list[dict[str, Any]]]:
     """A built-in remedy set, written on conventional names (learning_rate, grad_clip, ...), for a script's own
     hyperparameters: each name renamed through ``names`` (conventional -> the script's, e.g. learning_rate ->
     lr), and every remedy, ``also`` change or condition on a hyperparameter the run does not have left out.
     Rules left with no remedy are left out. A script's name that ``names`` gives another conventional name stands for
-    that one only: XGBoost's ``{"eta": "learning_rate"}`` keeps the networks' learning-rate remedies off it."""
+    that one only: XGBoost's ``{"eta": "learning_rate"}`` keeps the networks' learning-rate remedies off it.
+
+    ``values``: for a conventional name whose values the script spells its own way, conventional value (as
+    :func:`value_key` names it) -> the script's (``{"add_batch_norm": {"true": "batch", "false": "none"}}``): a
+    remedy's value and a condition's are translated; one the map does not name is a value the script does not take,
+    so the remedy (or its ``also`` change) is left out."""
+    values = values or {}
     claimed = {own for conventional, own in names.items() if own != conventional}
 
     def rename(name: str) -> str | None:
@@ -214,27 +239,56 @@ def adapt_to_script(
             return names[name]
         return None if name in claimed else name
 
-    def change(entry: Mapping[str, Any]) -> dict[str, Any]:
-        return {**entry, "hyperparameter": rename(entry["hyperparameter"])}
+    def translated(conventional: str, value: Value) -> tuple[bool, Value]:
+        """(the script takes it, the script's spelling)."""
+        spelled = values.get(conventional)
+        if spelled is None:
+            return True, value
+        key = value_key(value)
+        return (key in spelled, spelled.get(key))
+
+    def change(entry: Mapping[str, Any]) -> dict[str, Any] | None:
+        if "debugger_setting" in entry:  # the product's own settings: no script name
+            return dict(entry)
+        conventional = entry["hyperparameter"]
+        renamed = {**entry, "hyperparameter": rename(conventional)}
+        if "set_to" in entry:
+            takes, spelled = translated(conventional, entry["set_to"])
+            if not takes:
+                return None
+            renamed["set_to"] = spelled
+        return renamed
+
+    def present(entry: Mapping[str, Any] | None) -> bool:
+        if entry is None:
+            return False
+        if "debugger_setting" in entry:
+            setting = DEBUGGER_SETTINGS.get(entry["debugger_setting"])
+            return setting is not None and setting.field in hyperparameters
+        return entry["hyperparameter"] in hyperparameters
 
     adapted: dict[str, list[dict[str, Any]]] = {}
     for key, entries in preset.items():
         kept = []
         for entry in entries:
             main = change(entry)
-            if main["hyperparameter"] not in hyperparameters:
+            if not present(main):
                 continue
             when = dict(entry.get("when", {}))
             applies = True
             for test in HYPERPARAMETER_TESTS:
                 if test in when:
-                    renamed = {rename(name): value for name, value in when[test].items()}
+                    renamed = {}
+                    for name, value in when[test].items():
+                        takes, spelled = translated(name, value) if test == "hyperparameters" else (True, value)
+                        applies = applies and takes
+                        renamed[rename(name)] = spelled
                     applies = applies and all(name in hyperparameters for name in renamed)
                     when[test] = renamed
             if not applies:  # a condition on a knob the script lacks never holds
                 continue
             also = [change(item) for item in entry.get("also", [])]
-            main["also"] = [item for item in also if item["hyperparameter"] in hyperparameters]
+            main["also"] = [item for item in also if present(item)]
             if not main["also"]:
                 del main["also"]
             if when:
@@ -250,8 +304,9 @@ def remedies_to_json(remedies: Remedies) -> dict[str, list[dict[str, Any]]]:
 
 
 _BOUND_KEYS = ("min", "max", "above", "below")
-_REMEDY_KEYS = {"hyperparameter", *OPERATIONS, *_BOUND_KEYS, "also", "when", "name", "note", "resume"}
-_CHANGE_KEYS = {"hyperparameter", *OPERATIONS, *_BOUND_KEYS}
+_TARGET_KEYS = ("hyperparameter", "debugger_setting")
+_REMEDY_KEYS = {*_TARGET_KEYS, *OPERATIONS, *_BOUND_KEYS, "also", "when", "name", "note", "resume"}
+_CHANGE_KEYS = {*_TARGET_KEYS, *OPERATIONS, *_BOUND_KEYS}
 
 
 def _parse_remedy(entry: Any, hyperparameters: Mapping[str, Value], kinds: Mapping[str, str], where: str) -> Remedy:
@@ -289,11 +344,26 @@ def _parse_remedy(entry: Any, hyperparameters: Mapping[str, Value], kinds: Mappi
 def _parse_change(
     entry: Mapping[str, Any], hyperparameters: Mapping[str, Value], kinds: Mapping[str, str], where: str
 ) -> Change:
-    name = entry.get("hyperparameter")
+    targets = [key for key in _TARGET_KEYS if key in entry]
+    if len(targets) > 1:
+        raise ContractError(where, "names both a hyperparameter and a debugger_setting; a change sets one of them")
+    if targets == ["debugger_setting"]:
+        name = _debugger_field(entry["debugger_setting"], hyperparameters, f"{where}.debugger_setting")
+    else:
+        name = entry.get("hyperparameter")
     if not isinstance(name, str) or not name:
-        raise ContractError(f"{where}.hyperparameter", "is required: the name of the hyperparameter to change")
+        raise ContractError(
+            f"{where}.hyperparameter",
+            "is required: the name of the hyperparameter to change (or debugger_setting: one of "
+            f"{', '.join(DEBUGGER_SETTINGS)})",
+        )
+    if targets != ["debugger_setting"] and name in BY_FIELD:
+        raise ContractError(
+            f"{where}.hyperparameter", f"{name} is a debugger setting, not a hyperparameter: write "
+            f'"debugger_setting": "{BY_FIELD[name].name}"'
+        )
     if name not in hyperparameters:
-        known = ", ".join(sorted(hyperparameters)) or "none"
+        known = ", ".join(sorted(key for key in hyperparameters if key not in BY_FIELD)) or "none"
         raise ContractError(
             f"{where}.hyperparameter",
             f"{name!r} is not in run_spec.hyperparameters{did_you_mean(name, hyperparameters)} (known: {known}); add it "
@@ -304,6 +374,13 @@ def _parse_change(
         raise ContractError(where, f"needs exactly one operation of {', '.join(OPERATIONS)} (got {operations or 'none'})")
     operation = operations[0]
     operand = entry[operation]
+    if name in BY_FIELD:
+        values = BY_FIELD[name].values
+        if operation != "set_to" or operand not in values:
+            raise ContractError(
+                f"{where}.{operation}", f"a debugger setting takes set_to one of {', '.join(values)} (got {operation} "
+                f"{operand!r})"
+            )
     current = hyperparameters[name]
     kind = kinds.get(name) or kind_of_value(current)
     if operation == TO_BEST_EPOCH:
@@ -357,6 +434,20 @@ def _parse_change(
     )
 
 
+def _debugger_field(name: Any, settings: Mapping[str, Value], where: str) -> str:
+    """The run_spec field of the debugger setting a remedy names; ContractError when there is none, or when the run's
+    jobs do not have it (the loss settings are PyTorch's)."""
+    setting = DEBUGGER_SETTINGS.get(name) if isinstance(name, str) else None
+    if setting is None:
+        raise ContractError(
+            where, f"{name!r} is not a debugger setting{did_you_mean(str(name), DEBUGGER_SETTINGS)}; allowed: "
+            f"{', '.join(DEBUGGER_SETTINGS)}"
+        )
+    if setting.field not in settings:
+        raise ContractError(where, f"{name} is a setting of the debugger in PyTorch jobs; this run's framework has none")
+    return setting.field
+
+
 def _check_reachable(remedies: Remedies, hyperparameters: Mapping[str, Value], where: str) -> None:
     """A remedy whose main change cannot apply to the starting value, when no other declared change moves that
     hyperparameter, can never apply: say so before anything is launched."""
@@ -364,10 +455,10 @@ def _check_reachable(remedies: Remedies, hyperparameters: Mapping[str, Value], w
     for key, entries in remedies.items():
         for index, remedy in enumerate(entries):
             for change in remedy.changes():
-                changers.setdefault(change.hyperparameter, set()).add((key, index))
+                changers.setdefault(change.setting, set()).add((key, index))
     for key, entries in remedies.items():
         for index, remedy in enumerate(entries):
-            name = remedy.change.hyperparameter
+            name = remedy.change.setting
             others = changers.get(name, set()) - {(key, index)}
             if others:
                 continue

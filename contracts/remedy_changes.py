@@ -1,12 +1,14 @@
-"""One change a remedy makes to one hyperparameter: an operation (:data:`OPERATIONS`), optional inclusive bounds on
-the result, and the result written as the hyperparameter's kind is (``contracts.hyperparameter_values``). Standard
-library only; ``contracts.remedies`` builds remedies from these."""
+"""One change a remedy makes to one of a job's settings: a hyperparameter of the script, or a setting of the debugger
+in the job (``contracts.debugger_settings``). An operation (:data:`OPERATIONS`), optional inclusive bounds on the
+result, and the result written as the setting's kind is (``contracts.hyperparameter_values``). Standard library only;
+``contracts.remedies`` builds remedies from these."""
 
 from __future__ import annotations
 
 import dataclasses
 from typing import Any
 
+from contracts.debugger_settings import BY_FIELD
 from contracts.hyperparameter_values import (
     FLAG,
     INTEGER,
@@ -24,22 +26,37 @@ from contracts.hyperparameter_values import (
 #: not show one (``best_epoch`` None). Early stopping through the script's own epoch count.
 TO_BEST_EPOCH = "to_best_epoch"
 NUMERIC_OPERATIONS = ("multiply_by", "add", "at_most", "at_least")
+#: What a change sets: a hyperparameter of the script, or a setting of the debugger in the job.
+HYPERPARAMETER = "hyperparameter"
+DEBUGGER = "debugger"
 OPERATIONS = ("set_to", *NUMERIC_OPERATIONS, TO_BEST_EPOCH)
 
 
 @dataclasses.dataclass(frozen=True)
 class Change:
-    """One hyperparameter, one operation, optional inclusive bounds on the result."""
+    """One setting, one operation, optional inclusive bounds on the result."""
 
-    hyperparameter: str
+    #: The hyperparameter's name, or the debugger setting's run_spec field (``debugger_robust_loss``): a job's
+    #: settings are keyed so (``contracts.debugger_settings.BY_FIELD``).
+    setting: str
     operation: str
     operand: Value
     minimum: float | None = None
     maximum: float | None = None
     above: float | None = None
     below: float | None = None
-    #: What the hyperparameter is (``contracts.hyperparameter_values.KINDS``); None: what its JSON value says.
+    #: What the setting is (``contracts.hyperparameter_values.KINDS``); None: what its JSON value says.
     kind: str | None = None
+
+    @property
+    def target(self) -> str:
+        """:data:`DEBUGGER` for a debugger setting, else :data:`HYPERPARAMETER`."""
+        return DEBUGGER if self.setting in BY_FIELD else HYPERPARAMETER
+
+    @property
+    def label(self) -> str:
+        """How the reasons name the setting: the hyperparameter, or "the debugger's robust_loss"."""
+        return f"the debugger's {BY_FIELD[self.setting].name}" if self.setting in BY_FIELD else self.setting
 
     def kind_for(self, current: Value) -> str:
         return self.kind or kind_of_value(current)
@@ -85,14 +102,14 @@ class Change:
         """'multiply lr by 0.5 (not below 1e-05)'."""
         switch = "on" if self.operand else "off"
         verbs = {
-            "set_to": f"turn {self.hyperparameter} {switch}"
+            "set_to": f"turn {self.label} {switch}"
             if self.kind == FLAG
-            else f"set {self.hyperparameter} to {show(self.operand)}",
-            "multiply_by": f"multiply {self.hyperparameter} by {show(self.operand)}",
-            "add": f"add {show(self.operand)} to {self.hyperparameter}",
-            "at_most": f"cap {self.hyperparameter} at {show(self.operand)}",
-            "at_least": f"raise {self.hyperparameter} to at least {show(self.operand)}",
-            TO_BEST_EPOCH: f"set {self.hyperparameter} to the epoch at which the objective was met at its best",
+            else f"set {self.label} to {show(self.operand)}",
+            "multiply_by": f"multiply {self.label} by {show(self.operand)}",
+            "add": f"add {show(self.operand)} to {self.label}",
+            "at_most": f"cap {self.label} at {show(self.operand)}",
+            "at_least": f"raise {self.label} to at least {show(self.operand)}",
+            TO_BEST_EPOCH: f"set {self.label} to the epoch at which the objective was met at its best",
         }
         bounds = []
         if self.minimum is not None:
@@ -112,7 +129,7 @@ class Change:
             exact = self._unrounded(current)
             if exact != self.result(current):
                 reason += (
-                    f" ({self.hyperparameter} is a whole number, so its results are rounded: exactly it would be "
+                    f" ({self.label} is a whole number, so its results are rounded: exactly it would be "
                     f"{show(exact)}; declare it real in run_spec.hyperparameter_kinds for a real number)"
                 )
         return reason
@@ -131,19 +148,22 @@ class Change:
             return "the job's objective was not met at an epoch before its last"
         new = self.result(current)
         if new == current:
-            return f"{self.hyperparameter} is already {show(current)}"
+            return f"{self.label} is already {show(current)}"
         if self.minimum is not None and new < self.minimum:
-            return f"{self.hyperparameter} {show(current)} -> {show(new)} would be below {show(self.minimum)}"
+            return f"{self.label} {show(current)} -> {show(new)} would be below {show(self.minimum)}"
         if self.maximum is not None and new > self.maximum:
-            return f"{self.hyperparameter} {show(current)} -> {show(new)} would be above {show(self.maximum)}"
+            return f"{self.label} {show(current)} -> {show(new)} would be above {show(self.maximum)}"
         if self.above is not None and not new > self.above:
-            return f"{self.hyperparameter} {show(current)} -> {show(new)} would be <= {show(self.above)}"
+            return f"{self.label} {show(current)} -> {show(new)} would be <= {show(self.above)}"
         if self.below is not None and not new < self.below:
-            return f"{self.hyperparameter} {show(current)} -> {show(new)} would be >= {show(self.below)}"
-        return f"{self.hyperparameter} {show(current)} -> {show(new)} applies"
+            return f"{self.label} {show(current)} -> {show(new)} would be >= {show(self.below)}"
+        return f"{self.label} {show(current)} -> {show(new)} applies"
 
     def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"hyperparameter": self.hyperparameter, self.operation: self.operand}
+        if self.target == DEBUGGER:
+            data: dict[str, Any] = {"debugger_setting": BY_FIELD[self.setting].name, self.operation: self.operand}
+        else:
+            data = {"hyperparameter": self.setting, self.operation: self.operand}
         if self.minimum is not None:
             data["min"] = self.minimum
         if self.maximum is not None:

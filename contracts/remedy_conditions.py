@@ -17,6 +17,8 @@ A condition holds when every test it gives holds::
     "when": {"objective_still_rising": true}                # the held-out metric still rose, beyond its noise, at the end
     "when": {"loss_weighted_by_class": true}                # the job's loss was corrected for class frequencies
     "when": {"loss_robust_to_wrong_labels": false}          # the job did not train on the debugger's robust loss
+    "when": {"labels_short_of_held_out": true}              # its training-label match settled short of held out
+    "when": {"debugger_settings": {"class_weighting": "balanced"}}  # the debugger setting the job ran with
 
 ``spiked_above`` reads the run's history, not only its last symptom: it holds when the loss or the total gradient
 norm rose to more than that many times its initial value at or before the step the rule fired (the job reports
@@ -52,6 +54,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from contracts import ContractError
+from contracts.debugger_settings import BY_FIELD, DEBUGGER_SETTINGS
 from contracts.hyperparameter_values import Value, describe_kind, fits_kind, is_number, kind_of_value, show
 from contracts.loss_history import LOSS_SHAPES
 from contracts.rule_status import ISSUE_KIND_PATTERN, PHASES
@@ -62,6 +65,19 @@ from contracts.training_labels import LABEL_FINDINGS
 LOSS_TRENDS = ("rising", "falling")
 #: The loss_shape condition's word for a job that reported too little of its loss's course to tell.
 UNKNOWN_LOSS_SHAPE = "unknown"
+
+
+@dataclasses.dataclass(frozen=True)
+class Fact:
+    """One test of a condition that held, with what it measured: the evidence a decision names."""
+
+    #: The condition's key (``initial_gradient_norm_above``, ``training_labels``, ...).
+    test: str
+    #: The sentence the reasons use, with its numbers.
+    text: str
+    #: What the job showed (a number, a word such as "warmup" or "noisy"), and the bound it was held against.
+    measured: Value | None = None
+    bound: Value | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,6 +111,11 @@ class Condition:
     loss_weighted_by_class: bool | None = None
     #: The job trained on the debugger's robust loss (see :attr:`Situation.loss_robust_to_wrong_labels`).
     loss_robust_to_wrong_labels: bool | None = None
+    #: The job's match with its training labels settled short of its held-out score, by enough to suspect the labels
+    #: but not to name them noisy (``contracts.training_labels.short_match``).
+    labels_short_of_held_out: bool | None = None
+    #: The debugger settings the job ran with (run_spec field -> value, ``contracts.debugger_settings``).
+    debugger_settings: tuple[tuple[str, Value], ...] = ()
 
     @property
     def names_a_cause(self) -> bool:
@@ -108,44 +129,58 @@ class Condition:
             or any(getattr(self, key) for key in HYPERPARAMETER_TESTS)
         )
 
-    def check(self, situation: Situation, hyperparameters: Mapping[str, Value]) -> tuple[bool, list[str]]:
-        """(holds, the facts behind it with their numbers) for the reason the planner writes."""
-        facts: list[str] = []
+    def check(self, situation: Situation, settings: Mapping[str, Value]) -> tuple[bool, list[Fact]]:
+        """(holds, the facts behind it with their numbers). ``settings``: the job's hyperparameters and debugger
+        settings (``contracts.debugger_settings``)."""
+        facts: list[Fact] = []
         if self.phase is not None:
             if situation.phase != self.phase:
                 return False, []
-            facts.append(f"it happened in the {self.phase} phase")
+            facts.append(Fact("phase", f"it happened in the {self.phase} phase", self.phase))
         if self.early is not None:
             if situation.early is None or situation.early != self.early:
                 return False, []
             limit = show(situation.early_limit)
             where = f"at step {situation.issue_step}"
-            facts.append(f"{where}, before step {limit}" if self.early else f"{where}, after step {limit}")
+            text = f"{where}, before step {limit}" if self.early else f"{where}, after step {limit}"
+            facts.append(Fact("early", text, situation.issue_step, situation.early_limit))
         if self.initial_gradient_norm_above is not None:
             norm = situation.initial_gradient_norm
             if norm is None or not math.isfinite(norm) or norm <= self.initial_gradient_norm_above:
                 return False, []
-            facts.append(f"the initial gradient norm {show(norm)} is above {show(self.initial_gradient_norm_above)}")
+            facts.append(Fact(
+                "initial_gradient_norm_above",
+                f"the initial gradient norm {show(norm)} is above {show(self.initial_gradient_norm_above)}",
+                norm, self.initial_gradient_norm_above,
+            ))
         if self.loss is not None:
             if situation.loss_trend != self.loss:
                 return False, []
-            facts.append(
-                f"the loss went from {show(situation.initial_loss)} to {show(situation.last_finite_loss)} ({self.loss})"
-            )
+            facts.append(Fact(
+                "loss",
+                f"the loss went from {show(situation.initial_loss)} to {show(situation.last_finite_loss)} ({self.loss})",
+                situation.last_finite_loss, situation.initial_loss,
+            ))
         if self.issue_kind is not None:
             if situation.issue_kind != self.issue_kind:
                 return False, []
-            facts.append(f"the rule found {self.issue_kind.replace('_', ' ')}")
+            facts.append(Fact("issue_kind", f"the rule found {self.issue_kind.replace('_', ' ')}", self.issue_kind))
         value = situation.issue_value
         tensor = f" ({situation.issue_tensor})" if situation.issue_tensor else ""
         if self.issue_value_above is not None:
             if value is None or not math.isfinite(value) or value <= self.issue_value_above:
                 return False, []
-            facts.append(f"the rule's value {show(value)}{tensor} is above {show(self.issue_value_above)}")
+            facts.append(Fact(
+                "issue_value_above", f"the rule's value {show(value)}{tensor} is above {show(self.issue_value_above)}",
+                value, self.issue_value_above,
+            ))
         if self.issue_value_below is not None:
             if value is None or not math.isfinite(value) or value >= self.issue_value_below:
                 return False, []
-            facts.append(f"the rule's value {show(value)}{tensor} is below {show(self.issue_value_below)}")
+            facts.append(Fact(
+                "issue_value_below", f"the rule's value {show(value)}{tensor} is below {show(self.issue_value_below)}",
+                value, self.issue_value_below,
+            ))
         if self.spiked_above is not None:
             spike = situation.spike(self.spiked_above)
             if spike is None:
@@ -153,56 +188,71 @@ class Condition:
             if self.spike_phase is not None and spike.peak.phase != self.spike_phase:
                 return False, []
             fired = f" before the rule fired at step {situation.issue_step}" if situation.issue_step is not None else ""
-            facts.append(f"{spike.describe()}{fired}, more than {show(self.spiked_above)}x its initial value")
+            facts.append(Fact(
+                "spiked_above", f"{spike.describe()}{fired}, more than {show(self.spiked_above)}x its initial value",
+                spike.ratio, self.spiked_above,
+            ))
         if self.loss_shape:
             shape = situation.loss_course
-            if (shape.shape if shape else UNKNOWN_LOSS_SHAPE) not in self.loss_shape:
+            name = shape.shape if shape else UNKNOWN_LOSS_SHAPE
+            if name not in self.loss_shape:
                 return False, []
             if shape is not None:
-                facts.append(shape.describe())
+                facts.append(Fact("loss_shape", shape.describe(), name))
         if self.training_labels:
             finding = situation.labels
             if finding is None or finding.kind not in self.training_labels:
                 return False, []
-            facts.append(finding.describe())
+            facts.append(Fact("training_labels", finding.describe(), finding.kind))
+        if self.labels_short_of_held_out is not None:
+            short = situation.short_match
+            suspect = short is not None and short.labels_suspect
+            if suspect != self.labels_short_of_held_out:
+                return False, []
+            if suspect:
+                facts.append(Fact("labels_short_of_held_out", short.sentence, True))
         for key, fact in LOSS_TESTS.items():
             wanted = getattr(self, key)
             if wanted is not None:
                 if getattr(situation, key) != wanted:
                     return False, []
                 if wanted:
-                    facts.append(fact)
+                    facts.append(Fact(key, fact, True))
         if self.objective_past_peak is not None:
             if situation.past_peak != self.objective_past_peak:
                 return False, []
             if situation.past_peak:
-                facts.append(situation.describe_peak())
+                facts.append(Fact("objective_past_peak", situation.describe_peak(), True))
         if self.objective_still_rising is not None:
             if situation.still_rising != self.objective_still_rising:
                 return False, []
             if situation.still_rising:
-                facts.append(situation.describe_rise())
+                facts.append(Fact("objective_still_rising", situation.describe_rise(), True))
         if self.objective_met_before_end is not None:
             best = situation.best_epoch
             if (best is not None) != self.objective_met_before_end:
                 return False, []
             if best is not None:
                 course, objective = situation.objective_course, situation.objective
-                facts.append(
+                facts.append(Fact(
+                    "objective_met_before_end",
                     f"{objective.metric_name} met the objective ({objective.comparison} {show(objective.target_value)}) "
                     f"after epoch {best} of {course.reports}, at {show(course.best_value)} (its best), and ended at "
-                    f"{show(course.last_value)}"
-                )
-        for name, expected in self.hyperparameters:
-            if hyperparameters.get(name) != expected:
-                return False, []
-            facts.append(f"{name} is {show(expected)}")
+                    f"{show(course.last_value)}",
+                    best,
+                ))
+        for key in ("hyperparameters", "debugger_settings"):
+            for name, expected in getattr(self, key):
+                if settings.get(name) != expected:
+                    return False, []
+                label = f"the debugger's {BY_FIELD[name].name}" if name in BY_FIELD else name
+                facts.append(Fact(key, f"{label} is {show(expected)}", expected, name))
         for side, tests in (("above", self.hyperparameters_above), ("below", self.hyperparameters_below)):
             for name, bound in tests:
-                current = hyperparameters.get(name)
+                current = settings.get(name)
                 if not is_number(current) or not (current > bound if side == "above" else current < bound):
                     return False, []
-                facts.append(f"{name} {show(current)} is {side} {show(bound)}")
+                facts.append(Fact(f"hyperparameters_{side}", f"{name} {show(current)} is {side} {show(bound)}", current, bound))
         return True, facts
 
     def guarded_against(self, situation: Situation, hyperparameters: Mapping[str, Value]) -> str | None:
@@ -218,6 +268,10 @@ class Condition:
         data: dict[str, Any] = {}
         for key in CONDITION_KEYS:
             if key in HYPERPARAMETER_TESTS:
+                continue
+            if key == "debugger_settings":
+                if self.debugger_settings:
+                    data[key] = {BY_FIELD[field].name: value for field, value in self.debugger_settings}
                 continue
             if key in ("loss_shape", "training_labels"):
                 values = getattr(self, key)
@@ -254,6 +308,8 @@ CONDITION_KEYS = (
     "objective_still_rising",
     "loss_weighted_by_class",
     "loss_robust_to_wrong_labels",
+    "labels_short_of_held_out",
+    "debugger_settings",
 )
 #: The conditions that are true or false.
 BOOLEAN_TESTS = (
@@ -262,6 +318,7 @@ BOOLEAN_TESTS = (
     "objective_still_rising",
     "loss_weighted_by_class",
     "loss_robust_to_wrong_labels",
+    "labels_short_of_held_out",
 )
 #: The conditions on how the job computed its training loss (a Situation field of the same name), with the fact each
 #: adds to the reason when it holds true.
@@ -341,6 +398,24 @@ def parse_condition(
         kind = kinds.get(name) or kind_of_value(hyperparameters[name])
         if not fits_kind(expected, kind):
             raise ContractError(f"{where}.hyperparameters.{name}", f"must be {describe_kind(kind)} like its starting value")
+    debugger = value.get("debugger_settings", {})
+    if not isinstance(debugger, Mapping):
+        raise ContractError(f"{where}.debugger_settings", "must be an object of debugger setting: value")
+    debugger_tests = []
+    for name, expected in debugger.items():
+        setting = DEBUGGER_SETTINGS.get(name)
+        if setting is None:
+            raise ContractError(
+                f"{where}.debugger_settings.{name}",
+                f"is not a debugger setting{did_you_mean(name, DEBUGGER_SETTINGS)}; allowed: {', '.join(DEBUGGER_SETTINGS)}",
+            )
+        if setting.field not in hyperparameters:
+            raise ContractError(f"{where}.debugger_settings.{name}", "this run's framework has no debugger settings")
+        if expected not in setting.values:
+            raise ContractError(
+                f"{where}.debugger_settings.{name}", f"must be one of {', '.join(setting.values)} (got {expected!r})"
+            )
+        debugger_tests.append((setting.field, expected))
     compared: dict[str, tuple[tuple[str, float], ...]] = {}
     for key in ("hyperparameters_above", "hyperparameters_below"):
         tests = value.get(key, {})
@@ -369,6 +444,7 @@ def parse_condition(
         spike_phase=spike_phase,
         loss_shape=shapes,
         training_labels=findings,
+        debugger_settings=tuple(debugger_tests),
         **flags,
     )
 

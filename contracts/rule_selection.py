@@ -24,13 +24,13 @@ from contracts.debugger_config import (
 from contracts.suggestions import did_you_mean
 
 #: The rules that watch a job whose run_spec selects none: the failures the AWS sample's loop remediates, and a job
-#: that can no longer reach the run's objective in its epochs (the product's own rule, contracts.objective_reach; a
-#: near miss is never judged, since on report seed 1030 of the random zoo a rare class stalled 0.03 short climbed late).
+#: that can no longer reach the run's objective in its epochs (the product's own rule, contracts.objective_reach;
+#: why a default: docs/decisions/013-objective-out-of-reach.md).
 DEFAULT_RULES = ("ExplodingTensor", "VanishingGradient", "LossNotDecreasing", "ObjectiveOutOfReach")
 #: An XGBoost job's defaults: the validation metric that stops improving (Overtraining: overfitting as boosting goes
 #: on) and an evaluation metric that stalls (LossNotDecreasing). Overfit is left out: at its documented
-#: ratio_threshold 0.1 it fires on healthy boosting, whose training loss heads to 0 (measured on breast cancer with
-#: max_depth 3: (validation - training) / training about 11 at round 90).
+#: ratio_threshold 0.1 it fires on healthy boosting, whose training loss heads to 0
+#: (docs/decisions/020-rule-defaults-differing-from-sagemaker.md).
 XGBOOST_DEFAULT_RULES = ("Overtraining", "LossNotDecreasing")
 DEFAULT_RULES_BY_FRAMEWORK = {"pytorch": DEFAULT_RULES, "xgboost": XGBOOST_DEFAULT_RULES}
 #: The rules that read what only a boosted tree model has (trees, feature importance, a confusion matrix of
@@ -48,19 +48,16 @@ XGBOOST_RULES = (
 )
 #: The product's own rule defaults, per framework, where they differ from the AWS guide's
 #: (contracts.debugger_config.BUILTIN_RULE_DEFAULTS): what a rule selected by name (or by default) runs with in our
-#: debugger; a run_spec's parameters win. Each was measured on healthy training (bench/healthy_corpus.py; README,
-#: "Rule defaults"):
-#: * LossNotDecreasing num_steps 20 (SageMaker: 10): the loss is judged on windows of num_steps steps (the mean of
-#:   the latest against the mean of the previous), and twenty minibatch losses average out more of their noise.
+#: debugger; a run_spec's parameters win. Each keeps healthy training from being stopped; the healthy runs the
+#: documented value stopped are in docs/decisions/020-rule-defaults-differing-from-sagemaker.md:
+#: * LossNotDecreasing num_steps 20 (SageMaker: 10): twenty minibatch losses average out more of their noise.
 #:   XGBoost's rounds carry one exact metric each (no batch noise): the documented 10 there.
-#: * CheckInputImages threshold_mean 1.0 (SageMaker: 0.2): pictures scaled to [0, 1] (channel means 0.3-0.5, what
-#:   torchvision's ToTensor gives) train well; 0.2 stops them. Raw pixel values (0-255, or 0-16) still fire.
+#: * CheckInputImages threshold_mean 1.0 (SageMaker: 0.2): pictures scaled to [0, 1] train well; raw pixel values
+#:   (0-255, or 0-16) still fire.
 #: * PoorWeightInitialization threshold 100 (SageMaker: 10): a ReLU after a residual add sees the block's output plus
-#:   its input, whose variance grows with the blocks by design: a healthy ResNet measured 10.04 in its first 10 steps
-#:   (learning rate 0.2); four ReLU layers at 8 times Xavier's scale measure 2e5.
-#: * Overfit patience 3 (SageMaker: 1): the gap must come with a validation loss above its best at three evaluations in
-#:   a row. Early in training batch norm's running statistics can put one evaluation far above the last (a healthy
-#:   ResNet at learning rate 0.2: 2.14 at epoch 0, 2.84 at epoch 1, 1.46 at epoch 2, accuracy 0.16, 0.35, 0.54).
+#:   its input, whose variance grows with the blocks by design.
+#: * Overfit patience 3 (SageMaker: 1): early in training batch norm's running statistics can put one evaluation far
+#:   above the last.
 PRODUCT_RULE_DEFAULTS: dict[str, dict[str, dict[str, str]]] = {
     "pytorch": {
         "LossNotDecreasing": {"num_steps": "20"},
@@ -88,7 +85,8 @@ COMMON_SETTABLE_PARAMETERS = tuple(name for name in COMMON_RULE_PARAMETERS if na
 #: they are), so the next job would stop on it again. Once a remedy answers it, the next job's bound is the measured
 #: value times DATA_FINDING_MARGIN, and the rule goes on watching the training (ClassImbalance: mispredictions).
 DATA_FINDING_BOUNDS = {("ClassImbalance", "imbalance"): "threshold_imbalance"}
-#: Room above the measured value: the next job's sample of the same data measures about the same ratio.
+#: Room above the measured value: the next job's sample of the same data measures about the same ratio
+#: (docs/decisions/026-data-finding-bound.md).
 DATA_FINDING_MARGIN = 2.0
 
 

@@ -1,6 +1,6 @@
 """The run_spec's bounds, patterns and names, stated once. Standard library only.
 
-The workflow's payload models (``lambdas.remediation.payload``, pydantic) build
+The workflow's payload models (``lambdas.remediation.state.payload``, pydantic) build
 their field types from the checks and bounds here; the CLI checks local inputs
 with them before anything starts. Each check raises ``ValueError`` (or
 :class:`contracts.ContractError` naming a nested field) with what is allowed.
@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from contracts import ContractError, bucket_layout
+from contracts import ContractError, bucket_layout, debugger_settings
 from contracts.job import (
     HYPERPARAMETER_NAME,
     MAX_HYPERPARAMETER_VALUE_LENGTH,
@@ -172,39 +172,24 @@ def one_of(value: str, choices: tuple[str, ...]) -> str:
     return value
 
 
-#: run_spec.debugger_class_weighting: whether the debugger corrects a PyTorch script's training loss for how often
-#: each class occurs (``debugger.loss_patches.class_weighting``). "auto": when a job misses its objective because a class is
-#: too rare in its training labels and no remedy of the script's own answers that, the next job gets "balanced", and
-#: the one after a balanced job that missed and no longer improved gets "logit_adjusted". "balanced": every job, each
-#: class's cross-entropy weighted by the inverse of its share of the labels seen so far. "logit_adjusted": every job,
-#: each class's score raised by the log of that share before the cross-entropy (Menon et al., ICLR 2021). "off": never.
-#: The debugger's in-job loss changes (class weighting, robust loss) left to the planner, and never applied.
-AUTO = "auto"
-OFF = "off"
-#: The weightings the debugger applies in the job.
-BALANCED_CLASS_WEIGHTING = "balanced"
-LOGIT_ADJUSTED_CLASS_WEIGHTING = "logit_adjusted"
+# The debugger's loss settings (run_spec.debugger_class_weighting, debugger_robust_loss): contracts.debugger_settings.
+OFF = debugger_settings.OFF
+BALANCED_CLASS_WEIGHTING = debugger_settings.BALANCED
+LOGIT_ADJUSTED_CLASS_WEIGHTING = debugger_settings.LOGIT_ADJUSTED
 IN_JOB_CLASS_WEIGHTINGS = (BALANCED_CLASS_WEIGHTING, LOGIT_ADJUSTED_CLASS_WEIGHTING)
-CLASS_WEIGHTINGS = (AUTO, *IN_JOB_CLASS_WEIGHTINGS, OFF)
-DEFAULT_CLASS_WEIGHTING = AUTO
+CLASS_WEIGHTINGS = debugger_settings.CLASS_WEIGHTING.values
+DEFAULT_CLASS_WEIGHTING = debugger_settings.CLASS_WEIGHTING.default
+GENERALIZED_CROSS_ENTROPY = debugger_settings.GENERALIZED_CROSS_ENTROPY
+ROBUST_LOSSES = debugger_settings.ROBUST_LOSS.values
+DEFAULT_ROBUST_LOSS = debugger_settings.ROBUST_LOSS.default
 
 
 def check_class_weighting(class_weighting: str) -> str:
-    return one_of(class_weighting, CLASS_WEIGHTINGS)
-
-
-#: run_spec.debugger_robust_loss: whether the debugger trains a PyTorch script on a loss robust to wrong labels
-#: (``debugger.loss_patches.robust_loss``): the generalized cross-entropy of Zhang and Sabuncu (NeurIPS 2018) in place of the
-#: script's training cross-entropy. "auto": when a job misses its objective because many of its training labels look
-#: wrong, the next job gets it. "generalized_cross_entropy": every job. "off": never.
-ROBUST_LOSSES = (AUTO, "generalized_cross_entropy", OFF)
-DEFAULT_ROBUST_LOSS = AUTO
-#: The one robust loss the debugger applies in the job.
-GENERALIZED_CROSS_ENTROPY = "generalized_cross_entropy"
+    return debugger_settings.check_value(debugger_settings.CLASS_WEIGHTING, class_weighting)
 
 
 def check_robust_loss(robust_loss: str) -> str:
-    return one_of(robust_loss, ROBUST_LOSSES)
+    return debugger_settings.check_value(debugger_settings.ROBUST_LOSS, robust_loss)
 
 
 #: SageMaker training job names: ``[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}``.

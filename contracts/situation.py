@@ -77,10 +77,10 @@ class Situation:
     #: The job's training loss was corrected for class frequencies (the debugger's balanced weights or logit-adjusted
     #: loss, or the script's own weighting knob).
     loss_weighted_by_class: bool = False
-    #: The job trained on the debugger's loss robust to wrong labels (lambdas.remediation.in_job_robust_loss).
+    #: The job trained on the debugger's loss robust to wrong labels (lambdas.remediation.planning.in_job_robust_loss).
     loss_robust_to_wrong_labels: bool = False
     #: What a later job of the run found in the same training labels, when the planner plans from this job and its
-    #: own labels say nothing (lambdas.remediation.diagnosis.situation_to_plan_from).
+    #: own labels say nothing (lambdas.remediation.planning.situation.situation_to_plan_from).
     later_labels: LabelFinding | None = None
 
     @property

@@ -16,10 +16,8 @@ Three findings follow (:func:`label_finding`), read by the planner when a job mi
   is missed; more epochs or another rate do not change what it sees. Weighting the loss by class (or resampling)
   does. Not when the model has not learnt the other classes either: given the objective's target score, a model
   whose top class matched fewer of its training labels (nearly all of the common classes) than the target asks of
-  held-out data on them, less :data:`FIT_GAP`, misses for a reason of its training, not the rare class (report seed
-  1000, configuration 3: a CNN on digits matched 27% of its training labels after 7 epochs, its loss 2.32 to 2.17,
-  and the rare class was weighted twice with nothing to show; every first job of the development probes that missed
-  with a rare class matched 80% or more).
+  held-out data on them, less :data:`FIT_GAP`, misses for a reason of its training, not the rare class
+  (docs/decisions/009-rare-class-needs-a-learnt-model.md).
 * ``noisy``: over the last quarter of the run the model's top class matched its own training labels at least
   :data:`FIT_GAP` less often than it matched the held-out labels (the objective's score). A model fits the labels
   it trains on at least as well as unseen ones unless many of those labels are wrong: it learned the rule the
@@ -31,25 +29,17 @@ Three findings follow (:func:`label_finding`), read by the planner when a job mi
   it. The loss's course says the same thing only once the loss is near zero (``contracts.loss_history``'s
   ``memorised``); the labels say it while the loss is still falling. Learning by heart takes seeing the samples
   again and again: a job known to have trained fewer than :data:`MIN_EPOCHS_TO_MEMORISE` epochs is not read so (a
-  one-epoch CNN with batch norm matched 65% of its training labels in train mode and scored 0.52 in eval mode,
-  its running statistics still young: development seed 5).
+  young model's batch-norm statistics make its train-mode match say little).
 
 ``noisy`` is not read from a model that trained with dropout (``training_dropout``): dropout lowers the match in
-train mode as wrong labels do, the more so the narrower the layer it thins. Measured on clean labels (development
-data seeds 300 and 301, 2-3 ReLU layers of 16 to 256 units, SGD or Adam, 12 epochs; a probe not kept): a 2x16 MLP
-on digits with dropout 0.5 matched 58% of its training labels and scored 0.91 held out; of the 60 runs with dropout
-0.3 or 0.5 whose match had stopped rising, 4 matched 15 points or more below their held-out score, against none of
-the 19 without dropout (at most 2 points below; at most 6 points below over the 172 settled jobs without a label
-fault of development zoo seeds 260 and 261, whose scripts have no dropout). ``memorised`` still holds with dropout: dropout only lowers the match.
-Nor is it read from a job whose training inputs changed between epochs (``contracts.training_inputs``: augmented in
-the loader, or drawn afresh): harder training inputs lower the match too. On clean digits, 2-pixel shifts plus noise
-of one standard deviation put the match up to 45 points below the held-out score (development data seeds 300 and 301,
-a probe not kept).
+train mode as wrong labels do, the more so the narrower the layer it thins. ``memorised`` still holds with dropout:
+dropout only lowers the match. Nor is it read from a job whose training inputs changed between epochs
+(``contracts.training_inputs``: augmented in the loader, or drawn afresh): harder training inputs lower the match too.
 
 Both fit findings need a job of :data:`MIN_EPOCHS_TO_MEMORISE` epochs or more when its epochs are known, and
 ``noisy`` a match that stopped rising (the last quarter no more than :data:`STILL_LEARNING_RISE` above the quarter
 before): a model still learning matches its training labels, measured before each update, less often than the model
-at the end scores held out (a one-epoch CNN matched 28% while it learned, and scored 0.58: report seed 1006).
+at the end scores held out. The measurements behind each bound: docs/decisions/007-noisy-label-gap.md.
 """
 
 from __future__ import annotations
@@ -68,13 +58,12 @@ MAX_COUNTED_CLASSES = 100
 IMBALANCE_RATIO = 10
 #: Fewer labels than this say nothing about balance.
 MIN_COUNTED_LABELS = 200
-#: How much less (noisy) or more (memorised) often the model matches its training labels than held-out ones. Dropout
-#: lowers the match in train mode by a few points on a healthy run, and a healthy model that has converged matches
-#: its training labels a few points more often than held-out ones; 40% of labels drawn at random lower the match by
-#: about 35 points in a model too small to learn them by heart (development seeds of bench/zoo_random.py).
+#: How much less (noisy) or more (memorised) often the model matches its training labels than held-out ones: well
+#: past a healthy model's few points, well short of what 40% wrong labels do. Why 0.15: docs/decisions/007-noisy-label-gap.md
 FIT_GAP = 0.15
 #: A settled match this much below the held-out score, short of FIT_GAP, is what a smaller share of wrong labels does
-#: in a model that scores lower (:func:`short_match`): read only as the last thing left to try.
+#: in a model that scores lower (:func:`short_match`): read only as the last thing left to try. Why 0.08:
+#: docs/decisions/008-short-match-last-resort.md
 SUSPECT_GAP = 0.08
 #: Fewer epochs than this are too few to judge how the model fits its training labels.
 MIN_EPOCHS_TO_MEMORISE = 3
@@ -208,9 +197,7 @@ def short_match(
 
     Nothing else lowering it, the labels are suspect. Wrong labels lower the match by about their share times the
     score, so 40% of labels drawn at random among 4 classes (30% wrong) in a model scoring 0.74 fall short by about
-    0.1, under :data:`FIT_GAP` (development seeds 340-359: the two of the 22 tabular configurations with 40% wrong
-    labels that missed after every other remedy fell short by 0.085 and 0.131; no job without a label fault and
-    without dropout fell short by more than 0.056 in development seeds 260 and 261). Input augmentation lowers the
+    0.1, under :data:`FIT_GAP` (docs/decisions/008-short-match-last-resort.md). Input augmentation lowers the
     match too; when the debugger did not see the inputs come back, the sentence names it, so the planner reads this
     only when no other remedy is left.
 

@@ -26,7 +26,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from infra.notifications import NotificationTopic
-from lambdas.remediation.end_causes import (
+from lambdas.remediation.state.end_causes import (
     NOTIFICATIONS_NOT_SENT,
     TRANSIENT_FAULTS_DEFERRED,
     UNEXPECTED_WORKFLOW_ERRORS,

@@ -10,7 +10,7 @@ An event neither target could take after EventBridge's retries goes to the dead-
 alarmed). The train Lambda may DescribeExecution this state machine's executions: once its job exists it checks
 that its execution still runs, and stops the job if not.
 
-The patterns come from ``lambdas.remediation.job_events`` (the local runtime matches the same ones).
+The patterns come from ``lambdas.remediation.job.job_events`` (the local runtime matches the same ones).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from infra.nag import account_scoped_arn_prefix, acknowledge, attribute_placeholder
-from lambdas.remediation import job_events
+from lambdas.remediation.job import job_events
 
 #: EventBridge retries a Lambda target's failed delivery; an event older than this is of no use to a 48 h loop.
 MAX_EVENT_AGE = Duration.hours(2)

@@ -3,7 +3,7 @@
 Trust boundary: every training job of the stack runs under this one role, so one run's training script can write
 another run's objects under debug-output/ and checkpoints/ (their keys are named per job at run time; IAM has no
 per-job condition for a SageMaker job's own calls). The monitor refuses a rule-status document that names another
-job (lambdas/remediation/rule_reading.py), but a script that forges its own job's document, or overwrites another
+job (lambdas/remediation/monitoring/rule_reading.py), but a script that forges its own job's document, or overwrites another
 run's checkpoints, is inside the boundary: a stack is one trust domain; run untrusted scripts in a stack of their
 own. In legacy mode the role may also stop any of the stack's training jobs (the StopTraining rule action): those
 grants exist only when the stack is deployed with -c legacy_sagemaker_debugger=true.
@@ -18,13 +18,13 @@ from constructs import Construct
 
 from contracts import bucket_layout
 from infra.nag import account_scoped_arn_prefix, acknowledge, attribute_placeholder
-from lambdas.remediation.training_images import (
+from lambdas.remediation.job.training_images import (
     DLC_ACCOUNT_BY_REGION,
     RULE_EVALUATOR_ACCOUNT_BY_REGION,
     RULE_EVALUATOR_REPOSITORY,
     training_repositories,
 )
-from lambdas.remediation.xgboost_images import XGBOOST_ACCOUNT_BY_REGION, XGBOOST_REPOSITORY
+from lambdas.remediation.job.xgboost_images import XGBOOST_ACCOUNT_BY_REGION, XGBOOST_REPOSITORY
 
 TRAINING_LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 TRAINING_METRICS_NAMESPACE = "/aws/sagemaker/TrainingJobs"

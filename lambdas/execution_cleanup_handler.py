@@ -20,8 +20,10 @@ from typing import Any
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 
-from lambdas.remediation import execution_cleanup, handler_support, job_events, notifications
-from lambdas.remediation.validation_messages import InvalidExecutionInput
+from lambdas.remediation import handler_support
+from lambdas.remediation.job import execution_cleanup, job_events
+from lambdas.remediation.state.validation_messages import InvalidExecutionInput
+from lambdas.remediation.text import notifications
 
 logger = Logger(service=handler_support.SERVICE_NAME)
 metrics = Metrics(namespace=handler_support.METRICS_NAMESPACE, service=handler_support.SERVICE_NAME)

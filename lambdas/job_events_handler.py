@@ -1,4 +1,4 @@
-"""Job-events Lambda: the two ends of the event-driven wait (``lambdas.remediation.job_events``).
+"""Job-events Lambda: the two ends of the event-driven wait (``lambdas.remediation.job.job_events``).
 
 * The WaitForJob task (``action: "wait_for_job"``, a ``.waitForTaskToken`` task)
   keeps its task token under the job's name and returns; the task stays open.
@@ -19,9 +19,10 @@ from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 from botocore.exceptions import BotoCoreError, ClientError
 
-from lambdas.remediation import handler_support, job_events
-from lambdas.remediation.payload import parse_state
-from lambdas.remediation.validation_messages import InvalidExecutionInput
+from lambdas.remediation import handler_support
+from lambdas.remediation.job import job_events
+from lambdas.remediation.state.payload import parse_state
+from lambdas.remediation.state.validation_messages import InvalidExecutionInput
 
 logger = Logger(service=handler_support.SERVICE_NAME)
 metrics = Metrics(namespace=handler_support.METRICS_NAMESPACE, service=handler_support.SERVICE_NAME)

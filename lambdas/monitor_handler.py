@@ -13,9 +13,14 @@ from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 from botocore.exceptions import BotoCoreError, ClientError
 
-from lambdas.remediation import end_causes, execution_cleanup, handler_support, monitoring, notifications, rule_reading
-from lambdas.remediation.payload import WorkflowState, parse_state
-from lambdas.remediation.validation_messages import InvalidExecutionInput, clip
+from lambdas.remediation import handler_support
+from lambdas.remediation.job import execution_cleanup
+from lambdas.remediation.monitoring import rule_reading
+from lambdas.remediation.monitoring import verdict as monitoring
+from lambdas.remediation.state import end_causes
+from lambdas.remediation.state.payload import WorkflowState, parse_state
+from lambdas.remediation.state.validation_messages import InvalidExecutionInput, clip
+from lambdas.remediation.text import notifications
 
 logger = Logger(service=handler_support.SERVICE_NAME)
 metrics = Metrics(namespace=handler_support.METRICS_NAMESPACE, service=handler_support.SERVICE_NAME)

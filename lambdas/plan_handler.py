@@ -10,9 +10,12 @@ from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 
 from contracts.stack_guardrails import StackGuardrails
-from lambdas.remediation import end_causes, handler_support, notifications, policies
+from lambdas.remediation import handler_support
 from lambdas.remediation.execution_input import initial_state
-from lambdas.remediation.payload import WorkflowState, parse_state
+from lambdas.remediation.planning import planner as policies
+from lambdas.remediation.state import end_causes
+from lambdas.remediation.state.payload import WorkflowState, parse_state
+from lambdas.remediation.text import notifications
 
 logger = Logger(service=handler_support.SERVICE_NAME)
 metrics = Metrics(namespace=handler_support.METRICS_NAMESPACE, service=handler_support.SERVICE_NAME)

@@ -18,15 +18,10 @@ from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 from botocore.exceptions import BotoCoreError, ClientError
 
-from lambdas.remediation import (
-    checkpoint_resume,
-    handler_support,
-    job_identity,
-    job_request,
-    launch_guard,
-    notifications,
-)
-from lambdas.remediation.payload import parse_state
+from lambdas.remediation import handler_support
+from lambdas.remediation.job import checkpoint_resume, job_identity, job_request, launch_guard
+from lambdas.remediation.state.payload import parse_state
+from lambdas.remediation.text import notifications
 
 logger = Logger(service=handler_support.SERVICE_NAME)
 metrics = Metrics(namespace=handler_support.METRICS_NAMESPACE, service=handler_support.SERVICE_NAME)

@@ -1,7 +1,7 @@
 """What plays EventBridge on one machine: rules (an event pattern and a target handler) and events delivered to
 every rule whose pattern matches, asynchronously, as EventBridge invokes a Lambda target.
 
-The patterns are the stack's own (``lambdas.remediation.job_events``) and are matched by moto's EventBridge
+The patterns are the stack's own (``lambdas.remediation.job.job_events``) and are matched by moto's EventBridge
 pattern matcher, not by code of ours. The events are built in the services' shapes:
 :func:`training_job_state_change_event` from a DescribeTrainingJob answer (the local training platform emits
 one when a job's status changes) and :func:`execution_status_change_event` from a DescribeExecution answer
@@ -27,7 +27,7 @@ from typing import Any
 
 from moto.events.models import EventPattern, EventPatternParser
 
-from lambdas.remediation.job_events import EXECUTION_STATUS_CHANGE, TRAINING_JOB_STATE_CHANGE
+from lambdas.remediation.job.job_events import EXECUTION_STATUS_CHANGE, TRAINING_JOB_STATE_CHANGE
 from local_runtime.botocore_dispatch import LambdaContext
 
 LOGGER = logging.getLogger(__name__)

@@ -12,8 +12,8 @@ import importlib.metadata
 import platform
 import re
 
-from lambdas.remediation.training_images import PYTORCH_IMAGES
-from lambdas.remediation.xgboost_images import XGBOOST_IMAGES, XGBOOST_REPOSITORY
+from lambdas.remediation.job.training_images import PYTORCH_IMAGES
+from lambdas.remediation.job.xgboost_images import XGBOOST_IMAGES, XGBOOST_REPOSITORY
 
 _IMAGE = re.compile(r"^[^/]+/(?P<repository>[^:]+):(?P<tag>.+)$")
 #: repository -> (the framework's name, the distributions that install it here, what requirements.txt pins).

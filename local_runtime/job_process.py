@@ -3,13 +3,19 @@ reaped (its exit code and peak memory), and how memory reads in a failure text."
 
 from __future__ import annotations
 
+import inspect
 import os
 import subprocess
 
-#: Runs first in each job process (single-threaded, before the entry point): on Linux it asks the kernel to
-#: SIGKILL the job if the platform's process dies without stopping it (kill -9 of the CLI), then execs the
-#: entry point in the same process, so the job keeps its pid and process group.
-LAUNCHER = """
+from local_runtime import opt_ml_view
+
+#: Runs first in each job process (single-threaded, before the entry point): SageMaker's /opt/ml paths made the
+#: job's folders (local_runtime.opt_ml_view, whose source it carries: the job's Python imports nothing of the
+#: project); on Linux it asks the kernel to SIGKILL the job if the platform's process dies without stopping it
+#: (kill -9 of the CLI; asked after the namespace, whose new credentials would clear it), then execs the entry point
+#: in the same process, so the job keeps its pid and process group.
+LAUNCHER = inspect.getsource(opt_ml_view) + """
+opt_ml_view_from_environment()
 import ctypes, os, signal, sys
 PR_SET_PDEATHSIG = 1
 if sys.platform == "linux":

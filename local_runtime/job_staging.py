@@ -8,7 +8,9 @@
   again when the job restarts after a spot interruption (:func:`restore_checkpoints`), and ``checkpointconfig.json``
   naming it (as SageMaker writes it for a job with a CheckpointConfig; smdebug's hook keeps its spot-resume state
   there);
-* the environment: SageMaker's training toolkit's variables (``SM_*``) and ours (``contracts.job``).
+* the environment: SageMaker's training toolkit's variables (``SM_*``) and ours (``contracts.job``);
+* SageMaker's paths themselves (``/opt/ml/checkpoints``, ``/opt/ml/model``, ...), each the job's folder for it, in
+  the job's process where the kernel allows (:func:`opt_ml_variables`, ``local_runtime.opt_ml_view``).
 """
 
 from __future__ import annotations
@@ -34,7 +36,11 @@ from contracts.job import (
 from local_runtime.framework_images import local_stand_in
 from local_runtime.job_hosts import LOG_FILE, prepare_host_directories
 from local_runtime.job_outputs import tensorboard_dir
+from local_runtime.opt_ml_view import MOUNTS_ENV, STAGING_ENV, opt_ml_mounts
 from local_runtime.training_job import BucketMirror, TrainingJobRecord
+
+#: The empty folder, in each host's folder, that the job's own /opt is built in (inside its mount namespace only).
+OPT_VIEW_STAGING = ".opt-view"
 
 
 def _write_json(path: Path, value: Any) -> None:
@@ -158,6 +164,15 @@ def environment(
     for name, value in user_hyperparameters.items():  # as SageMaker's training toolkit sets them
         env[f"SM_HP_{name.upper()}"] = value
     return env
+
+
+def opt_ml_variables(job: TrainingJobRecord, mirror: BucketMirror, host_dir: Path) -> dict[str, str]:
+    """What the launcher needs to make SageMaker's /opt/ml paths this host's folders (``local_runtime.opt_ml_view``):
+    the paths and an empty folder to build the view in."""
+    staging = host_dir / OPT_VIEW_STAGING
+    staging.mkdir(parents=True, exist_ok=True)
+    mounts = opt_ml_mounts(job.job_dir, host_dir, checkpoint_dir(job, mirror))
+    return {MOUNTS_ENV: json.dumps(mounts), STAGING_ENV: str(staging)}
 
 
 def _download_archive(s3: Callable[[], Any], uri: str, destination: Path) -> None:

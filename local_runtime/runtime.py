@@ -37,7 +37,8 @@ from typing import Any
 import boto3
 from moto import mock_aws
 
-from lambdas.remediation import handler_support, job_events
+from lambdas.remediation import handler_support
+from lambdas.remediation.job import job_events
 from local_runtime.botocore_dispatch import LocalDispatch
 from local_runtime.event_bus import LocalEventBus, training_job_state_change_event
 from local_runtime.interpreter_stop import stops_as_in_aws

@@ -4,9 +4,9 @@ moto 5.2 keeps each object's bytes in a temporary file and closes it when a PutO
 store disposes of the versions it no longer keeps). A GetObject that found the old object just before reads a closed
 file and answers ``ValueError: I/O operation on closed file``. S3 instead answers the object as it was when the read
 began. Locally the job's output mirror puts rule-status.json, TensorBoard files and checkpoints while the monitor
-Lambda reads them on another thread: seen once in a random-zoo run (seed 1022), which ended FAILED after its job had
-met the objective. While :func:`s3_reads_as_in_aws` is open, moto answers one S3 request at a time, so a read always
-finishes before a write replaces what it reads (moto answers from memory: the wait is short).
+Lambda reads them on another thread (docs/decisions/024-local-s3-reads-one-at-a-time.md). While
+:func:`s3_reads_as_in_aws` is open, moto answers one S3 request at a time, so a read always finishes before a write
+replaces what it reads (moto answers from memory: the wait is short).
 
 The patch points are moto 5.2's ``S3Response`` request entry points (``bucket_response``, ``ambiguous_response``,
 ``key_response``: its URL map calls them on a new instance per request); they are checked, so a moto upgrade that moves

@@ -357,7 +357,8 @@ class LocalTrainingPlatform:
                     job.process_started = started
                 schedule.start_run()
                 for host in hosts:
-                    host_env = {**env, **host_variables(host, hosts, launcher, master_port, threads)}
+                    host_env = {**env, **host_variables(host, hosts, launcher, master_port, threads),
+                                **job_staging.opt_ml_variables(job, self.mirror, host.directory)}  # fmt: skip
                     host.process = job_supervisor.start_process(
                         self.python, program, arguments, job.job_dir / "code", host_env, host.log_path
                     )

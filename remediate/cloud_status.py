@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from contracts.run_spec import HISTORY_EVENT_LIMIT
-from lambdas.remediation.execution_history import current_state_name, latest_state_payload
+from lambdas.remediation.state.execution_history import current_state_name, latest_state_payload
 from remediate.aws_access import CloudCommandError, aws_call
 from remediate.cloud_stack import outputs_for
 

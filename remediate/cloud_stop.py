@@ -1,5 +1,5 @@
 """`remediate cloud stop`: stop an execution (StopExecution) and the training job it left running, only if the job's
-tags prove it is that execution's (the execution-cleanup Lambda's own code: lambdas/remediation/execution_cleanup.py).
+tags prove it is that execution's (the execution-cleanup Lambda's own code: lambdas/remediation/job/execution_cleanup.py).
 
 An execution that has already ended is not stopped again, but its job is still looked for: one that timed out or
 was aborted before the stack's cleanup rule existed may have left one.
@@ -14,7 +14,8 @@ import argparse
 import datetime as dt
 
 from contracts import time_budgets
-from lambdas.remediation import execution_cleanup, handler_support
+from lambdas.remediation import handler_support
+from lambdas.remediation.job import execution_cleanup
 from remediate.aws_access import EXIT_AWS_ERROR, CloudCommandError, aws_call
 from remediate.cloud_stack import outputs_for
 from remediate.cloud_status import execution_arn_for

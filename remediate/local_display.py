@@ -94,6 +94,14 @@ def changed_hyperparameters(attempts: list[dict[str, Any]]) -> list[str]:
     return changed or names[:FIRST_ATTEMPT_HYPERPARAMETERS]
 
 
+def _setting_label(name: str) -> str:
+    """'debugger_robust_loss' -> 'debugger robust_loss'; 'rule:ClassImbalance.threshold_imbalance' -> 'ClassImbalance
+    threshold_imbalance'."""
+    if name.startswith("rule:"):
+        return name.removeprefix("rule:").replace(".", " ", 1)
+    return name.replace("debugger_", "debugger ", 1)
+
+
 def attempts_table(summary: dict[str, Any]) -> Table:
     objective = summary.get("objective")
     goal = (
@@ -119,7 +127,12 @@ def attempts_table(summary: dict[str, Any]) -> Table:
     names = changed_hyperparameters(summary["attempts"])
     for row in summary["attempts"]:
         hyperparameters = row["hyperparameters"]
-        ran_with = "\n".join(f"{name}={show(hyperparameters[name])}" for name in names if name in hyperparameters)
+        shown = [f"{name}={show(hyperparameters[name])}" for name in names if name in hyperparameters]
+        # what the product changed beyond the hyperparameters: the debugger's loss settings, rule parameters
+        for name, change in row.get("changed_by_product", {}).items():
+            if name not in hyperparameters:
+                shown.append(f"{_setting_label(name)}={show(change['after'])}")
+        ran_with = "\n".join(shown)
         table.add_row(
             str(row["number"]),
             ran_with or "-",

@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from contracts.atomic_files import write_atomically
+from lambdas.remediation.state.payload import WorkflowState
+from lambdas.remediation.state.product_changes import product_changes
 from local_runtime.job_hosts import LOG_FILE
 from local_runtime.job_process import format_bytes
 from local_runtime.training_platform import LocalTrainingPlatform
@@ -110,10 +112,11 @@ def attempts_summary(payload: dict[str, Any] | None, platform: LocalTrainingPlat
     """One row per launched job: the payload's attempt record joined with the job's own figures."""
     if platform is None:
         return []
-    recorded = {}
+    recorded, changed = {}, {}
     if payload:
         for attempt in payload.get("state", {}).get("attempts", []):
             recorded[attempt["job_name"]] = attempt
+        changed = changes_by_job(payload)
     rows = []
     for number, name in enumerate(platform.job_names(), start=1):
         attempt = recorded.get(name, {})
@@ -122,6 +125,8 @@ def attempts_summary(payload: dict[str, Any] | None, platform: LocalTrainingPlat
         row = {
             "number": attempt.get("number", number),
             "hyperparameters": dict(attempt.get("hyperparameters", {})),
+            "debugger_settings": dict(attempt.get("debugger_settings", {})),
+            "changed_by_product": changed.get(name, {}),
             "outcome": attempt.get("outcome"),
             "objective_value": attempt.get("objective_value"),
             "rule": issue.get("rule"),
@@ -136,6 +141,19 @@ def attempts_summary(payload: dict[str, Any] | None, platform: LocalTrainingPlat
         row["result"] = attempt_result(row)
         rows.append(row)
     return rows
+
+
+def changes_by_job(payload: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
+    """Each kept attempt's job -> every change the product made to it, as the launch notification lists them
+    (``lambdas.remediation.state.product_changes``); none when the payload is not a workflow state."""
+    try:
+        state = WorkflowState.model_validate(payload["state"])
+    except (KeyError, TypeError, ValueError):
+        return {}
+    return {
+        attempt.job_name: {name: change.model_dump(mode="json") for name, change in product_changes(state, attempt).items()}
+        for attempt in state.attempts
+    }
 
 
 def attempt_result(row: dict[str, Any]) -> str:

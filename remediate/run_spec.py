@@ -65,7 +65,7 @@ def _json_kind(value: Any) -> str:
 
 def check_execution_input(execution_input: Mapping[str, Any], where: str = "--run-spec") -> Any:
     """The check the workflow's first step applies, so bad input stops the command before anything starts.
-    Returns the first state (``lambdas.remediation.payload.WorkflowState``)."""
+    Returns the first state (``lambdas.remediation.state.payload.WorkflowState``)."""
     from lambdas.remediation.execution_input import InvalidExecutionInput, initial_state
 
     try:

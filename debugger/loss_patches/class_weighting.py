@@ -20,16 +20,7 @@ The counts are the job's own, not a list handed over from a failed job: any trai
 matches the data it reads. In the first epoch it follows what was seen so far. The first sample of a rare class
 weighs as much as the labels seen so far make it, so that class is learnt from its first appearance.
 
-Measured (development seeds of bench/zoo_random.py, a class kept at 2% of its samples):
-
-* balanced, seeds 20-22, each script alone: 4 of the 11 configurations that missed their objective met it weighted
-  (0.675 to 0.807, 0.889 to 0.947, 0.773 to 0.850, 0.881 to 0.983). The 4 that met it unweighted still met it, each
-  higher. One that missed scored lower weighted (0.722 to 0.577).
-* both, seeds 21-40, a copy of each configuration's model and optimizer, 12 epochs: on the generated tabular data (a
-  class left with about 12 samples) 13 of 38 met the objective balanced, 24 logit-adjusted (26 with either); on
-  scikit-learn's digits (2 or 3 samples) 22 of 25 balanced, 15 logit-adjusted, none only logit-adjusted. The
-  planner therefore tries balanced first and logit-adjusted after it
-  (``lambdas.remediation.in_job_class_weighting``).
+Why balanced first and the logit-adjusted loss after it: docs/decisions/011-class-weighting-balanced-then-logit-adjusted.md.
 """
 
 from __future__ import annotations

@@ -14,21 +14,10 @@ legacy reduction argument): an evaluation under ``torch.no_grad()`` keeps the pl
 loss stays comparable from job to job. The call's ``weight`` (the script's or the debugger's class weighting),
 ``ignore_index`` and ``reduction`` keep their meaning: a weighted mean divides by the summed weights, as PyTorch's does.
 
-Measured before building it (development seeds 30-39 of bench/zoo_random.py, the 59 configurations drawn with 40%
-or 60% of their training labels drawn at random, each trained alone in a copy of its script's model and optimizer):
-of the 39 that missed their objective on the cross-entropy, 27 met it on this loss (9 at a third of the rate).
-Under SGD it starts slower (its gradient is about a fifth of the cross-entropy's while every class is equally
-likely): 5 of the 20 that met the objective on the cross-entropy fell below it, so the planner turns it on only
-after a miss.
-
-Hence the call's gradient is kept at the cross-entropy's scale: the samples' factors ``p_y ** q`` are divided by
-their mean over the call, so a wrong label still pulls less than a right one, but the step is not five times
-smaller while the model is at chance. The loss's value stays the paper's. Measured offline before the change
-(development seeds 21-60, the 207 label-noise configurations drawn there, each trained alone in an MLP copy of its
-model and optimizer for 12 epochs; a probe not kept in the repository): under SGD (95) the objective met 50 times on
-the generalized cross-entropy and 57 times on it rescaled, of the 20 met on the cross-entropy 6 and 1 fell below it,
-and the held-out accuracy was still under 0.2 after 4 epochs in 8 and 2 (development seed 204, configuration 16:
-ObjectiveOutOfReach stopped such a job at chance); under Adam (112), 69 and 70, none fell.
+The call's gradient is kept at the cross-entropy's scale: the samples' factors ``p_y ** q`` are divided by their mean
+over the call, so a wrong label still pulls less than a right one, but the step is not five times smaller while the
+model is at chance. The loss's value stays the paper's. Why this loss, this scale, and when the planner uses it:
+docs/decisions/010-robust-loss.md.
 """
 
 from __future__ import annotations

@@ -143,9 +143,7 @@ def channel_means(images: np.ndarray, channel: int) -> np.ndarray:
 
 
 #: How many standard errors a change of the windowed loss must exceed before it counts (LossNotDecreasing): about 1
-#: in 4,000 checks of a loss that only wanders with its noise. Chosen on the healthy corpus's development seeds
-#: (bench/healthy_corpus.py): 3 still reported two healthy SGD runs on batches of 16, whose losses wander together
-#: for a few steps (the model moves), while a loss that rises 2% of its level a step was caught 28-92 steps in.
+#: in 4,000 checks of a loss that only wanders with its noise. Why 3.5: docs/decisions/017-loss-judged-on-windows-with-its-noise.md
 NOISE_STANDARD_ERRORS = 3.5
 
 

@@ -6,7 +6,7 @@ Two ways to say what to train:
   ``remediate`` uploads a local directory for you), its ``hyperparameters``,
   ``channels``, ``metric_definitions``, the ``objective`` and the ``remedies``;
 * nothing: the built-in example, the AWS blog post's reference scenario
-  (``lambdas.remediation.builtin_example``). The AWS sample's own keys
+  (``lambdas.remediation.job.builtin_example``). The AWS sample's own keys
   (``init_warmup_learning_rate``, ``learning_rate``, ``add_batch_norm``,
   ``num_epochs``) set its hyperparameters, and ``policy`` picks one of the
   example's remedy sets (``evidence``, ``anchor``).
@@ -24,16 +24,24 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
-from contracts import ContractError, bucket_layout, rule_selection
+from contracts import ContractError, bucket_layout, debugger_settings, rule_selection
 from contracts import run_spec as bounds
-from contracts.hyperparameter_values import KINDS, describe_kind, fits_kind, numbers_written_as_text
+from contracts.conventional_hyperparameters import (
+    CONVENTIONAL_HYPERPARAMETERS,
+    CONVENTIONAL_KINDS,
+    conventional_meanings,
+    hyperparameter_kinds,
+)
+from contracts.hyperparameter_values import FLAG, KINDS, TEXT, describe_kind, fits_kind, numbers_written_as_text
 from contracts.objective import Objective
 from contracts.remedies import adapt_to_script, parse_remedies, remedies_to_json, same_kind
 from contracts.rule_feasibility import check_rule_can_fire
 from contracts.stack_guardrails import StackGuardrails
-from lambdas.remediation import builtin_example, job_request, training_images
-from lambdas.remediation.payload import PolicyName, WorkflowState
-from lambdas.remediation.payload_fields import (
+from contracts.suggestions import did_you_mean
+from lambdas.remediation.job import builtin_example, job_request, training_images
+from lambdas.remediation.planning.remedies.sets import POLICY_REMEDIES
+from lambdas.remediation.state.payload import PolicyName, WorkflowState
+from lambdas.remediation.state.payload_fields import (
     BaseJobName,
     BucketName,
     CapacityWait,
@@ -63,14 +71,8 @@ from lambdas.remediation.payload_fields import (
     canonical_framework_version,
     no_bool,
 )
-from lambdas.remediation.remedy_sets import (
-    CONVENTIONAL_HYPERPARAMETERS,
-    POLICY_REMEDIES,
-    conventional_meanings,
-    hyperparameter_kinds,
-)
-from lambdas.remediation.run_spec_model import RunSpec
-from lambdas.remediation.validation_messages import InvalidExecutionInput, describe_validation_error
+from lambdas.remediation.state.run_spec import RunSpec
+from lambdas.remediation.state.validation_messages import InvalidExecutionInput, describe_validation_error
 
 
 def _finite_number(value: Any) -> Any:
@@ -127,21 +129,24 @@ class ExecutionInput(BaseModel):
     objective: dict[str, Any] | None = None
     remedies: dict[str, Any] | None = None
     policy: PolicyName | None = None
-    #: For the built-in remedy sets on your script: conventional name -> your script's (e.g. learning_rate -> lr).
-    hyperparameter_names: dict[str, str] | None = None
+    #: For the built-in remedy sets on your script: conventional name -> your script's (e.g. learning_rate -> lr), or
+    #: {"name": ..., "values": {conventional value: your script's}} where your script spells the values its own way
+    #: (add_batch_norm -> {"name": "norm", "values": {"true": "batch", "false": "none"}}).
+    hyperparameter_names: dict[str, str | dict[str, Any]] | None = None
     #: What a hyperparameter is where its name and value say otherwise: name -> integer, real, flag or text.
     hyperparameter_kinds: dict[str, str] | None = None
     use_spot_instances: Flag = False
     #: A spot job that never got capacity within its MaxWaitTimeInSeconds is relaunched on demand (costs more).
     spot_fallback_on_demand: Flag = False
-    #: "auto" (default): the debugger corrects a PyTorch script's training loss for class frequencies when a class is
-    #: too rare in its training labels and the script has no class-weighting knob (balanced weights, then the
-    #: logit-adjusted loss); "balanced" or "logit_adjusted": that one from the first job; "off": never.
+    #: The training loss the first job's debugger computes for a PyTorch script (contracts.debugger_settings): "off"
+    #: (default: the script's own), or "balanced" / "logit_adjusted" class weighting, "generalized_cross_entropy".
     debugger_class_weighting: ClassWeighting = bounds.DEFAULT_CLASS_WEIGHTING
-    #: "auto" (default): the debugger trains a PyTorch script on the generalized cross-entropy, a loss robust to wrong
-    #: labels, when many of its training labels look wrong; "generalized_cross_entropy": from the first job; "off":
-    #: never.
     debugger_robust_loss: RobustLoss = bounds.DEFAULT_ROBUST_LOSS
+    #: Whether the planner may change how the job computes the training loss (the debugger settings above) after a
+    #: miss they would answer. Off by default: the product changes the loss only when you allow it.
+    allow_loss_changes: Flag = False
+    #: Hyperparameters no remedy may change (by your script's names).
+    fixed_hyperparameters: list[str] | None = None
     legacy_sagemaker_debugger: Flag = False
     #: The wait's fallback poll: the job's state change ends the wait at once; this is only its timeout.
     monitor_interval_seconds: MonitorInterval = 600
@@ -231,6 +236,12 @@ def _resolve(given: ExecutionInput, keys: set[str]) -> WorkflowState:
             f"replaces a PyTorch script's cross-entropy; {given.framework} has no cross-entropy call to replace: leave "
             "it out or set it to off",
         )
+    if given.allow_loss_changes and given.framework not in debugger_settings.FRAMEWORKS:
+        raise ContractError(
+            "allow_loss_changes",
+            f"lets the debugger change a PyTorch script's training loss; {given.framework} jobs have no such "
+            "change: leave it out",
+        )
     if given.rules is not None:
         rule_selection.check_rules_for_framework(given.rules, given.framework)
         _check_rules_can_fire(given.rules, given.debugger_save_interval)
@@ -272,12 +283,26 @@ def _resolve(given: ExecutionInput, keys: set[str]) -> WorkflowState:
             given.max_num_retraining, given.monitor_interval_seconds
         )
     bounds.check_execution_budget(given.max_num_retraining, max_monitor_transitions, given.monitor_interval_seconds)
-    names = _hyperparameter_names(given.hyperparameter_names, hyperparameters)
+    names, values = _hyperparameter_names(given.hyperparameter_names, hyperparameters)
     hyperparameters = numbers_written_as_text(
-        hyperparameters, given.hyperparameter_kinds or {}, conventional_meanings(names)
+        hyperparameters, given.hyperparameter_kinds or {}, conventional_meanings(names, values)
     )
     declared_kinds = _hyperparameter_kinds(given.hyperparameter_kinds, hyperparameters)
-    policy, remedies = _resolve_remedies(given, hyperparameters, default_policy, declared_kinds)
+    for name in hyperparameters:
+        if name in debugger_settings.BY_FIELD:
+            raise ContractError(
+                f"hyperparameters.{name}", f"is the debugger's {debugger_settings.BY_FIELD[name].name} setting, a "
+                f"run_spec key of its own: give it as \"{name}\" beside hyperparameters"
+            )
+    fixed = _fixed_hyperparameters(given.fixed_hyperparameters, hyperparameters)
+    settings = {
+        **hyperparameters,
+        **debugger_settings.settings_of(
+            {"debugger_class_weighting": given.debugger_class_weighting, "debugger_robust_loss": given.debugger_robust_loss},
+            given.framework,
+        ),
+    }
+    policy, remedies = _resolve_remedies(given, settings, default_policy, declared_kinds)
     run_spec = RunSpec(
         entry_point=entry_point,
         source_dir=source_dir,
@@ -311,7 +336,10 @@ def _resolve(given: ExecutionInput, keys: set[str]) -> WorkflowState:
         policy=policy,
         remedies=remedies,
         hyperparameter_names=names,
+        hyperparameter_values=values,
         hyperparameter_kinds=declared_kinds,
+        allow_loss_changes=given.allow_loss_changes,
+        fixed_hyperparameters=fixed,
         objective=objective,
         max_num_retraining=given.max_num_retraining,
         max_monitor_transitions=max_monitor_transitions,
@@ -379,7 +407,7 @@ def _resolve_remedies(
     given: ExecutionInput, hyperparameters: Mapping[str, Any], default_policy: str, declared_kinds: Mapping[str, str]
 ) -> tuple[str, dict[str, Any]]:
     """(policy, remedies JSON): the run's own declaration, or a named built-in set on the run's hyperparameters."""
-    names = _hyperparameter_names(given.hyperparameter_names, hyperparameters)
+    names, values = _hyperparameter_names(given.hyperparameter_names, hyperparameters)
     if given.remedies is not None:
         if given.policy not in (None, "declared"):
             raise ContractError(
@@ -396,9 +424,9 @@ def _resolve_remedies(
     policy = given.policy or default_policy
     if policy == "declared":
         return policy, {}
-    adapted = adapt_to_script(POLICY_REMEDIES[policy], names, hyperparameters)
+    adapted = adapt_to_script(POLICY_REMEDIES[policy], names, hyperparameters, values)
     try:
-        kinds = hyperparameter_kinds(hyperparameters, names, declared_kinds)
+        kinds = hyperparameter_kinds(hyperparameters, names, declared_kinds, values)
         parse_remedies(adapted, hyperparameters, check_reachable=False, check_size=False, kinds=kinds)
     except ContractError as error:
         raise ContractError(
@@ -407,6 +435,18 @@ def _resolve_remedies(
             "hyperparameter_names or declare remedies",
         ) from None
     return policy, {}  # a built-in set is code: the state names it (policy, hyperparameter_names), not copies it
+
+
+def _fixed_hyperparameters(names: list[str] | None, hyperparameters: Mapping[str, Any]) -> list[str]:
+    """The hyperparameters no remedy may change: each one the run has."""
+    for index, name in enumerate(names or []):
+        if name not in hyperparameters:
+            known = ", ".join(sorted(hyperparameters)) or "none"
+            raise ContractError(
+                f"fixed_hyperparameters[{index}]",
+                f"{name!r} is not in hyperparameters{did_you_mean(str(name), hyperparameters)} (known: {known})",
+            )
+    return list(dict.fromkeys(names or []))
 
 
 def _hyperparameter_kinds(kinds: Mapping[str, str] | None, hyperparameters: Mapping[str, Any]) -> dict[str, str]:
@@ -429,15 +469,29 @@ def _hyperparameter_kinds(kinds: Mapping[str, str] | None, hyperparameters: Mapp
     return checked
 
 
-def _hyperparameter_names(names: Mapping[str, str] | None, hyperparameters: Mapping[str, Any]) -> dict[str, str]:
-    """Check the conventional -> script name map: known conventional names, names the run's hyperparameters hold."""
+def _hyperparameter_names(
+    names: Mapping[str, Any] | None, hyperparameters: Mapping[str, Any]
+) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
+    """Check the conventional -> script name map: known conventional names, names the run's hyperparameters hold, and
+    for a name given as {"name", "values"} its value map (conventional value -> the script's). Returns (names, value
+    maps)."""
     checked: dict[str, str] = {}
-    for conventional, own in (names or {}).items():
+    spelled: dict[str, dict[str, Any]] = {}
+    for conventional, given in (names or {}).items():
         where = f"hyperparameter_names.{conventional}"
         if conventional not in CONVENTIONAL_HYPERPARAMETERS:
             raise ContractError(
                 where, f"is not a name the built-in remedies use; they use {', '.join(CONVENTIONAL_HYPERPARAMETERS)}"
             )
+        own = given
+        if isinstance(given, Mapping):
+            unknown = set(given) - {"name", "values"}
+            if unknown or "name" not in given:
+                raise ContractError(
+                    where, 'must be your script\'s name, or {"name": ..., "values": {conventional value: yours}} '
+                    f"(got keys {sorted(given)})"
+                )
+            own = given["name"]
         if not isinstance(own, str) or own not in hyperparameters:
             known = ", ".join(sorted(hyperparameters)) or "none"
             raise ContractError(
@@ -448,7 +502,28 @@ def _hyperparameter_names(names: Mapping[str, str] | None, hyperparameters: Mapp
         if own in checked.values():
             raise ContractError(where, f"{own!r} is named for two conventional names; give each its own")
         checked[conventional] = own
-    return checked
+        if isinstance(given, Mapping) and "values" in given:
+            spelled[conventional] = _value_map(conventional, given["values"], hyperparameters[own], f"{where}.values")
+    return checked, spelled
+
+
+def _value_map(conventional: str, values: Any, start: Any, where: str) -> dict[str, Any]:
+    """A conventional name's value map: conventional values the built-in remedies write -> the script's spelling,
+    each of the kind the script's starting value is."""
+    kind = CONVENTIONAL_KINDS[conventional]
+    if kind not in (FLAG, TEXT):
+        raise ContractError(where, f"maps the values of a flag or a word; {conventional} is {describe_kind(kind)}")
+    if not isinstance(values, Mapping) or not values:
+        raise ContractError(where, 'must be an object of conventional value: your script\'s, e.g. {"true": "batch"}')
+    for key, value in values.items():
+        if kind == FLAG and key not in ("true", "false"):
+            raise ContractError(f"{where}.{key}", f"{conventional} is true or false: map \"true\" and \"false\"")
+        if not isinstance(value, (str, int, float, bool)) or not same_kind(value, start):
+            raise ContractError(
+                f"{where}.{key}", f"must be a value like the script's starting one ({json.dumps(start)}; got "
+                f"{json.dumps(value)})"
+            )
+    return dict(values)
 
 
 __all__ = ["ExecutionInput", "InvalidExecutionInput", "default_execution_input", "initial_state"]

@@ -28,7 +28,8 @@ from botocore.exceptions import (
 from pydantic import BaseModel, ConfigDict
 
 from contracts import time_budgets
-from lambdas.remediation import end_causes, notifications
+from lambdas.remediation.state import end_causes
+from lambdas.remediation.text import notifications
 
 SERVICE_NAME = os.environ.get("POWERTOOLS_SERVICE_NAME", "training-remediation")
 METRICS_NAMESPACE = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "TrainingRemediation")

@@ -17,8 +17,8 @@ from cdk_moto import ACCOUNT, REGION, deploy
 from moto import mock_aws
 
 from contracts import bucket_layout
-from lambdas.remediation.attempts import Attempt, Decision, Issue
 from lambdas.remediation.execution_input import initial_state
+from lambdas.remediation.state.attempts import Attempt, Decision, Issue
 from remediate import cloud_commands
 
 pytestmark = pytest.mark.cdk  # synthesizes through jsii (Node.js)

@@ -132,7 +132,7 @@ def test_train_lambda_creates_only_prefixed_jobs_tags_only_on_create_and_passes_
     role_id = synthesized.logical_id(synthesized.stack.sagemaker.role)
     assert pass_role["Resource"] == {"Fn::GetAtt": [role_id, "Arn"]}
     assert pass_role["Condition"] == {"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}}
-    # It stops only the job it has just launched, when its execution ended meanwhile (lambdas/remediation/launch_guard)
+    # It stops only the job it has just launched, when its execution ended meanwhile (lambdas/remediation/job/launch_guard.py)
     (stop,) = granted(statements, "sagemaker:StopTrainingJob")
     assert stop["Resource"] == training_job_arn()
     # S3: only the checkpoints a resuming remedy carries over (CopyObject: read the source, write the target; a
@@ -260,13 +260,13 @@ def test_sagemaker_role_lets_the_legacy_rule_evaluator_read_its_tensors_stop_the
 
 
 def test_images_are_pulled_from_the_registries_the_train_lambda_names(synthesized):
-    from lambdas.remediation.training_images import (
+    from lambdas.remediation.job.training_images import (
         DLC_ACCOUNT_BY_REGION,
         RULE_EVALUATOR_ACCOUNT_BY_REGION,
         rule_evaluator_image_uri,
         training_image_uri,
     )
-    from lambdas.remediation.xgboost_images import XGBOOST_ACCOUNT_BY_REGION
+    from lambdas.remediation.job.xgboost_images import XGBOOST_ACCOUNT_BY_REGION
 
     (mapping,) = synthesized.template["Mappings"].values()
     assert set(mapping) == set(DLC_ACCOUNT_BY_REGION)  # every region the images are published in, no other

@@ -17,7 +17,8 @@ from infra.outputs import (
     OUTPUT_STATE_MACHINE_ARN,
     OUTPUT_TOPIC_ARN,
 )
-from lambdas.remediation import end_causes, job_events
+from lambdas.remediation.job import job_events
+from lambdas.remediation.state import end_causes
 
 pytestmark = pytest.mark.cdk  # synthesizes through jsii (Node.js)
 
@@ -169,7 +170,7 @@ def test_state_machine_logs_every_event_traces_and_inlines_the_definition(synthe
 def test_the_event_rules_wake_the_wait_on_our_jobs_final_states_and_clean_up_after_this_machines_bad_ends(
     synthesized,
 ):
-    """Two rules on the default bus, each with the pattern the local runtime matches (lambdas.remediation.job_events)
+    """Two rules on the default bus, each with the pattern the local runtime matches (lambdas.remediation.job.job_events)
     and one Lambda target, retried, whose invoke permission names that rule only."""
     machine_id = synthesized.logical_id(synthesized.stack.workflow.state_machine)
     functions = synthesized.stack.functions

@@ -3,7 +3,7 @@
 import pytest
 
 from contracts import ContractError
-from contracts.remedies import Change, Condition, Remedy, parse_remedies, remedies_to_json
+from contracts.remedies import Change, Condition, Remedy, adapt_to_script, parse_remedies, remedies_to_json
 from contracts.situation import Situation
 
 START = {"lr": 0.1, "batch_size": 128, "grad_clip": 0.0, "batch_norm": False, "optimizer": "sgd"}
@@ -47,7 +47,13 @@ def test_conditions_hold_on_the_evidence_and_say_why_with_numbers():
         situation, START
     )
     assert holds
-    assert facts == [
+    assert [(fact.test, fact.measured, fact.bound) for fact in facts] == [
+        ("phase", "warmup", None),
+        ("early", 3, 10),
+        ("initial_gradient_norm_above", 512.3, 50),
+        ("loss", 9.1, 2.3),
+    ]
+    assert [fact.text for fact in facts] == [
         "it happened in the warmup phase",
         "at step 3, before step 10",
         "the initial gradient norm 512.3 is above 50",
@@ -135,7 +141,8 @@ def test_to_best_epoch_sets_the_epochs_the_jobs_course_met_the_objective_at_and_
     course = ObjectiveCourse(reports=12, best_report=6, best_value=0.9528, last_value=0.8972)
     situation = Situation(objective=objective, objective_course=course, epochs=12)
     holds, facts = remedy.when.check(situation, start)
-    assert holds and facts == [
+    assert holds and [(fact.test, fact.measured) for fact in facts] == [("objective_met_before_end", 6)]
+    assert [fact.text for fact in facts] == [
         "validation:accuracy met the objective (>= 0.9) after epoch 6 of 12, at 0.9528 (its best), and ended at 0.8972"
     ]
     assert remedy.apply(start, situation) == {**start, "epochs": 6}
@@ -181,3 +188,30 @@ def test_remedies_for_objective_out_of_reach_are_refused_pointing_at_objective_m
         parse_remedies({"ObjectiveOutOfReach": [{"hyperparameter": "epochs", "multiply_by": 2}]}, {**START, "epochs": 12})
     assert caught.value.field == "remedies.ObjectiveOutOfReach"
     assert "declare them under 'objective_missed'" in caught.value.problem
+
+
+def test_a_script_that_spells_a_knobs_values_its_own_way_gets_the_remedies_in_its_spelling():
+    """Batch norm on is --norm batch, leaky ReLU is --act lrelu: the value map translates what a remedy sets and what
+    a condition tests; a value the map does not name is one the script does not take, so that remedy is left out."""
+    preset = {
+        "ExplodingTensor": [{"name": "AddBatchNorm", "hyperparameter": "add_batch_norm", "set_to": True}],
+        "DeadRelu": [
+            {"name": "SwitchToLeakyReLU", "hyperparameter": "activation", "set_to": "leaky_relu",
+             "when": {"hyperparameters": {"activation": "relu"}}},
+            {"name": "SwitchToELU", "hyperparameter": "activation", "set_to": "elu"},
+        ],
+    }  # fmt: skip
+    names = {"add_batch_norm": "norm", "activation": "act"}
+    values = {"add_batch_norm": {"true": "batch", "false": "none"}, "activation": {"relu": "relu", "leaky_relu": "lrelu"}}
+    hyperparameters = {"norm": "none", "act": "relu"}
+    adapted = adapt_to_script(preset, names, hyperparameters, values)
+    assert adapted == {
+        "ExplodingTensor": [{"name": "AddBatchNorm", "hyperparameter": "norm", "set_to": "batch"}],
+        "DeadRelu": [
+            {"name": "SwitchToLeakyReLU", "hyperparameter": "act", "set_to": "lrelu", "when": {"hyperparameters": {"act": "relu"}}}
+        ],
+    }
+    remedy = parse_remedies(adapted, hyperparameters)["ExplodingTensor"][0]
+    assert remedy.apply(hyperparameters) == {"norm": "batch", "act": "relu"}
+    # without a value map the names alone are translated, as before
+    assert adapt_to_script(preset, names, hyperparameters)["ExplodingTensor"][0]["set_to"] is True

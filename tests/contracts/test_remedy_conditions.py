@@ -15,18 +15,23 @@ START = {"lr": 0.1, "epochs": 5, "activation": "relu"}
 def test_issue_kind_and_value_conditions_hold_on_what_the_rule_reported_and_say_so():
     dead = Situation(issue_kind="layer_dead", issue_value=0.8, issue_tensor="relu1_output_0")
     holds, facts = Condition(issue_value_above=0.5).check(dead, START)
-    assert holds and facts == ["the rule's value 0.8 (relu1_output_0) is above 0.5"]
+    assert holds and [(fact.test, fact.measured, fact.bound) for fact in facts] == [("issue_value_above", 0.8, 0.5)]
+    assert [fact.text for fact in facts] == ["the rule's value 0.8 (relu1_output_0) is above 0.5"]
     assert not Condition(issue_value_below=0.5).check(dead, START)[0]
     assert not Condition(issue_value_above=0.5).check(Situation(), START)[0]  # no value: the remedy waits
     holds, facts = Condition(issue_kind="above_max").check(Situation(issue_kind="above_max"), START)
-    assert holds and facts == ["the rule found above max"]
+    assert holds and [(fact.test, fact.measured, fact.text) for fact in facts] == [
+        ("issue_kind", "above_max", "the rule found above max")
+    ]
     assert not Condition(issue_kind="above_max").check(Situation(issue_kind="below_min"), START)[0]
 
 
 def test_a_hyperparameter_above_a_bound_holds_only_above_it_and_adapts_to_the_scripts_name():
     condition = parse_condition({"hyperparameters_above": {"lr": 0.4}}, START, "when")
     holds, facts = condition.check(Situation(), {**START, "lr": 20.0})
-    assert holds and facts == ["lr 20 is above 0.4"]
+    assert holds and [(fact.test, fact.measured, fact.bound, fact.text) for fact in facts] == [
+        ("hyperparameters_above", 20.0, 0.4, "lr 20 is above 0.4")
+    ]
     assert not condition.check(Situation(), {**START, "lr": 0.4})[0]
     preset = {"ExplodingTensor": [{"hyperparameter": "learning_rate", "set_to": 0.1,
                                    "when": {"hyperparameters_above": {"learning_rate": 0.4}}}]}
@@ -114,7 +119,8 @@ def test_a_spike_condition_says_which_series_peaked_where_and_holds_only_in_its_
     situation = Situation(issue_step=10, initial_loss=2.0, initial_gradient_norm=6.0, loss_peak=loss, gradient_norm_peak=norm)
     condition = parse_condition({"spiked_above": 10, "spike_phase": "warmup"}, START, "when")
     holds, facts = condition.check(situation, START)
-    assert holds and facts == [
+    assert holds and [(fact.test, round(fact.measured, 2), fact.bound) for fact in facts] == [("spiked_above", 11.67, 10)]
+    assert [fact.text for fact in facts] == [
         "the gradient norm rose from 6 to 70 (11.7x) at step 3 (warmup phase, learning rate 0.8) before the rule "
         "fired at step 10, more than 10x its initial value"
     ]

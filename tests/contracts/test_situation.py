@@ -45,7 +45,7 @@ def test_the_loss_trend_compares_the_last_finite_loss_with_the_first():
 
 
 def test_the_jobs_own_label_finding_comes_before_a_later_jobs():
-    """A later job's finding (lambdas.remediation.diagnosis.situation_to_plan_from) is said only when the job the
+    """A later job's finding (lambdas.remediation.planning.situation.situation_to_plan_from) is said only when the job the
     planner plans from has none of its own."""
     later = LabelFinding("memorised", "in job 2, the model learns its training labels by heart", "regularise")
     quiet = [LossWindow(step, step + 9, 10, 1.0, 0.6, 320) for step in range(0, 80, 10)]

@@ -182,7 +182,8 @@ def test_the_training_labels_condition_holds_on_its_findings_and_is_parsed_with_
     assert condition.names_a_cause
     noisy = Situation(loss_windows=tuple(windows([0.4, 0.45, 0.46, 0.47])), held_out_score=0.8)
     holds, facts = condition.check(noisy, {"lr": 0.1})
-    assert holds and facts[0].startswith("the training labels look noisy")
+    assert holds and (facts[0].test, facts[0].measured) == ("training_labels", "noisy")
+    assert facts[0].text.startswith("the training labels look noisy")
     assert condition.check(Situation(), {"lr": 0.1}) == (False, [])
     with pytest.raises(ContractError) as error:
         parse_condition({"training_labels": "skewed"}, {"lr": 0.1}, "remedies.x[0].when")

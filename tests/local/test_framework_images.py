@@ -6,7 +6,7 @@ import importlib.metadata
 
 import pytest
 
-from lambdas.remediation.training_images import training_image_uri
+from lambdas.remediation.job.training_images import training_image_uri
 from local_runtime import framework_images
 from local_runtime.framework_images import FrameworkMissing, local_stand_in
 

@@ -91,8 +91,8 @@ def test_a_job_without_the_tag_is_never_interrupted_and_a_bad_tag_is_refused(pla
 def test_the_monitor_keeps_waiting_while_a_job_is_interrupted_and_restarting(platform_env, monkeypatch):
     """The workflow's monitor decision on the platform's own descriptions, taken while the job was Interrupted (its
     outputs being copied to S3) and Restarting (its checkpoints being restored)."""
-    from lambdas.remediation import monitoring
     from lambdas.remediation.execution_input import initial_state
+    from lambdas.remediation.monitoring import verdict as monitoring
     from local_runtime import job_staging
     from local_runtime.job_description import describe
 

@@ -1,4 +1,4 @@
-"""The example's hyperparameters the built-in remedies change (lambdas.remediation.remedy_sets) do what their names
+"""The example's hyperparameters the built-in remedies change (lambdas.remediation.planning.remedies.sets) do what their names
 say: clipping, dropout, initial scale, class weights, input normalisation, early stopping that keeps the best
 epoch, and a resumed job that continues from the checkpoints with the new job's hyperparameters."""
 

@@ -45,7 +45,7 @@ from botocore.exceptions import ReadTimeoutError
 from workflow_harness import ACCOUNT, REGION, Workflow, acting_as, current_actor
 
 from lambdas import execution_cleanup_handler
-from lambdas.remediation.end_causes import is_named
+from lambdas.remediation.state.end_causes import is_named
 from local_runtime.botocore_dispatch import OperationCall, ServiceError
 
 FAULT_KINDS = ("throttle", "server_error", "timeout")

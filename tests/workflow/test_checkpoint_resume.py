@@ -8,7 +8,7 @@ import pytest
 from workflow_harness import BASE_INPUT, BUCKET, REGION, completed, issues_found
 
 from contracts import bucket_layout
-from lambdas.remediation import checkpoint_resume
+from lambdas.remediation.job import checkpoint_resume
 
 OVERFIT_SCRIPT = {
     "source_dir": f"s3://{BUCKET}/code/my-script.tar.gz",

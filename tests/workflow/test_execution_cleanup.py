@@ -135,7 +135,7 @@ def test_the_cleanup_never_stops_a_job_whose_tags_name_another_execution(workflo
 
 
 def test_the_rule_takes_only_this_state_machines_executions_that_ended_badly(workflow):
-    from lambdas.remediation import job_events
+    from lambdas.remediation.job import job_events
     from local_runtime.event_bus import execution_status_change_event
 
     workflow.add_execution_cleanup_rule(workflow.state_machine_arn)

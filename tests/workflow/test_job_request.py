@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from lambdas.remediation import job_identity, job_request
 from lambdas.remediation.execution_input import initial_state
+from lambdas.remediation.job import job_identity, job_request
 
 NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 INPUT = {"bucket": "artifacts-bucket", "region": "us-west-2", "sm_role": "arn:aws:iam::123456789012:role/SageMaker"}
@@ -63,7 +63,7 @@ def test_legacy_mode_asks_sagemaker_for_its_builtin_rules():
 
 
 def test_legacy_mode_in_a_region_without_the_rule_evaluator_is_refused_before_any_launch():
-    from lambdas.remediation.validation_messages import InvalidExecutionInput
+    from lambdas.remediation.state.validation_messages import InvalidExecutionInput
 
     with pytest.raises(InvalidExecutionInput) as caught:
         initial_state({**INPUT, "region": "il-central-1", "legacy_sagemaker_debugger": True})
@@ -71,7 +71,7 @@ def test_legacy_mode_in_a_region_without_the_rule_evaluator_is_refused_before_an
 
 
 def test_an_image_that_does_not_exist_for_the_region_or_instance_is_refused_before_any_launch():
-    from lambdas.remediation.validation_messages import InvalidExecutionInput
+    from lambdas.remediation.state.validation_messages import InvalidExecutionInput
 
     with pytest.raises(InvalidExecutionInput) as caught:
         initial_state({**INPUT, "region": "us-gov-west-1"})

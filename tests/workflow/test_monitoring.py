@@ -11,8 +11,9 @@ from moto import mock_aws
 import contracts
 from contracts import bucket_layout, rule_status
 from contracts.rule_selection import DEFAULT_RULES
-from lambdas.remediation import monitoring, rule_reading
 from lambdas.remediation.execution_input import initial_state
+from lambdas.remediation.monitoring import rule_reading
+from lambdas.remediation.monitoring import verdict as monitoring
 
 INPUT = {"bucket": "artifacts-bucket", "region": "us-east-1", "sm_role": "arn:aws:iam::123456789012:role/SageMaker"}
 JOB = "remediation-resnet-0123456789-001"

@@ -20,9 +20,10 @@ from contracts.job import (
     script_mode_arguments,
 )
 from debugger.launcher import class_weighting, metric_definitions, robust_loss, split_arguments
-from lambdas.remediation import job_identity, job_request, notifications
 from lambdas.remediation.execution_input import initial_state
-from lambdas.remediation.validation_messages import InvalidExecutionInput
+from lambdas.remediation.job import job_identity, job_request
+from lambdas.remediation.state.validation_messages import InvalidExecutionInput
+from lambdas.remediation.text import notifications
 from model.hyperparameters import parse_hyperparameters
 
 INPUT = {
@@ -166,7 +167,7 @@ def test_a_users_script_gets_exactly_its_own_arguments():
     assert json.loads(request["HyperParameters"]["sagemaker_submit_directory"]) == script["source_dir"]
 
 
-@pytest.mark.parametrize("weighting", ["auto", "balanced", "logit_adjusted", "off"])
+@pytest.mark.parametrize("weighting", ["balanced", "logit_adjusted", "off"])
 def test_the_debuggers_class_weighting_reaches_the_launcher_only_when_it_applies_one(weighting):
     script = {"source_dir": "s3://remediation-artifacts/code/s-0123456789abcdef/sourcedir.tar.gz", "entry_point": "t.py",
               "hyperparameters": {"lr": 0.01}, "debugger_class_weighting": weighting}
@@ -180,7 +181,7 @@ def test_the_debuggers_class_weighting_reaches_the_launcher_only_when_it_applies
 @pytest.mark.parametrize(
     ("given", "problem"),
     [
-        ({"debugger_class_weighting": "inverse"}, "must be one of auto, balanced, logit_adjusted, off (got 'inverse')"),
+        ({"debugger_class_weighting": "inverse"}, "must be one of off, balanced, logit_adjusted (got 'inverse')"),
         ({"debugger_class_weighting": "balanced", "framework": "xgboost", "entry_point": "train.py",
           "source_dir": "s3://remediation-artifacts/code/x/sourcedir.tar.gz"}, "corrects a PyTorch script's cross-entropy"),
         ({"debugger_class_weighting": "logit_adjusted", "framework": "xgboost", "entry_point": "train.py",
@@ -193,7 +194,7 @@ def test_a_class_weighting_the_debugger_cannot_apply_is_refused_naming_the_field
     assert problem in str(refused.value)
 
 
-@pytest.mark.parametrize("robust", ["auto", "generalized_cross_entropy", "off"])
+@pytest.mark.parametrize("robust", ["generalized_cross_entropy", "off"])
 def test_the_debuggers_robust_loss_reaches_the_launcher_only_when_asked_for(robust):
     script = {"source_dir": "s3://remediation-artifacts/code/s-0123456789abcdef/sourcedir.tar.gz", "entry_point": "t.py",
               "hyperparameters": {"lr": 0.01}, "debugger_robust_loss": robust, "debugger_class_weighting": "balanced"}
@@ -208,8 +209,22 @@ def test_the_debuggers_robust_loss_reaches_the_launcher_only_when_asked_for(robu
 def test_a_robust_loss_the_debugger_does_not_know_is_refused_naming_the_field():
     with pytest.raises(InvalidExecutionInput, match="debugger_robust_loss") as refused:
         initial_state({**INPUT, "debugger_robust_loss": "generalised_cross_entropy"})
-    assert "must be one of auto, generalized_cross_entropy, off (got 'generalised_cross_entropy')" in str(refused.value)
+    assert "must be one of off, generalized_cross_entropy (got 'generalised_cross_entropy')" in str(refused.value)
     assert "did you mean 'generalized_cross_entropy'" in str(refused.value)
+
+
+@pytest.mark.parametrize("field", ["debugger_robust_loss", "debugger_class_weighting"])
+def test_the_retired_auto_is_refused_naming_the_consent_switch(field):
+    """"auto" let the product change the loss without asking; the message says what replaced it."""
+    with pytest.raises(InvalidExecutionInput) as refused:
+        initial_state({**INPUT, field: "auto"})
+    setting = field.removeprefix("debugger_")
+    values = {"robust_loss": "generalized_cross_entropy", "class_weighting": "balanced, logit_adjusted"}[setting]
+    assert refused.value.problems == {
+        field: f"\"auto\" is no longer a value: the product changes the training loss only when you allow it. Set "
+        f"allow_loss_changes to true to let the planner turn {setting} on after a miss it would answer, or name the "
+        f"value the first job trains with ({values})"
+    }
 
 
 def test_a_script_without_channels_sends_no_input_data_config():

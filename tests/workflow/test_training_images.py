@@ -9,9 +9,9 @@ import botocore.session
 import pytest
 from botocore.validate import validate_parameters
 
-from lambdas.remediation import job_request, training_images
 from lambdas.remediation.execution_input import initial_state
-from lambdas.remediation.training_images import (
+from lambdas.remediation.job import job_request, training_images
+from lambdas.remediation.job.training_images import (
     DEFAULT_FRAMEWORK_VERSION,
     DLC_ACCOUNT_BY_REGION,
     PYTORCH_IMAGES,

@@ -371,7 +371,7 @@ def test_a_cleanup_read_that_fails_transiently_is_retried_and_stops_the_job(work
 def test_no_job_is_launched_when_the_execution_is_about_to_time_out(workflow, monkeypatch):
     """The train Lambda reads the execution's start time from its task payload: 47.6 h into the 48 h there is no
     time left for a job, so none is launched and the workflow fails saying why."""
-    from lambdas.remediation import job_request
+    from lambdas.remediation.job import job_request
 
     sagemaker = workflow.script([completed()])
     real_clock = job_request.wall_clock

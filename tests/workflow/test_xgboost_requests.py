@@ -19,9 +19,9 @@ from contracts.job import (
     script_mode_arguments,
 )
 from debugger.launcher import split_arguments
-from lambdas.remediation import job_identity, job_request, training_images
 from lambdas.remediation.execution_input import InvalidExecutionInput, initial_state
-from lambdas.remediation.xgboost_images import DEFAULT_XGBOOST_VERSION, XGBOOST_ACCOUNT_BY_REGION, XGBOOST_IMAGES
+from lambdas.remediation.job import job_identity, job_request, training_images
+from lambdas.remediation.job.xgboost_images import DEFAULT_XGBOOST_VERSION, XGBOOST_ACCOUNT_BY_REGION, XGBOOST_IMAGES
 
 REPO = Path(__file__).resolve().parents[2]
 SAGEMAKER = botocore.session.get_session().get_service_model("sagemaker")

@@ -27,7 +27,7 @@ from execution_ends import Ended
 
 from contracts import aws_tags, bucket_layout, rule_selection, rule_status, time_budgets
 from contracts import job as job_contract
-from lambdas.remediation import job_events
+from lambdas.remediation.job import job_events
 from local_runtime.botocore_dispatch import LocalDispatch, OperationCall, ServiceError
 from local_runtime.event_bus import (
     LocalEventBus,

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from lambdas.remediation.execution_input import initial_state
-from lambdas.remediation.payload import WorkflowState
+from lambdas.remediation.state.payload import WorkflowState
 
 ACCOUNT_INPUT = {
     "bucket": "remediation-artifacts-123456789012",
@@ -17,7 +17,7 @@ ACCOUNT_INPUT = {
     "sm_role": "arn:aws:iam::123456789012:role/SageMakerExecutionRole",
 }
 
-#: What the in-job debugger measured on the reference scenario (DESIGN §1): no batch norm,
+#: What the in-job debugger measured on the reference scenario (docs/decisions/001-reference-scenario-batch-norm-first.md): no batch norm,
 #: warmup 0.1, non-finite gradient norm at step 2-3, initial gradient norm 200-950, initial loss 15-60.
 REFERENCE_EVIDENCE = {
     "initial_loss": 31.7,

@@ -10,10 +10,10 @@ from typing import Any
 
 from contracts.rule_status import RuleStatusDocument
 from lambdas.remediation.execution_input import initial_state
-from lambdas.remediation.monitoring import apply_decision, decide
-from lambdas.remediation.payload import WorkflowState
-from lambdas.remediation.policies import plan
-from lambdas.remediation.rule_reading import RuleReading, metrics_saved_by_script
+from lambdas.remediation.monitoring.rule_reading import RuleReading, metrics_saved_by_script
+from lambdas.remediation.monitoring.verdict import apply_decision, decide
+from lambdas.remediation.planning.planner import plan
+from lambdas.remediation.state.payload import WorkflowState
 
 RECORDED = Path(__file__).resolve().parent / "recorded"
 SOURCE = "s3://remediation-artifacts-123456789012/code/recorded-0123456789abcdef/sourcedir.tar.gz"

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from lambdas.plan_handler import end_error
-from lambdas.remediation import monitoring
 from lambdas.remediation.execution_input import initial_state
-from lambdas.remediation.notifications import issues_found
-from lambdas.remediation.policies import plan
+from lambdas.remediation.monitoring import verdict as monitoring
+from lambdas.remediation.planning.planner import plan
+from lambdas.remediation.text.notifications import issues_found
 from tests.workflow_domain.recorded_runs import finish, recorded, start
 
 JOB = "remediation-mlp-0123456789-001"

@@ -9,8 +9,8 @@ import json
 import pytest
 
 from lambdas.remediation.execution_input import initial_state
-from lambdas.remediation.job_request import rule_configs
-from lambdas.remediation.policies import plan
+from lambdas.remediation.job.job_request import rule_configs
+from lambdas.remediation.planning.planner import plan
 
 SOURCE = "s3://remediation-artifacts-123456789012/code/mlp-0123456789abcdef/sourcedir.tar.gz"
 MLP_HYPERPARAMETERS = {"lr": 0.05, "epochs": 6, "class_weighting": "none", "batch-size": 64}

@@ -3,7 +3,7 @@
 import pytest
 
 from lambdas.remediation.execution_input import initial_state
-from lambdas.remediation.policies import plan
+from lambdas.remediation.planning.planner import plan
 
 SCRIPT = {
     "source_dir": "s3://remediation-artifacts-123456789012/code/mlp-0123456789abcdef/sourcedir.tar.gz",

@@ -7,7 +7,7 @@ import pytest
 
 from contracts import run_spec as bounds
 from lambdas.remediation.execution_input import initial_state
-from lambdas.remediation.validation_messages import InvalidExecutionInput
+from lambdas.remediation.state.validation_messages import InvalidExecutionInput
 
 
 def worst_case_history_events(max_num_retraining: int, max_monitor_transitions: int) -> int:

@@ -6,7 +6,8 @@ import json
 import pytest
 
 from lambdas.remediation.execution_input import ExecutionInput, default_execution_input, initial_state
-from lambdas.remediation.validation_messages import InvalidExecutionInput
+from lambdas.remediation.planning.ladders import run_remedies
+from lambdas.remediation.state.validation_messages import InvalidExecutionInput
 
 SCRIPT = {
     "source_dir": "s3://remediation-artifacts-123456789012/code/mlp-0123456789abcdef/sourcedir.tar.gz",
@@ -51,7 +52,7 @@ def test_with_no_script_the_run_is_the_built_in_example_with_the_samples_keys(ac
     assert [definition["Name"] for definition in spec.metric_definitions][-1] == "test:accuracy"
     assert state.objective == {"metric_name": "test:accuracy", "type": "Maximize", "target_value": 0.9}
     assert state.policy == "evidence" and state.remedies == {}  # the built-in set is code: the state names it
-    assert "ExplodingTensor" in state.declared_remedies() and "DeadRelu" in state.declared_remedies()
+    assert "ExplodingTensor" in run_remedies(state) and "DeadRelu" in run_remedies(state)
     assert state.next_action == "launch_new" and state.attempts == []
 
 
@@ -71,7 +72,7 @@ def test_the_samples_keys_set_the_examples_hyperparameters(account_input):
     assert state.run_spec.hyperparameters["add_batch_norm"] is True
     assert state.run_spec.hyperparameters["num_epochs"] == 3
     assert state.run_spec.base_job_name == "resnet-exp"
-    assert [remedy.name for remedy in state.declared_remedies()["*"]] == [
+    assert [remedy.name for remedy in run_remedies(state)["*"]] == [
         "HalveWarmupLearningRate",
         "AddBatchNorm",
         "ScaleLearningRate",
@@ -112,7 +113,13 @@ def test_a_users_script_without_declarations_gets_the_evidence_remedies_its_hype
     state = initial_state({**account_input, **minimal})
     assert state.objective is None and state.policy == "evidence"
     assert state.run_spec.hyperparameters == {} and state.run_spec.channels == {}
-    assert state.declared_remedies() == {}  # no hyperparameters: nothing to change
+    # no hyperparameters: nothing of the script's to change, only the debugger's loss settings (with consent)
+    assert {key: [remedy.name for remedy in remedies] for key, remedies in run_remedies(state).items()} == {
+        "objective_missed": [
+            "RobustLossInJob", "WeightClassesInJob", "AdjustLogitsInJob", "RobustLossPastPeak", "RobustLossOnShortMatch"
+        ]
+    }
+    assert all(remedy.changes_the_loss for remedy in run_remedies(state)["objective_missed"])
 
     named = initial_state(
         {
@@ -122,7 +129,7 @@ def test_a_users_script_without_declarations_gets_the_evidence_remedies_its_hype
             "hyperparameter_names": {"learning_rate": "lr", "num_epochs": "epochs"},
         }
     )
-    remedies = named.declared_remedies()
+    remedies = run_remedies(named)
     assert [remedy.name for remedy in remedies["UnchangedTensor"]] == [
         "LowerRateAfterCollapse", "LearningRateUpIntoRange", "RaiseLearningRate"
     ]
@@ -132,13 +139,17 @@ def test_a_users_script_without_declarations_gets_the_evidence_remedies_its_hype
     # a quiet miss: the epoch at which the held-out metric met the objective, the rate, more epochs for a rare class
     # weighted in the loss or training labels that look wrong while the held-out metric still rose at the end, else
     # smaller steps, then what the loss's course says (epochs when the job was too short to tell, the rate when it
-    # never fell, epochs when it was still falling, a lower rate when it settled), then more epochs
-    assert [(remedy.name, remedy.change.hyperparameter) for remedy in remedies["objective_missed"]] == [
+    # never fell, epochs when it was still falling, a lower rate when it settled), then more epochs; the debugger's
+    # loss settings where they answer the labels (each allowed only with the user's consent)
+    assert [(remedy.name, remedy.change.setting) for remedy in remedies["objective_missed"]] == [
         ("StopAtBestEpoch", "epochs"), ("LearningRateIntoRange", "lr"), ("LearningRateToUsual", "lr"), ("SwitchToReLU", "activation"),
-        ("TrainLongerOnRareClass", "epochs"), ("TrainLongerOnNoisyLabels", "epochs"), ("SmallerStepsOnNoisyLabels", "lr"),
+        ("TrainLongerOnRareClass", "epochs"), ("RobustLossInJob", "debugger_robust_loss"),
+        ("TrainLongerOnNoisyLabels", "epochs"), ("SmallerStepsOnNoisyLabels", "lr"),
         ("TrainLonger", "epochs"),
         ("RaiseLearningRateToUsual", "lr"),
         ("TrainLonger", "epochs"), ("LowerLearningRate", "lr"), ("TrainLonger", "epochs"),
+        ("WeightClassesInJob", "debugger_class_weighting"), ("AdjustLogitsInJob", "debugger_class_weighting"),
+        ("RobustLossPastPeak", "debugger_robust_loss"), ("RobustLossOnShortMatch", "debugger_robust_loss"),
     ]
     assert "CheckInputImages" not in remedies  # the script has no normalize_inputs
 
@@ -385,8 +396,8 @@ def test_a_declared_kind_decides_how_a_remedy_writes_the_value(account_input):
     }
     whole = initial_state({**account_input, **spec})
     real = initial_state({**account_input, **spec, "hyperparameter_kinds": {"clip": "real"}})
-    assert whole.declared_remedies()["ExplodingTensor"][0].apply({"clip": 3}) == {"clip": 2}
-    assert real.declared_remedies()["ExplodingTensor"][0].apply({"clip": 3}) == {"clip": 1.5}
+    assert run_remedies(whole)["ExplodingTensor"][0].apply({"clip": 3}) == {"clip": 2}
+    assert run_remedies(real)["ExplodingTensor"][0].apply({"clip": 3}) == {"clip": 1.5}
     assert real.hyperparameter_kinds == {"clip": "real"}
 
 
@@ -408,3 +419,47 @@ def test_numbers_written_as_text_are_numbers_where_the_hyperparameter_is_one(acc
         initial_state({**account_input, **spec, "hyperparameter_kinds": {"width": "integer"},
                        "hyperparameters": {**spec["hyperparameters"], "width": "64.5"}})  # fmt: skip
     assert "says integer but width's starting value is \"64.5\"" in caught.value.problems["hyperparameter_kinds.width"]
+
+
+def value_mapped(account_input, names):
+    minimal = {key: SCRIPT[key] for key in ("source_dir", "entry_point")}
+    return initial_state({
+        **account_input, **minimal, "hyperparameters": {"lr": 0.1, "norm": "none", "act": "tanh", "epochs": 12},
+        "hyperparameter_names": names,
+    })  # fmt: skip
+
+
+def test_a_knob_whose_values_the_script_spells_its_own_way_keeps_its_remedies(account_input):
+    """--norm none|batch|layer: batch norm on is "batch", so the evidence set still adds batch norm, in the script's
+    word; an activation map names the choices the script accepts, and a remedy to another one is left out."""
+    state = value_mapped(account_input, {
+        "learning_rate": "lr", "num_epochs": "epochs",
+        "add_batch_norm": {"name": "norm", "values": {"true": "batch", "false": "none"}},
+        "activation": {"name": "act", "values": {"relu": "relu", "sigmoid": "sigmoid", "tanh": "tanh"}},
+    })  # fmt: skip
+    assert state.hyperparameter_values["add_batch_norm"] == {"true": "batch", "false": "none"}
+    assert state.kinds()["norm"] == "text"  # the script's words, not a flag
+    remedies = run_remedies(state)
+    add = next(remedy for remedy in remedies["ExplodingTensor"] if remedy.name == "AddBatchNorm")
+    assert (add.change.setting, add.change.operand) == ("norm", "batch")
+    assert "SwitchToLeakyReLU" not in {remedy.name for remedy in remedies["DeadRelu"]}  # no leaky_relu in its choices
+    assert {remedy.name for remedy in remedies["VanishingGradient"]} >= {"SwitchToReLU", "AddBatchNorm"}
+
+
+@pytest.mark.parametrize(
+    ("names", "field", "problem"),
+    [
+        ({"learning_rate": {"name": "lr", "values": {"0.1": 0.2}}}, "hyperparameter_names.learning_rate.values",
+         "maps the values of a flag or a word; learning_rate is a real number"),
+        ({"add_batch_norm": {"name": "norm", "values": {"yes": "batch"}}}, "hyperparameter_names.add_batch_norm.values.yes",
+         'add_batch_norm is true or false: map "true" and "false"'),
+        ({"add_batch_norm": {"name": "norm", "values": {"true": 1}}}, "hyperparameter_names.add_batch_norm.values.true",
+         'must be a value like the script\'s starting one ("none"; got 1)'),
+        ({"add_batch_norm": {"names": "norm"}}, "hyperparameter_names.add_batch_norm",
+         'must be your script\'s name, or {"name": ..., "values": {conventional value: yours}} (got keys [\'names\'])'),
+    ],
+)
+def test_a_bad_value_map_is_refused_naming_the_field(account_input, names, field, problem):
+    with pytest.raises(InvalidExecutionInput) as refused:
+        value_mapped(account_input, names)
+    assert refused.value.problems == {field: problem}

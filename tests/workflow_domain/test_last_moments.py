@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from lambdas.remediation import execution_history
+from lambdas.remediation.state import execution_history
 
 STATE = {"state": {"next_action": "monitor", "history": {"latest_job_name": "remediation-job-0123456789-001"}}}
 PADDING = "x" * 100_000

@@ -8,7 +8,8 @@ from botocore.validate import validate_parameters
 from moto import mock_aws
 
 from lambdas.remediation.execution_input import initial_state
-from lambdas.remediation.notifications import (
+from lambdas.remediation.planning.planner import plan
+from lambdas.remediation.text.notifications import (
     MAX_MESSAGE_BYTES,
     MAX_SUBJECT_LENGTH,
     Notification,
@@ -20,7 +21,6 @@ from lambdas.remediation.notifications import (
     publish_request,
     workflow_error,
 )
-from lambdas.remediation.policies import plan
 
 TOPIC_ARN = "arn:aws:sns:us-east-1:123456789012:remediation-notifications"
 

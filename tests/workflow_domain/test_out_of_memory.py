@@ -8,9 +8,9 @@ import pytest
 from contracts.job import killed_process_failure_text
 from contracts.remedies import FAILURE_KINDS, OUT_OF_MEMORY, parse_remedies
 from lambdas.plan_handler import end_error
-from lambdas.remediation import monitoring
 from lambdas.remediation.execution_input import initial_state
-from lambdas.remediation.policies import plan
+from lambdas.remediation.monitoring import verdict as monitoring
+from lambdas.remediation.planning.planner import plan
 
 JOB = "remediation-resnet-0123456789-001"
 

@@ -2,7 +2,7 @@
 early-stopping remedy is left out, and the reason given for the next remedy does not claim early stopping is on."""
 
 from lambdas.remediation.execution_input import initial_state
-from lambdas.remediation.policies import plan
+from lambdas.remediation.planning.planner import plan
 
 SCRIPT_WITHOUT_EARLY_STOPPING = {
     "source_dir": "s3://remediation-artifacts-123456789012/code/my-script.tar.gz",

@@ -1,9 +1,9 @@
 from typing import get_args
 
 from lambdas.plan_handler import END_ERRORS, end_error
-from lambdas.remediation.attempts import EndCause
 from lambdas.remediation.execution_input import initial_state
-from lambdas.remediation.policies import plan
+from lambdas.remediation.planning.planner import plan
+from lambdas.remediation.state.attempts import EndCause
 
 
 def test_every_end_cause_has_an_error_name():

@@ -4,7 +4,7 @@ overfitting (the script's regularisers, else smaller steps), not as a rate that 
 
 from __future__ import annotations
 
-from lambdas.remediation.policies import plan
+from lambdas.remediation.planning.planner import plan
 from tests.workflow_domain.recorded_runs import finish, recorded, start
 
 
@@ -14,7 +14,7 @@ def overfit_run(account_input, **overrides):
     finds the held-out loss rising while the training loss falls. Returns job 3's state, planned."""
     run = recorded("mlp-noisy-labels-held-out-loss-rising")
     first, robust, longer = run["jobs"]
-    state = plan(finish(start(run, account_input, **overrides), first))
+    state = plan(finish(start(run, account_input, allow_loss_changes=True, **overrides), first))
     assert state.last_attempt.decision.remedy == "RobustLossInJob"
     state = plan(finish(state, robust))
     assert state.last_attempt.decision.remedy == "TrainLongerOnNoisyLabels"

@@ -3,8 +3,8 @@ import pytest
 from contracts.hyperparameter_values import human_number
 from contracts.run_spec import max_monitor_transitions_allowed
 from lambdas.remediation.execution_input import initial_state
-from lambdas.remediation.policies import PlanningError, plan
-from lambdas.remediation.remedy_sets import ANCHOR_REMEDIES, EVIDENCE_REMEDIES, LEARNING_RATE_FLOOR
+from lambdas.remediation.planning.planner import PlanningError, plan
+from lambdas.remediation.planning.remedies.sets import ANCHOR_REMEDIES, EVIDENCE_REMEDIES, LEARNING_RATE_FLOOR
 
 
 def run_until_end(state, record, **issue):
@@ -310,7 +310,7 @@ def test_policies_cover_the_documented_rules():
 
 
 def test_planned_state_survives_the_payload_round_trip(reference_state, record):
-    from lambdas.remediation.payload import parse_state
+    from lambdas.remediation.state.payload import parse_state
 
     planned = plan(record(reference_state))
     assert parse_state(planned.to_payload()).to_payload() == planned.to_payload()

@@ -5,17 +5,17 @@ import pytest
 from aws_lambda_powertools.utilities.parser import parse
 from pydantic import ValidationError
 
-from lambdas.remediation.attempts import MAX_KEPT_ATTEMPTS
 from lambdas.remediation.execution_input import initial_state
-from lambdas.remediation.payload import (
+from lambdas.remediation.state.attempts import MAX_KEPT_ATTEMPTS
+from lambdas.remediation.state.payload import (
     STEP_FUNCTIONS_PAYLOAD_LIMIT,
     StatePayload,
     WorkflowState,
     parse_state,
     payload_size,
 )
-from lambdas.remediation.payload_fields import MAX_METRICS, MAX_RULE_STATUSES
-from lambdas.remediation.validation_messages import InvalidState
+from lambdas.remediation.state.payload_fields import MAX_METRICS, MAX_RULE_STATUSES
+from lambdas.remediation.state.validation_messages import InvalidState
 
 
 def test_state_round_trips_through_json_powertools_and_parse_state(reference_state, record):
@@ -197,7 +197,7 @@ def test_attempt_evidence_has_exactly_the_debugger_contracts_fields():
     import dataclasses
 
     from contracts.rule_status import Evidence
-    from lambdas.remediation.attempts import AttemptEvidence
+    from lambdas.remediation.state.attempts import AttemptEvidence
 
     # ... and the objective's course, which the monitor reads from the same document's metrics
     assert set(AttemptEvidence.model_fields) == {field.name for field in dataclasses.fields(Evidence)} | {"objective_course"}
@@ -214,7 +214,7 @@ def test_the_domain_modules_import_without_torch_or_numpy():
     import sys
 
     code = (
-        "import sys, lambdas.remediation.notifications, lambdas.remediation.policies; "
+        "import sys, lambdas.remediation.text.notifications, lambdas.remediation.planning.planner; "
         "print(sorted(name for name in ('torch', 'numpy', 'debugger') if name in sys.modules))"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300)

@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from contracts.conventional_hyperparameters import XGBOOST_HYPERPARAMETERS
 from contracts.remedies import adapt_to_script, parse_remedies
 from lambdas.remediation.execution_input import initial_state
-from lambdas.remediation.policies import plan
-from lambdas.remediation.remedy_sets import EVIDENCE_REMEDIES
-from lambdas.remediation.xgboost_remedies import XGBOOST_EVIDENCE_REMEDIES, XGBOOST_HYPERPARAMETERS
+from lambdas.remediation.planning.planner import plan
+from lambdas.remediation.planning.remedies.sets import EVIDENCE_REMEDIES
+from lambdas.remediation.planning.remedies.xgboost import XGBOOST_EVIDENCE_REMEDIES
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE_SPEC = json.loads((REPO / "examples" / "xgboost" / "run_spec.json").read_text())

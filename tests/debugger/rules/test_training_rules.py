@@ -440,7 +440,7 @@ def flat_job(tmp_path: Path, save_interval: str, rules: list[dict], steps: int, 
 @pytest.mark.parametrize("profile", ["native", "smdebug"])
 @pytest.mark.parametrize("save_interval", ["1", "10", "500"])
 def test_loss_not_decreasing_as_the_product_configures_it_fires_within_the_reference_job(tmp_path, save_interval, profile):
-    from lambdas.remediation.job_request import rule_configs
+    from lambdas.remediation.job.job_request import rule_configs
 
     # the product's rules; the reference job runs 40 steps (2 epochs of 20)
     (loss_rule,) = [config for config in rule_configs("flat") if config["RuleConfigurationName"] == "LossNotDecreasing"]

@@ -15,7 +15,7 @@ from debugger.rules.weight_movement import FROZEN_DISPLACEMENT, LEFT_BEHIND_SHAR
 sys.path.insert(0, str(Path(__file__).resolve().parent / "trajectories"))
 import make_trajectories  # noqa: E402  (runs a zoo configuration through the launcher)
 
-#: The product's default hook configuration (lambdas/remediation/job_request.py: HOOK_COLLECTIONS, save interval 10).
+#: The product's default hook configuration (lambdas/remediation/job/job_request.py: HOOK_COLLECTIONS, save interval 10).
 HOOK = {"HookParameters": {"save_interval": "10"},
         "CollectionConfigurations": [{"CollectionName": name} for name in ("losses", "gradients", "weights")]}
 PARAMETERS = pytest.mark.parametrize(

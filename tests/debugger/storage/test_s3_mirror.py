@@ -106,8 +106,8 @@ def test_the_mirror_signs_for_the_buckets_region_the_job_request_names(monkeypat
     """Without a region the client signed for us-east-1, and a bucket in another region refuses that (finding 4 of
     issue 23): the job request passes the run_spec's region (DEBUG_OUTPUT_S3_REGION)."""
     from debugger.storage.s3_mirror import S3Mirror
-    from lambdas.remediation import job_request
     from lambdas.remediation.execution_input import initial_state
+    from lambdas.remediation.job import job_request
 
     for name in ("AWS_REGION", "AWS_DEFAULT_REGION"):
         monkeypatch.delenv(name, raising=False)
