@@ -255,8 +255,38 @@ def csv_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+SUMMARY_COLUMNS = ("seed", "space", "commit", "group_kind", "group", "policy", "configurations", "failing",
+                   "fault_ineffective", "repaired", "repair_rate", "median_launches", "false_successes",
+                   "compute_ratio_median", "healthy_twins", "false_alarms", "command")
+
+
+def summary_rows(report: dict[str, Any], commit: str = "") -> list[dict[str, Any]]:
+    """Per seed, the figures of the whole draw, of each model family and of each fault kind, one row per policy."""
+    rows = []
+    for seed_report in report["seeds"]:
+        summary = seed_report["summary"]
+        groups = [("all", "all", summary)]
+        groups += [(kind, name, entry) for kind, key in (("family", "by_family"), ("fault", "by_fault"))
+                   for name, entry in (summary.get(key) or {}).items()]
+        for kind, name, entry in groups:
+            for policy in summary["policies"]:
+                figures = entry[policy]
+                rows.append({
+                    "seed": summary["seed"], "space": summary.get("space", "v1"), "commit": commit,
+                    "group_kind": kind, "group": name, "policy": policy, "configurations": entry["configurations"],
+                    "failing": entry["failing"], "fault_ineffective": entry["fault_ineffective"],
+                    "repaired": figures["repaired"], "repair_rate": figures["repair_rate"],
+                    "median_launches": figures["median_launches"], "false_successes": figures["false_successes"],
+                    "compute_ratio_median": figures.get("compute_ratio_median"),
+                    "healthy_twins": entry["healthy_twins_run"], "false_alarms": entry["false_alarms"],
+                    "command": summary.get("command", ""),
+                })
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
-    """``python bench/zoo_random_report.py REPORT.json --csv OUT.csv``: a printed report as a CSV table."""
+    """``python bench/zoo_random_report.py REPORT.json --csv OUT.csv [--summary-csv OUT.csv --commit C]``: a printed
+    report as CSV tables (appended to when the file exists)."""
     import argparse
     import csv
     import json
@@ -264,14 +294,25 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("report", type=Path, help="the JSON that bench/repair_zoo.py --random printed")
-    parser.add_argument("--csv", type=Path, required=True, help="where the table goes")
+    parser.add_argument("--csv", type=Path, help="one row per configuration and policy, and per healthy twin")
+    parser.add_argument("--summary-csv", type=Path, help="per seed: the whole draw, each family, each fault")
+    parser.add_argument("--commit", default="", help="the product commit the report measured (--summary-csv)")
     arguments = parser.parse_args(argv)
-    rows = csv_rows(json.loads(arguments.report.read_text()))
-    with arguments.csv.open("w", newline="") as out:
-        writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS)
-        writer.writeheader()
-        writer.writerows(rows)
-    print(f"{len(rows)} rows -> {arguments.csv}")
+    if not (arguments.csv or arguments.summary_csv):
+        parser.error("give --csv, --summary-csv or both")
+    report = json.loads(arguments.report.read_text())
+    for path, columns, make_rows in ((arguments.csv, CSV_COLUMNS, lambda: csv_rows(report)),
+                                     (arguments.summary_csv, SUMMARY_COLUMNS, lambda: summary_rows(report, arguments.commit))):
+        if path is None:
+            continue
+        rows = make_rows()
+        new_file = not path.exists()
+        with path.open("a", newline="") as out:
+            writer = csv.DictWriter(out, fieldnames=columns)
+            if new_file:
+                writer.writeheader()
+            writer.writerows(rows)
+        print(f"{len(rows)} rows -> {path}")
     return 0
 
 

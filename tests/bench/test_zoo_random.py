@@ -362,3 +362,15 @@ def test_a_printed_report_becomes_one_csv_row_per_configuration_and_policy_and_p
     assert evidence["family"] == configuration.family and evidence["repaired"] == "True"
     assert evidence["compute_ratio"] == "1.2" and evidence["remedies"] == "LowerLearningRate"
     assert rows[1]["repaired"] == "False" and rows[2]["rules_fired"] == "VanishingGradient"
+    report["seeds"][0]["summary"] = {"seed": V2_SEED, "space": "v2", "command": "c", **zoo_random_report.totals(
+        [result], [twin], zoo_random_report.POLICIES), "policies": list(zoo_random_report.POLICIES)}
+    path.write_text(json.dumps(report))
+    summary_csv = tmp_path / "summary.csv"
+    for _ in range(2):  # a second report appends under the same header
+        assert zoo_random_report.main([str(path), "--summary-csv", str(summary_csv), "--commit", "abc1234"]) == 0
+    rows = list(csv.DictReader(summary_csv.open()))
+    assert len(rows) == 2 * 2 * 3  # twice: (all, its family, its fault) x (evidence, random)
+    first = {(row["group_kind"], row["policy"]): row for row in rows[:6]}
+    assert first[("all", "evidence")]["repaired"] == "1" and first[("all", "random")]["repaired"] == "0"
+    assert first[("family", "evidence")]["group"] == configuration.family
+    assert first[("fault", "evidence")]["false_alarms"] == "1" and first[("all", "evidence")]["commit"] == "abc1234"
