@@ -26,6 +26,8 @@ def fault_took_effect(row: dict[str, Any]) -> bool | None:
 DATA_FAULT_NAMES = {
     "rare_class": ("training labels are imbalanced",),
     "label_noise": ("training labels look noisy", "learns its training labels by heart"),
+    # NaN in the targets: no hyperparameter repairs it; the run should end naming the targets (issue 46)
+    "targets_nan": ("targets", "Targets", "target values"),
 }
 
 
@@ -209,12 +211,32 @@ def breakdown_markdown(summary: dict[str, Any], policies: tuple[str, ...]) -> st
             lines.append(f"| {name} | {entry['configurations']} | {entry['failing']} | " + " | ".join(cells)
                          + f" | {'' if compute is None else compute} | {entry['false_alarms']} / "
                          f"{entry['healthy_twins_run']} |")
-    return "\n".join(lines)
+    return "\n" + "\n".join(lines) if lines else ""
 
 
 CSV_COLUMNS = ("seed", "space", "name", "family", "style", "fault", "description", "failing", "policy", "met_objective",
                "repaired", "false_success", "launches", "training_steps", "objective_value", "held_out_value",
                "first_rule", "first_issue_step", "rules_fired", "remedies", "compute_ratio")
+
+
+def rejudge(report: dict[str, Any]) -> dict[str, Any]:
+    """The report with every verdict and total computed again from its runs by this module's arithmetic (a report
+    printed before a change of the arithmetic reads as today's would)."""
+    seeds = []
+    for seed_report in report["seeds"]:
+        summary = seed_report["summary"]
+        policies = tuple(summary["policies"])
+        results = []
+        for result in seed_report["configurations"]:
+            fault = result["configuration"]["fault"]
+            results.append({**result, "fault": result.get("fault", fault),
+                             "verdict": verdict(result["runs"], result.get("reference"), fault)})
+        twins = seed_report.get("healthy_twins") or []
+        kept = {key: value for key, value in summary.items() if key in (
+            "seed", "space", "policies", "max_launches", "threads_per_job", "wall_seconds", "work_dir", "command")}
+        seeds.append({**seed_report, "configurations": results,
+                      "summary": {**kept, **totals(results, twins, policies)}})
+    return {**report, "seeds": seeds}
 
 
 def csv_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
@@ -286,7 +308,7 @@ def summary_rows(report: dict[str, Any], commit: str = "") -> list[dict[str, Any
 
 def main(argv: list[str] | None = None) -> int:
     """``python bench/zoo_random_report.py REPORT.json --csv OUT.csv [--summary-csv OUT.csv --commit C]``: a printed
-    report as CSV tables (appended to when the file exists)."""
+    report as CSV tables (appended to when the file exists), its verdicts and totals computed again (``rejudge``)."""
     import argparse
     import csv
     import json
@@ -300,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
     arguments = parser.parse_args(argv)
     if not (arguments.csv or arguments.summary_csv):
         parser.error("give --csv, --summary-csv or both")
-    report = json.loads(arguments.report.read_text())
+    report = rejudge(json.loads(arguments.report.read_text()))
     for path, columns, make_rows in ((arguments.csv, CSV_COLUMNS, lambda: csv_rows(report)),
                                      (arguments.summary_csv, SUMMARY_COLUMNS, lambda: summary_rows(report, arguments.commit))):
         if path is None:

@@ -346,11 +346,12 @@ def test_a_printed_report_becomes_one_csv_row_per_configuration_and_policy_and_p
     runs = {"evidence": {**_row(2, True, 120, ["ExplodingTensor"]), "remedies": ["LowerLearningRate"]},
             "random": _row(5, False, 500)}
     result = {"configuration": configuration.to_json(), "family": configuration.family, "fault": configuration.fault,
-              "runs": runs, "verdict": zoo_random_report.verdict(runs, _row(1, True, 100), configuration.fault)}
+              "runs": runs, "reference": _row(1, True, 100),
+              "verdict": zoo_random_report.verdict(runs, _row(1, True, 100), configuration.fault)}
     twin = {**_row(1, True, 90, ["VanishingGradient"]), "configuration": configuration.name,
             "family": configuration.family, "fault": configuration.fault}
-    report = {"seeds": [{"summary": {"seed": V2_SEED, "space": "v2"}, "configurations": [result],
-                         "healthy_twins": [twin]}]}
+    report = {"seeds": [{"summary": {"seed": V2_SEED, "space": "v2", "policies": ["evidence", "random"]},
+                         "configurations": [result], "healthy_twins": [twin]}]}
     path = tmp_path / "report.json"
     path.write_text(json.dumps(report))
     assert zoo_random_report.main([str(path), "--csv", str(tmp_path / "out.csv")]) == 0
@@ -374,3 +375,29 @@ def test_a_printed_report_becomes_one_csv_row_per_configuration_and_policy_and_p
     assert first[("all", "evidence")]["repaired"] == "1" and first[("all", "random")]["repaired"] == "0"
     assert first[("family", "evidence")]["group"] == configuration.family
     assert first[("fault", "evidence")]["false_alarms"] == "1" and first[("all", "evidence")]["commit"] == "abc1234"
+
+
+def test_nan_targets_are_a_data_fault_judged_by_whether_the_run_named_them():
+    evidence = zoo_random_report.EVIDENCE
+    quiet = {**_row(5, False, 40, ["ExplodingTensor"] * 5), "end_reason": "ExplodingTensor fired at step 7: 300 NaN"}
+    named = {**_row(1, False, 1, ["ExplodingTensor"]), "end_reason": "The training targets hold NaN at step 0: ..."}
+    results = []
+    for row in (quiet, named):
+        runs = {evidence: row}
+        results.append({"configuration": {"fault": "targets_nan"}, "family": "regression", "fault": "targets_nan",
+                        "runs": runs, "verdict": zoo_random_report.verdict(runs, None, "targets_nan")})
+    assert [r["verdict"]["evidence_named_data_fault"] for r in results] == [False, True]
+    summary = zoo_random_report.totals(results, [], (evidence,))
+    assert summary[evidence]["failing_other_faults"] == 0 and summary[evidence]["data_faults_named"] == 1
+
+
+def test_a_report_is_judged_again_by_the_current_arithmetic():
+    configuration = zoo_random.draw(V2_SEED, 400, "v2")
+    nan = next(c for c in configuration if c.fault == "targets_nan")
+    runs = {"evidence": {**_row(5, False, 40), "end_reason": "The targets hold NaN"}}
+    stale = {"configuration": nan.to_json(), "family": nan.family, "runs": runs, "verdict": {"failing": True}}
+    report = {"seeds": [{"summary": {"seed": V2_SEED, "space": "v2", "policies": ["evidence"], "command": "c"},
+                         "configurations": [stale], "healthy_twins": []}]}
+    again = zoo_random_report.rejudge(report)["seeds"][0]
+    assert again["configurations"][0]["verdict"]["evidence_named_data_fault"] is True
+    assert again["summary"]["by_fault"]["targets_nan"]["failing"] == 1 and again["summary"]["command"] == "c"
