@@ -17,7 +17,7 @@ from remediate.aws_access import CloudCommandError, aws_call
 from remediate.cloud_stack import StackOutputs, outputs_for
 from remediate.cloud_uploads import stage_locally, upload_file
 from remediate.run_inputs import apply_script_options
-from remediate.run_spec import RunSpecError, check_execution_input, read_run_spec
+from remediate.run_spec_file import RunSpecError, check_execution_input, read_run_spec
 
 EXECUTION_NAME = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
 #: Valid stand-ins for the stack's values, so a run_spec's own fields are checked before any AWS call.

@@ -20,7 +20,7 @@ from contracts.distributed import check_instance_count
 from remediate.example_tools import CHANNELS, ExampleToolError, check_hyperparameters
 from remediate.run_directory import RunDirectoryError, check_run_dir
 from remediate.run_inputs import apply_script_options, uses_builtin_example
-from remediate.run_spec import RunSpecError, check_execution_input, read_run_spec
+from remediate.run_spec_file import RunSpecError, check_execution_input, read_run_spec
 from remediate.staging import StagedUpload, StagingError, plan_staging
 
 

@@ -19,7 +19,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from remediate.run_spec import RunSpecError
+from remediate.run_spec_file import RunSpecError
 
 _OBJECTIVE = re.compile(r"^\s*(?P<metric>[^<>=\s][^<>=]*?)\s*(?P<op>>=|<=)\s*(?P<target>\S+)\s*$")
 

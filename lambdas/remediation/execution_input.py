@@ -22,7 +22,7 @@ import math
 from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from contracts import ContractError, bucket_layout, debugger_settings, rule_selection
 from contracts import run_spec as bounds
@@ -43,35 +43,24 @@ from lambdas.remediation.planning.remedies.sets import POLICY_REMEDIES
 from lambdas.remediation.state.payload import PolicyName, WorkflowState
 from lambdas.remediation.state.payload_fields import (
     BaseJobName,
-    BucketName,
     CapacityWait,
     Channels,
-    ClassWeighting,
     Distribution,
     EntryPoint,
     Flag,
-    Framework,
     FrameworkVersion,
     Hyperparameters,
-    InstanceCount,
-    InstanceType,
-    MaxRunSeconds,
     MetricDefinitions,
     MonitorInterval,
-    Region,
     RetrainingBudget,
-    RobustLoss,
-    RoleArn,
-    RuleSelection,
     RuleWait,
     S3Uri,
-    SaveInterval,
     SpotInterruptions,
     Whole,
     canonical_framework_version,
     no_bool,
 )
-from lambdas.remediation.state.run_spec import RunSpec
+from lambdas.remediation.state.run_spec import JobSettings, RunSpec
 from lambdas.remediation.state.validation_messages import InvalidExecutionInput, describe_validation_error
 
 
@@ -90,8 +79,9 @@ NumEpochs = Annotated[Whole, Field(ge=1, le=10_000)]
 MOVED_TO_HYPERPARAMETERS = ("depth", "batch_size", "seed", "activation", "warmup_epochs")
 
 
-class ExecutionInput(BaseModel):
-    """The AWS sample's keys plus ours. Leave out the script to run the built-in example."""
+class ExecutionInput(JobSettings):
+    """The AWS sample's keys plus ours. Leave out the script to run the built-in example. The job settings every
+    run_spec carries, with their defaults, are ``JobSettings``'."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -100,31 +90,23 @@ class ExecutionInput(BaseModel):
     learning_rate: LearningRate | None = None
     add_batch_norm: Flag | None = None
     num_epochs: NumEpochs | None = None
-    # ... and the job and loop settings
-    bucket: BucketName
-    base_job_name: BaseJobName | None = None
-    instance_type: InstanceType = "ml.m5.xlarge"
-    #: Several instances: the SageMaker SDK's instance_count and PyTorch distribution (contracts.distributed).
-    instance_count: InstanceCount = 1
-    distribution: Distribution | None = None
-    region: Region
-    sm_role: RoleArn
-    debugger_save_interval: SaveInterval = 10
-    #: The built-in rules that watch each job, with their parameters; left out: contracts.rule_selection.DEFAULT_RULES.
-    rules: RuleSelection | None = None
+    # ... and the loop's budget
     max_num_retraining: RetrainingBudget = 7  # launches, the first included (the sample's meaning)
     #: The guardrail on monitor passes; left out: the largest that fits the execution's history and timeout.
     max_monitor_transitions: Annotated[Whole, Field(ge=1)] | None = None  # its upper bound: check_execution_budget
-    # your training script
+    # your training script (left out: the built-in example's), as RunSpec holds it once resolved
     entry_point: EntryPoint | None = None
     source_dir: S3Uri | None = None
     hyperparameters: Hyperparameters | None = None
-    #: "pytorch" (default) or "xgboost": SageMaker's framework image the script runs on, with its debugger hook and
-    #: default rules; framework_version is that framework's image version (default: the newest, the local loop's).
-    framework: Framework = bounds.DEFAULT_FRAMEWORK
+    #: The framework's image version (default: the newest, the local loop's).
     framework_version: FrameworkVersion | None = None
     channels: Channels | None = None
     metric_definitions: MetricDefinitions | None = None
+    base_job_name: BaseJobName | None = None
+    distribution: Distribution | None = None
+    #: Local runs (instance_type local) only: the local platform reclaims each job's instance at these points, as EC2
+    #: reclaims spot capacity, e.g. [{"at_step": 30}, {"after_seconds": 600}] (contracts.spot_interruptions).
+    spot_interruptions: SpotInterruptions | None = None
     # what good means and what the planner may change
     objective: dict[str, Any] | None = None
     remedies: dict[str, Any] | None = None
@@ -135,19 +117,11 @@ class ExecutionInput(BaseModel):
     hyperparameter_names: dict[str, str | dict[str, Any]] | None = None
     #: What a hyperparameter is where its name and value say otherwise: name -> integer, real, flag or text.
     hyperparameter_kinds: dict[str, str] | None = None
-    use_spot_instances: Flag = False
-    #: A spot job that never got capacity within its MaxWaitTimeInSeconds is relaunched on demand (costs more).
-    spot_fallback_on_demand: Flag = False
-    #: The training loss the first job's debugger computes for a PyTorch script (contracts.debugger_settings): "off"
-    #: (default: the script's own), or "balanced" / "logit_adjusted" class weighting, "generalized_cross_entropy".
-    debugger_class_weighting: ClassWeighting = bounds.DEFAULT_CLASS_WEIGHTING
-    debugger_robust_loss: RobustLoss = bounds.DEFAULT_ROBUST_LOSS
-    #: Whether the planner may change how the job computes the training loss (the debugger settings above) after a
-    #: miss they would answer. Off by default: the product changes the loss only when you allow it.
+    #: Whether the planner may change how the job computes the training loss (the debugger settings) after a miss
+    #: they would answer. Off by default: the product changes the loss only when you allow it.
     allow_loss_changes: Flag = False
     #: Hyperparameters no remedy may change (by your script's names).
     fixed_hyperparameters: list[str] | None = None
-    legacy_sagemaker_debugger: Flag = False
     #: The wait's fallback poll: the job's state change ends the wait at once; this is only its timeout.
     monitor_interval_seconds: MonitorInterval = 600
     #: The wait before relaunching after a capacity shortage (CapacityError, no spot capacity in time).
@@ -155,13 +129,6 @@ class ExecutionInput(BaseModel):
     #: The wait before looking again at a completed job's rules still evaluating (left out: 60 s, or
     #: monitor_interval_seconds when shorter).
     rule_wait_seconds: RuleWait | None = None
-    max_run_seconds: MaxRunSeconds = 3600
-    #: Where SageMaker uploads each job's TensorBoard event files (TensorBoardOutputConfig.S3OutputPath); left out:
-    #: s3://{bucket}/debug-output/, so they sit at debug-output/{job}/tensorboard-output/ beside the debug output.
-    tensorboard_output_path: S3Uri | None = None
-    #: Local runs (instance_type local) only: the local platform reclaims each job's instance at these points, as EC2
-    #: reclaims spot capacity, e.g. [{"at_step": 30}, {"after_seconds": 600}] (contracts.spot_interruptions).
-    spot_interruptions: SpotInterruptions | None = None
 
     SAMPLE_KEYS: ClassVar[tuple[str, ...]] = tuple(builtin_example.SAMPLE_KEYS)
 
@@ -303,31 +270,19 @@ def _resolve(given: ExecutionInput, keys: set[str]) -> WorkflowState:
         ),
     }
     policy, remedies = _resolve_remedies(given, settings, default_policy, declared_kinds)
+    settings = {name: getattr(given, name) for name in JobSettings.model_fields if name != "tensorboard_output_path"}
     run_spec = RunSpec(
+        **settings,
         entry_point=entry_point,
         source_dir=source_dir,
         hyperparameters=hyperparameters,
-        framework=given.framework,
         framework_version=given.framework_version,
         channels=channels,
         metric_definitions=metric_definitions,
-        bucket=given.bucket,
         base_job_name=base_job_name,
-        instance_type=given.instance_type,
-        region=given.region,
-        sm_role=given.sm_role,
-        debugger_save_interval=given.debugger_save_interval,
-        rules=given.rules,
-        use_spot_instances=given.use_spot_instances,
-        spot_fallback_on_demand=given.spot_fallback_on_demand,
-        debugger_class_weighting=given.debugger_class_weighting,
-        debugger_robust_loss=given.debugger_robust_loss,
-        legacy_sagemaker_debugger=given.legacy_sagemaker_debugger,
-        max_run_seconds=given.max_run_seconds,
         tensorboard_output_path=bounds.check_tensorboard_output_path(
             given.tensorboard_output_path or bucket_layout.default_tensorboard_output_uri(given.bucket), given.bucket
         ),
-        instance_count=given.instance_count,
         distribution=given.distribution or {},
         spot_interruptions=given.spot_interruptions or [],
     )

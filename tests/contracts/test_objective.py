@@ -56,7 +56,7 @@ def test_a_course_is_past_its_peak_when_its_last_third_gave_back_a_quarter_of_it
     from contracts.objective import ObjectiveCourse
 
     accuracy = Objective("validation:accuracy", "Maximize", 0.9)
-    # the recorded noisy-labels run (tests/workflow_domain/recorded/logline-noisy-labels-falling-held-out.json)
+    # the recorded noisy-labels run (tests/lambdas/remediation/recorded/logline-noisy-labels-falling-held-out.json)
     noisy = [0.7639, 0.8528, 0.8889, 0.8833, 0.8778, 0.8944, 0.8389, 0.8722, 0.8417, 0.7972, 0.7222, 0.8222]
     course = ObjectiveCourse.of(accuracy, noisy)
     assert course.first_value == 0.7639 and course.late_mean == pytest.approx(0.795825)

@@ -171,7 +171,7 @@ CASES: dict[str, tuple[Setup, str]] = {
     # ---------------------------------------------------------------- a misspelt name: the near one is suggested
     "key misspelt": (
         run_spec({"hyperparamters": {"depth": 20}}),
-        "hyperparamters: is not a known key (did you mean 'hyperparameters'?); allowed keys: init_warmup_learning_rate",
+        "hyperparamters: is not a known key (did you mean 'hyperparameters'?); allowed keys: add_batch_norm, allow_loss_changes, base_job_name",
     ),
     "policy misspelt": (run_spec({"policy": "evidnce"}), "(got 'evidnce') (did you mean 'evidence'?)"),
     "framework misspelt": (run_spec({"framework": "pytorh"}), "(got 'pytorh') (did you mean 'pytorch'?)"),

@@ -70,8 +70,11 @@ def test_an_explosion_on_one_rank_stops_both_ranks_at_that_step_and_is_remediate
     assert any((debug_output / "workers" / "worker_1" / "steps").iterdir())
 
     payload = json.loads((run_dir / "final-payload.json").read_text())
-    reason = payload["state"]["attempts"][0]["decision"]["reason"]
-    assert f"ExplodingTensor fired at step {step}" in reason and "normalize-inputs 0 -> 1" in reason
+    attempt = payload["state"]["attempts"][0]
+    assert (attempt["issue"]["rule"], attempt["issue"]["step"]) == ("ExplodingTensor", step)
+    decision = attempt["decision"]
+    assert decision["cause"] == "ExplodingTensor" and decision["next_action"] == "launch_new"
+    assert decision["changes"]["normalize-inputs"] == {"before": 0, "after": 1}
 
 
 def test_a_healthy_two_rank_job_completes_with_each_host_forming_the_group_from_sm_hosts(tmp_path):

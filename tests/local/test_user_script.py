@@ -53,13 +53,14 @@ def test_an_exploding_script_is_remediated_by_its_declared_remedies_until_it_mee
     assert summary["objective"] == {"metric_name": "validation:accuracy", "type": "Maximize", "target_value": 0.9}
     assert summary["objective_value"] >= 0.9 and summary["successful_job"] == attempts[-1]["job_name"]
 
-    # The reasons cite the evidence; the notifications report the objective value.
+    # The decisions answer what fired with the declared changes, on the job's evidence; the notifications report
+    # the objective value.
     payload = json.loads((run_dir / "final-payload.json").read_text())
-    first_reason = payload["state"]["attempts"][0]["decision"]["reason"]
-    assert "ExplodingTensor fired at step" in first_reason and "initial gradient norm" in first_reason
-    assert "Next: setting grad-clip to 1 (was 0)" in first_reason or "raising grad-clip 0 -> 1" in first_reason
-    second_reason = payload["state"]["attempts"][1]["decision"]["reason"]
-    assert "VanishingGradient fired at step" in second_reason and "lowering lr 20 -> 2" in second_reason
+    first, second = (attempt["decision"] for attempt in payload["state"]["attempts"][:2])
+    assert (first["cause"], first["changes"]) == ("ExplodingTensor", {"grad-clip": {"before": 0, "after": 1.0}})
+    assert payload["state"]["attempts"][0]["evidence"]["initial_gradient_norm"] > 0
+    assert second["cause"] == "VanishingGradient"
+    assert second["changes"] == {"lr": {"before": 20, "after": pytest.approx(2.0)}}
     notifications = json.loads((run_dir / "notifications.json").read_text())
     assert "validation:accuracy" in notifications[-1]["subject"]
 

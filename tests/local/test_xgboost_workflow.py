@@ -50,9 +50,13 @@ def test_an_overfitting_xgboost_job_is_stopped_and_remediated_until_it_meets_the
 
     # The planner's first remedy for overtraining trees brings them into XGBoost's usual range together, and says why.
     assert first["decision"] == "GentlerTrees"
-    reason = first["decision_reason"]
-    assert "Overtraining fired at step 10" in reason and "eta 0.9 is above 0.3" in reason
-    assert "lowering max_depth 10 -> 6" in reason and "raising early_stopping_rounds 0 -> 5" in reason
+    decision = json.loads((run_dir / "final-payload.json").read_text())["state"]["attempts"][0]["decision"]
+    assert decision["cause"] == "Overtraining"
+    assert decision["evidence"] == [{"test": "hyperparameters_above", "measured": 0.9, "bound": 0.3}]  # eta 0.9 > 0.3
+    assert {name: (change["before"], change["after"]) for name, change in decision["changes"].items()} == {
+        "num_round": (100, 200), "max_depth": (10, 6), "eta": (0.9, 0.3), "min_child_weight": (0, 1.0),
+        "early_stopping_rounds": (0, 5),
+    }  # fmt: skip
     assert last["hyperparameters"] == {
         **first["hyperparameters"],
         "num_round": 200, "max_depth": 6, "eta": 0.3, "min_child_weight": 1, "early_stopping_rounds": 5,

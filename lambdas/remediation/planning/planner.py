@@ -81,8 +81,8 @@ def _launch(state: WorkflowState, situation: PlanningSituation, chosen: Choice, 
     }
     limit = run_limits.limit_reached(state)
     if limit is not None:
-        reason = reasons.limit_reason(state, situation, chosen.remedy, changes, limit)
-        return _end(state, reason, limit.end_cause, situation.failure, skips)
+        reason = reasons.limit_reason(state, situation, chosen.remedy, changes, limit, skips)
+        return _end(state, reason, limit.end_cause, situation.failure, skips, next_remedy=chosen.remedy.label)
 
     resume = reasons.resume_from(situation.base) if chosen.remedy.resume else None
     run_spec = state.run_spec.with_settings(chosen.settings)
@@ -103,6 +103,7 @@ def _launch(state: WorkflowState, situation: PlanningSituation, chosen: Choice, 
         evidence=_evidence(chosen),
         skipped=_skipped(skips, chosen),
         resume_from=resume,
+        planned_from=situation.base.number if situation.planned_from_earlier_job else None,
     )
     reason = reasons.launch_reason(state, situation, chosen, skips, decision)
     decision = decision.model_copy(update={"reason": reason})
@@ -153,9 +154,10 @@ def _end(
     end_cause: str,
     cause: str | None = None,
     skips: list[Skip] | None = None,
+    next_remedy: str | None = None,
 ) -> WorkflowState:
     decision = Decision(
         remedy=NO_REMEDY, reason=reason, next_action="end", cause=cause, end_cause=end_cause,
-        skipped=_skipped(skips or []),
+        skipped=_skipped(skips or []), next_remedy=next_remedy,
     )  # fmt: skip
     return state.with_last_attempt(decision=decision).updated(next_action="end", end_reason=reason)

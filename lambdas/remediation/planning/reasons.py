@@ -30,6 +30,13 @@ from lambdas.remediation.text.decision_text import (
 
 #: The list of remedies that did not apply keeps at least this much of itself however long the rest of the reason.
 MIN_REMEDY_LIST_CHARACTERS = 80
+#: What the list of remedies says of one left out (``choice.Skip.why``).
+SKIPPED = {
+    "made_it_worse": "not tried again (the objective got worse after it, job {job})",
+    "repeats_a_job": "would repeat job {job}'s settings",
+    "not_allowed": "not allowed (it changes the training loss)",
+    "fixed_hyperparameter": "kept fixed",
+}
 
 
 def launch_reason(
@@ -46,23 +53,30 @@ def launch_reason(
     also = f" Also: {labels.describe()}." if labels is not None and not remedy.when.training_labels else ""
     back = f" {_back_to_closest(state, base)}; from there:" if situation.planned_from_earlier_job else ""
     passed = [skip for skip in skips if skip.key == chosen.ladder.key and skip.index < chosen.index]
-    return (
-        f"{headline(attempt, state)}.{back} {_why(state, situation, chosen)}{also}{not_again(situation, passed)} "
-        f"Next: {what}.{after}"
-    )
+    head = f"{headline(attempt, state)}.{back} "
+    middle = f"{_why(state, situation, chosen)}{also}{not_again(situation, passed)}"
+    tail = f" Next: {what}.{after}"
+    room = MAX_REASON_BYTES - len(head.encode()) - len(tail.encode())
+    return head + clip(middle, max(room, MIN_REMEDY_LIST_CHARACTERS)) + tail
 
 
 def limit_reason(
-    state: WorkflowState, situation: PlanningSituation, remedy: Remedy, changes: Mapping[str, Change], limit: Limit
+    state: WorkflowState,
+    situation: PlanningSituation,
+    remedy: Remedy,
+    changes: Mapping[str, Change],
+    limit: Limit,
+    skips: list[Skip],
 ) -> str:
     """The run ends at a limit (the relaunch budget, the stack's instance-hours), naming the remedy it would have
-    tried and, when the training labels explain the miss, what would answer them."""
+    tried, what would answer the training labels when they explain the miss, and a loss change the run does not
+    allow that would answer it."""
     labels = situation.labels
     data = f" {_sentence(labels.describe())}: {labels.advice}." if labels is not None else ""
     what = describe_changes(changes, state.kinds())
     return (
         f"{headline(situation.attempt, state)}. {limit.sentence}; the next remedy would have been {remedy.label} "
-        f"({what}).{data} Ending."
+        f"({what}).{data}{_kept_out(skips)} Ending."
     )
 
 
@@ -168,9 +182,8 @@ def _exhausted_reason(
     for ladder in ladders:
         for index, remedy in enumerate(ladder.remedies):
             skip = skipped.get((ladder.key, index))
-            if skip is not None and skip.why in ("not_allowed", "fixed_hyperparameter"):
-                why = "not allowed (it changes the training loss)" if skip.why == "not_allowed" else "kept fixed"
-                held.append(f"{ladder.key}: {remedy.label}: {why}")
+            if skip is not None:
+                held.append(f"{ladder.key}: {remedy.label}: {SKIPPED[skip.why].format(job=skip.job)}")
                 continue
             holds, _ = remedy.when.check(evidence, settings)
             guard = None if holds else remedy.when.guarded_against(evidence, settings)
@@ -181,7 +194,7 @@ def _exhausted_reason(
                 lines.append(f"{ladder.key}: {remedy.label}: its condition {remedy.when.to_json()} does not hold")
             else:  # its condition held and something else kept it out: said before the conditions that did not hold
                 held.append(f"{ladder.key}: {remedy.label}: {remedy.change.why_not(settings[remedy.change.setting])}")
-    lines = guarded + held + lines
+    lines = list(dict.fromkeys(guarded + held + lines))  # a remedy in the ladder twice is said once
     failure = situation.failure
     if not ladders:
         # a failure kind says what it is (and, for a batch of one, what avoids it in the script)
@@ -192,8 +205,8 @@ def _exhausted_reason(
         what = f"no remedy left ({'; '.join(lines)})"
     head = f"{headline(situation.attempt, state)}. "
     tail = (
-        f".{labels_considered}{kept_out}{changes_so_far(state)} {ending_settings(state, situation.base)}"
-        f"{not_again(situation, skips)}"
+        f".{labels_considered}{not_again(situation, skips)}{kept_out}{changes_so_far(state)} "
+        f"{ending_settings(state, situation.base)}"
     )
     room = MAX_REASON_BYTES - len(head.encode()) - len(tail.encode())
     return head + clip(what[:1].upper() + what[1:], max(room, MIN_REMEDY_LIST_CHARACTERS)) + tail

@@ -257,6 +257,10 @@ class Decision(BaseModel):
     skipped: Annotated[list[SkippedRemedy], Field(max_length=24)] = Field(default_factory=list)
     #: The next job starts from this job's checkpoints (the remedy allows it) instead of from step 0.
     resume_from: JobName | None = None
+    #: The earlier job whose settings the next one goes back to (the closest to the objective so far), when not this.
+    planned_from: Annotated[Whole, Field(ge=1)] | None = None
+    #: The remedy a limit kept from launching (the relaunch budget, the stack's instance-hours), when one did.
+    next_remedy: Annotated[str, Field(min_length=1, max_length=64)] | None = None
 
 
 class Attempt(BaseModel):

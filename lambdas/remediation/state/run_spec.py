@@ -40,46 +40,49 @@ from lambdas.remediation.state.payload_fields import (
 from lambdas.remediation.state.validation_messages import clip
 
 
-class RunSpec(BaseModel):
-    """What one training job runs. One snapshot per attempt, every field given."""
+class JobSettings(BaseModel):
+    """The settings of a training job that the execution input gives and every run_spec snapshot carries, with their
+    defaults: one home for them (``RunSpec`` adds what a launched job needs resolved; ``ExecutionInput`` what only a
+    run's start has)."""
 
     model_config = STRICT
+
+    #: The framework the script trains with (its container image, debugger hook and default rules).
+    framework: Framework = bounds.DEFAULT_FRAMEWORK
+    bucket: BucketName
+    instance_type: InstanceType = "ml.m5.xlarge"
+    #: Instances per job (ResourceConfig.InstanceCount; the SageMaker SDK's instance_count).
+    instance_count: InstanceCount = 1
+    region: Region
+    sm_role: RoleArn
+    debugger_save_interval: SaveInterval = 10
+    #: The built-in rules that watch each job, with their parameters; None: contracts.rule_selection.DEFAULT_RULES.
+    rules: RuleSelection | None = None
+    use_spot_instances: Flag = False
+    #: A spot job that never got capacity within its MaxWaitTimeInSeconds is relaunched on demand (costs more).
+    spot_fallback_on_demand: Flag = False
+    #: The training loss the job's debugger computes for a PyTorch script (contracts.debugger_settings): "off", the
+    #: script's own; the planner changes them only with the user's consent.
+    debugger_class_weighting: ClassWeighting = bounds.DEFAULT_CLASS_WEIGHTING
+    debugger_robust_loss: RobustLoss = bounds.DEFAULT_ROBUST_LOSS
+    legacy_sagemaker_debugger: Flag = False
+    max_run_seconds: MaxRunSeconds = 3600
+    #: TensorBoardOutputConfig.S3OutputPath: each job's event files land at {it}{job}/tensorboard-output/; None: the
+    #: default beside the debug output.
+    tensorboard_output_path: S3Uri | None = None
+
+
+class RunSpec(JobSettings):
+    """What one training job runs. One snapshot per attempt, every field given."""
 
     entry_point: EntryPoint
     source_dir: S3Uri
     hyperparameters: Hyperparameters
-    #: The framework the script trains with (its container image, debugger hook and default rules); states
-    #: written before XGBoost was supported have none: PyTorch.
-    framework: Framework = bounds.DEFAULT_FRAMEWORK
     framework_version: FrameworkVersion
     channels: Channels
     metric_definitions: MetricDefinitions
-    bucket: BucketName
     base_job_name: BaseJobName
-    instance_type: InstanceType
-    region: Region
-    sm_role: RoleArn
-    debugger_save_interval: SaveInterval
-    rules: RuleSelection | None = None
-    use_spot_instances: Flag
-    #: A spot job that never got capacity (MaxWaitTimeExceeded) is relaunched on demand (costs more) instead of on
-    #: spot again. States written before the field: false.
-    spot_fallback_on_demand: Flag = False
-    #: Whether the debugger corrects the script's training loss for class frequencies
-    #: (contracts.run_spec.CLASS_WEIGHTINGS): the planner turns "auto" to "balanced" for a rare class the script has
-    #: no knob for, and "balanced" to "logit_adjusted" after that missed. States written before: auto.
-    debugger_class_weighting: ClassWeighting = bounds.DEFAULT_CLASS_WEIGHTING
-    #: Whether the debugger trains the script on a loss robust to wrong labels (contracts.run_spec.ROBUST_LOSSES): the
-    #: planner turns "auto" to "generalized_cross_entropy" for training labels that look noisy. States written
-    #: before: auto.
-    debugger_robust_loss: RobustLoss = bounds.DEFAULT_ROBUST_LOSS
-    legacy_sagemaker_debugger: Flag
-    max_run_seconds: MaxRunSeconds
-    #: TensorBoardOutputConfig.S3OutputPath: each job's event files land at {it}{job}/tensorboard-output/.
-    #: None (a payload from before the field): the default beside the debug output.
-    tensorboard_output_path: S3Uri | None = None
-    #: Instances per job (ResourceConfig.InstanceCount) and how the container launches the script on them.
-    instance_count: InstanceCount = 1
+    #: How the container launches the script on several instances (contracts.distributed).
     distribution: Distribution = Field(default_factory=dict)
     #: Local runs only: the local platform reclaims each job's instance at these points (contracts.spot_interruptions).
     spot_interruptions: SpotInterruptions = Field(default_factory=list)

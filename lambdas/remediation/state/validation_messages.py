@@ -83,7 +83,7 @@ def _describe(item: Mapping[str, Any], known: Mapping[str, Any] | None) -> str:
         return f"is required ({hint})" if hint else "is required"
     if kind == "extra_forbidden":
         given = item["loc"][-1] if item["loc"] else None
-        allowed = f"{did_you_mean(given, known)}; allowed keys: {', '.join(known)}" if known else ""
+        allowed = f"{did_you_mean(given, known)}; allowed keys: {', '.join(sorted(known))}" if known else ""
         return f"is not a known key{allowed}"
     if kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
         sign = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<", "less_than_equal": "<="}[kind]

@@ -193,7 +193,7 @@ def ending_settings(state: WorkflowState, closest: Attempt | None = None) -> str
 
 def outcome_reason(state: WorkflowState, attempt: Attempt) -> str:
     job = attempt.job_name
-    failure = f": {attempt.failure_reason}" if attempt.failure_reason else ""
+    failure = f": {attempt.failure_reason.rstrip().rstrip('.')}" if attempt.failure_reason else ""
     attempts = f"{state.attempt_count} attempt{'s' if state.attempt_count != 1 else ''}"
     objective = state.declared_objective()
     if objective is None:

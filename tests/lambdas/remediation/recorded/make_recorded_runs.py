@@ -2,10 +2,10 @@
 debugger) and keeps, per job, what the monitor read: the rule-status document the job's debugger wrote and the
 job's description (status, failure reason, final metrics, from the run's final payload). A few KB per job.
 
-    .venv/bin/python tests/workflow_domain/recorded/make_recorded_runs.py              # every scenario
-    .venv/bin/python tests/workflow_domain/recorded/make_recorded_runs.py xgboost-overtraining
+    .venv/bin/python tests/lambdas/remediation/recorded/make_recorded_runs.py              # every scenario
+    .venv/bin/python tests/lambdas/remediation/recorded/make_recorded_runs.py xgboost-overtraining
 
-The tests (``tests/workflow_domain/test_recorded_runs.py``, ``test_recorded_label_runs.py``,
+The tests (``tests/lambdas/remediation/planning/test_recorded_runs.py``, ``test_recorded_label_runs.py``,
 ``test_recorded_held_out_runs.py``, through ``recorded_runs.py``) feed these documents through the monitor's own
 ``decide``/``apply_decision`` and plan from them: the planner is judged on real trajectories, not hand-made numbers.
 Rerun a scenario after changing what the job reports (``contracts.rule_status.Evidence``).
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[2]
+REPO = HERE.parents[3]
 sys.path.insert(0, str(REPO / "examples" / "mlp"))
 sys.path.insert(0, str(REPO / "bench"))  # the random zoo's faults, made the same way
 

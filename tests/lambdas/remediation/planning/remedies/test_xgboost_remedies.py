@@ -14,8 +14,9 @@ from lambdas.remediation.execution_input import initial_state
 from lambdas.remediation.planning.planner import plan
 from lambdas.remediation.planning.remedies.sets import EVIDENCE_REMEDIES
 from lambdas.remediation.planning.remedies.xgboost import XGBOOST_EVIDENCE_REMEDIES
+from tests.lambdas.remediation.decision_fields import facts_of
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[5]
 EXAMPLE_SPEC = json.loads((REPO / "examples" / "xgboost" / "run_spec.json").read_text())
 SOURCE = "s3://remediation-artifacts-123456789012/code/xgboost-0123456789abcdef/sourcedir.tar.gz"
 XGBOOST_START = EXAMPLE_SPEC["hyperparameters"]  # max_depth 10, eta 0.9, min_child_weight 0, lambda 0, no early stop
@@ -77,7 +78,7 @@ def test_overtraining_trees_are_brought_into_range_then_stopped_early_then_gentl
         "eta": (0.9, 0.3), "max_depth": (10, 6), "min_child_weight": (0, 1), "early_stopping_rounds": (0, 5),
         "num_round": (100, 200),
     }  # fmt: skip
-    assert "Overtraining fired at step 10" in decision.reason and "eta 0.9 is above 0.3" in decision.reason
+    assert decision.cause == "Overtraining" and facts_of(decision) == {"hyperparameters_above": (0.9, 0.3)}
 
     # In range already, with early stopping on: smaller steps with more rounds.
     state = plan(issue(state, "Overtraining", kind="validation_not_improving", value=10))
@@ -93,7 +94,7 @@ def test_early_stopping_comes_first_for_trees_already_in_range(xgboost_input):
     decision = state.last_attempt.decision
     assert decision.remedy == "StopEarlyKeepBest"
     assert {name: change.after for name, change in decision.changes.items()} == {"early_stopping_rounds": 5}
-    assert "sooner than the rule's patience" in decision.reason
+    assert facts_of(decision) == {}  # the trees are in range: nothing to hold but the ladder's order
 
 
 def test_an_eta_too_small_to_move_the_model_is_raised_boosting_on_from_the_checkpoint(xgboost_input):
@@ -112,7 +113,9 @@ def test_class_imbalance_weighs_the_positive_class_by_about_the_measured_imbalan
     decision = state.last_attempt.decision
     assert decision.remedy == "ScalePositiveWeight"
     assert state.run_spec.hyperparameters["scale_pos_weight"] == weight
-    assert "the rule found imbalance" in decision.reason
+    # the rule found imbalance; above 30 (or 100) the remedy for that band, held against the measured ratio
+    above = {} if weight == 10.0 else {"issue_value_above": (imbalance, weight)}
+    assert facts_of(decision) == {"issue_kind": ("imbalance", None), **above}
 
 
 def test_a_mostly_mispredicted_class_doubles_the_positive_weight(xgboost_input):

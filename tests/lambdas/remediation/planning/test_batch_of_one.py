@@ -9,8 +9,10 @@ from lambdas.plan_handler import end_error
 from lambdas.remediation.execution_input import initial_state
 from lambdas.remediation.monitoring import verdict as monitoring
 from lambdas.remediation.planning.planner import plan
+from lambdas.remediation.text.decision_text import headline
 from lambdas.remediation.text.notifications import issues_found
-from tests.workflow_domain.recorded_runs import finish, recorded, start
+from tests.lambdas.remediation.decision_fields import changes_of, ended
+from tests.lambdas.remediation.recorded_runs import finish, recorded, start
 
 JOB = "remediation-mlp-0123456789-001"
 BATCH_NORM = (
@@ -50,13 +52,14 @@ def test_a_batch_of_one_is_answered_by_one_sample_less_per_batch_and_the_next_jo
     decision = planned.last_attempt.decision
     assert decision.remedy == "BatchSizeOneSmaller" and decision.resume_from is None
     assert planned.run_spec.hyperparameters == {**first["hyperparameters"], "batch-size": 122}
-    assert decision.reason.startswith(
+    assert decision.cause == "batch_of_one" and changes_of(decision) == {"batch-size": (123, 122)}
+    assert headline(state.last_attempt, state) == (
         f"Job {first['describe']['TrainingJobName']} failed on a training batch of one sample (AlgorithmError: "
-        "ValueError: Expected more than 1 value per channel when training"
+        "ValueError: Expected more than 1 value per channel when training, got input size torch.Size([1, 128]))"
     )
-    assert "setting drop_last=True in the script's DataLoader is the fix that holds for any size" in decision.reason
-    assert decision.reason.endswith("Next: lowering batch-size 123 -> 122.")
-    assert "A training batch of one sample: lowering batch-size to 122, relaunching" in issues_found(planned).subject
+    assert issues_found(planned).subject == (
+        "[remediation] A training batch of one sample: lowering batch-size to 122, relaunching (attempt 2..."
+    )
     met = finish(planned, second)
     assert met.last_attempt.outcome == "completed" and met.last_attempt.objective_value == 0.965
 
@@ -65,9 +68,7 @@ def test_a_script_without_a_batch_size_knob_ends_saying_what_avoids_it(account_i
     run = recorded("mlp-batch-norm-batch-of-one")
     state = start(run, account_input, hyperparameter_names={"learning_rate": "lr", "num_epochs": "epochs"})
     planned = plan(finish(state, run["jobs"][0]))
-    assert planned.next_action == "end" and planned.last_attempt.decision.end_cause == "batch_of_one"
-    assert "No remedies are declared for batch_of_one (a training batch of one sample reached a batch-norm layer" in (
-        planned.end_reason
-    )
-    assert "(drop_last=True in the script's DataLoader, or another batch size, avoids it)" in planned.end_reason
+    assert planned.next_action == "end"
+    assert ended(planned.last_attempt.decision) == ("none", "end", "batch_of_one")  # its words: test_reasons.py
+    assert planned.run_spec == state.run_spec
     assert end_error(planned) == "TrainingBatchOfOne"

@@ -11,6 +11,7 @@ import pytest
 from lambdas.remediation.execution_input import initial_state
 from lambdas.remediation.job.job_request import rule_configs
 from lambdas.remediation.planning.planner import plan
+from tests.lambdas.remediation.decision_fields import changes_of, ended
 
 SOURCE = "s3://remediation-artifacts-123456789012/code/mlp-0123456789abcdef/sourcedir.tar.gz"
 MLP_HYPERPARAMETERS = {"lr": 0.05, "epochs": 6, "class_weighting": "none", "batch-size": 64}
@@ -52,8 +53,11 @@ def test_class_weights_answer_the_imbalance_and_the_next_job_watches_mispredicti
     assert state.run_spec.hyperparameters["class_weighting"] == "balanced"
     parameters = class_imbalance_parameters(state)
     assert parameters["threshold_imbalance"] == "39" and parameters["samples"] == "2000"  # the user's own kept
-    assert "imbalance (19.5) describes the data" in decision.reason
-    assert "threshold_imbalance=39 (2 x the measured value) and judges the training only" in decision.reason
+    # the measured imbalance (19.5) describes the data: the bound goes to twice it (the words: test_reasons.py)
+    assert {name: (change.before, change.after) for name, change in decision.rule_changes.items()} == {
+        "ClassImbalance.threshold_imbalance": ("10", "39")
+    }
+    assert changes_of(decision) == {"class_weighting": ("none", "balanced")}
     assert [rule["name"] for rule in state.run_spec.rules] == ["ExplodingTensor", "ClassImbalance"]
 
     # The payload round trip keeps the new bound (the state travels as JSON between the Lambdas).
@@ -65,13 +69,15 @@ def test_a_misprediction_finding_leaves_the_rules_as_they_were(mlp_input):
     state = plan(class_imbalance(initial_state(mlp_input), "misprediction", 0.8))
     assert state.last_attempt.decision.remedy == "WeightClasses"
     assert state.run_spec.rules == initial_state(mlp_input).run_spec.rules
-    assert "describes the data" not in state.last_attempt.decision.reason
+    assert state.last_attempt.decision.rule_changes == {}
 
 
 def test_a_users_own_bound_is_raised_and_the_reason_says_so(mlp_input):
     rules = ["ExplodingTensor", {"name": "ClassImbalance", "parameters": {"threshold_imbalance": "5"}}]
     state = plan(class_imbalance(initial_state({**mlp_input, "rules": rules}), "imbalance", 7.25))
     assert class_imbalance_parameters(state)["threshold_imbalance"] == "14.5"
+    change = state.last_attempt.decision.rule_changes["ClassImbalance.threshold_imbalance"]
+    assert (change.before, change.after) == ("5", "14.5")
 
 
 def test_once_weighted_the_same_data_does_not_end_the_run_but_mispredictions_still_can(mlp_input):
@@ -80,12 +86,15 @@ def test_once_weighted_the_same_data_does_not_end_the_run_but_mispredictions_sti
     # The weighted job's rule can no longer fire on a ratio of 19.5 (bound 39); were it to mispredict the rare
     # class anyway, class weighting is already on and the run ends saying which remedies were tried.
     state = plan(class_imbalance(state, "misprediction", 0.6))
-    assert state.next_action == "end" and state.last_attempt.decision.end_cause == "no_remedy_left"
-    assert "WeightClasses" in state.end_reason and "Changed so far: class_weighting none -> balanced." in state.end_reason
+    assert state.next_action == "end"
+    assert ended(state.last_attempt.decision) == ("none", "end", "no_remedy_left")
+    assert state.last_attempt.decision.cause == "ClassImbalance"
+    first = state.attempts[0].decision
+    assert (first.remedy, changes_of(first)) == ("WeightClasses", {"class_weighting": ("none", "balanced")})
 
 
 def test_xgboost_weighs_the_positive_class_and_raises_the_bound_too(account_input):
-    from tests.workflow_domain.test_xgboost_remedies import EXAMPLE_SPEC, XGBOOST_START
+    from tests.lambdas.remediation.planning.remedies.test_xgboost_remedies import EXAMPLE_SPEC, XGBOOST_START
 
     source = "s3://remediation-artifacts-123456789012/code/xgboost-0123456789abcdef/sourcedir.tar.gz"
     xgboost_input = {

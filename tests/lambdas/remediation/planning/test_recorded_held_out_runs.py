@@ -5,7 +5,8 @@ overfitting (the script's regularisers, else smaller steps), not as a rate that 
 from __future__ import annotations
 
 from lambdas.remediation.planning.planner import plan
-from tests.workflow_domain.recorded_runs import finish, recorded, start
+from tests.lambdas.remediation.decision_fields import changes_of, facts_of
+from tests.lambdas.remediation.recorded_runs import finish, recorded, start
 
 
 def overfit_run(account_input, **overrides):
@@ -34,10 +35,8 @@ def test_a_held_out_loss_rising_while_the_training_loss_falls_is_answered_as_ove
     assert planned.run_spec.hyperparameters["weight-decay"] == 0.0001
     assert planned.run_spec.hyperparameters["lr"] == 0.002 and planned.run_spec.hyperparameters["epochs"] == 48
     assert planned.run_spec.debugger_robust_loss == "generalized_cross_entropy"
-    assert ("held-out loss rose 50.5% from its lowest mean 0.715846 (over 20 loss(es)) to 1.07729 over 20 (the 20 "
-            "steps to step 39); allowed increase 5% plus the noise (0.073), while the training loss fell from 0.6922 "
-            "to 0.5914") in decision.reason
-    assert "the rule found held out rising" in decision.reason and "overshoots" not in decision.reason
+    assert decision.cause == "LossNotDecreasing" and changes_of(decision) == {"weight-decay": (0.0, 0.0001)}
+    assert facts_of(decision) == {"issue_kind": ("held_out_rising", None)}  # not a rate read as overshooting
 
 
 def test_a_held_out_rise_in_a_script_without_regularisers_takes_smaller_steps_and_says_why(account_input):
@@ -46,6 +45,6 @@ def test_a_held_out_rise_in_a_script_without_regularisers_takes_smaller_steps_an
     run = recorded("mlp-noisy-labels-held-out-loss-rising")
     names = {key: value for key, value in run["run_spec"]["hyperparameter_names"].items() if key != "weight_decay"}
     decision = overfit_run(account_input, hyperparameter_names=names).last_attempt.decision
-    assert decision.remedy == "SmallerStepsOnHeldOutRise"
-    assert "smaller steps fit less of what does not carry over in the same epochs" in decision.reason
-    assert "Next: lowering lr 0.002 -> 0.001" in decision.reason
+    assert (decision.remedy, decision.cause) == ("SmallerStepsOnHeldOutRise", "LossNotDecreasing")
+    assert facts_of(decision) == {"issue_kind": ("held_out_rising", None)}
+    assert changes_of(decision) == {"lr": (0.002, 0.001)}

@@ -289,7 +289,7 @@ BAD_INPUTS = [
     (
         "topic_arn",
         "arn:aws:sns:us-east-1:123456789012:t",
-        "is not a known key; allowed keys: init_warmup_learning_rate",
+        "is not a known key; allowed keys: add_batch_norm, allow_loss_changes, base_job_name",
     ),
 ]
 
@@ -361,7 +361,7 @@ def test_the_examples_run_spec_file_is_the_default_run_written_out(account_input
     """examples/resnet/run_spec.json spells out, in the AWS sample's keys, what an input naming no script runs."""
     from pathlib import Path
 
-    spec_file = Path(__file__).resolve().parents[2] / "examples" / "resnet" / "run_spec.json"
+    spec_file = Path(__file__).resolve().parents[3] / "examples" / "resnet" / "run_spec.json"
     written = initial_state({**account_input, **json.loads(spec_file.read_text())})
     default = initial_state(account_input)
     assert written.run_spec == default.run_spec
@@ -463,3 +463,31 @@ def test_a_bad_value_map_is_refused_naming_the_field(account_input, names, field
     with pytest.raises(InvalidExecutionInput) as refused:
         value_mapped(account_input, names)
     assert refused.value.problems == {field: problem}
+
+
+KNOWN_EXAMPLE_HYPERPARAMETERS = (
+    "activation, add_batch_norm, batch_size, class_weighting, dropout, early_stopping_patience, grad_clip, init_scale, "
+    "learning_rate, normalize_inputs, num_epochs, num_workers, warmup_learning_rate, weight_decay"
+)
+
+
+def test_fixed_hyperparameters_are_kept_once_each_in_the_state(account_input):
+    state = initial_state({**account_input, "fixed_hyperparameters": ["learning_rate", "batch_size", "learning_rate"]})
+    assert state.fixed_hyperparameters == ["learning_rate", "batch_size"]
+    assert initial_state(account_input).fixed_hyperparameters == []
+
+
+@pytest.mark.parametrize(
+    ("fixed", "message"),
+    [
+        (["learning_rate", "lr"], "invalid execution input: fixed_hyperparameters[1]: 'lr' is not in hyperparameters "
+                                  f"(known: {KNOWN_EXAMPLE_HYPERPARAMETERS})"),
+        (["learning_rat"], "invalid execution input: fixed_hyperparameters[0]: 'learning_rat' is not in hyperparameters "
+                           f"(did you mean 'learning_rate'?) (known: {KNOWN_EXAMPLE_HYPERPARAMETERS})"),
+        ("lr", "invalid execution input: fixed_hyperparameters: must be a JSON list (got 'lr')"),
+    ],
+)
+def test_a_fixed_hyperparameter_the_run_does_not_have_is_refused_naming_the_entry(account_input, fixed, message):
+    with pytest.raises(InvalidExecutionInput) as refused:
+        initial_state({**account_input, "fixed_hyperparameters": fixed})
+    assert str(refused.value) == message

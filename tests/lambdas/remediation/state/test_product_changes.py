@@ -7,7 +7,7 @@ from __future__ import annotations
 from lambdas.remediation.planning.planner import plan
 from lambdas.remediation.state.product_changes import product_changes
 from lambdas.remediation.text.notifications import job_launched
-from tests.workflow_domain.recorded_runs import finish, recorded, start
+from tests.lambdas.remediation.recorded_runs import finish, recorded, start
 
 
 def launched(state, job_name: str):

@@ -11,6 +11,8 @@ from lambdas.plan_handler import end_error
 from lambdas.remediation.execution_input import initial_state
 from lambdas.remediation.monitoring import verdict as monitoring
 from lambdas.remediation.planning.planner import plan
+from lambdas.remediation.text.decision_text import headline
+from tests.lambdas.remediation.decision_fields import changes_of, ended
 
 JOB = "remediation-resnet-0123456789-001"
 
@@ -45,19 +47,23 @@ def test_the_evidence_remedies_halve_the_batch_and_scale_the_learning_rates(acco
     assert hyperparameters["learning_rate"] == pytest.approx(0.05)
     assert hyperparameters["warmup_learning_rate"] == pytest.approx(0.05)
     decision = planned.last_attempt.decision
-    assert decision.remedy == "HalveBatchSize"
-    assert "ran out of memory (OutOfMemoryError: the training process was killed by SIGKILL" in decision.reason
-    assert "Remedy 1 of 1 for out_of_memory" in decision.reason and "lowering batch_size 128 -> 64" in decision.reason
+    assert (decision.remedy, decision.cause) == ("HalveBatchSize", "out_of_memory")
+    assert changes_of(decision) == {
+        "batch_size": (128, 64), "learning_rate": (0.1, 0.05), "warmup_learning_rate": (0.1, 0.05)
+    }  # fmt: skip
+    assert headline(planned.last_attempt, planned) == (
+        "Job remediation-resnet-1 ran out of memory (OutOfMemoryError: the training process was killed by SIGKILL "
+        "(signal 9), as the kernel's out-of-memory killer ends a process (ExitCode 137); peak memory 3.1 GiB)"
+    )
 
 
 def test_without_an_out_of_memory_remedy_the_run_ends_naming_it(account_input, record):
     state = initial_state({**account_input, "policy": "anchor"})  # the sample's ladder has none
     planned = plan(record(state, outcome="out_of_memory", failure_reason="OutOfMemoryError: killed"))
     assert planned.next_action == "end"
-    assert planned.last_attempt.decision.end_cause == "out_of_memory"
-    assert "no remedies are declared for out_of_memory (the training process ran out of memory)." in (
-        planned.end_reason.lower()
-    )
+    decision = planned.last_attempt.decision
+    assert ended(decision) == ("none", "end", "out_of_memory") and decision.cause == "out_of_memory"
+    assert planned.run_spec == state.run_spec  # its words: test_reasons.py
     assert end_error(planned) == "TrainingOutOfMemory"
 
 

@@ -95,7 +95,7 @@ def test_bodies_carry_what_subscribers_need(journey):
     assert issue["evidence"]["initial_gradient_norm"] == 512.3
     assert issue["next_run_spec"]["hyperparameters"]["add_batch_norm"] is True
     assert issue["objective"] == {"metric_name": "test:accuracy", "type": "Maximize", "target_value": 0.9}
-    assert "512.3" in issue["summary"]
+    assert issue["summary"] == issue["decision"]["reason"]  # the decision's reason (words: planning/test_reasons.py)
 
     done = json.loads(journey["completed"].message())
     assert done["final_hyperparameters"]["add_batch_norm"] is True
@@ -105,7 +105,8 @@ def test_bodies_carry_what_subscribers_need(journey):
     assert [line["remedy"] for line in done["attempts"]] == ["AddBatchNorm", "none"]
 
     gave_up_body = json.loads(journey["gave_up"].message())
-    assert "relaunch budget is spent" in gave_up_body["summary"]
+    assert gave_up_body["summary"] == gave_up_body["end_reason"]  # the planner's end reason
+    assert gave_up_body["history"]["num_retraining"] == 1 and gave_up_body["next_action"] == "end"
 
     error = json.loads(journey["workflow_error"].message())
     assert error["cause"]["errorType"] == "InvalidState"

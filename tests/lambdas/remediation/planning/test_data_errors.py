@@ -10,6 +10,7 @@ from lambdas.plan_handler import end_error
 from lambdas.remediation.execution_input import initial_state
 from lambdas.remediation.monitoring import verdict as monitoring
 from lambdas.remediation.planning.planner import plan
+from tests.lambdas.remediation.decision_fields import ended
 
 JOB = "remediation-resnet-0123456789-001"
 
@@ -31,8 +32,7 @@ def _described(status: str, reason: str = "") -> dict:
 def test_the_monitor_reads_a_data_error_from_the_failure_reason(account_input, reason):
     state = initial_state(account_input).with_new_attempt(JOB)
     decision = monitoring.decide(_described("Failed", reason), [], state)
-    assert (decision.next_step, decision.outcome) == ("plan", "data_error")
-    assert "failed on its data" in decision.reason
+    assert (decision.next_step, decision.outcome, decision.issues) == ("plan", "data_error", ())
 
 
 def test_a_rule_that_found_a_non_finite_input_is_a_data_error_and_the_job_is_stopped(account_input):
@@ -44,7 +44,9 @@ def test_a_rule_that_found_a_non_finite_input_is_a_data_error_and_the_job_is_sto
     fired = rule_status.RuleStatus("ExplodingTensor", rule_status.ISSUES_FOUND, issue=issue)
     decision = monitoring.decide(_described("InProgress"), [fired], state)
     assert (decision.outcome, decision.stop_job) == ("data_error", True)
-    assert "the data is wrong: ExplodingTensor at step 0 (input has 12 NaN values)" in decision.reason
+    assert [(status.RuleConfigurationName, status.issue.step, status.issue.kind) for status in decision.issues] == [
+        ("ExplodingTensor", 0, rule_status.NAN_INPUT)
+    ]
 
 
 def test_the_planner_ends_a_data_error_at_once_without_a_relaunch(account_input, record):
@@ -52,8 +54,6 @@ def test_the_planner_ends_a_data_error_at_once_without_a_relaunch(account_input,
     planned = plan(record(state, outcome="data_error", failure_reason="AlgorithmError: IndexError: Target 12 is out of bounds."))
     assert planned.next_action == "end"
     decision = planned.last_attempt.decision
-    assert decision.end_cause == "data_error" and decision.changes == {}
-    assert "Target 12 is out of bounds" in planned.end_reason
-    assert "no hyperparameter change can fix it, so no job is relaunched" in planned.end_reason
-    assert "correct the data" in planned.end_reason
+    assert ended(decision) == ("none", "end", "data_error") and decision.cause == "data_error"
+    assert decision.changes == {} and planned.history.num_retraining == 1  # its words: test_reasons.py
     assert end_error(planned) == "TrainingDataError"
