@@ -14,10 +14,13 @@ it ended with (the "reference" run, made once the evidence run has met its objec
     python bench/repair_zoo.py --scenario mlp-explode --policies evidence
     python bench/repair_zoo.py --markdown zoo.md     # the table into a file as well
     python bench/repair_zoo.py --random 40 --seed 7 --policies evidence,random --workers 2 --markdown zoo7.md
+    python bench/repair_zoo.py --random 40 --space v2 --seed 2000 --policies evidence,random --workers 2
 
 ``--random N --seed S`` runs N configurations drawn at random (``bench/zoo_random.py``: the space, the faults) under
 the evidence policy and a random-remedy baseline, with some healthy twins for the false-alarm rate
-(``bench/zoo_random_run.py``: the run and the per-seed report).
+(``bench/zoo_random_run.py``: the run; ``bench/zoo_random_report.py``: the per-seed report, per model family and per
+fault kind too). ``--space v2`` draws from the widened space (regression, recurrent networks, a Hugging Face Trainer
+and a Lightning script: ``bench/zoo_families.py``); the default ``v1`` draws what every earlier seed drew.
 """
 
 from __future__ import annotations
@@ -39,18 +42,18 @@ sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "examples" / "mlp"))
 
 import make_data  # noqa: E402  (examples/mlp/make_data.py)
+from zoo_launch import (  # noqa: E402
+    MAX_LAUNCHES,
+    REFERENCE,
+    TARGET_COMPUTE_RATIO,
+    TARGET_MEDIAN_LAUNCHES,
+    TARGET_REPAIR_RATE,
+    launch,
+)
 from zoo_scenarios import DATA_ERROR, FAILING, HEALTHY, SCENARIOS, Scenario, by_name  # noqa: E402
 
 #: "none" is one launch and no relaunch: what the user gets without the workflow.
 POLICIES = ("none", "anchor", "evidence")
-#: After a failing scenario's evidence run met its objective: its final configuration, trained once from step 0.
-REFERENCE = "reference"
-#: The issue's targets, which the summary reports against.
-TARGET_REPAIR_RATE = 0.95
-TARGET_MEDIAN_LAUNCHES = 2
-TARGET_COMPUTE_RATIO = 1.5
-#: Launches per run (the first included): room for a few remedies, and a bound on the zoo's time.
-MAX_LAUNCHES = 5
 RESNET_TRAIN_SAMPLES = 1024
 RESNET_TEST_SAMPLES = 256
 
@@ -80,65 +83,6 @@ def run_one(scenario: Scenario, policy: str, work: Path, data_root: Path, timeou
     else:
         options = ["--train-samples", str(RESNET_TRAIN_SAMPLES), "--test-samples", str(RESNET_TEST_SAMPLES)]
     return launch(spec, f"{scenario.name}-{policy}", policy, work, timeout, threads, options)
-
-
-def launch(spec: dict[str, Any], label: str, policy: str, work: Path, timeout: float, threads: int,
-           options: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:
-    """One `remediate local run --json` of the execution input ``spec`` (written to ``work/<label>.json``, its run
-    directory ``work/<label>``; ``options``: more command-line options, e.g. ``--channel``); its figures
-    (:func:`summarize`). ``policy`` anchor or evidence is passed on; any other (none, reference, random) runs the
-    evidence set, whose launches ``spec["max_num_retraining"]`` bounds."""
-    run_spec = work / f"{label}.json"
-    run_spec.write_text(json.dumps(spec, indent=1))
-    command = [sys.executable, "-m", "remediate.main", "local", "run", "--json", "--run-spec", str(run_spec),
-               "--run-dir", str(work / label), "--num-threads", str(threads)]
-    command += ["--policy", policy if policy in ("anchor", "evidence") else "evidence", *options]
-    started = time.monotonic()
-    finished = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=ROOT,
-                              env={**os.environ, "OMP_NUM_THREADS": "1"})  # the loop's own process
-    wall = round(time.monotonic() - started, 1)
-    if finished.returncode not in (0, 1):
-        return {"policy": policy, "error": f"exit {finished.returncode}: {finished.stderr.strip()[-600:]}",
-                "wall_seconds": wall}
-    return summarize(json.loads(finished.stdout), policy, wall)
-
-
-def summarize(summary: dict[str, Any], policy: str, wall: float) -> dict[str, Any]:
-    attempts = summary.get("attempts") or []
-    first = attempts[0] if attempts else {}
-    values = [attempt.get("objective_value") for attempt in attempts if attempt.get("objective_value") is not None]
-    return {
-        "policy": policy,
-        "execution_status": summary.get("execution_status"),
-        "met_objective": summary.get("execution_status") == "SUCCEEDED",
-        "first_rule": first.get("rule"),
-        "first_issue_step": first.get("issue_step"),
-        "first_outcome": first.get("outcome"),
-        "rules_fired": [attempt.get("rule") for attempt in attempts if attempt.get("rule")],
-        "remedies": [attempt.get("decision") for attempt in attempts if attempt.get("decision")],
-        "launches": summary.get("launches"),
-        "training_steps": summary.get("total_training_steps"),
-        "objective_value": values[-1] if values else None,
-        "end_reason": summary.get("end_reason"),
-        "wall_seconds": wall,
-        "run_dir": summary.get("run_dir"),
-        "successful_job": summary.get("successful_job"),
-        "final_run_spec": final_run_spec(summary),
-    }
-
-
-def final_run_spec(summary: dict[str, Any]) -> dict[str, Any] | None:
-    """The successful job's hyperparameters, rules and the debugger's changes to the loss (class weighting, robust loss; the run's final payload), or
-    None if no job succeeded."""
-    if summary.get("execution_status") != "SUCCEEDED":
-        return None
-    payload = json.loads((Path(summary["run_dir"]) / "final-payload.json").read_text())
-    run_spec = payload["state"]["run_spec"]
-    final = {"hyperparameters": run_spec["hyperparameters"], "rules": run_spec["rules"]}
-    for field in ("debugger_class_weighting", "debugger_robust_loss"):
-        if run_spec.get(field, "auto") != "auto":
-            final[field] = run_spec[field]
-    return final
 
 
 def verdict(scenario: Scenario, runs: dict[str, dict[str, Any]], reference: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -240,6 +184,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", "--workers", type=int, default=2, help="runs at once (default 2: one per core)")
     parser.add_argument("--random", type=int, metavar="N", help="run N configurations drawn at random (zoo_random.py)")
     parser.add_argument("--seed", type=int, action="append", help="--random: the drawing's seed (repeatable)")
+    parser.add_argument("--space", choices=("v1", "v2"), default=None,
+                        help="--random: the drawing's space: v1 (default; every earlier seed's) or v2 (adds regression, "
+                        "recurrent and transformer families and their faults: bench/zoo_families.py)")
     parser.add_argument("--healthy-share", type=float, default=None,
                         help="--random: the share of configurations whose healthy twin runs too (default 0.25)")
     parser.add_argument("--timeout", type=float, default=600, help="seconds per run")
@@ -247,8 +194,8 @@ def main(argv: list[str] | None = None) -> int:
     arguments = parser.parse_args(argv)
     if arguments.random is not None:
         return main_random(parser, arguments)
-    if arguments.seed or arguments.healthy_share is not None:
-        parser.error("--seed and --healthy-share go with --random N")
+    if arguments.seed or arguments.healthy_share is not None or arguments.space is not None:
+        parser.error("--seed, --space and --healthy-share go with --random N")
     scenarios = by_name()
     if arguments.list:
         for scenario in SCENARIOS:
@@ -313,6 +260,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def main_random(parser: argparse.ArgumentParser, arguments: argparse.Namespace) -> int:
     """``--random N --seed S``: the drawn zoo, one report per seed (zoo_random_run.py)."""
+    import zoo_random_report
     import zoo_random_run
 
     if arguments.random < 1:
@@ -324,18 +272,19 @@ def main_random(parser: argparse.ArgumentParser, arguments: argparse.Namespace) 
     share = zoo_random_run.DEFAULT_HEALTHY_SHARE if arguments.healthy_share is None else arguments.healthy_share
     if not 0 <= share <= 1:
         parser.error(f"--healthy-share: a share between 0 and 1; got {share}")
-    allowed = zoo_random_run.POLICIES
+    allowed = zoo_random_report.POLICIES
     policies = tuple(policy.strip() for policy in (arguments.policies or ",".join(allowed)).split(",") if policy.strip())
     unknown = [policy for policy in policies if policy not in allowed]
     if unknown or not policies:
         parser.error(f"--policies: {', '.join(unknown) or 'none given'}; with --random choose from {', '.join(allowed)}")
+    arguments.space = arguments.space or "v1"
     work = arguments.work_dir or Path(tempfile.mkdtemp(prefix="repair-zoo-random-"))
     reports, tables = [], []
     for seed in arguments.seed:
         seed_work = work / f"seed-{seed}"
         seed_work.mkdir(parents=True, exist_ok=True)
         report, table = zoo_random_run.run_seed(seed, arguments.random, policies, seed_work, arguments.jobs,
-                                                arguments.timeout, share)
+                                                arguments.timeout, share, arguments.space)
         report["summary"]["command"] = "python bench/repair_zoo.py " + " ".join(sys.argv[1:])
         reports.append(report)
         tables.append(f"### Seed {seed}\n\n{table}")

@@ -1,8 +1,14 @@
-"""The random repair zoo's drawing: ``draw(seed, n)`` -> n failing training configurations, each a healthy base
-configuration plus one injected fault, with its healthy twin (the same configuration without the fault). Pure and
-deterministic per seed: no training, no file written (``write_channels`` writes a configuration's data when run).
+"""The random repair zoo's drawing: ``draw(seed, n, space)`` -> n failing training configurations, each a healthy
+base configuration plus one injected fault, with its healthy twin (the same configuration without the fault). Pure
+and deterministic per seed: no training, no file written (``write_channels`` writes a configuration's data when run).
 
-The stated space (every choice uniform unless said otherwise):
+Two spaces. ``v1`` (the default) is the space below, drawn exactly as it always was, so every earlier seed's figures
+can be reproduced. ``v2`` widens it to what users train: a model family is drawn first, uniformly among ``mlp`` and
+``cnn`` (the ``v1`` styles and faults) and ``regression``, ``recurrent`` and ``transformer`` (``bench/zoo_families.py``:
+their scripts, space and faults), then one of the family's fault kinds, then a style of the family that can
+express it; its streams are its own (a ``v2`` seed shares nothing with the ``v1`` seed of the same number).
+
+The ``v1`` space (every choice uniform unless said otherwise):
 
 * script style (the user's training script; the model family follows from it), with how it reports its held-out
   metric and the run_spec a user of it writes (``hyperparameter_names`` maps the product's conventional names to the
@@ -63,8 +69,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import zoo_data
+import zoo_families
 
 ROOT = Path(__file__).resolve().parent.parent
+SPACES = ("v1", "v2")
 
 EPOCHS = 12
 FAULT_KINDS = ("lr_high", "lr_frozen", "init_scale", "activation", "unscaled_inputs", "label_noise", "rare_class",
@@ -79,7 +88,12 @@ CNN_CHANNELS = (8, 16)
 BATCH_SIZES = (32, 64, 128)
 DEPTHS = (1, 2, 3, 4)
 #: What a fault's setting is in a base configuration that does not state it.
-UNFAULTED = {"init_scale": 1.0, "inputs_scaled": True, "label_noise": 0.0, "rare_class": 1.0}
+UNFAULTED = {"init_scale": 1.0, "inputs_scaled": True, "label_noise": 0.0, "rare_class": 1.0, "target_scale": 1.0,
+             "target_nan": 0.0}
+#: The faults that change the data rather than the script's arguments.
+DATA_FAULT_KEYS = ("label_noise", "rare_class", "target_scale", "target_nan")
+FAULT_KINDS_V2 = FAULT_KINDS + zoo_families.NEW_FAULT_KINDS
+FAMILIES_V2 = ("mlp", "cnn", "regression", "recurrent", "transformer")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,10 +115,23 @@ class Style:
     activations: tuple[str, ...]
     norms: tuple[str, ...]
     faults: tuple[str, ...]  # the fault kinds this script can express
+    objective_type: str = "Maximize"
+    optimizers: tuple[str, ...] = ("sgd", "adam")
 
     @property
     def script(self) -> Path:
         return ROOT / self.source_dir / self.entry_point
+
+    def metric_name(self, settings: dict[str, Any]) -> str:
+        """The objective's metric (a regression script reports its RMSE and MAE: the drawn one)."""
+        return self.metric.format(metric=settings.get("metric"))
+
+    def definitions(self, settings: dict[str, Any]) -> list[dict[str, str]]:
+        return [{key: value.format(metric=settings.get("metric")) for key, value in definition.items()}
+                for definition in self.metric_definitions]
+
+    def held_out_pattern(self, settings: dict[str, Any]) -> str:
+        return self.held_out_regex.format(metric=settings.get("metric"))
 
 
 _ALL_DATA_FAULTS = ("lr_high", "lr_frozen", "label_noise", "rare_class", "few_epochs")
@@ -146,6 +173,9 @@ STYLES: dict[str, Style] = {
               (*_ALL_DATA_FAULTS, "activation", "init_scale", "unscaled_inputs")),
     )
 }  # fmt: skip
+#: The ``v2`` space's new scripts; ``STYLES`` stays the ``v1`` space's.
+NEW_STYLES: dict[str, Style] = {fields["name"]: Style(**fields) for fields in zoo_families.style_fields()}
+ALL_STYLES: dict[str, Style] = {**STYLES, **NEW_STYLES}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -158,18 +188,38 @@ class DrawnConfiguration:
     base: dict[str, Any]  # dataset, depth, width, norm, activation, optimizer, lr, batch_size, epochs, seed, ...
     fault: str
     fault_change: dict[str, Any]  # the base's entries the fault changes, and the data fault (label_noise, rare_class)
+    space: str = "v1"
 
     @property
     def name(self) -> str:
-        return f"s{self.seed}-{self.index:02d}-{self.style}-{self.fault}"
+        space = "" if self.space == "v1" else self.space
+        return f"s{self.seed}{space}-{self.index:02d}-{self.style}-{self.fault}"
+
+    @property
+    def family(self) -> str:
+        return ALL_STYLES[self.style].family
 
     @property
     def dataset(self) -> str:
         return self.base["dataset"]
 
+    def objective_target(self, healthy: bool = False) -> float:
+        """The objective's target value: a regression's is in the data's unit (x1000 when the targets are)."""
+        if self.dataset in DATASETS:
+            return DATASETS[self.dataset]
+        settings = self.settings(healthy)
+        return zoo_families.target(self.dataset, settings.get("metric"), settings.get("target_scale"))
+
     @property
     def target(self) -> float:
-        return DATASETS[self.dataset]
+        return self.objective_target()
+
+    def meets(self, value: float, healthy: bool = False) -> bool:
+        """Whether a held-out value meets the objective (at most the target for a Minimize objective)."""
+        target = self.objective_target(healthy)
+        if ALL_STYLES[self.style].objective_type == "Minimize":
+            return value <= target
+        return value >= target
 
     def settings(self, healthy: bool = False) -> dict[str, Any]:
         """The space's choices with (or, for the healthy twin, without) the fault."""
@@ -177,40 +227,53 @@ class DrawnConfiguration:
 
     def data_faults(self, healthy: bool = False) -> dict[str, Any]:
         settings = self.settings(healthy)
-        return {key: settings[key] for key in ("label_noise", "rare_class") if settings.get(key)}
+        return {key: settings[key] for key in DATA_FAULT_KEYS if settings.get(key)}
 
     def hyperparameters(self, healthy: bool = False) -> dict[str, Any]:
         """The script's own arguments, as its user writes them in the run_spec."""
-        return script_hyperparameters(STYLES[self.style], self.settings(healthy))
+        return script_hyperparameters(ALL_STYLES[self.style], self.settings(healthy))
 
     def execution_input(self, healthy: bool = False) -> dict[str, Any]:
         """The run_spec: the script, its hyperparameters, the objective; no rules, no remedies (the defaults)."""
-        style = STYLES[self.style]
+        style = ALL_STYLES[self.style]
+        settings = self.settings(healthy)
         spec: dict[str, Any] = {
             "source_dir": str(ROOT / style.source_dir),
             "entry_point": style.entry_point,
             "hyperparameters": self.hyperparameters(healthy),
             "hyperparameter_names": dict(style.names),
-            "objective": {"metric_name": style.metric, "type": "Maximize", "target_value": self.target},
+            "objective": {"metric_name": style.metric_name(settings), "type": style.objective_type,
+                          "target_value": self.objective_target(healthy)},
             "policy": "evidence",
         }
         if style.metric_definitions:
-            spec["metric_definitions"] = [dict(definition) for definition in style.metric_definitions]
+            spec["metric_definitions"] = style.definitions(settings)
         return spec
 
     def describe(self) -> str:
         settings = self.settings(healthy=True)
-        shape = (f"{settings['width']} channels" if STYLES[self.style].family == "cnn"
-                 else f"{settings['depth']}x{settings['width']}")
+        family = ALL_STYLES[self.style].family
         change = ", ".join(f"{key} {self.base.get(key, UNFAULTED.get(key))} -> {value}"
                            for key, value in self.fault_change.items())
-        return (f"{STYLES[self.style].family} {shape} {settings['norm']}-norm {settings['activation']} "
-                f"{settings['optimizer']} lr {settings['lr']:g} batch {settings['batch_size']} on {self.dataset}; "
-                f"fault {self.fault}: {change}")
+        if family in ("mlp", "cnn"):
+            shape = f"{settings['width']} channels" if family == "cnn" else f"{settings['depth']}x{settings['width']}"
+            model = f"{family} {shape} {settings['norm']}-norm {settings['activation']}"
+        elif family == "regression":
+            model = (f"regression {settings['depth']}x{settings['width']} {settings['activation']} {settings['loss']} "
+                     f"loss, {settings['metric']} objective")
+        elif family == "recurrent":
+            model = f"{settings['cell']} {settings['depth']}x{settings['width']} clip {settings['clip']:g}"
+        else:
+            model = f"bert {settings['depth']}x{settings['width']}"
+        return (f"{model} {settings['optimizer']} lr {settings['lr']:g} batch {settings['batch_size']} on "
+                f"{self.dataset}; fault {self.fault}: {change}")
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "seed": self.seed, "index": self.index, "style": self.style, "base": self.base,
-                "fault": self.fault, "fault_change": self.fault_change, "description": self.describe()}
+        out = {"name": self.name, "seed": self.seed, "index": self.index, "style": self.style, "base": self.base,
+               "fault": self.fault, "fault_change": self.fault_change, "description": self.describe()}
+        if self.space != "v1":
+            out.update(space=self.space, family=self.family)
+        return out
 
 
 def script_hyperparameters(style: Style, settings: dict[str, Any]) -> dict[str, Any]:
@@ -231,6 +294,8 @@ def script_hyperparameters(style: Style, settings: dict[str, Any]) -> dict[str, 
             # A number in the run_spec (its script parses the text it gets on argv): the product refuses a rate
             # written as JSON text, "lr": "0.002", for the evidence remedies (a finding of issue 21's zoo).
             value = float(f"{float(value):.6g}")
+        elif dimension == "clip":
+            value = float(settings.get("clip", 0.0))
         if value is None:
             continue
         out[argument] = value
@@ -284,19 +349,39 @@ def _draw_fault(rng: random.Random, fault: str, base: dict[str, Any]) -> dict[st
     raise ValueError(f"fault must be one of {', '.join(FAULT_KINDS)}; got {fault!r}")
 
 
-def draw(seed: int, n: int) -> list[DrawnConfiguration]:
-    """``n`` configurations for ``seed``: the same list every time for the same seed (and the first k of a longer
-    draw are the k of a shorter one)."""
+def draw(seed: int, n: int, space: str = "v1") -> list[DrawnConfiguration]:
+    """``n`` configurations for ``seed`` in ``space``: the same list every time for the same seed (and the first k of
+    a longer draw are the k of a shorter one)."""
     if n < 0:
         raise ValueError(f"n must be >= 0; got {n}")
+    if space not in SPACES:
+        raise ValueError(f"space must be one of {', '.join(SPACES)}; got {space!r}")
     drawn = []
     for index in range(n):
+        if space == "v2":
+            drawn.append(_draw_v2(seed, index))
+            continue
         rng = random.Random(f"repair-zoo/{seed}/{index}")  # one stream per configuration: prefixes are stable
         fault = rng.choice(FAULT_KINDS)
         style = STYLES[rng.choice(sorted(name for name, style in STYLES.items() if fault in style.faults))]
         base = _draw_base(rng, style, fault)
         drawn.append(DrawnConfiguration(seed, index, style.name, base, fault, _draw_fault(rng, fault, base)))
     return drawn
+
+
+def _draw_v2(seed: int, index: int) -> DrawnConfiguration:
+    rng = random.Random(f"repair-zoo-v2/{seed}/{index}")
+    family = rng.choice(FAMILIES_V2)
+    styles = {name: style for name, style in ALL_STYLES.items() if style.family == family}
+    fault = rng.choice(sorted({kind for style in styles.values() for kind in style.faults}))
+    style = styles[rng.choice(sorted(name for name, style in styles.items() if fault in style.faults))]
+    if family in ("mlp", "cnn"):
+        base = _draw_base(rng, style, fault)
+        change = _draw_fault(rng, fault, base)
+    else:
+        base = zoo_families.draw_base(rng, style, fault)
+        change = zoo_families.draw_fault(rng, fault, base) or _draw_fault(rng, fault, base)
+    return DrawnConfiguration(seed, index, style.name, base, fault, change, space="v2")
 
 
 def healthy_twins(configurations: list[DrawnConfiguration], share: float) -> list[DrawnConfiguration]:
@@ -316,51 +401,14 @@ def channel_key(configuration: DrawnConfiguration, healthy: bool) -> str:
         f"-{key}{value}" for key, value in sorted(faults.items()))
 
 
-def make_data(dataset: str, seed: int, label_noise: float = 0.0, rare_class: float | None = None):
-    """(x_train, y_train, x_held_out, y_held_out): the data set split 80/20 by ``seed``, the faults applied to the
-    training part only."""
-    rng = np.random.default_rng(seed)
-    if dataset == "digits":
-        from sklearn.datasets import load_digits
-
-        digits = load_digits()
-        x, y = digits.images[:, None].astype(np.float32), digits.target.astype(np.int64)
-    elif dataset == "tabular":
-        from sklearn.datasets import make_classification
-
-        x, y = make_classification(n_samples=3000, n_features=20, n_informative=10, n_redundant=4, n_classes=4,
-                                   n_clusters_per_class=2, class_sep=1.5, random_state=seed)
-        units = 10.0 ** rng.uniform(-1, 2, x.shape[1])  # each feature in its own unit and offset
-        x, y = (x * units + rng.normal(0, 3, x.shape[1]) * units).astype(np.float32), y.astype(np.int64)
-    else:
-        raise ValueError(f"dataset must be one of {', '.join(DATASETS)}; got {dataset!r}")
-    order = rng.permutation(len(y))
-    cut = int(len(y) * 0.8)
-    x_train, y_train, x_held, y_held = x[order[:cut]], y[order[:cut]], x[order[cut:]], y[order[cut:]]
-    x_train, y_train = training_faults(x_train, y_train, rng, int(y.max()) + 1, label_noise, rare_class)
-    return x_train, y_train, x_held, y_held
-
-
-def training_faults(x, y, rng: np.random.Generator, classes: int, label_noise: float = 0.0,
-                    rare_class: float | None = None):
-    """(x, y) with class 0 kept at ``rare_class`` of its samples (at least one) and ``label_noise`` of the labels
-    replaced by labels drawn at random from the ``classes``."""
-    if rare_class:
-        rare = np.flatnonzero(y == 0)
-        keep = np.ones(len(y), bool)
-        keep[rare[max(1, int(len(rare) * rare_class)):]] = False
-        x, y = x[keep], y[keep]
-    if label_noise:
-        y = y.copy()
-        rows = rng.choice(len(y), int(len(y) * label_noise), replace=False)
-        y[rows] = rng.integers(0, classes, len(rows))
-    return x, y
+make_data = zoo_data.make_data
+training_faults = zoo_data.training_faults
 
 
 def write_channels(configuration: DrawnConfiguration, healthy: bool, root: Path) -> dict[str, Path]:
     """The configuration's channels (the style's names -> directories with x.npy, y.npy), written once."""
     base = root / channel_key(configuration, healthy)
-    train, held = STYLES[configuration.style].channels
+    train, held = ALL_STYLES[configuration.style].channels
     channels = {train: base / "train", held: base / "held-out"}
     if not (channels[held] / "y.npy").exists():
         faults = configuration.data_faults(healthy)

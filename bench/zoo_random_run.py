@@ -1,5 +1,5 @@
 """The random repair zoo's run and report (``python bench/repair_zoo.py --random N --seed S``): the configurations
-``bench/zoo_random.py`` draws, each run through ``remediate local run`` (``repair_zoo.launch``) under
+``bench/zoo_random.py`` draws, each run through ``remediate local run`` (``zoo_launch.launch``) under
 
 * ``evidence``: the product's default for a user's script (the evidence remedy set, the default rules at their
   default parameters), at most ``MAX_LAUNCHES`` launches;
@@ -27,24 +27,25 @@ import concurrent.futures
 import os
 import random
 import re
-import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-import repair_zoo
+import zoo_launch
 import zoo_random
+from zoo_random import ALL_STYLES as STYLES
+from zoo_random import DrawnConfiguration
+from zoo_random_report import EVIDENCE, RANDOM, REFERENCE, fault_took_effect, markdown, totals, verdict
 
-if str(repair_zoo.ROOT) not in sys.path:  # contracts/ and lambdas/, for the evidence set's changes
-    sys.path.append(str(repair_zoo.ROOT))
-from zoo_random import STYLES, DrawnConfiguration
+if str(zoo_launch.ROOT) not in sys.path:  # contracts/ and lambdas/, for the evidence set's changes
+    sys.path.append(str(zoo_launch.ROOT))
 
-EVIDENCE, RANDOM, REFERENCE = "evidence", "random", repair_zoo.REFERENCE
-POLICIES = (EVIDENCE, RANDOM)
-MAX_LAUNCHES = repair_zoo.MAX_LAUNCHES
+MAX_LAUNCHES = zoo_launch.MAX_LAUNCHES
 DEFAULT_HEALTHY_SHARE = 0.25
+#: The scripts' optimizer names -> the names the debugger reports (the evidence set's rate ranges are per optimizer).
+OPTIMIZER_NAMES = {"sgd": "SGD", "adam": "Adam", "rmsprop": "RMSprop", "adamw": "AdamW"}
 
 
 # --------------------------------------------------------------------------- one configuration
@@ -65,7 +66,7 @@ def run_evidence(configuration: DrawnConfiguration, work: Path, data_root: Path,
     spec["max_num_retraining"] = 1 if final_run_spec is not None else MAX_LAUNCHES
     policy = REFERENCE if final_run_spec is not None else EVIDENCE
     label = f"{configuration.name}{'-healthy' if healthy else ''}-{policy}"
-    row = repair_zoo.launch(spec, label, policy, work, timeout, threads,
+    row = zoo_launch.launch(spec, label, policy, work, timeout, threads,
                             _channel_options(configuration, healthy, data_root))
     return {**row, "held_out": held_out_check(configuration, row)}
 
@@ -79,7 +80,7 @@ def run_random(configuration: DrawnConfiguration, work: Path, data_root: Path, t
     launches, steps, changes, row, first, rows = 0, 0, [], {}, {}, []
     for number in range(1, MAX_LAUNCHES + 1):
         spec = {**configuration.execution_input(), "hyperparameters": hyperparameters, "max_num_retraining": 1}
-        row = repair_zoo.launch(spec, f"{configuration.name}-random-{number}", RANDOM, work, timeout, threads, options)
+        row = zoo_launch.launch(spec, f"{configuration.name}-random-{number}", RANDOM, work, timeout, threads, options)
         rows.append(row)
         if "error" in row:
             return {**row, "launches": launches + 1, "changes": changes}
@@ -107,8 +108,8 @@ def evidence_changes(configuration: DrawnConfiguration, hyperparameters: dict[st
     from lambdas.remediation.planning.remedies.evidence import evidence_remedies
 
     style = STYLES[configuration.style]
-    optimizer = hyperparameters[style.knobs["optimizer"]]
-    rates = range_for({"sgd": "SGD", "adam": "Adam"}[optimizer], float(hyperparameters[style.knobs["lr"]]))
+    optimizer = hyperparameters[style.knobs["optimizer"]] if "optimizer" in style.knobs else style.optimizers[0]
+    rates = range_for(OPTIMIZER_NAMES[optimizer], float(hyperparameters[style.knobs["lr"]]))
     adapted = adapt_to_script(evidence_remedies(rates), style.names, hyperparameters)
     kinds = hyperparameter_kinds(hyperparameters, style.names)
     parsed = parse_remedies(adapted, hyperparameters, check_reachable=False, check_size=False, kinds=kinds)
@@ -137,20 +138,28 @@ def space_changes(configuration: DrawnConfiguration, hyperparameters: dict[str, 
     put("epochs x2", knobs["epochs"], hyperparameters[knobs["epochs"]] * 2)
     for factor in (0.5, 2):
         put(f"batch x{factor:g}", knobs["batch_size"], max(8, int(hyperparameters[knobs["batch_size"]] * factor)))
-        put(f"width x{factor:g}", knobs["width"], max(4, int(hyperparameters[knobs["width"]] * factor)))
+        if "width" in knobs:
+            put(f"width x{factor:g}", knobs["width"], max(4, int(hyperparameters[knobs["width"]] * factor)))
     if "depth" in knobs:
         depth = hyperparameters[knobs["depth"]]
         put("depth +1", knobs["depth"], depth + 1)
         if depth > 1:
             put("depth -1", knobs["depth"], depth - 1)
-    for activation in style.activations:
+    for activation in style.activations if "activation" in knobs else ():
         put(f"activation {activation}", knobs["activation"], activation)
-    for norm in style.norms:
+    for norm in style.norms if "norm" in knobs else ():
         value = norm if style.name in ("mlp_smd", "cnn_smd") else (norm == "batch")
         value = int(value) if style.name == "logline" else value
         put(f"norm {norm}", knobs["norm"], value)
-    for optimizer in ("sgd", "adam"):
+    for optimizer in style.optimizers if "optimizer" in knobs else ():
         put(f"optimizer {optimizer}", knobs["optimizer"], optimizer)
+    if "clip" in knobs:  # gradient clipping on or off
+        put("clip 1" if not hyperparameters[knobs["clip"]] else "clip off", knobs["clip"],
+            0.0 if hyperparameters[knobs["clip"]] else 1.0)
+    for name in ("cell", "loss"):
+        if name in knobs:
+            for choice in {"cell": ("gru", "lstm"), "loss": ("mse", "huber")}[name]:
+                put(f"{name} {choice}", knobs[name], choice)
     return moves
 
 
@@ -165,8 +174,8 @@ def random_change(configuration: DrawnConfiguration, hyperparameters: dict[str, 
 
 
 def held_out_check(configuration: DrawnConfiguration, row: dict[str, Any]) -> dict[str, Any] | None:
-    """For a run that claims it met its objective: the last held-out accuracy its successful job's script logged
-    (its own log format, read here), and whether that meets the target. None for a run that claims nothing."""
+    """For a run that claims it met its objective: the last held-out metric its successful job's script logged (its
+    own log format, read here), and whether that meets the target. None for a run that claims nothing."""
     if not row.get("met_objective"):
         return None
     style = STYLES[configuration.style]
@@ -174,159 +183,20 @@ def held_out_check(configuration: DrawnConfiguration, row: dict[str, Any]) -> di
     log = Path(row["run_dir"]) / "jobs" / job / "training.log" if job and row.get("run_dir") else None
     if log is None or not log.exists():
         return {"value": None, "meets": False, "why": f"no log for the successful job {job!r}"}
-    found = re.findall(style.held_out_regex, log.read_text(errors="replace"))
+    found = re.findall(style.held_out_pattern(configuration.settings()), log.read_text(errors="replace"))
     if not found:
-        return {"value": None, "meets": False, "why": f"no held-out accuracy in {log}"}
+        return {"value": None, "meets": False, "why": f"no held-out metric in {log}"}
     value = float(found[-1]) / (100 if style.held_out_percent else 1)
-    return {"value": round(value, 4), "meets": value >= configuration.target}
+    return {"value": round(value, 4), "meets": configuration.meets(value)}
 
 
-# --------------------------------------------------------------------------- the seed's report
-
-
-def fault_took_effect(row: dict[str, Any]) -> bool | None:
-    """Whether the first launch failed (a rule stopped it or it missed the objective); None: the run errored."""
-    if not row or "error" in row:
-        return None
-    return not (row.get("met_objective") and row.get("launches") == 1)
-
-
-#: Faults in the data, which no hyperparameter of the zoo's scripts corrects (smaller steps only soften label noise),
-#: and what the evidence set's end reason says when it names them (contracts.training_labels' findings).
-DATA_FAULT_NAMES = {
-    "rare_class": ("training labels are imbalanced",),
-    "label_noise": ("training labels look noisy", "learns its training labels by heart"),
-}
-
-
-def verdict(runs: dict[str, dict[str, Any]], reference: dict[str, Any] | None, fault: str | None = None) -> dict[str, Any]:
-    first = runs.get(EVIDENCE) or runs.get(RANDOM) or {}
-    failing = fault_took_effect(first)
-    result: dict[str, Any] = {"failing": failing}
-    evidence = runs.get(EVIDENCE)
-    if failing and evidence and not evidence.get("met_objective") and fault in DATA_FAULT_NAMES:
-        # not repaired: did the run end saying what was wrong with the data?
-        result["evidence_named_data_fault"] = any(name in (evidence.get("end_reason") or "")
-                                                  for name in DATA_FAULT_NAMES[fault])
-    for policy, row in runs.items():
-        result[f"{policy}_repaired"] = bool(failing and row.get("met_objective"))
-        check = row.get("held_out")
-        result[f"{policy}_false_success"] = bool(row.get("met_objective") and not (check and check["meets"]))
-    evidence = runs.get(EVIDENCE)
-    if failing and evidence and evidence.get("met_objective") and reference and reference.get("training_steps"):
-        result["compute_ratio"] = round(evidence["training_steps"] / reference["training_steps"], 2)
-        result["reference_met_objective"] = bool(reference.get("met_objective"))
-    return result
-
-
-def totals(results: list[dict[str, Any]], twins: list[dict[str, Any]], policies: tuple[str, ...]) -> dict[str, Any]:
-    """The seed's figures against the targets, per policy; ``results``: one per drawn configuration (``runs``,
-    ``verdict``), ``twins``: the healthy twins' rows (evidence)."""
-    failing = [r for r in results if r["verdict"]["failing"]]
-    summary: dict[str, Any] = {
-        "configurations": len(results),
-        "failing": len(failing),
-        "fault_ineffective": sum(r["verdict"]["failing"] is False for r in results),
-        "errors": sum(r["verdict"]["failing"] is None for r in results),
-        "healthy_twins_run": len(twins),
-    }
-    ran = [twin for twin in twins if "error" not in twin]
-    alarms = [twin for twin in ran if twin.get("rules_fired")]
-    summary["false_alarms"] = len(alarms)
-    summary["false_alarm_rate"] = round(len(alarms) / len(ran), 3) if ran else None
-    summary["healthy_twins_missing_objective"] = sum(not twin.get("met_objective") for twin in ran)
-    for policy in policies:
-        repaired = [r for r in failing if r["verdict"].get(f"{policy}_repaired")]
-        launches = [r["runs"][policy]["launches"] for r in repaired]
-        entry: dict[str, Any] = {
-            "repaired": len(repaired),
-            "repair_rate": round(len(repaired) / len(failing), 3) if failing else None,
-            "median_launches": statistics.median(launches) if launches else None,
-            "false_successes": sum(bool(r["verdict"].get(f"{policy}_false_success")) for r in results),
-        }
-        if policy == EVIDENCE:
-            other = [r for r in failing if r["configuration"]["fault"] not in DATA_FAULT_NAMES]
-            missed_data = [r for r in failing if "evidence_named_data_fault" in r["verdict"]]
-            named = [r for r in missed_data if r["verdict"]["evidence_named_data_fault"]]
-            entry.update(
-                repaired_other_faults=sum(bool(r["verdict"].get(f"{policy}_repaired")) for r in other),
-                failing_other_faults=len(other),
-                data_faults_missed=len(missed_data),
-                data_faults_named=len(named),
-                data_faults_named_median_launches=(statistics.median(r["runs"][policy]["launches"] for r in named)
-                                                   if named else None),
-            )
-            ratios = [r["verdict"]["compute_ratio"] for r in repaired if "compute_ratio" in r["verdict"]]
-            entry.update(compute_ratio_median=statistics.median(ratios) if ratios else None,
-                         compute_ratio_max=max(ratios) if ratios else None,
-                         compute_ratio_within_target=sum(ratio <= repair_zoo.TARGET_COMPUTE_RATIO for ratio in ratios),
-                         compute_ratios_measured=len(ratios))
-        summary[policy] = entry
-    summary["targets"] = {"repair_rate": repair_zoo.TARGET_REPAIR_RATE, "false_alarms": 0, "false_successes": 0,
-                          "median_launches": repair_zoo.TARGET_MEDIAN_LAUNCHES,
-                          "compute_ratio": repair_zoo.TARGET_COMPUTE_RATIO}
-    return summary
-
-
-def markdown(results: list[dict[str, Any]], twins: list[dict[str, Any]], policies: tuple[str, ...],
-             summary: dict[str, Any]) -> str:
-    def cell(run: dict[str, Any] | None) -> str:
-        if not run:
-            return ""
-        if "error" in run:
-            return "error"
-        value = run.get("objective_value")
-        shown = "n/a" if value is None else f"{value:.2f}"
-        return f"{run['launches']} / {run['training_steps']} / {shown} {'met' if run['met_objective'] else 'missed'}"
-
-    header = ("| configuration | base | fault | first launch: rule (step) | " + " | ".join(
-        f"{policy}: launches / steps / objective" for policy in policies) + " | evidence remedies | compute ratio |")
-    lines = [header, "|" + "---|" * (6 + len(policies))]
-    for result in results:
-        configuration, runs, judged = result["configuration"], result["runs"], result["verdict"]
-        first = runs.get(EVIDENCE) or runs.get(RANDOM) or {}
-        fired = first.get("first_rule") or ("none (met)" if judged["failing"] is False else "none")
-        if first.get("first_issue_step") is not None:
-            fired += f" ({first['first_issue_step']})"
-        change = ", ".join(f"{key} -> {value}" for key, value in configuration["fault_change"].items())
-        remedies = ", ".join(runs.get(EVIDENCE, {}).get("remedies") or []) or "-"
-        ratio = judged.get("compute_ratio")
-        lines.append(f"| {configuration['name']} | {configuration['description'].split('; fault')[0]} | "
-                     f"{configuration['fault']}: {change} | {fired} | "
-                     + " | ".join(cell(runs.get(policy)) for policy in policies)
-                     + f" | {remedies} | {'' if ratio is None else f'{ratio:.2f}'} |")
-    if twins:
-        lines += ["", "| healthy twin | rules fired | launches / steps / objective |", "|---|---|---|"]
-        for twin in twins:
-            fired = ", ".join(twin.get("rules_fired") or []) or "none"
-            lines.append(f"| {twin['configuration']} | {'error' if 'error' in twin else fired} | {cell(twin)} |")
-    evidence = summary.get(EVIDENCE) or {}
-    text = (f"\n{summary['failing']} of {summary['configurations']} drawn configurations failed at their first "
-            f"launch ({summary['fault_ineffective']} faults left the objective met, {summary['errors']} errors). ")
-    for policy in policies:
-        entry = summary[policy]
-        text += (f"{policy}: repaired {entry['repaired']} of {summary['failing']} (rate {entry['repair_rate']}, target "
-                 f"{repair_zoo.TARGET_REPAIR_RATE}), median launches {entry['median_launches']} (target at most "
-                 f"{repair_zoo.TARGET_MEDIAN_LAUNCHES}), false successes {entry['false_successes']}. ")
-    if evidence:
-        text += (f"Evidence, faults other than the data's ({', '.join(DATA_FAULT_NAMES)}): repaired "
-                 f"{evidence['repaired_other_faults']} of {evidence['failing_other_faults']}; data faults not repaired: "
-                 f"{evidence['data_faults_missed']}, of which the run ended naming the fault in "
-                 f"{evidence['data_faults_named']} (median launches "
-                 f"{evidence['data_faults_named_median_launches']}). ")
-        text += (f"Evidence compute ratio: median {evidence['compute_ratio_median']}, max "
-                 f"{evidence['compute_ratio_max']}, {evidence['compute_ratio_within_target']} of "
-                 f"{evidence['compute_ratios_measured']} within {repair_zoo.TARGET_COMPUTE_RATIO}. ")
-    text += (f"False alarms: {summary['false_alarms']} of {summary['healthy_twins_run']} healthy twins (rate "
-             f"{summary['false_alarm_rate']}, target 0); healthy twins missing the objective: "
-             f"{summary['healthy_twins_missing_objective']}.")
-    return "\n".join(lines) + "\n" + text
+# --------------------------------------------------------------------------- the seed
 
 
 def run_seed(seed: int, n: int, policies: tuple[str, ...], work: Path, workers: int, timeout: float,
-             healthy_share: float = DEFAULT_HEALTHY_SHARE) -> tuple[dict[str, Any], str]:
-    """Draw, run, judge one seed: (the JSON report, the markdown table)."""
-    configurations = zoo_random.draw(seed, n)
+             healthy_share: float = DEFAULT_HEALTHY_SHARE, space: str = "v1") -> tuple[dict[str, Any], str]:
+    """Draw, run, judge one seed of ``space``: (the JSON report, the markdown table)."""
+    configurations = zoo_random.draw(seed, n, space)
     twins = zoo_random.healthy_twins(configurations, healthy_share)
     data_root = work / "data"
     for configuration in configurations:  # data first, once, before the runs race for it
@@ -365,12 +235,14 @@ def run_seed(seed: int, n: int, policies: tuple[str, ...], work: Path, workers: 
     for configuration in configurations:
         runs = {policy: rows[(configuration.name, policy)] for policy in policies}
         reference = rows.get((configuration.name, REFERENCE))
-        result = {"configuration": configuration.to_json(), "runs": runs, "verdict": verdict(runs, reference, configuration.fault)}
+        result = {"configuration": configuration.to_json(), "family": configuration.family, "fault": configuration.fault,
+                  "runs": runs, "verdict": verdict(runs, reference, configuration.fault)}
         if reference is not None:
             result["reference"] = reference
         results.append(result)
-    twin_rows = [{**rows[(configuration.name, "healthy")], "configuration": configuration.name} for configuration in twins]
-    summary = {"seed": seed, **totals(results, twin_rows, policies), "policies": list(policies),
+    twin_rows = [{**rows[(configuration.name, "healthy")], "configuration": configuration.name,
+                  "family": configuration.family, "fault": configuration.fault} for configuration in twins]
+    summary = {"seed": seed, "space": space, **totals(results, twin_rows, policies), "policies": list(policies),
                "max_launches": MAX_LAUNCHES, "threads_per_job": threads,
                "wall_seconds": round(time.monotonic() - started, 1), "work_dir": str(work)}
     return ({"summary": summary, "configurations": results, "healthy_twins": twin_rows},

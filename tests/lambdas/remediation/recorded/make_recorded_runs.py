@@ -41,6 +41,20 @@ MLP_SPEC = {
     "objective": {"metric_name": "validation:accuracy", "type": "Maximize", "target_value": 0.9},
 }
 
+#: The random zoo's plain MLP regressor (bench/zoo_scripts/tabular_regression.py) as its user writes the run_spec.
+REGRESSION_HYPERPARAMETERS = {"lr": 0.002, "optimizer": "adam", "loss": "mse", "epochs": 20, "batch-size": 32,
+                              "hidden": 64, "layers": 2, "activation": "relu", "weight-decay": 0.0, "grad-clip": 0.0,
+                              "seed": 0}
+REGRESSION_SPEC = {
+    "source_dir": str(REPO / "bench" / "zoo_scripts"),
+    "entry_point": "tabular_regression.py",
+    "hyperparameter_names": {"learning_rate": "lr", "num_epochs": "epochs", "batch_size": "batch-size",
+                             "weight_decay": "weight-decay", "grad_clip": "grad-clip"},
+    "metric_definitions": [{"Name": "validation:rmse", "Regex": r"validation:rmse ([0-9.eE+-]+|nan)"}],
+    "objective": {"metric_name": "validation:rmse", "type": "Minimize", "target_value": 0.4},
+}
+
+
 def zoo_configuration(seed: int, index: int):
     """A configuration of the random repair zoo (bench/zoo_random.py; development seeds only)."""
     import zoo_random
@@ -341,6 +355,96 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "planner has the next job's debugger weight the training loss by class, that job misses too and no longer "
         "improves, and the next one trains on the logit-adjusted loss.",
     ),
+    "logline-adam-rate-raised-recovers": {
+        "about": "The random zoo's plain logline script (no debugger line) on digits: two hidden layers of 128 ELU "
+        "units (Xavier initialisation), Adam, two epochs. The first job runs at 1e-5 (frozen updates); the run_spec's "
+        "declared remedy sets the rate to 0.1, and at that rate the second job's loss spikes to 9 times its initial "
+        "value in its first steps, no NaN and no rule firing, then falls and meets the objective.",
+        "zoo_data": {"dataset": "digits", "seed": 3},
+        "run_spec": {"source_dir": str(REPO / "bench" / "zoo_scripts"), "entry_point": "tabular_logline.py",
+                     "hyperparameters": {"learning-rate": 1e-05, "n-epochs": 2, "bs": 64, "act": "elu",
+                                         "n-layers": 2, "hidden-units": 128, "batchnorm": 0, "opt": "adam",
+                                         "init-gain": 1.0, "scale-inputs": 1, "clip-norm": 0.0, "seed": 0},
+                     "metric_definitions": [{"Name": "validation:accuracy", "Regex": "val_acc=([0-9.]+)"}],
+                     "objective": {"metric_name": "validation:accuracy", "type": "Maximize", "target_value": 0.9},
+                     "remedies": {"*": [{"hyperparameter": "learning-rate", "set_to": 0.1}],
+                                  "objective_missed": [{"hyperparameter": "learning-rate", "set_to": 0.1}]},
+                     "max_num_retraining": 2},
+    },
+    "mlp-adam-rate-raised-loss-rising": {
+        "about": "The random zoo's smdebug MLP script (bench/healthy_scripts/mlp_train.py) on digits: two hidden "
+        "layers of 128 ELU units at PyTorch's default initialisation, Adam, two epochs. The first job runs at 1e-5 "
+        "(frozen updates); the run_spec's declared remedy sets the rate to 0.1, and at that rate the second job's "
+        "training loss rises to several times its initial value and stays there, spiking, with no NaN.",
+        "zoo_data": {"dataset": "digits", "seed": 3},
+        "run_spec": {"source_dir": str(REPO / "bench" / "healthy_scripts"), "entry_point": "mlp_train.py",
+                     "hyperparameters": {"lr": 1e-05, "epochs": 2, "batch-size": 64, "activation": "elu",
+                                         "depth": 2, "hidden": 128, "norm": "none", "optimizer": "adam", "seed": 0},
+                     "objective": {"metric_name": "validation:accuracy", "type": "Maximize", "target_value": 0.9},
+                     "remedies": {"*": [{"hyperparameter": "lr", "set_to": 0.1}],
+                                  "objective_missed": [{"hyperparameter": "lr", "set_to": 0.1}]},
+                     "max_num_retraining": 2},
+    },
+    "gru-sgd-lr-2-gradient-spikes": {
+        "about": "The random zoo's plain GRU sequence classifier (bench/zoo_scripts/sequence_rnn.py: one layer of 64, "
+        "its last hidden state to a linear head) on the generated waves, SGD with momentum 0.9 at a rate of 2, no "
+        "gradient clipping, four epochs: the gradient norm spikes to hundreds and the loss to several times its "
+        "initial value, with no NaN. The next job runs with what the planner chose.",
+        "zoo_data": {"dataset": "waves", "seed": 3},
+        "run_spec": {"source_dir": str(REPO / "bench" / "zoo_scripts"), "entry_point": "sequence_rnn.py",
+                     "hyperparameters": {"cell": "gru", "hidden": 64, "num-layers": 1, "optimizer": "sgd", "lr": 2.0,
+                                         "clip": 0.0, "epochs": 4, "batch-size": 64, "seed": 1},
+                     "hyperparameter_names": {"learning_rate": "lr", "num_epochs": "epochs", "batch_size": "batch-size",
+                                              "grad_clip": "clip"},
+                     "metric_definitions": [{"Name": "validation:accuracy", "Regex": "val_accuracy=([0-9.]+)"}],
+                     "objective": {"metric_name": "validation:accuracy", "type": "Maximize", "target_value": 0.9},
+                     "max_num_retraining": 2},
+    },
+    "regression-nan-targets": {
+        "about": "The random zoo's plain MLP regressor (bench/zoo_scripts/tabular_regression.py: MSE, Adam at 0.002, "
+        "batch 128) on make_friedman1 with 5% of its training targets NaN (the inputs and the held-out targets are "
+        "finite): the first batch holds NaN targets, so the loss is NaN at step 0, before any update. The next job "
+        "runs with what the planner chose.",
+        "zoo_data": {"dataset": "friedman1", "seed": 3, "target_nan": 0.05},
+        "run_spec": {**REGRESSION_SPEC, "hyperparameters": {**REGRESSION_HYPERPARAMETERS, "batch-size": 128},
+                     "max_num_retraining": 2},
+    },
+    "regression-nan-targets-first-at-step-2": {
+        "about": "The same regressor and data with 1% of the training targets NaN (the random zoo's targets_nan): "
+        "the first two shuffled batches hold none, so two updates are finite and the loss and every gradient are NaN "
+        "at step 2. The next job runs with what the planner chose.",
+        "zoo_data": {"dataset": "friedman1", "seed": 3, "target_nan": 0.01},
+        "run_spec": {**REGRESSION_SPEC, "hyperparameters": {**REGRESSION_HYPERPARAMETERS}, "max_num_retraining": 2},
+    },
+    "regression-targets-x1000": {
+        "about": "The random zoo's plain MLP regressor (MSE, SGD with momentum 0.9 at 0.01) on make_friedman1 whose "
+        "targets, in both channels, are a thousand times their standardised values (a unit a thousand times "
+        "smaller), the objective stated in that unit (RMSE <= 400): the initial loss is about 1e6. The next job runs "
+        "with what the planner chose.",
+        "zoo_data": {"dataset": "friedman1", "seed": 3, "target_scale": 1000.0},
+        "run_spec": {**REGRESSION_SPEC, "hyperparameters": {**REGRESSION_HYPERPARAMETERS, "optimizer": "sgd",
+                                                            "lr": 0.01},
+                     "objective": {**REGRESSION_SPEC["objective"], "target_value": 400.0}, "max_num_retraining": 2},
+    },
+    "regression-sgd-2e-5-frozen": {
+        "about": "The random zoo's plain MLP regressor (MSE, SGD with momentum 0.9 at 2e-5, batch 64) on "
+        "make_friedman1 for 40 epochs against a Minimize objective of RMSE <= 0.40: the loss stands still and "
+        "LossNotDecreasing stops the job early (held-out RMSE 0.97); the next job runs at the rate the planner chose.",
+        "zoo_data": {"dataset": "friedman1", "seed": 3},
+        "run_spec": {**REGRESSION_SPEC, "hyperparameters": {**REGRESSION_HYPERPARAMETERS, "optimizer": "sgd",
+                                                            "lr": 2e-05, "epochs": 40, "batch-size": 64},
+                     "max_num_retraining": 2},
+    },
+    "regression-rmse-flat-out-of-reach": {
+        "about": "The random zoo's plain MLP regressor (MSE, Adam at 0.002, batch 32) for 40 epochs against a "
+        "Minimize objective of RMSE <= 0.40, on make_friedman1 with only the features that hardly predict the target "
+        "(x4, a tenth of its variance, and the five noise features): the training loss falls as the network fits "
+        "its training set while the held-out RMSE stays between 0.92 and 0.94 from the first epoch on. The next job "
+        "runs with what the planner chose.",
+        "zoo_data": {"dataset": "friedman1", "seed": 3, "keep_features": [4, 5, 6, 7, 8, 9]},
+        "run_spec": {**REGRESSION_SPEC, "hyperparameters": {**REGRESSION_HYPERPARAMETERS, "epochs": 40},
+                     "max_num_retraining": 2},
+    },
     "mlp-batch-norm-batch-of-one": {
         "about": "The MLP with batch norm on the generated blobs (1,600 training samples) at a batch size of 123: "
         "the first epoch's last batch holds one sample and BatchNorm1d refuses it in training; the next job runs "
@@ -369,6 +473,23 @@ SCENARIOS: dict[str, dict[str, Any]] = {
 
 
 def channels_for(scenario: dict[str, Any], work: Path) -> list[str]:
+    if "zoo_data" in scenario:  # a data set of the random zoo (bench/zoo_data.py), its faults as given
+        import numpy as np
+        import zoo_data
+
+        settings = dict(scenario["zoo_data"])
+        keep = settings.pop("keep_features", None)
+        x_train, y_train, x_held, y_held = zoo_data.make_data(settings.pop("dataset"), settings.pop("seed"), **settings)
+        if keep is not None:  # only these input columns reach the script
+            x_train, x_held = x_train[:, keep], x_held[:, keep]
+        options = []
+        for name, x, y in (("train", x_train, y_train), ("validation", x_held, y_held)):
+            directory = work / "zoo-data" / name
+            directory.mkdir(parents=True, exist_ok=True)
+            np.save(directory / "x.npy", x)
+            np.save(directory / "y.npy", y)
+            options += ["--channel", f"{name}={directory}"]
+        return options
     if "zoo_configuration" in scenario:
         import zoo_random
 
@@ -401,6 +522,42 @@ def channels_for(scenario: dict[str, Any], work: Path) -> list[str]:
     return []
 
 
+#: The per-step scalars the hook writes to its TensorBoard events (debugger/storage/tensorboard_events.py), by the
+#: name the recording keeps them under.
+COURSE_TAGS = {"loss": "loss", "gradient_norm": "gradient_norm/total", "learning_rate": "learning_rate"}
+
+
+def training_course(events_dir: Path) -> dict[str, list] | None:
+    """The job's raw course, step by step: the loss, total gradient norm and learning rate of every training step, as
+    the hook wrote them to its TensorBoard event files (a non-finite value as the string "nan" or "inf"); None
+    when the job wrote none."""
+    import math
+    import struct
+
+    from tensorboardX.proto import event_pb2
+
+    values: dict[str, dict[int, float]] = {name: {} for name in COURSE_TAGS}
+    names = {tag: name for name, tag in COURSE_TAGS.items()}
+    for path in sorted(events_dir.glob("events.out.tfevents.*")) if events_dir.is_dir() else ():
+        data, position = path.read_bytes(), 0
+        while position + 12 <= len(data):  # TFRecord: length (8 bytes), its CRC (4), the event, its CRC (4)
+            (length,) = struct.unpack("<Q", data[position:position + 8])
+            event = event_pb2.Event()
+            event.ParseFromString(data[position + 12:position + 12 + length])
+            position += 16 + length
+            for value in event.summary.value:
+                if value.tag in names:
+                    values[names[value.tag]][event.step] = value.simple_value
+    steps = sorted(set().union(*(series.keys() for series in values.values())))
+    if not steps:
+        return None
+
+    def shown(value: float | None):
+        return value if value is None or math.isfinite(value) else str(value)
+
+    return {"step": steps, **{name: [shown(series.get(step)) for step in steps] for name, series in values.items()}}
+
+
 def record(name: str, threads: int) -> Path:
     scenario = SCENARIOS[name]
     with tempfile.TemporaryDirectory(prefix=f"recorded-{name}-") as temporary:
@@ -419,7 +576,8 @@ def record(name: str, threads: int) -> Path:
         bucket = payload["run_spec"]["bucket"]
         jobs = []
         for attempt in payload["attempts"]:
-            status_file = work / "run" / "buckets" / bucket / "debug-output" / attempt["job_name"] / "rule-status.json"
+            output = work / "run" / "buckets" / bucket / "debug-output" / attempt["job_name"]
+            status_file = output / "rule-status.json"
             jobs.append(
                 {
                     "hyperparameters": attempt["hyperparameters"],
@@ -433,6 +591,7 @@ def record(name: str, threads: int) -> Path:
                     },
                     "rule_status": json.loads(status_file.read_text()) if status_file.is_file() else None,
                     "decision_then": (attempt.get("decision") or {}).get("reason"),
+                    "course": training_course(output / "tensorboard-output"),
                 }
             )
     run_spec = {key: value for key, value in scenario["run_spec"].items() if key != "source_dir"}
