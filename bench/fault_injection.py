@@ -6,11 +6,16 @@ fault schedules, one seed each; after each, the product's promises are checked. 
 Each execution draws (tests/workflow/fault_scenarios.py): what its jobs do (healthy, exploding, vanishing, out of
 capacity, failing code, missing the objective, a rule in Error, out of time, stopped by someone), a fault rate
 (5-20% of every AWS call the Lambdas make and every Lambda invoke of the state machine: throttles, 5xx, timeouts,
-Lambda timeouts before or after the handler ran, the account's instance quota at launch; at most two in a row per
-operation), late, duplicated or reordered job events, and in a share of them a StopExecution at one of 16 handler
-moments. The promises (tests/workflow/fault_harness.check_invariants): no training job running once the execution
-has ended, at most one job per attempt, no success without every selected rule NoIssuesFound and the objective met,
-no healthy job stopped while its execution ran, every end cause named. `make test` runs a bounded number of seeds
+Lambda timeouts before or after the handler ran; at most two in a row per operation), in a quarter of them one fault
+held long enough to outlast one of the stack's retry budgets (tests/workflow/fault_scenarios.BURSTS: a Lambda invoke
+through its 10 retries, an AWS call through its 6, the account's instance quota through its 5, the monitor's 20
+polls, the cleanup's 3 x 8 tries), late, duplicated or reordered job events, and in a share of them a StopExecution
+at one of 16 handler moments (the report counts the stops drawn and those that happened: one drawn at a moment the
+execution never reached did not). The promises (tests/workflow/fault_harness.check_invariants): no training job
+running once the execution has ended (a job its cleanup could not reach only when the cleanup failed on every try,
+alarmed), at most one job per attempt, no success without every rule that must report NoIssuesFound (whatever else
+it said) and the objective met, no healthy job stopped while its execution ran (unless a fault outlasted its
+budget), no run ended on a Lambda fault that stayed within its retries, every end cause named, and no end silent. `make test` runs a bounded number of seeds
 (tests/workflow/test_fault_injection.py); this runs as many as asked, in worker processes of their own.
 """
 
@@ -56,18 +61,20 @@ def _prepare() -> None:
 EXECUTIONS_PER_ACCOUNT = 50
 
 
-def run_seeds(seeds: list[int], abort_share: float, per_account: int = EXECUTIONS_PER_ACCOUNT) -> list[dict]:
+def run_seeds(
+    seeds: list[int], abort_share: float, per_account: int = EXECUTIONS_PER_ACCOUNT, burst_share: float = 0.25
+) -> list[dict]:
     """One worker: the given seeds in turn, a fresh moto account every ``per_account``; each outcome as a dict."""
     _prepare()
     results: list[dict] = []
     for start in range(0, len(seeds), per_account):
-        results += _run_in_one_account(seeds[start : start + per_account], abort_share)
+        results += _run_in_one_account(seeds[start : start + per_account], abort_share, burst_share)
         done = len(results)
         print(f"worker {os.getpid()}: {done} of {len(seeds)} executions", file=sys.stderr, flush=True)
     return results
 
 
-def _run_in_one_account(seeds: list[int], abort_share: float) -> list[dict]:
+def _run_in_one_account(seeds: list[int], abort_share: float, burst_share: float) -> list[dict]:
     import contextlib
     import io
 
@@ -84,7 +91,9 @@ def _run_in_one_account(seeds: list[int], abort_share: float) -> list[dict]:
                 started = time.monotonic()
                 with contextlib.redirect_stdout(io.StringIO()):  # Powertools prints its JSON log lines
                     try:
-                        outcome = run_drawn(workflow, faults, draw(seed, abort_share=abort_share))
+                        outcome = run_drawn(
+                            workflow, faults, draw(seed, abort_share=abort_share, burst_share=burst_share)
+                        )
                     except Exception as error:  # noqa: BLE001 - a harness failure is reported, not a crash of the run
                         results.append({"seed": seed, "harness_error": f"{type(error).__name__}: {error}"})
                         continue
@@ -94,7 +103,9 @@ def _run_in_one_account(seeds: list[int], abort_share: float) -> list[dict]:
                         "status": outcome.status,
                         "error": outcome.error,
                         "faults": outcome.faults,
-                        "aborted": outcome.drawn.abort is not None,
+                        "stop_drawn": outcome.drawn.abort is not None,
+                        "stopped": outcome.stopped,
+                        "burst": outcome.drawn.burst.name if outcome.drawn.burst else None,
                         "violations": outcome.violations,
                         "line": outcome.line(),
                         "seconds": round(time.monotonic() - started, 2),
@@ -105,12 +116,20 @@ def _run_in_one_account(seeds: list[int], abort_share: float) -> list[dict]:
     return results
 
 
+def _count(values) -> dict[str, int]:
+    counted: dict[str, int] = {}
+    for value in values:
+        counted[value] = counted.get(value, 0) + 1
+    return counted
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--executions", type=int, default=200)
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--abort-share", type=float, default=0.35)
+    parser.add_argument("--burst-share", type=float, default=0.25)
     parser.add_argument("--per-account", type=int, default=EXECUTIONS_PER_ACCOUNT)
     arguments = parser.parse_args(argv)
     seeds = list(range(arguments.first_seed, arguments.first_seed + arguments.executions))
@@ -118,7 +137,11 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     with ProcessPoolExecutor(max_workers=arguments.workers) as pool:
         chunks = pool.map(
-            run_seeds, shares, [arguments.abort_share] * len(shares), [arguments.per_account] * len(shares)
+            run_seeds,
+            shares,
+            [arguments.abort_share] * len(shares),
+            [arguments.per_account] * len(shares),
+            [arguments.burst_share] * len(shares),
         )
         results = [item for chunk in chunks for item in chunk]
     results.sort(key=lambda item: item["seed"])
@@ -132,7 +155,10 @@ def main(argv: list[str] | None = None) -> int:
         "command": "python bench/fault_injection.py " + " ".join(argv if argv is not None else sys.argv[1:]),
         "executions": len(results),
         "faults_injected": sum(item.get("faults", 0) for item in results),
-        "executions_stopped_on_purpose": sum(1 for item in results if item.get("aborted")),
+        # a stop drawn at a moment the execution never reached (it ended before) did not happen: counted apart
+        "stops_drawn": sum(1 for item in results if item.get("stop_drawn")),
+        "executions_stopped_on_purpose": sum(1 for item in results if item.get("stopped")),
+        "bursts_by_budget": dict(sorted(_count(item.get("burst") for item in results if item.get("burst")).items())),
         "invariant_violations": sum(len(item.get("violations", [])) for item in results),
         "harness_errors": [item for item in results if "harness_error" in item],
         "violations": [f"{item['line']}: {v}" for item in results for v in item.get("violations", [])],

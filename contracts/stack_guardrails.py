@@ -5,20 +5,27 @@ SageMaker Debugger's legacy mode: its grants (the rule evaluators' images and lo
 ListTrainingJobs and StopTrainingJob) are deployed only with ``-c legacy_sagemaker_debugger=true``; without them an
 execution asking for legacy mode is refused at Initialize.
 
-The cost guardrails: which instance types a run may launch, how many instances per job, and how many
-instance-hours one execution may spend.
+The cost guardrails, the ceilings on what the stack spends: which instance types a run may launch, how many instances
+per job, how many instance-hours one execution may spend (every instance of every job counted), and how many
+executions may run at once.
 
 Set once per stack (``-c allowed_instance_types=ml.m5.xlarge,ml.g5.xlarge -c max_instance_count=2
--c max_instance_hours=48``), passed to the Lambdas in their environment, and enforced three times:
+-c max_instance_hours=48 -c max_concurrent_executions=2``), passed to the Lambdas in their environment, and
+enforced in IAM where a condition key exists, in the workflow where none does:
 
 * IAM: the train Lambda may CreateTrainingJob only with ``sagemaker:InstanceTypes`` in the list and
-  ``sagemaker:MaxRuntimeInSeconds`` within the instance-hours (infra/functions.py): whatever a caller puts in an
-  execution input, the role cannot launch anything else;
+  ``sagemaker:MaxRuntimeInSeconds`` at most :attr:`CostGuardrails.max_job_runtime_seconds` (the instance-hours over
+  the most instances a job may have, as IAM sees no instance count: a job of the most instances cannot spend more
+  than an execution's instance-hours) (infra/functions.py): whatever a caller puts in an execution input, the role
+  cannot launch anything else;
 * the execution input (Initialize): an instance type or count outside them is refused before anything runs,
-  naming the field, what is allowed and the context key that sets it;
-* every launch (train Lambda) and every plan: a job's MaxRuntimeInSeconds is cut so that InstanceCount x runtime
-  fits the instance-hours the execution has left, and the planner ends the run ("InstanceHoursBudgetSpent") when
-  less than a job's shortest run is left.
+  naming the field, what is allowed and the context key that sets it; an execution started while
+  ``max_concurrent_executions`` older ones still run is refused (``ConcurrentExecutionsLimit``: no condition key
+  counts executions);
+* every launch (train Lambda) and every plan: the instance type and count are checked again, a job's
+  MaxRuntimeInSeconds is cut to what IAM allows and so that InstanceCount x runtime fits the instance-hours the
+  execution has left, and the planner ends the run ("InstanceHoursBudgetSpent") when less than a job's shortest
+  run is left.
 
 Without the environment (the local runtime, no stack) there is no guardrail: every check passes.
 """
@@ -31,6 +38,10 @@ from collections.abc import Mapping
 
 from contracts import ContractError
 
+#: Set ("on") by the stack: each execution's jobs write their evidence under prefixes only its own Lambdas can name
+#: (lambdas/remediation/job/job_identity.py: evidence_prefixes), so one run's job cannot find another's. A stack's
+#: jobs share one role; a local run has no other tenant and keeps the prefixes named by the job alone.
+SECRET_EVIDENCE_PATHS_ENV = "SECRET_EVIDENCE_PATHS"
 #: The Lambdas' environment variable saying whether the stack grants legacy mode (LEGACY_ENABLED or "disabled").
 LEGACY_SAGEMAKER_DEBUGGER_ENV = "LEGACY_SAGEMAKER_DEBUGGER"
 LEGACY_ENABLED = "enabled"
@@ -39,11 +50,13 @@ LEGACY_DISABLED = "disabled"
 ALLOWED_INSTANCE_TYPES_ENV = "ALLOWED_INSTANCE_TYPES"
 MAX_INSTANCE_COUNT_ENV = "MAX_INSTANCE_COUNT"
 MAX_INSTANCE_HOURS_ENV = "MAX_INSTANCE_HOURS"
+MAX_CONCURRENT_EXECUTIONS_ENV = "MAX_CONCURRENT_EXECUTIONS"
 #: The stack's context keys (cdk.json defaults them).
 CONTEXT_KEYS = {
     "allowed_instance_types": ALLOWED_INSTANCE_TYPES_ENV,
     "max_instance_count": MAX_INSTANCE_COUNT_ENV,
     "max_instance_hours": MAX_INSTANCE_HOURS_ENV,
+    "max_concurrent_executions": MAX_CONCURRENT_EXECUTIONS_ENV,
 }
 #: The defaults: CPU and single-GPU types of the sizes the examples train on; two instances; 48 instance-hours (one
 #: instance for the whole 48 h an execution may run).
@@ -62,9 +75,14 @@ DEFAULT_ALLOWED_INSTANCE_TYPES = (
 )
 DEFAULT_MAX_INSTANCE_COUNT = 2
 DEFAULT_MAX_INSTANCE_HOURS = 48.0
-#: What SageMaker accepts as InstanceCount, and a sane ceiling on instance-hours per execution.
+#: Two executions at once: at the defaults at most 2 x 48 = 96 instance-hours in any 48 hours.
+DEFAULT_MAX_CONCURRENT_EXECUTIONS = 2
+#: What SageMaker accepts as InstanceCount, and sane ceilings on instance-hours per execution and executions at once.
 MAX_INSTANCE_COUNT_LIMIT = 20
 MAX_INSTANCE_HOURS_LIMIT = 20 * 48.0
+MAX_CONCURRENT_EXECUTIONS_LIMIT = 100
+#: The shortest job a launch makes (contracts.run_spec.MAX_RUN_SECONDS.low): IAM's per-job bound may not be shorter.
+SHORTEST_JOB_SECONDS = 60
 _INSTANCE_TYPE = re.compile(r"^ml\.[a-z0-9-]+\.[a-z0-9-]+$")
 
 
@@ -73,6 +91,7 @@ class CostGuardrails:
     allowed_instance_types: tuple[str, ...] = DEFAULT_ALLOWED_INSTANCE_TYPES
     max_instance_count: int = DEFAULT_MAX_INSTANCE_COUNT
     max_instance_hours: float = DEFAULT_MAX_INSTANCE_HOURS
+    max_concurrent_executions: int = DEFAULT_MAX_CONCURRENT_EXECUTIONS
 
     def __post_init__(self) -> None:
         if not self.allowed_instance_types:
@@ -88,16 +107,34 @@ class CostGuardrails:
             raise ContractError(
                 "max_instance_hours", f"must be above 0 and at most {MAX_INSTANCE_HOURS_LIMIT:g} (got {self.max_instance_hours})"
             )
+        if self.max_job_runtime_seconds < SHORTEST_JOB_SECONDS:
+            raise ContractError(
+                "max_instance_hours",
+                f"{self.max_instance_hours:g} instance-hours over {self.max_instance_count} instances leave a job less "
+                f"than {SHORTEST_JOB_SECONDS} s; raise it or lower max_instance_count",
+            )
+        if not 1 <= self.max_concurrent_executions <= MAX_CONCURRENT_EXECUTIONS_LIMIT:
+            raise ContractError(
+                "max_concurrent_executions",
+                f"must be 1-{MAX_CONCURRENT_EXECUTIONS_LIMIT} (got {self.max_concurrent_executions})",
+            )
 
     @property
     def max_instance_seconds(self) -> int:
         return int(self.max_instance_hours * 3600)
+
+    @property
+    def max_job_runtime_seconds(self) -> int:
+        """The longest a job may run: IAM's bound on MaxRuntimeInSeconds, which IAM checks per job without seeing its
+        instance count, so the instance-hours are shared by the most instances a job may have."""
+        return self.max_instance_seconds // self.max_instance_count
 
     def to_environment(self) -> dict[str, str]:
         return {
             ALLOWED_INSTANCE_TYPES_ENV: ",".join(self.allowed_instance_types),
             MAX_INSTANCE_COUNT_ENV: str(self.max_instance_count),
             MAX_INSTANCE_HOURS_ENV: f"{self.max_instance_hours:g}",
+            MAX_CONCURRENT_EXECUTIONS_ENV: str(self.max_concurrent_executions),
         }
 
     @classmethod
@@ -117,6 +154,9 @@ class CostGuardrails:
             allowed_instance_types=allowed,
             max_instance_count=_whole(values.get("max_instance_count"), DEFAULT_MAX_INSTANCE_COUNT, "max_instance_count"),
             max_instance_hours=_number(values.get("max_instance_hours"), DEFAULT_MAX_INSTANCE_HOURS, "max_instance_hours"),
+            max_concurrent_executions=_whole(
+                values.get("max_concurrent_executions"), DEFAULT_MAX_CONCURRENT_EXECUTIONS, "max_concurrent_executions"
+            ),
         )
 
     @classmethod
@@ -165,16 +205,19 @@ def _number(value: object, default: float, key: str) -> float:
 
 @dataclasses.dataclass(frozen=True)
 class StackGuardrails:
-    """What the stack allows every execution (its Lambdas' environment): the cost guardrails, and whether SageMaker
-    Debugger's legacy mode is deployed (its grants exist only then)."""
+    """What the stack allows every execution (its Lambdas' environment): the cost guardrails, whether SageMaker
+    Debugger's legacy mode is deployed (its grants exist only then), and whether jobs write their evidence under
+    per-execution secret prefixes."""
 
     cost: CostGuardrails | None = None
     legacy_sagemaker_debugger: bool = True
+    secret_evidence_paths: bool = False
 
     @classmethod
     def from_environment(cls, environment: Mapping[str, str]) -> StackGuardrails:
         legacy = environment.get(LEGACY_SAGEMAKER_DEBUGGER_ENV, LEGACY_ENABLED)
-        return cls(CostGuardrails.from_environment(environment), legacy == LEGACY_ENABLED)
+        secret = environment.get(SECRET_EVIDENCE_PATHS_ENV, "") == "on"
+        return cls(CostGuardrails.from_environment(environment), legacy == LEGACY_ENABLED, secret)
 
     def check(self, instance_type: str, instance_count: int, legacy: bool) -> dict[str, str]:
         problems = self.cost.check_launch(instance_type, instance_count) if self.cost is not None else {}

@@ -3,13 +3,19 @@ not alarms.
 
 * ``UndeliveredEvents``: a message in the dead-letter queue (an event EventBridge could not deliver, or a cleanup
   or job-events invocation that failed on every try).
-* ``LambdaErrors``: a Lambda error that is not a transient fault handed back to the state machine for a retry
-  (the handlers count those themselves, ``TransientFaultsDeferred``): an unhandled exception or a timeout.
-* ``WorkflowErrors``: an execution that failed for an unexpected reason (the monitor's HandleFailure counts them,
+* ``LambdaErrors``: an exception a handler raised that is neither a transient fault handed back for a retry nor an
+  expected refusal (the handlers count it themselves as it happens, ``UnhandledErrors``: in the period it happened,
+  however long the invocation ran), or a Lambda that ran out of time (Lambda's own "Task timed out" line in the
+  function's log, counted by a metric filter: a handler cannot count its own timeout).
+* ``LambdaThrottles``: a Lambda invocation refused for want of concurrency (the state machine and EventBridge retry
+  it, but a run that keeps meeting throttles is one step from failing).
+* ``WorkflowErrors``: an execution that ended otherwise than by an expected end or a deliberate stop, whatever state
+  it ended in (the execution-cleanup Lambda, which every FAILED, TIMED_OUT and ABORTED end reaches, counts it:
   ``UnexpectedWorkflowErrors``), or a notification SNS kept refusing (``NotificationsNotSent``: the step went on
   without it); giving up after the remedies, the budget or a guardrail is a normal end, notified on the topic like
-  every step, not an alarm.
-* ``ExecutionsAborted`` and ``ExecutionsTimedOut``: an execution that ended without its own cleanup.
+  every step, not an alarm, and so is `remediate cloud stop` (Error UserStop) or the stack's delete (StackDeleted).
+* ``ExecutionsTimedOut``: Step Functions' own count, beside the cleanup's: Step Functions delivers status-change
+  events best effort, and a timeout is never expected.
 
 CloudWatch publishes to the encrypted topic as cloudwatch.amazonaws.com: the topic and key policies allow these
 alarms only (infra/notifications.py).
@@ -21,6 +27,7 @@ from aws_cdk import ArnFormat, Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
@@ -28,11 +35,14 @@ from constructs import Construct
 from infra.notifications import NotificationTopic
 from lambdas.remediation.state.end_causes import (
     NOTIFICATIONS_NOT_SENT,
-    TRANSIENT_FAULTS_DEFERRED,
     UNEXPECTED_WORKFLOW_ERRORS,
+    UNHANDLED_ERRORS,
 )
 
 PERIOD = Duration.minutes(5)
+#: What Lambda writes to a function's log when an invocation runs out of time (its platform line, not the handler's).
+TIMED_OUT_LINE = "Task timed out after"
+LAMBDA_TIMEOUTS = "LambdaTimeouts"
 
 
 class OperationsAlarms(Construct):
@@ -60,13 +70,22 @@ class OperationsAlarms(Construct):
                 statistic="Sum",
             )
 
-        errors = {f"e{index}": function.metric_errors(period=PERIOD, statistic="Sum") for index, function in enumerate(functions)}
-        unexpected_errors = cloudwatch.MathExpression(
-            expression=f"({' + '.join(f'FILL({name}, 0)' for name in errors)}) - FILL(deferred, 0)",
-            using_metrics={**errors, "deferred": handlers_metric(TRANSIENT_FAULTS_DEFERRED)},
-            label="Lambda errors that are not transient faults handed back for a retry",
-            period=PERIOD,
+        for function in functions:
+            logs.MetricFilter(
+                self,
+                f"{function.node.id}TimedOut",
+                log_group=function.log_group,
+                metric_namespace=metrics_namespace,
+                metric_name=LAMBDA_TIMEOUTS,
+                filter_pattern=logs.FilterPattern.literal(f'"{TIMED_OUT_LINE}"'),
+                metric_value="1",
+            )
+        timeouts = cloudwatch.Metric(
+            namespace=metrics_namespace, metric_name=LAMBDA_TIMEOUTS, period=PERIOD, statistic="Sum"
         )
+        throttles = {
+            f"t{index}": function.metric_throttles(period=PERIOD, statistic="Sum") for index, function in enumerate(functions)
+        }
         self.alarms = [
             self._alarm(
                 "UndeliveredEvents",
@@ -74,11 +93,29 @@ class OperationsAlarms(Construct):
                 dead_letter_queue.metric_approximate_number_of_messages_visible(period=PERIOD, statistic="Maximum"),
             ),
             self._alarm(
-                "LambdaErrors", "A remediation Lambda failed (not a transient fault the workflow retries)", unexpected_errors
+                "LambdaErrors",
+                "A remediation Lambda raised an error that is not a transient fault or an expected refusal, or timed out",
+                cloudwatch.MathExpression(
+                    expression="FILL(unhandled, 0) + FILL(timeouts, 0)",
+                    using_metrics={"unhandled": handlers_metric(UNHANDLED_ERRORS), "timeouts": timeouts},
+                    label="Unhandled errors the handlers counted, and Lambda timeouts",
+                    period=PERIOD,
+                ),
+            ),
+            self._alarm(
+                "LambdaThrottles",
+                "A remediation Lambda invocation was throttled (retried, but concurrency is short)",
+                cloudwatch.MathExpression(
+                    expression=" + ".join(f"FILL({name}, 0)" for name in throttles),
+                    using_metrics=throttles,
+                    label="Lambda throttles",
+                    period=PERIOD,
+                ),
             ),
             self._alarm(
                 "WorkflowErrors",
-                "A remediation execution failed for an unexpected reason, or a notification could not be sent",
+                "A remediation execution ended otherwise than by an expected end or a deliberate stop, or a notification "
+                "could not be sent",
                 cloudwatch.MathExpression(
                     expression="FILL(unexpected, 0) + FILL(unsent, 0)",
                     using_metrics={
@@ -88,11 +125,6 @@ class OperationsAlarms(Construct):
                     label="Unexpected workflow errors and notifications not sent",
                     period=PERIOD,
                 ),
-            ),
-            self._alarm(
-                "ExecutionsAborted",
-                "A remediation execution was stopped (its cleanup stops the job it left)",
-                state_machine.metric_aborted(period=PERIOD, statistic="Sum"),
             ),
             self._alarm(
                 "ExecutionsTimedOut",

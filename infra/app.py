@@ -10,7 +10,8 @@ from typing import Any
 from aws_cdk import App, Environment, Validations
 from cdk_nag import AwsSolutionsChecks
 
-from contracts.stack_guardrails import CostGuardrails
+from contracts.stack_guardrails import CONTEXT_KEYS, CostGuardrails
+from infra.budget import check_budget_limit
 from infra.bundling import REPO_ROOT
 from infra.functions import DEFAULT_POWERTOOLS_VERSION
 from infra.outputs import DEFAULT_STACK_NAME
@@ -32,8 +33,9 @@ def build_app(
 ) -> tuple[App, TrainingRemediationStack]:
     """Context values: stack_name, job_name_prefix, notification_email, state_machine_definition,
     powertools_version, powertools_layer (auto, public or bundled), debug_output_expiration_days, account, region,
-    the cost guardrails allowed_instance_types, max_instance_count, max_instance_hours (contracts.stack_guardrails),
-    and legacy_sagemaker_debugger (false: SageMaker Debugger's legacy grants are not deployed)."""
+    the cost guardrails allowed_instance_types, max_instance_count, max_instance_hours, max_concurrent_executions
+    (contracts.stack_guardrails), budget_limit_usd (a monthly AWS Budgets alarm on the account's SageMaker spend;
+    unset: none) and legacy_sagemaker_debugger (false: SageMaker Debugger's legacy grants are not deployed)."""
     merged = {**cdk_json_context(), **dict(context or {})}
     app = App(context=merged, outdir=outdir, analytics_reporting=False)
 
@@ -49,7 +51,7 @@ def build_app(
     except (TypeError, ValueError):
         raise ValueError(f"debug_output_expiration_days: must be a whole number of days (got {expiration!r})") from None
     cost_guardrails = CostGuardrails.from_values(
-        {key: value(key) for key in ("allowed_instance_types", "max_instance_count", "max_instance_hours")}
+        {key: value(key) for key in CONTEXT_KEYS}
     )
     legacy = value("legacy_sagemaker_debugger", False)
     if str(legacy).lower() not in ("true", "false"):
@@ -65,6 +67,7 @@ def build_app(
         debug_output_expiration_days=expiration_days,
         cost_guardrails=cost_guardrails,
         legacy_sagemaker_debugger=str(legacy).lower() == "true",
+        budget_limit_usd=check_budget_limit(value("budget_limit_usd")),
         env=env,
     )
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))

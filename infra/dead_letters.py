@@ -27,7 +27,8 @@ class DeadLetters(Construct):
             encryption=sqs.QueueEncryption.SQS_MANAGED,
             enforce_ssl=True,
             retention_period=RETENTION,
-            removal_policy=RemovalPolicy.DESTROY,
+            # Kept when the stack is deleted: what failed on every try is the evidence someone still has to read.
+            removal_policy=RemovalPolicy.RETAIN,
         )
         acknowledge(
             self.queue,

@@ -3,12 +3,13 @@
 * JobStateChange: our training jobs (the stack's prefix) reaching a final status -> the job-events Lambda, which
   completes the workflow's wait with SendTaskSuccess (on this state machine only).
 * ExecutionEnded: this state machine's executions ending TIMED_OUT, ABORTED or FAILED -> the execution-cleanup
-  Lambda, which reads the execution's history (GetExecutionHistory on this state machine's executions only) and
-  stops the job it left.
+  Lambda, which reads the execution's history (GetExecutionHistory on this state machine's executions only), stops
+  the job it left, and notifies and alarms an end no one expected, whatever state it happened in.
 
 An event neither target could take after EventBridge's retries goes to the dead-letter queue (infra/dead_letters.py,
 alarmed). The train Lambda may DescribeExecution this state machine's executions: once its job exists it checks
-that its execution still runs, and stops the job if not.
+that its execution still runs, and stops the job if not. The plan Lambda may ListExecutions of this state machine:
+Initialize counts the running ones against the stack's max_concurrent_executions.
 
 The patterns come from ``lambdas.remediation.job.job_events`` (the local runtime matches the same ones).
 """
@@ -41,6 +42,7 @@ class LoopEvents(Construct):
         job_events_function: lambda_.Function,
         execution_cleanup_function: lambda_.Function,
         train_function: lambda_.Function,
+        plan_function: lambda_.Function,
         job_name_prefix: str,
         dead_letter_queue: sqs.IQueue,
     ) -> None:
@@ -110,6 +112,20 @@ class LoopEvents(Construct):
                     sid="SeeWhetherTheExecutionStillRuns",
                     actions=["states:DescribeExecution"],
                     resources=[executions],
+                )
+            ],
+        )
+        # A policy of its own (the definition names the plan function too): Initialize counts the running executions
+        # against the stack's max_concurrent_executions (lambdas/remediation/job/running_executions.py).
+        iam.Policy(
+            self,
+            "PlanCountsRunningExecutions",
+            roles=[plan_function.role],
+            statements=[
+                iam.PolicyStatement(
+                    sid="ListThisStateMachinesExecutions",
+                    actions=["states:ListExecutions"],
+                    resources=[state_machine.state_machine_arn],
                 )
             ],
         )

@@ -1,5 +1,6 @@
 """The Lambdas, each with its own least-privilege role: train, monitor and plan (the loop's tasks), job-events (the
-event-driven wait's two ends) and execution-cleanup (an execution that ended outside its Catch)."""
+event-driven wait's two ends), execution-cleanup (every execution that ended otherwise than it should) and
+stack-teardown (the stack's delete: infra/teardown.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,13 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from contracts import bucket_layout, time_budgets
-from contracts.stack_guardrails import LEGACY_DISABLED, LEGACY_ENABLED, LEGACY_SAGEMAKER_DEBUGGER_ENV, CostGuardrails
+from contracts.stack_guardrails import (
+    LEGACY_DISABLED,
+    LEGACY_ENABLED,
+    LEGACY_SAGEMAKER_DEBUGGER_ENV,
+    SECRET_EVIDENCE_PATHS_ENV,
+    CostGuardrails,
+)
 from infra.bundling import HANDLER_PACKAGE, REPO_ROOT, handler_bundling_options
 from infra.nag import account_scoped_arn_prefix, acknowledge, attribute_placeholder
 from infra.notifications import NotificationTopic
@@ -56,6 +63,14 @@ EXECUTION_CLEANUP = HandlerSpec(
     "Stops the training job an execution left when it timed out, was aborted or failed",
     TIMEOUTS["execution_cleanup"],
 )
+#: The stack's delete waits for it (CloudFormation's custom resource, infra/teardown.py): Lambda's longest timeout, to
+#: stop every execution and job and wait out a launch under way (the train Lambda's timeout) and the jobs' stops.
+STACK_TEARDOWN = HandlerSpec(
+    "StackTeardown",
+    "lambdas.stack_teardown_handler",
+    "On stack deletion, stops the stack's running executions and training jobs before their role goes",
+    900,
+)
 #: Lambda retries a failed asynchronous invocation (an EventBridge delivery) this many times, then sends the event to
 #: the dead-letter queue.
 ASYNC_RETRY_ATTEMPTS = 2
@@ -93,16 +108,23 @@ class RemediationFunctions(Construct):
             "POWERTOOLS_SERVICE_NAME": POWERTOOLS_SERVICE_NAME,
             "POWERTOOLS_METRICS_NAMESPACE": POWERTOOLS_METRICS_NAMESPACE,
             "POWERTOOLS_LOG_LEVEL": "INFO",
+            # Never the event or a traced response in a log or a trace: they hold whole payloads and task tokens (and a
+            # payload exceeds X-Ray's 64 KB segment). The handlers' decorators say the same (capture_response=False).
+            "POWERTOOLS_LOGGER_LOG_EVENT": "false",
+            "POWERTOOLS_TRACER_CAPTURE_RESPONSE": "false",
             # The stack's guardrails: Initialize refuses what they do not allow, the train Lambda and the planner keep
             # each execution within its instance-hours (contracts.stack_guardrails).
             **cost_guardrails.to_environment(),
             LEGACY_SAGEMAKER_DEBUGGER_ENV: LEGACY_ENABLED if legacy_sagemaker_debugger else LEGACY_DISABLED,
+            # The stack's jobs share one role: each execution's evidence goes under its own secret prefixes.
+            SECRET_EVIDENCE_PATHS_ENV: "on",
         }
         self.train = self._function(TRAIN, environment)
         self.monitor = self._function(MONITOR, environment)
         self.plan = self._function(PLAN, environment)
         self.job_events = self._function(JOB_EVENTS, {**environment, "ARTIFACTS_BUCKET": artifacts_bucket.bucket_name})
         self.execution_cleanup = self._function(EXECUTION_CLEANUP, environment)
+        self.stack_teardown = self._function(STACK_TEARDOWN, environment)
         # EventBridge invokes these two asynchronously: an event whose handler fails on every try is kept, not lost.
         for function in (self.job_events, self.execution_cleanup):
             function.configure_async_invoke(
@@ -119,12 +141,16 @@ class RemediationFunctions(Construct):
                 sid="LaunchOwnTrainingJobsWithinTheCostGuardrails",
                 actions=["sagemaker:CreateTrainingJob"],
                 resources=[training_jobs],
-                # Whatever an execution input says, the role launches only the allowed instance types, for at most
-                # the stack's instance-hours per job (the Null condition: a request must name its instance types).
+                # Whatever an execution input says, the role launches only the allowed instance types (the Null
+                # condition: a request must name them), each job for at most the stack's instance-hours over the most
+                # instances a job may have: IAM has no instance-count key, so this bound is what keeps a job of the
+                # most instances within the instance-hours (the count itself is the workflow's to check).
                 conditions={
                     "ForAllValues:StringEquals": {"sagemaker:InstanceTypes": list(cost_guardrails.allowed_instance_types)},
                     "Null": {"sagemaker:InstanceTypes": "false"},
-                    "NumericLessThanEquals": {"sagemaker:MaxRuntimeInSeconds": str(cost_guardrails.max_instance_seconds)},
+                    "NumericLessThanEquals": {
+                        "sagemaker:MaxRuntimeInSeconds": str(cost_guardrails.max_job_runtime_seconds)
+                    },
                 },
             )
         )
@@ -159,7 +185,8 @@ class RemediationFunctions(Construct):
         self.train.add_to_role_policy(
             iam.PolicyStatement(
                 sid="CarryCheckpointsOver",
-                actions=["s3:GetObject", "s3:PutObject", "s3:DeleteObject"],
+                # AbortMultipartUpload: a file copied in parts whose copy fails is abandoned, not left half-way
+                actions=["s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload"],
                 resources=[checkpoints],
             )
         )
@@ -229,7 +256,23 @@ class RemediationFunctions(Construct):
         job_arn_finding = (
             "Resource::" + account_scoped_arn_prefix(self, "sagemaker") + f"training-job/{job_name_prefix}*"
         )
-        for function in (self.train, self.monitor, self.job_events, self.execution_cleanup):
+        self.stack_teardown.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="StopOwnTrainingJobsOnStackDelete",
+                # ListTags: a job is stopped only if its tags name an execution of this stack's state machine
+                actions=["sagemaker:ListTags", "sagemaker:StopTrainingJob"],
+                resources=[training_jobs],
+            )
+        )
+        self.stack_teardown.add_to_role_policy(
+            iam.PolicyStatement(sid="FindRunningTrainingJobs", actions=["sagemaker:ListTrainingJobs"], resources=["*"])
+        )
+        acknowledge(
+            self.stack_teardown.role,
+            "AwsSolutions-IAM5[Resource::*]",
+            "X-Ray tracing and sagemaker:ListTrainingJobs (the teardown finds the running jobs) take no resource ARN.",
+        )
+        for function in (self.train, self.monitor, self.job_events, self.execution_cleanup, self.stack_teardown):
             acknowledge(
                 function.role,
                 f"AwsSolutions-IAM5[{job_arn_finding}]",
@@ -254,6 +297,8 @@ class RemediationFunctions(Construct):
             "Task tokens are kept by job name at run time; the task-tokens/ prefix is their scope.",
         )
         for function in self.all:
+            if function is self.stack_teardown:
+                continue  # acknowledged above, with its ListTrainingJobs
             acknowledge(
                 function.role,
                 "AwsSolutions-IAM5[Resource::*]",
@@ -267,7 +312,7 @@ class RemediationFunctions(Construct):
 
     @property
     def all(self) -> tuple[lambda_.Function, ...]:
-        return (self.train, self.monitor, self.plan, self.job_events, self.execution_cleanup)
+        return (self.train, self.monitor, self.plan, self.job_events, self.execution_cleanup, self.stack_teardown)
 
     @property
     def loop(self) -> tuple[lambda_.Function, ...]:
@@ -284,7 +329,7 @@ class RemediationFunctions(Construct):
             self,
             f"{spec.construct_id}Logs",
             retention=logs.RetentionDays.THREE_MONTHS,
-            removal_policy=RemovalPolicy.DESTROY,
+            removal_policy=RemovalPolicy.RETAIN,  # what ran stays readable after the stack is deleted
         )
         role = iam.Role(
             self,

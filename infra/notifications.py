@@ -46,16 +46,21 @@ class NotificationTopic(Construct):
         guard). The ARNs are built from the alarms' names, not referenced: a reference from the key policy to an
         alarm would close a loop (alarm -> topic -> key -> alarm).
         """
+        self.allow_service("cloudwatch.amazonaws.com", alarm_arns, "Alarms")
+
+    def allow_service(self, service: str, source_arns: list[str], what: str) -> None:
+        """Let ``service`` publish to the encrypted topic on behalf of ``source_arns`` of this account only (topic
+        policy: sns:Publish; key policy: the data-key actions)."""
         stack = Stack.of(self)
         conditions = {
             "StringEquals": {"aws:SourceAccount": stack.account},
-            "ArnLike": {"aws:SourceArn": list(alarm_arns)},
+            "ArnLike": {"aws:SourceArn": list(source_arns)},
         }
-        cloudwatch = iam.ServicePrincipal("cloudwatch.amazonaws.com")
+        principal = iam.ServicePrincipal(service)
         self.topic.add_to_resource_policy(
             iam.PolicyStatement(
-                sid="AllowOwnAlarmsToPublish",
-                principals=[cloudwatch],
+                sid=f"AllowOwn{what}ToPublish",
+                principals=[principal],
                 actions=["sns:Publish"],
                 resources=[self.topic.topic_arn],
                 conditions=conditions,
@@ -63,8 +68,8 @@ class NotificationTopic(Construct):
         )
         self.key.add_to_resource_policy(
             iam.PolicyStatement(
-                sid="AllowOwnAlarmsToEncryptNotifications",
-                principals=[cloudwatch],
+                sid=f"AllowOwn{what}ToEncryptNotifications",
+                principals=[principal],
                 actions=["kms:Decrypt", "kms:GenerateDataKey"],
                 resources=["*"],  # in a key policy "*" means this key
                 conditions=conditions,

@@ -1,12 +1,16 @@
 """The execution role SageMaker training jobs run as.
 
-Trust boundary: every training job of the stack runs under this one role, so one run's training script can write
-another run's objects under debug-output/ and checkpoints/ (their keys are named per job at run time; IAM has no
-per-job condition for a SageMaker job's own calls). The monitor refuses a rule-status document that names another
-job (lambdas/remediation/monitoring/rule_reading.py), but a script that forges its own job's document, or overwrites another
-run's checkpoints, is inside the boundary: a stack is one trust domain; run untrusted scripts in a stack of their
-own. In legacy mode the role may also stop any of the stack's training jobs (the StopTraining rule action): those
-grants exist only when the stack is deployed with -c legacy_sagemaker_debugger=true.
+Trust boundary: every training job of the stack runs under this one role, and IAM has no per-job condition for a
+SageMaker job's own calls, so the role may write anywhere under debug-output/ and checkpoints/. What keeps one run's
+job from writing another run's evidence is that it cannot name it: each job's debug output and checkpoints go under
+debug-output|checkpoints/<job>/<token>/, the token an HMAC of the job's name under its execution's secret
+(lambdas/remediation/job/job_identity.py), and the role may list debug-output/ not at all (in legacy mode only the
+rule evaluator's <job>/debug-output/ tensors) and checkpoints/ only below a token it already knows
+(:func:`listable_prefixes`), so no listing reveals one. The monitor reads a job's rule status only under its token
+(lambdas/remediation/monitoring/rule_reading.py). A script that forges its own job's document is inside the
+boundary: run untrusted scripts in a stack of their own. In legacy mode the role may also stop any of the stack's
+training jobs (the StopTraining rule action): those grants exist only when the stack is deployed with
+-c legacy_sagemaker_debugger=true.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from constructs import Construct
 
 from contracts import bucket_layout
 from infra.nag import account_scoped_arn_prefix, acknowledge, attribute_placeholder
+from lambdas.remediation.job.job_identity import EVIDENCE_TOKEN_LENGTH
 from lambdas.remediation.job.training_images import (
     DLC_ACCOUNT_BY_REGION,
     RULE_EVALUATOR_ACCOUNT_BY_REGION,
@@ -32,9 +37,25 @@ TRAINING_METRICS_NAMESPACE = "/aws/sagemaker/TrainingJobs"
 RULE_EVALUATION_LOG_GROUP = "/aws/sagemaker/ProcessingJobs"
 
 READ_PREFIXES = (bucket_layout.CODE_PREFIX, bucket_layout.DATA_PREFIX, bucket_layout.CHECKPOINTS_PREFIX)
-#: debug-output/ is read back by SageMaker Debugger's rule evaluator in legacy mode only (the tensors its hook wrote).
-LEGACY_READ_PREFIXES = (bucket_layout.DEBUG_OUTPUT_PREFIX,)
+#: SageMaker Debugger's hook (legacy mode) writes its tensors to <DebugHookConfig.S3OutputPath>/<job>/debug-output/ and
+#: its rule evaluator reads them back: in legacy mode the role reads (and lists) those and nothing else of
+#: debug-output/.
+LEGACY_TENSORS = f"{bucket_layout.DEBUG_OUTPUT_PREFIX}*/debug-output"
 WRITE_PREFIXES = (bucket_layout.JOBS_PREFIX, bucket_layout.DEBUG_OUTPUT_PREFIX, bucket_layout.CHECKPOINTS_PREFIX)
+
+
+def listable_prefixes(legacy_sagemaker_debugger: bool) -> list[str]:
+    """The s3:prefix patterns (StringLike: ``*`` any characters, ``?`` one) the role may list: code/ and data/; a
+    job's checkpoints only below a token (``checkpoints/<job>/`` + EVIDENCE_TOKEN_LENGTH characters: the listing
+    SageMaker makes of a job's own CheckpointConfig.S3Uri, with or without its trailing slash), so no listing shows
+    another job's token; in legacy mode the evaluator's tensors."""
+    token = "?" * EVIDENCE_TOKEN_LENGTH
+    return [
+        f"{bucket_layout.CODE_PREFIX}*",
+        f"{bucket_layout.DATA_PREFIX}*",
+        f"{bucket_layout.CHECKPOINTS_PREFIX}*/{token}*",
+        *([f"{LEGACY_TENSORS}*"] if legacy_sagemaker_debugger else []),
+    ]
 
 
 class SageMakerExecutionRole(Construct):
@@ -58,22 +79,24 @@ class SageMakerExecutionRole(Construct):
             ),
         )
         bucket = artifacts_bucket
-        read_prefixes = READ_PREFIXES + (LEGACY_READ_PREFIXES if legacy_sagemaker_debugger else ())
+        read_patterns = [prefix + "*" for prefix in READ_PREFIXES] + (
+            [f"{LEGACY_TENSORS}/*"] if legacy_sagemaker_debugger else []
+        )
         # Channels and source archive in, checkpoints both ways (a spot restart reads them back); in legacy mode
-        # debug output both ways (the rule evaluator reads what the hook wrote).
+        # the hook's tensors (the rule evaluator reads what SageMaker's hook wrote).
         self.role.add_to_policy(
             iam.PolicyStatement(
                 sid="ReadCodeDataAndCheckpoints" + ("AndDebugOutput" if legacy_sagemaker_debugger else ""),
                 actions=["s3:GetObject"],
-                resources=[bucket.arn_for_objects(prefix + "*") for prefix in read_prefixes],
+                resources=[bucket.arn_for_objects(pattern) for pattern in read_patterns],
             )
         )
         self.role.add_to_policy(
             iam.PolicyStatement(
-                sid="ListCodeDataAndCheckpoints" + ("AndDebugOutput" if legacy_sagemaker_debugger else ""),
+                sid="ListCodeDataAndOwnCheckpoints" + ("AndDebugOutput" if legacy_sagemaker_debugger else ""),
                 actions=["s3:ListBucket"],
                 resources=[bucket.bucket_arn],
-                conditions={"StringLike": {"s3:prefix": [prefix + "*" for prefix in read_prefixes]}},
+                conditions={"StringLike": {"s3:prefix": listable_prefixes(legacy_sagemaker_debugger)}},
             )
         )
         self.role.add_to_policy(
@@ -141,11 +164,11 @@ class SageMakerExecutionRole(Construct):
             )
         )
         bucket_arn = attribute_placeholder(bucket.node.default_child)
-        for prefix in sorted(set(read_prefixes + WRITE_PREFIXES)):
+        for pattern in sorted(set(read_patterns + [prefix + "*" for prefix in WRITE_PREFIXES])):
             acknowledge(
                 self.role,
-                f"AwsSolutions-IAM5[Resource::{bucket_arn}/{prefix}*]",
-                f"Objects under {prefix} are named per job at run time; the prefix is their scope.",
+                f"AwsSolutions-IAM5[Resource::{bucket_arn}/{pattern}]",
+                f"Objects under {pattern.rstrip('*')} are named per job at run time; the prefix is their scope.",
             )
         log_groups = [(TRAINING_LOG_GROUP, "training")]
         if legacy_sagemaker_debugger:

@@ -10,6 +10,7 @@ from constructs import Construct
 
 from contracts.stack_guardrails import CostGuardrails
 from infra.alarms import OperationsAlarms
+from infra.budget import SpendBudget
 from infra.dead_letters import DeadLetters
 from infra.events import LoopEvents
 from infra.functions import (
@@ -29,6 +30,7 @@ from infra.outputs import (
 from infra.powertools_layer import AUTO
 from infra.sagemaker_role import SageMakerExecutionRole
 from infra.storage import DEFAULT_DEBUG_OUTPUT_EXPIRATION_DAYS, ArtifactsStorage
+from infra.teardown import StackTeardown
 from infra.workflow import DEFAULT_DEFINITION_PATH, RemediationWorkflow
 
 DEFAULT_JOB_NAME_PREFIX = "remediation"
@@ -69,6 +71,7 @@ class TrainingRemediationStack(Stack):
         debug_output_expiration_days: int = DEFAULT_DEBUG_OUTPUT_EXPIRATION_DAYS,
         cost_guardrails: CostGuardrails | None = None,
         legacy_sagemaker_debugger: bool = False,
+        budget_limit_usd: float | None = None,
         **kwargs,
     ) -> None:
         check_job_name_prefix(job_name_prefix)
@@ -119,6 +122,7 @@ class TrainingRemediationStack(Stack):
             job_events_function=functions.job_events,
             execution_cleanup_function=functions.execution_cleanup,
             train_function=functions.train,
+            plan_function=functions.plan,
             job_name_prefix=job_name_prefix,
             dead_letter_queue=dead_letters.queue,
         )
@@ -131,6 +135,25 @@ class TrainingRemediationStack(Stack):
             notifications=notifications,
             metrics_namespace=POWERTOOLS_METRICS_NAMESPACE,
             service_name=POWERTOOLS_SERVICE_NAME,
+        )
+        self.teardown = StackTeardown(
+            self,
+            "Teardown",
+            function=functions.stack_teardown,
+            state_machine=workflow.state_machine,
+            outlived=[
+                *(function for function in functions.all if function is not functions.stack_teardown),
+                *(function.role for function in functions.all if function is not functions.stack_teardown),
+                sagemaker.role,
+                self.events,
+                notifications,
+                dead_letters,
+            ],
+        )
+        self.budget = (
+            SpendBudget(self, "Budget", limit_usd=budget_limit_usd, notifications=notifications)
+            if budget_limit_usd is not None
+            else None
         )
 
         CfnOutput(self, OUTPUT_STATE_MACHINE_ARN, value=workflow.state_machine.state_machine_arn)

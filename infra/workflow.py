@@ -6,7 +6,7 @@ import json
 import re
 from pathlib import Path
 
-from aws_cdk import RemovalPolicy, Stack
+from aws_cdk import Fn, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -114,12 +114,15 @@ class RemediationWorkflow(Construct):
         if NOTIFICATION_TOPIC_ARN in used:
             substitutions[NOTIFICATION_TOPIC_ARN] = topic.topic_arn
 
+        # Kept when the stack is deleted (the evidence of what ran); the stack's own id in the name, so a stack
+        # created again under the same name does not collide with the group its predecessor left.
+        stack_uuid = Fn.select(2, Fn.split("/", stack.stack_id))
         self.log_group = logs.LogGroup(
             self,
             "ExecutionLogs",
-            log_group_name=f"/aws/vendedlogs/states/{stack.stack_name}-remediation",
+            log_group_name=f"/aws/vendedlogs/states/{stack.stack_name}-remediation-{stack_uuid}",
             retention=logs.RetentionDays.THREE_MONTHS,
-            removal_policy=RemovalPolicy.DESTROY,
+            removal_policy=RemovalPolicy.RETAIN,
         )
         self.state_machine = sfn.StateMachine(
             self,
@@ -127,7 +130,9 @@ class RemediationWorkflow(Construct):
             state_machine_type=sfn.StateMachineType.STANDARD,
             definition_body=sfn.DefinitionBody.from_string(definition),
             definition_substitutions=substitutions,
-            logs=sfn.LogOptions(destination=self.log_group, level=sfn.LogLevel.ALL, include_execution_data=True),
+            # Every event, without execution data: the data would put each payload (up to 256 KiB) and each wait's
+            # task token in the log; the history keeps them for whoever may read it.
+            logs=sfn.LogOptions(destination=self.log_group, level=sfn.LogLevel.ALL, include_execution_data=False),
             tracing_enabled=True,
         )
         self.state_machine.add_to_role_policy(

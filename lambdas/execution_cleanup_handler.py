@@ -4,8 +4,12 @@ Status Change" to TIMED_OUT, ABORTED or FAILED.
 An execution that times out or is aborted runs no Catch, so its HandleFailure never stops the job it launched;
 one that fails outside a Catch neither. This reads the execution's last state from its history, finds the job it
 launched (or was launching) and stops it, only if the job's tags prove it is that execution's; when the execution
-ended while launching, it looks again once the train Lambda's timeout has passed. It notifies the topic when the
-execution ended without its own cleanup (timed out, aborted) or when it stopped a job.
+ended while launching, it looks again once the train Lambda's timeout has passed.
+
+Every such end passes here, whatever state it happened in, so here it is judged (``end_causes.judge_end``): one the
+workflow did not notify itself (timed out, stopped, failed outside its own ending) is notified, with its Error, its
+Cause, the state it was in and what the cleanup found (nothing included); one that is not an expected end or a
+deliberate stop (`remediate cloud stop`, the stack's delete) is counted for the WorkflowErrors alarm.
 
 It is the last line of defence, so it persists: a transient failure is tried again within the invocation, with
 backoff, up to CLEANUP_TRIES times; one that outlasts them is raised (Lambda retries the asynchronous invocation
@@ -22,15 +26,14 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from lambdas.remediation import handler_support
 from lambdas.remediation.job import execution_cleanup, job_events
-from lambdas.remediation.state.validation_messages import InvalidExecutionInput
+from lambdas.remediation.state import end_causes
+from lambdas.remediation.state.validation_messages import InvalidExecutionInput, clip
 from lambdas.remediation.text import notifications
 
 logger = Logger(service=handler_support.SERVICE_NAME)
 metrics = Metrics(namespace=handler_support.METRICS_NAMESPACE, service=handler_support.SERVICE_NAME)
 tracer = Tracer(service=handler_support.SERVICE_NAME)
 
-#: The Error name of the notification, by the status the execution ended with.
-ENDED_ERRORS = {"TIMED_OUT": "ExecutionTimedOut", "ABORTED": "ExecutionAborted", "FAILED": "ExecutionFailed"}
 #: How the second look waits for a train Lambda that may still run (tests replace it: see tests/workflow).
 settle_launch = execution_cleanup.wait_until
 #: Tries within one invocation when an AWS call fails transiently, and the pause before each retry (doubling, at
@@ -44,8 +47,8 @@ pause = time.sleep
 
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
-@handler_support.counting_retried_errors(metrics)
-@tracer.capture_lambda_handler
+@handler_support.counting_errors(metrics)
+@tracer.capture_lambda_handler(capture_response=False)
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     handler_support.begin_invocation(context)
     detail = event.get("detail") if isinstance(event, dict) else None
@@ -61,17 +64,35 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     report = _clean_up_persistently(execution_arn, region, detail)
     if report.stopped:
         metrics.add_metric(name="JobsStoppedAfterExecutionEnded", unit=MetricUnit.Count, value=len(report.stopped))
-    logger.info("execution ended; cleanup done", extra={"notes": report.notes})
-    if status != "FAILED" or report.stopped:
-        # A failed execution's own HandleFailure already notified; one that timed out or was aborted did not.
-        cause = f"Execution {execution_arn} ended {status}. Cleanup: {'; '.join(report.notes)}."
-        handler_support.publish(notifications.workflow_error(ENDED_ERRORS[status], cause, report.state))
-    return {"execution_arn": execution_arn, "status": status, "notes": report.notes, "stopped": report.stopped}
+    verdict = end_causes.judge_end(status, report.end_error, report.end_cause, report.last_state)
+    if verdict.alarm:
+        metrics.add_metric(name=end_causes.UNEXPECTED_WORKFLOW_ERRORS, unit=MetricUnit.Count, value=1)
+    logger.info(
+        "execution ended; cleanup done",
+        extra={"notes": report.notes, "error": verdict.error, "alarmed": verdict.alarm, "last_state": report.last_state},
+    )
+    if verdict.notify or report.stopped:
+        cause = f"Execution {execution_arn} ended {status}: {verdict.reason}. Cleanup: {'; '.join(report.notes)}."
+        handler_support.publish(notifications.workflow_error(verdict.error, clip(cause, MAX_CAUSE_LENGTH), report.state))
+    return {
+        "execution_arn": execution_arn,
+        "status": status,
+        "error": verdict.error,
+        "notified": verdict.notify or bool(report.stopped),
+        "alarmed": verdict.alarm,
+        "notes": report.notes,
+        "stopped": report.stopped,
+    }
+
+
+#: A notification's cause is clipped (the execution's own cause may be 32 KiB).
+MAX_CAUSE_LENGTH = 4000
 
 
 def _clean_up_persistently(execution_arn: str, region: str, detail: dict[str, Any]) -> execution_cleanup.CleanupReport:
-    """Read the ended execution and stop what it left, trying again after a transient failure while the
-    invocation has time (each try reads afresh: a job stopped by an earlier try is no longer InProgress)."""
+    """Read the ended execution (its last state, Error and Cause) and stop what it left, trying again after a
+    transient failure while the invocation has time (each try reads afresh: a job stopped by an earlier try is no
+    longer InProgress)."""
     for attempt in range(1, CLEANUP_TRIES + 1):
         try:
             with handler_support.transient_errors_retried(f"cleaning up after {execution_arn}"):

@@ -34,8 +34,8 @@ ARTIFACTS_BUCKET_ENV = "ARTIFACTS_BUCKET"
 
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
-@handler_support.counting_retried_errors(metrics)
-@tracer.capture_lambda_handler
+@handler_support.counting_errors(metrics)
+@tracer.capture_lambda_handler(capture_response=False)
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     handler_support.begin_invocation(context)
     try:

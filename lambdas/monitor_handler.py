@@ -17,7 +17,6 @@ from lambdas.remediation import handler_support
 from lambdas.remediation.job import execution_cleanup
 from lambdas.remediation.monitoring import rule_reading
 from lambdas.remediation.monitoring import verdict as monitoring
-from lambdas.remediation.state import end_causes
 from lambdas.remediation.state.payload import WorkflowState, parse_state
 from lambdas.remediation.state.validation_messages import InvalidExecutionInput, clip
 from lambdas.remediation.text import notifications
@@ -31,8 +30,8 @@ MAX_CAUSE_LENGTH = 32_000  # Step Functions caps a Fail cause at 32,768 characte
 
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
-@handler_support.counting_retried_errors(metrics)
-@tracer.capture_lambda_handler
+@handler_support.counting_errors(metrics)
+@tracer.capture_lambda_handler(capture_response=False)
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     handler_support.begin_invocation(context)
     task = handler_support.parse_task_event(event)
@@ -127,13 +126,15 @@ def clean_up(failed_input: dict[str, Any], execution_id: str, execution_start_ti
             execution_start_time,
             report,
         )
+    if not report.notes:
+        report.notes.append("no training job of this execution could still be running: nothing to stop")
     if report.stopped:
         metrics.add_metric(name="JobsStoppedOnError", unit=MetricUnit.Count, value=len(report.stopped))
-    if error_name not in end_causes.EXPECTED_ENDS:
-        metrics.add_metric(name=end_causes.UNEXPECTED_WORKFLOW_ERRORS, unit=MetricUnit.Count, value=1)
+    # An unexpected end is counted for the alarm by the execution-cleanup Lambda, which every failed execution
+    # reaches (this path or not): counted once, whatever state the execution failed in.
     logger.error("workflow failed", extra={"error": error_name, "cause": clip(message, 2000), "cleanup": report.notes})
     handler_support.publish(notifications.workflow_error(error_name, cause, state))
-    cleanup_note = f" Cleanup: {'; '.join(report.notes)}." if report.notes else ""
+    cleanup_note = f" Cleanup: {'; '.join(report.notes)}."
     return {"Error": error_name, "Cause": clip(f"{message}{cleanup_note}", MAX_CAUSE_LENGTH)}
 
 

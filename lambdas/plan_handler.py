@@ -12,6 +12,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from contracts.stack_guardrails import StackGuardrails
 from lambdas.remediation import handler_support
 from lambdas.remediation.execution_input import initial_state
+from lambdas.remediation.job import job_identity, running_executions
 from lambdas.remediation.planning import planner as policies
 from lambdas.remediation.state import end_causes
 from lambdas.remediation.state.payload import WorkflowState, parse_state
@@ -27,15 +28,28 @@ END_ERRORS = end_causes.END_ERRORS
 
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
-@handler_support.counting_retried_errors(metrics)
-@tracer.capture_lambda_handler
+@handler_support.counting_errors(metrics)
+@tracer.capture_lambda_handler(capture_response=False)
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     handler_support.begin_invocation(context)
     task = handler_support.parse_task_event(event)
     logger.append_keys(execution_name=task.execution_name)
     if task.action == "initialize":
         # InvalidExecutionInput names every bad field, and what the stack's guardrails refuse
-        state = initial_state(task.execution_input, StackGuardrails.from_environment(os.environ))
+        guardrails = StackGuardrails.from_environment(os.environ)
+        state = initial_state(task.execution_input, guardrails)
+        if guardrails.secret_evidence_paths:
+            # this execution's secret: its jobs' evidence goes where no other run's job can find it
+            state = state.updated(evidence_key=job_identity.new_evidence_key())
+        if guardrails.cost is not None:
+            with handler_support.transient_errors_retried("counting the running executions"):
+                ahead = running_executions.check_running_executions(
+                    handler_support.client("stepfunctions", running_executions.region_of(task.execution_id)),
+                    task.execution_id,
+                    task.execution_start_time,
+                    guardrails.cost.max_concurrent_executions,
+                )
+            logger.info("executions running before this one", extra={"running": ahead})
         logger.info("execution input accepted", extra={"run_spec": state.run_spec.summary(), "policy": state.policy})
         return state.to_payload()
 

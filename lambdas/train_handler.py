@@ -12,12 +12,14 @@ execution-cleanup Lambda, which may have looked before the job existed, looks ag
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 from botocore.exceptions import BotoCoreError, ClientError
 
+from contracts.stack_guardrails import CostGuardrails
 from lambdas.remediation import handler_support
 from lambdas.remediation.job import checkpoint_resume, job_identity, job_request, launch_guard
 from lambdas.remediation.state.payload import parse_state
@@ -30,8 +32,8 @@ tracer = Tracer(service=handler_support.SERVICE_NAME)
 
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
-@handler_support.counting_retried_errors(metrics)
-@tracer.capture_lambda_handler
+@handler_support.counting_errors(metrics)
+@tracer.capture_lambda_handler(capture_response=False)
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     handler_support.begin_invocation(context)
     task = handler_support.parse_task_event(event)
@@ -40,9 +42,14 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     identity = job_identity.execution_identity(task.execution_id, task.execution_start_time)
     job_name = job_identity.training_job_name(identity, state.run_spec.base_job_name, attempt_number)
     logger.append_keys(execution_name=task.execution_name, job_name=job_name, attempt=attempt_number)
+    guardrails = CostGuardrails.from_environment(os.environ)
     # Checked before anything is copied or launched: a bad request must not leave half a resume behind.
     job_request.build_create_training_job_request(
-        state, job_name, execution_id=task.execution_id, execution_start_time=task.execution_start_time
+        state,
+        job_name,
+        execution_id=task.execution_id,
+        execution_start_time=task.execution_start_time,
+        guardrails=guardrails,
     )
     region = state.run_spec.region
     sagemaker = handler_support.client("sagemaker", region)
@@ -60,6 +67,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
                 execution_id=task.execution_id,
                 execution_start_time=task.execution_start_time,
                 tags=job_identity.resume_tags(resumed),
+                guardrails=guardrails,
             )
             launch(sagemaker, request, task.execution_id, task.execution_start_time)
             reserved = request["ResourceConfig"]["InstanceCount"] * request["StoppingCondition"]["MaxRuntimeInSeconds"]
@@ -107,7 +115,7 @@ def checkpoint_resume_from_tags(job: dict[str, Any]) -> checkpoint_resume.Resume
     return job_identity.resumed_from_tags(job["Tags"])
 
 
-@tracer.capture_method
+@tracer.capture_method(capture_response=False)
 def resume_checkpoints(state: Any, job_name: str) -> checkpoint_resume.Resumed:
     """When the last decision resumes, carry its job's checkpoints over to this one before it launches; when they
     cannot be carried (too many, too large, too slow to copy in time) the job starts from step 0, said so."""
@@ -123,6 +131,9 @@ def resume_checkpoints(state: Any, job_name: str) -> checkpoint_resume.Resumed:
         resume_from,
         job_name,
         seconds_left=handler_support.seconds_left,
+        # the jobs' own prefixes, under this execution's secret (the last job is this execution's too)
+        source_prefix=job_identity.evidence_prefixes(resume_from, state.evidence_key).checkpoints,
+        target_prefix=job_identity.evidence_prefixes(job_name, state.evidence_key).checkpoints,
     )
     if resumed.copied is not None:
         logger.info(
@@ -143,7 +154,7 @@ class TrainingCapacityUnavailable(handler_support.RetriedLater):
     ResourceLimitExceeded): the state machine retries the task after a delay (statemachine/remediation.asl.json)."""
 
 
-@tracer.capture_method
+@tracer.capture_method(capture_response=False)
 def launch(sagemaker: Any, request: dict[str, Any], execution_id: str, execution_start_time: str) -> None:
     job_name = request["TrainingJobName"]
     try:

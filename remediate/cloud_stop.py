@@ -16,11 +16,13 @@ import datetime as dt
 from contracts import time_budgets
 from lambdas.remediation import handler_support
 from lambdas.remediation.job import execution_cleanup
+from lambdas.remediation.state import end_causes
 from remediate.aws_access import EXIT_AWS_ERROR, CloudCommandError, aws_call
 from remediate.cloud_stack import outputs_for
 from remediate.cloud_status import execution_arn_for
 
-STOP_ERROR = "UserStop"
+#: A deliberate stop: the execution-cleanup Lambda notifies it but does not alarm (end_causes.DELIBERATE_STOP_ERRORS).
+STOP_ERROR = end_causes.USER_STOP
 #: How the second look waits (tests replace it).
 wait_until = execution_cleanup.wait_until
 

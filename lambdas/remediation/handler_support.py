@@ -106,9 +106,13 @@ class AwsTransientError(RetriedLater):
     machine retries the task later (statemachine/remediation.asl.json: Retry on AwsTransientError)."""
 
 
-def counting_retried_errors(metrics: Any) -> Any:
-    """Decorator (under ``@metrics.log_metrics``): a RetriedLater raised by the handler is counted
-    (end_causes.TRANSIENT_FAULTS_DEFERRED), so the stack's Lambda-errors alarm leaves it out."""
+def counting_errors(metrics: Any) -> Any:
+    """Decorator (under ``@metrics.log_metrics``, which flushes what is counted here even as the error propagates):
+    an exception the handler raises is counted as it happens, so the stack's LambdaErrors alarm sees it in the
+    period it happened. A RetriedLater (a transient fault handed back for a retry) is counted as
+    end_causes.TRANSIENT_FAULTS_DEFERRED, an expected refusal (InvalidExecutionInput, NotEnoughTimeLeft, ...: an
+    Error in end_causes.EXPECTED_ENDS, ended and notified by the workflow) not at all, anything else as
+    end_causes.UNHANDLED_ERRORS (alarmed)."""
 
     def decorate(handler: Any) -> Any:
         @functools.wraps(handler)
@@ -117,6 +121,10 @@ def counting_retried_errors(metrics: Any) -> Any:
                 return handler(event, context)
             except RetriedLater:
                 metrics.add_metric(name=end_causes.TRANSIENT_FAULTS_DEFERRED, unit=MetricUnit.Count, value=1)
+                raise
+            except Exception as error:
+                if type(error).__name__ not in end_causes.EXPECTED_ENDS:
+                    metrics.add_metric(name=end_causes.UNHANDLED_ERRORS, unit=MetricUnit.Count, value=1)
                 raise
 
         return counted

@@ -24,7 +24,12 @@ def test_the_fault_injection_bench_keeps_every_promise_on_its_first_seeds():
     assert finished.returncode == 0, finished.stdout[-3000:] + finished.stderr[-3000:]
     report = json.loads(finished.stdout)
     assert report["executions"] == 10 and report["invariant_violations"] == 0 and report["harness_errors"] == []
-    assert report["executions_stopped_on_purpose"] >= 1  # the first seeds draw stops too
-    named = ("SUCCEEDED", "ABORTED", "FAILED:MissingEvidence", "FAILED:TrainingAlgorithmError",
-             "FAILED:TrainingJobStopped", "FAILED:TrainingCapacityError", "FAILED:AwsTransientError")  # fmt: skip
-    assert set(report["ends"]) <= set(named), report["ends"]
+    # the stops that happened, never more than those drawn (a stop drawn at a moment an execution never reached
+    # did not happen: the report used to count the draws as stops); the first seeds draw both
+    assert 1 <= report["executions_stopped_on_purpose"] <= report["stops_drawn"]
+    assert report["ends"].get("ABORTED", 0) == report["executions_stopped_on_purpose"]
+    assert sum(report["bursts_by_budget"].values()) >= 1  # and a fault outlasting a retry budget
+    from lambdas.remediation.state.end_causes import is_named
+
+    for end in report["ends"]:
+        assert end in ("SUCCEEDED", "ABORTED") or is_named(end.removeprefix("FAILED:")), report["ends"]

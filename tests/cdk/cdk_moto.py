@@ -4,18 +4,25 @@ Call inside an active moto mock: uploads the file assets to the default synthesi
 assets bucket, puts the bootstrap version in SSM, publishes the public Powertools
 layer parameter (AWS owns /aws/service/..., which PutParameter refuses, so it goes
 into moto's parameter store the way moto loads its other public parameters) and
-creates the stack from the template.
+creates the stack from the template. A custom resource's Lambda (the stack's teardown) is invoked as CloudFormation
+would, with the real handler, in process (moto would run it in Docker); its answer is delivered to moto's stack.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import io
 import json
+import os
 import re
+import threading
+import time
 import warnings
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import boto3
 
@@ -83,15 +90,69 @@ def deploy(outdir: Path, stack_name: str, template: dict) -> dict:
         ):
             publish_public_parameter(default, POWERTOOLS_LAYER_ARN)
     cloudformation = boto3.client("cloudformation", region_name=REGION)
-    with warnings.catch_warnings(record=True) as caught:
+    with warnings.catch_warnings(record=True) as caught, custom_resources_answered() as answered:
         warnings.simplefilter("always")
         cloudformation.create_stack(
             StackName=stack_name,
             TemplateBody=json.dumps(template),
             Capabilities=["CAPABILITY_IAM", "CAPABILITY_NAMED_IAM"],
         )
+        deadline = time.monotonic() + 120
+        while cloudformation.describe_stacks(StackName=stack_name)["Stacks"][0]["StackStatus"] == "CREATE_IN_PROGRESS":
+            assert time.monotonic() < deadline, f"a custom resource never answered: {answered}"
+            time.sleep(0.05)
     description = cloudformation.describe_stacks(StackName=stack_name)["Stacks"][0]
+    description["CustomResourcesAnswered"] = answered
     description["SkippedByMoto"] = sorted(
         {match.group(1) for w in caught if (match := UNSUPPORTED.search(str(w.message)))}
     )
     return description
+
+
+@contextlib.contextmanager
+def custom_resources_answered() -> Iterator[list[dict[str, Any]]]:
+    """While open, a custom resource's Lambda that moto invokes runs its real handler in process (with the function's
+    environment), and the handler's answer to CloudFormation's ResponseURL is delivered to moto's stack as moto's
+    own cfnresponse endpoint would (SUCCESS marks the resource created). Yields the answers."""
+    from moto.awslambda.models import LambdaFunction
+    from moto.cloudformation import cloudformation_backends
+
+    from lambdas import stack_teardown_handler
+    from local_runtime.botocore_dispatch import LambdaContext
+
+    answered: list[dict[str, Any]] = []
+    original_invoke = LambdaFunction.invoke
+    lock = threading.Lock()
+
+    def deliver(url: str, body: dict[str, Any]) -> None:
+        answered.append(body)
+        if body["Status"] == "SUCCESS":
+            stack = cloudformation_backends[ACCOUNT][REGION].get_stack(body["StackId"])
+            stack.get_custom_resource(body["LogicalResourceId"]).set_data(body["Data"])
+            stack.verify_readiness()
+
+    def invoke(function: Any, body: str, request_headers: Any, response_headers: Any) -> Any:
+        if function.handler != "lambdas.stack_teardown_handler.handler":
+            return original_invoke(function, body, request_headers, response_headers)
+        with lock:
+            saved = dict(os.environ)
+            os.environ.update(function.environment_vars)
+            saved_send, stack_teardown_handler.send_response = stack_teardown_handler.send_response, deliver
+            try:
+                context = LambdaContext(
+                    function_name=function.function_name,
+                    invoked_function_arn=function.function_arn,
+                    aws_request_id="cloudformation",
+                    timeout_seconds=float(function.timeout),
+                )
+                return json.dumps(stack_teardown_handler.handler(json.loads(body), context))
+            finally:
+                stack_teardown_handler.send_response = saved_send
+                os.environ.clear()
+                os.environ.update(saved)
+
+    LambdaFunction.invoke = invoke
+    try:
+        yield answered
+    finally:
+        LambdaFunction.invoke = original_invoke

@@ -36,3 +36,12 @@ def synthesized(tmp_path_factory) -> Synthesized:
     from cdk_synth import synthesize
 
     return synthesize(tmp_path_factory.mktemp("cdk.out"))
+
+
+@pytest.fixture(scope="session")
+def variant_synthesized(tmp_path_factory) -> Synthesized:
+    """The stack with every optional part: SageMaker Debugger's legacy grants and the AWS Budgets alarm (one synth
+    for both: each synth bundles the Lambdas again)."""
+    from cdk_synth import synthesize
+
+    return synthesize(tmp_path_factory.mktemp("cdk.out.variant"), legacy_sagemaker_debugger="true", budget_limit_usd="500")

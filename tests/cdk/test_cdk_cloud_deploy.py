@@ -54,10 +54,16 @@ def test_the_template_deploys_to_create_complete_with_the_resources_it_declares(
     assert deployed["SkippedByMoto"] == [
         "AWS::CloudWatch::Alarm",
         "AWS::Lambda::EventInvokeConfig",
+        "AWS::Logs::MetricFilter",
         "AWS::S3::BucketPolicy",
         "AWS::SNS::TopicPolicy",
         "AWS::SQS::QueuePolicy",
     ]
+    # The teardown's custom resource, answered by its real handler (the Create does nothing but answer).
+    answers = deployed["CustomResourcesAnswered"]
+    (teardown,) = synthesized.resources("Custom::StackTeardown")
+    assert answers and {answer["LogicalResourceId"] for answer in answers} == {teardown}
+    assert all(a["Status"] == "SUCCESS" and a["PhysicalResourceId"].endswith("/teardown") for a in answers), answers
     outputs = {o["OutputKey"]: o["OutputValue"] for o in deployed["Outputs"]}
     assert outputs["JobNamePrefix"] == "remediation"
 
@@ -69,6 +75,7 @@ def test_the_template_deploys_to_create_complete_with_the_resources_it_declares(
         "lambdas.plan_handler.handler",
         "lambdas.job_events_handler.handler",
         "lambdas.execution_cleanup_handler.handler",
+        "lambdas.stack_teardown_handler.handler",
     }
     for function in functions.values():
         assert function["Runtime"] == "python3.13"

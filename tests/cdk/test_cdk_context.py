@@ -109,13 +109,21 @@ def test_the_deployed_powertools_layer_is_the_version_the_handlers_are_tested_wi
 
 
 def test_the_cost_guardrails_from_the_context_reach_iam_and_every_lambda(tmp_path):
+    """IAM has no instance-count key and bounds MaxRuntimeInSeconds per job: 10 instance-hours over at most 4
+    instances is 9,000 s a job, so 4 instances x 9,000 s is the 10 instance-hours (it was 36,000 s: a 4-instance job
+    could reach 40 instance-hours)."""
     synthesized = synthesize(
-        tmp_path, allowed_instance_types="ml.g5.xlarge, ml.m5.large", max_instance_count=4, max_instance_hours=10
+        tmp_path,
+        allowed_instance_types="ml.g5.xlarge, ml.m5.large",
+        max_instance_count=4,
+        max_instance_hours=10,
+        max_concurrent_executions=3,
     )
     text = json.dumps(synthesized.template)
     assert '"sagemaker:InstanceTypes": ["ml.g5.xlarge", "ml.m5.large"]' in text
-    assert '"sagemaker:MaxRuntimeInSeconds": "36000"' in text
+    assert '"sagemaker:MaxRuntimeInSeconds": "9000"' in text and 4 * 9000 == 10 * 3600
     for function in synthesized.resources("AWS::Lambda::Function").values():
         variables = function["Properties"]["Environment"]["Variables"]
         assert variables["ALLOWED_INSTANCE_TYPES"] == "ml.g5.xlarge,ml.m5.large"
         assert (variables["MAX_INSTANCE_COUNT"], variables["MAX_INSTANCE_HOURS"]) == ("4", "10")
+        assert variables["MAX_CONCURRENT_EXECUTIONS"] == "3"

@@ -116,14 +116,15 @@ def test_train_lambda_creates_only_prefixed_jobs_tags_only_on_create_and_passes_
     for action in ("sagemaker:CreateTrainingJob", "sagemaker:DescribeTrainingJob"):
         (statement,) = granted(statements, action)
         assert statement["Resource"] == training_job_arn()
-    # The cost guardrails, in IAM: only the allowed instance types, named in every request, and at most the
-    # instance-hours per job (contracts.stack_guardrails; cdk.json's defaults)
+    # The cost guardrails, in IAM: only the allowed instance types, named in every request, and a runtime that keeps
+    # a job of the most instances within the instance-hours (contracts.stack_guardrails; cdk.json's defaults:
+    # 48 instance-hours over at most 2 instances)
     (create,) = granted(statements, "sagemaker:CreateTrainingJob")
     assert _as_list(create["Action"]) == ["sagemaker:CreateTrainingJob"]
     assert create["Condition"] == {
         "ForAllValues:StringEquals": {"sagemaker:InstanceTypes": list(DEFAULT_ALLOWED_INSTANCE_TYPES)},
         "Null": {"sagemaker:InstanceTypes": "false"},
-        "NumericLessThanEquals": {"sagemaker:MaxRuntimeInSeconds": str(48 * 3600)},
+        "NumericLessThanEquals": {"sagemaker:MaxRuntimeInSeconds": str(24 * 3600)},
     }
     (tagging,) = granted(statements, "sagemaker:AddTags")
     assert tagging["Resource"] == training_job_arn()
@@ -138,7 +139,8 @@ def test_train_lambda_creates_only_prefixed_jobs_tags_only_on_create_and_passes_
     # S3: only the checkpoints a resuming remedy carries over (CopyObject: read the source, write the target; a
     # copy that cannot finish is deleted so the job starts from step 0)
     (copying,) = [s for s in statements if any(a.startswith("s3:") and a != "s3:ListBucket" for a in _as_list(s["Action"]))]
-    assert set(_as_list(copying["Action"])) == {"s3:GetObject", "s3:PutObject", "s3:DeleteObject"}
+    # (a file over 256 MiB is copied in parts: a copy that fails is aborted, not left half-way)
+    assert set(_as_list(copying["Action"])) == {"s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload"}
     assert copying["Resource"] == bucket_object_arn(synthesized, bucket_layout.CHECKPOINTS_PREFIX)
     # Once its job exists it asks whether its execution still runs: this state machine's executions only
     (describe,) = granted(statements, "states:DescribeExecution")
@@ -171,10 +173,12 @@ def test_every_lambda_publishes_only_to_the_topic_and_encrypts_only_with_its_key
         assert publish["Resource"] == {"Ref": topic_id}
         (encrypt,) = granted(statements, "kms:GenerateDataKey")
         assert encrypt["Resource"] == {"Fn::GetAtt": [key_id, "Arn"]}
-    plan_actions = {
-        a for s in role_statements(synthesized, synthesized.stack.functions.plan.role) for a in _as_list(s["Action"])
-    }
-    assert plan_actions == EVERY_LAMBDA | PUBLISH
+    plan_statements = role_statements(synthesized, synthesized.stack.functions.plan.role)
+    plan_actions = {a for s in plan_statements for a in _as_list(s["Action"])}
+    # and Initialize counts this state machine's running executions (max_concurrent_executions)
+    assert plan_actions == EVERY_LAMBDA | PUBLISH | {"states:ListExecutions"}
+    (listing,) = granted(plan_statements, "states:ListExecutions")
+    assert listing["Resource"] == {"Ref": synthesized.logical_id(synthesized.stack.workflow.state_machine)}
 
 
 def test_sagemaker_role_reads_code_data_checkpoints_and_writes_output_debug_output_checkpoints_only(synthesized):
@@ -188,7 +192,8 @@ def test_sagemaker_role_reads_code_data_checkpoints_and_writes_output_debug_outp
         json.dumps(bucket_object_arn(synthesized, p)) for p in ("jobs/", "debug-output/", "checkpoints/")
     )
     (listing,) = granted(statements, "s3:ListBucket")
-    assert listing["Condition"] == {"StringLike": {"s3:prefix": ["code/*", "data/*", "checkpoints/*"]}}
+    # checkpoints/ only below a job's secret token (32 characters), debug-output/ not at all
+    assert listing["Condition"] == {"StringLike": {"s3:prefix": ["code/*", "data/*", "checkpoints/*/" + "?" * 32 + "*"]}}
     s3_actions = {a for s in statements for a in _as_list(s["Action"]) if a.startswith("s3:")}
     assert s3_actions == {"s3:GetObject", "s3:PutObject", "s3:ListBucket"}
     (pull,) = granted(statements, "ecr:BatchGetImage")
@@ -217,10 +222,8 @@ def test_without_legacy_mode_the_sagemaker_role_cannot_stop_jobs_list_them_or_re
 
 
 @pytest.fixture(scope="module")
-def legacy_synthesized(tmp_path_factory):
-    from cdk_synth import synthesize
-
-    return synthesize(tmp_path_factory.mktemp("cdk.out.legacy"), legacy_sagemaker_debugger="true")
+def legacy_synthesized(variant_synthesized):
+    return variant_synthesized  # legacy mode (and a budget)
 
 
 def test_sagemaker_role_lets_the_legacy_rule_evaluator_read_its_tensors_stop_the_job_and_log(legacy_synthesized):
@@ -236,11 +239,14 @@ def test_sagemaker_role_lets_the_legacy_rule_evaluator_read_its_tensors_stop_the
         resource["Fn::Join"][1][-1] == ":repository/sagemaker-debugger-rules" for resource in pull["Resource"]
     )  # the rule evaluator's image
     (read,) = granted(statements, "s3:GetObject")
-    assert json.dumps(bucket_object_arn(synthesized, bucket_layout.DEBUG_OUTPUT_PREFIX)) in map(
+    # the tensors SageMaker's hook wrote (<job>/debug-output/), not the rest of debug-output/
+    tensors = {"Fn::Join": ["", [{"Fn::GetAtt": [synthesized.logical_id(synthesized.stack.storage.artifacts_bucket), "Arn"]}, "/debug-output/*/debug-output/*"]]}
+    assert json.dumps(tensors) in map(json.dumps, _as_list(read["Resource"]))
+    assert json.dumps(bucket_object_arn(synthesized, bucket_layout.DEBUG_OUTPUT_PREFIX)) not in map(
         json.dumps, _as_list(read["Resource"])
     )
     (listing,) = granted(statements, "s3:ListBucket")
-    assert "debug-output/*" in listing["Condition"]["StringLike"]["s3:prefix"]
+    assert "debug-output/*/debug-output*" in listing["Condition"]["StringLike"]["s3:prefix"]
     (list_jobs,) = granted(statements, "sagemaker:ListTrainingJobs")
     assert list_jobs["Resource"] == "*"
     (stop,) = granted(statements, "sagemaker:StopTrainingJob")
@@ -435,7 +441,7 @@ def aws_actions_reached(handler_module: str) -> set[str]:
     return reached
 
 
-@pytest.mark.parametrize("name", ["train", "monitor", "plan", "job_events", "execution_cleanup"])
+@pytest.mark.parametrize("name", ["train", "monitor", "plan", "job_events", "execution_cleanup", "stack_teardown"])
 def test_each_lambda_is_granted_every_aws_call_its_handler_makes(synthesized, name):
     module = f"lambdas.{name}_handler"
     assert _module_file(module), f"{module} is missing: the stack deploys it as the {name} Lambda's handler"
@@ -472,3 +478,59 @@ def _construct_path_of_role(synthesized, role_logical_id: str) -> str:
             if synthesized.stack.resolve(child.logical_id) == role_logical_id:
                 return construct.node.path
     raise AssertionError(f"no role construct for {role_logical_id}")
+
+
+def test_stack_teardown_lambda_stops_only_this_state_machines_executions_and_prefixed_jobs(synthesized):
+    statements = role_statements(synthesized, synthesized.stack.functions.stack_teardown.role)
+    machine = {"Ref": synthesized.logical_id(synthesized.stack.workflow.state_machine)}
+    (listing,) = granted(statements, "states:ListExecutions")
+    assert listing["Resource"] == machine
+    (stop,) = granted(statements, "states:StopExecution")
+    assert stop["Resource"] == executions_arn(synthesized)
+    for action in ("sagemaker:ListTags", "sagemaker:StopTrainingJob"):
+        (statement,) = granted(statements, action)
+        assert statement["Resource"] == training_job_arn()
+    (find,) = granted(statements, "sagemaker:ListTrainingJobs")
+    assert find["Resource"] == "*"  # ListTrainingJobs takes no resource ARN
+    actions = {a for s in statements for a in _as_list(s["Action"])}
+    assert actions == EVERY_LAMBDA | {
+        "states:ListExecutions",
+        "states:StopExecution",
+        "sagemaker:ListTrainingJobs",
+        "sagemaker:ListTags",
+        "sagemaker:StopTrainingJob",
+    }
+
+
+def _string_like(pattern: str, value: str) -> bool:
+    """IAM's StringLike: ``*`` any run of characters (slashes too), ``?`` one character, the rest literal."""
+    import re
+
+    return re.fullmatch("".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern), value) is not None
+
+
+@pytest.mark.parametrize("legacy", [False, True])
+def test_no_listing_the_training_role_may_make_shows_another_runs_evidence(synthesized, variant_synthesized, legacy):
+    """One SageMaker role serves every run, and listing checkpoints/ showed every job's name, so a script could write
+    debug-output/<another job>/rule-status.json naming that job. Now each job's evidence is under
+    <job>/<token>/ (an HMAC of its name under its execution's secret): every prefix the role may list is either not a
+    prefix of another job's keys or already holds its token, so none reveals a token; its own checkpoint prefix stays
+    listable (SageMaker lists it at a (re)start), with or without its trailing slash."""
+    from lambdas.remediation.job import job_identity
+
+    stack = variant_synthesized if legacy else synthesized
+    (listing,) = granted(role_statements(stack, stack.stack.sagemaker.role), "s3:ListBucket")
+    patterns = _as_list(listing["Condition"]["StringLike"]["s3:prefix"])
+
+    def listable(prefix: str) -> bool:
+        return any(_string_like(pattern, prefix) for pattern in patterns)
+
+    other = "remediation-resnet-0123456789-002"
+    prefixes = job_identity.evidence_prefixes(other, job_identity.new_evidence_key())
+    token = prefixes.checkpoints.split("/")[2]
+    for secret_key in (prefixes.checkpoints, prefixes.debug_output):
+        above_the_token = [secret_key[:cut] for cut in range(len(secret_key)) if token not in secret_key[:cut]]
+        assert not [p for p in above_the_token if listable(p)], [p for p in above_the_token if listable(p)][:3]
+    assert listable(prefixes.checkpoints) and listable(prefixes.checkpoints.rstrip("/"))
+    assert listable("code/") and listable("data/train-0123/")
+    assert listable(f"debug-output/{other}/debug-output/") is legacy  # the legacy evaluator's tensors only

@@ -27,7 +27,7 @@ def test_resource_inventory(synthesized):
     counts = {}
     for resource in synthesized.template["Resources"].values():
         counts[resource["Type"]] = counts.get(resource["Type"], 0) + 1
-    assert counts["AWS::Lambda::Function"] == 5  # train, monitor, plan, job-events, execution-cleanup
+    assert counts["AWS::Lambda::Function"] == 6  # train, monitor, plan, job-events, execution-cleanup, stack-teardown
     assert counts["AWS::StepFunctions::StateMachine"] == 1
     assert counts["AWS::Events::Rule"] == 2
     assert counts["AWS::S3::Bucket"] == 2  # artifacts + its access logs
@@ -35,8 +35,67 @@ def test_resource_inventory(synthesized):
     assert counts["AWS::KMS::Key"] == 1
     assert counts["AWS::CloudWatch::Alarm"] == 5
     assert counts["AWS::SQS::Queue"] == 1  # the dead-letter queue
-    # No custom-resource Lambdas (log retention, bucket auto-delete...) sneaked in.
+    assert counts["AWS::Logs::MetricFilter"] == 6  # a timeout line in each function's log
+    # One custom resource, the stack's own teardown; no other (log retention, bucket auto-delete...) sneaked in.
+    assert counts["Custom::StackTeardown"] == 1
     assert "Custom::LogRetention" not in counts and "AWS::CloudFormation::CustomResource" not in counts
+    assert "AWS::Budgets::Budget" not in counts  # only with -c budget_limit_usd
+
+
+def test_the_teardown_is_deleted_before_anything_a_run_needs(synthesized):
+    """CloudFormation deletes in reverse dependency order: the teardown (which stops the running executions and
+    their jobs) depends on the state machine, every other Lambda and its role, the EventBridge rules, the SageMaker
+    role, the topic and the queue, so none of them goes before it has answered. Its own Lambda is its service token."""
+    resources = synthesized.template["Resources"]
+    (teardown_id,) = synthesized.resources("Custom::StackTeardown")
+    teardown = resources[teardown_id]
+    stack = synthesized.stack
+    assert teardown["Properties"]["ServiceToken"] == {
+        "Fn::GetAtt": [synthesized.logical_id(stack.functions.stack_teardown), "Arn"]
+    }
+    depends = set(teardown["DependsOn"])
+    must_outlive = [
+        stack.workflow.state_machine,
+        stack.sagemaker.role,
+        stack.notifications.topic,
+        stack.dead_letters.queue,
+        stack.events.job_state_change,
+        stack.events.execution_ended,
+        *(f for f in stack.functions.all if f is not stack.functions.stack_teardown),
+        *(f.role for f in stack.functions.all if f is not stack.functions.stack_teardown),
+    ]
+    missing = [c.node.path for c in must_outlive if synthesized.logical_id(c) not in depends]
+    assert not missing, missing
+    function = resources[synthesized.logical_id(stack.functions.stack_teardown)]["Properties"]
+    assert function["Timeout"] == 900  # Lambda's longest: a launch under way and the jobs' stops are waited out
+
+
+def test_an_optional_budget_alarm_notifies_the_encrypted_topic(variant_synthesized):
+    """-c budget_limit_usd=500: a monthly AWS Budgets alarm on the account's SageMaker spend (80% actual, 100%
+    forecast) to the topic, which (and whose key) allow budgets.amazonaws.com for this budget only."""
+    synthesized = variant_synthesized
+    (budget,) = synthesized.resources("AWS::Budgets::Budget").values()
+    data = budget["Properties"]["Budget"]
+    assert data["BudgetLimit"] == {"Amount": 500, "Unit": "USD"} and data["TimeUnit"] == "MONTHLY"
+    assert data["CostFilters"] == {"Service": ["Amazon SageMaker"]}
+    topic_id = synthesized.logical_id(synthesized.stack.notifications.topic)
+    notified = budget["Properties"]["NotificationsWithSubscribers"]
+    assert [(n["Notification"]["NotificationType"], n["Notification"]["Threshold"]) for n in notified] == [
+        ("ACTUAL", 80),
+        ("FORECASTED", 100),
+    ]
+    assert all(n["Subscribers"] == [{"Address": {"Ref": topic_id}, "SubscriptionType": "SNS"}] for n in notified)
+    topic_statements = [
+        statement
+        for policy in synthesized.resources("AWS::SNS::TopicPolicy").values()
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+        if statement.get("Principal") == {"Service": "budgets.amazonaws.com"}
+    ]
+    (publish,) = topic_statements
+    assert publish["Action"] == "sns:Publish" and "aws:SourceArn" in publish["Condition"]["ArnLike"]
+    key_id = synthesized.logical_id(synthesized.stack.notifications.key)
+    key_statements = synthesized.template["Resources"][key_id]["Properties"]["KeyPolicy"]["Statement"]
+    assert [s for s in key_statements if s.get("Principal") == {"Service": "budgets.amazonaws.com"}]
 
 
 def test_artifacts_bucket_is_encrypted_private_versioned_logged_and_expires_debug_output(synthesized):
@@ -114,6 +173,7 @@ def test_lambdas_run_python_3_13_with_powertools_tracing_and_their_environment(s
         "lambdas.job_events_handler.handler",
         "lambdas.monitor_handler.handler",
         "lambdas.plan_handler.handler",
+        "lambdas.stack_teardown_handler.handler",
         "lambdas.train_handler.handler",
     ]
     bucket_id = synthesized.logical_id(synthesized.stack.storage.artifacts_bucket)
@@ -136,17 +196,67 @@ def test_lambdas_run_python_3_13_with_powertools_tracing_and_their_environment(s
             "POWERTOOLS_SERVICE_NAME": POWERTOOLS_SERVICE_NAME,
             "POWERTOOLS_METRICS_NAMESPACE": POWERTOOLS_METRICS_NAMESPACE,
             "POWERTOOLS_LOG_LEVEL": "INFO",
+            # no event and no traced response in a log or a trace: payloads and task tokens stay out of them
+            "POWERTOOLS_LOGGER_LOG_EVENT": "false",
+            "POWERTOOLS_TRACER_CAPTURE_RESPONSE": "false",
             # the stack's guardrails (contracts.stack_guardrails), cdk.json's defaults
             "ALLOWED_INSTANCE_TYPES": ",".join(DEFAULT_ALLOWED_INSTANCE_TYPES),
             "MAX_INSTANCE_COUNT": "2",
             "MAX_INSTANCE_HOURS": "48",
+            "MAX_CONCURRENT_EXECUTIONS": "2",
             "LEGACY_SAGEMAKER_DEBUGGER": "disabled",
+            "SECRET_EVIDENCE_PATHS": "on",
         }
         if properties["Handler"] == "lambdas.job_events_handler.handler":  # where the task tokens are kept
             expected["ARTIFACTS_BUCKET"] = {"Ref": bucket_id}
+        if properties["Handler"] == "lambdas.stack_teardown_handler.handler":  # whose executions it stops
+            expected["STATE_MACHINE_ARN"] = {"Ref": synthesized.logical_id(synthesized.stack.workflow.state_machine)}
         assert properties["Environment"]["Variables"] == expected
     for log_group in synthesized.resources("AWS::Logs::LogGroup").values():
         assert log_group["Properties"]["RetentionInDays"] == 90
+
+
+def test_the_handlers_never_trace_a_response():
+    """Powertools' Tracer records what a traced function returns unless told not to: a payload (256 KiB, over
+    X-Ray's 64 KB segment) and a wait's task token. Every tracer decorator of every handler says
+    capture_response=False."""
+    import ast
+    from pathlib import Path
+
+    def is_tracer_capture(node: ast.expr) -> bool:
+        return (
+            isinstance(node, ast.Attribute)
+            and node.attr.startswith("capture_")
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "tracer"
+        )
+
+    handlers = sorted((Path(__file__).resolve().parents[2] / "lambdas").glob("*_handler.py"))
+    assert len(handlers) == 6
+    for path in handlers:
+        functions = [n for n in ast.walk(ast.parse(path.read_text(encoding="utf-8"))) if isinstance(n, ast.FunctionDef)]
+        decorators = [d for f in functions for d in f.decorator_list]
+        traced = [d for d in decorators if is_tracer_capture(d.func if isinstance(d, ast.Call) else d)]
+        assert traced, f"{path.name}: its handler is not traced"
+        for decorator in traced:
+            assert isinstance(decorator, ast.Call), f"{path.name}: a tracer decorator without capture_response=False"
+            keywords = {keyword.arg: keyword.value for keyword in decorator.keywords}
+            assert isinstance(keywords.get("capture_response"), ast.Constant), path.name
+            assert keywords["capture_response"].value is False, path.name
+
+
+def test_the_evidence_outlives_the_stack(synthesized):
+    """The dead-letter queue and every log group are kept when the stack is deleted (they went with it: what
+    failed and what ran could no longer be read)."""
+    resources = synthesized.template["Resources"]
+    kept = [
+        *synthesized.resources("AWS::Logs::LogGroup"),
+        synthesized.logical_id(synthesized.stack.dead_letters.queue),
+    ]
+    assert len(kept) == 8  # six Lambdas, the state machine, the queue
+    for logical_id in kept:
+        assert resources[logical_id].get("DeletionPolicy") == "Retain", logical_id
+        assert resources[logical_id].get("UpdateReplacePolicy") == "Retain", logical_id
 
 
 def test_state_machine_logs_every_event_traces_and_inlines_the_definition(synthesized):
@@ -155,13 +265,15 @@ def test_state_machine_logs_every_event_traces_and_inlines_the_definition(synthe
     properties = machine["Properties"]
     assert properties["StateMachineType"] == "STANDARD"
     assert properties["TracingConfiguration"] == {"Enabled": True}
+    # every event (cdk-nag's SF1), without execution data: no payload, no task token in the log
     assert properties["LoggingConfiguration"]["Level"] == "ALL"
-    assert properties["LoggingConfiguration"]["IncludeExecutionData"] is True
+    assert properties["LoggingConfiguration"]["IncludeExecutionData"] is False
     log_group_id = properties["LoggingConfiguration"]["Destinations"][0]["CloudWatchLogsLogGroup"]["LogGroupArn"][
         "Fn::GetAtt"
     ][0]
     log_group_name = synthesized.template["Resources"][log_group_id]["Properties"]["LogGroupName"]
     assert json.dumps(log_group_name).count("/aws/vendedlogs/states/") == 1
+    assert "AWS::StackId" in json.dumps(log_group_name)  # kept after a delete, not in the way of the next stack
     # Inline, byte for byte the ASL file: cfn-lint and these tests see the definition (no S3 location).
     assert "DefinitionS3Location" not in properties
     assert properties["DefinitionString"] == synthesized.definition_path.read_text(encoding="utf-8")
@@ -212,21 +324,23 @@ def _alarms(synthesized) -> dict[str, dict]:
 
 
 def test_alarms_watch_what_no_one_would_otherwise_see_and_notify_the_topic(synthesized):
-    """Aborted and timed-out executions, an undelivered event or failed asynchronous invocation (the dead-letter
-    queue), an unexpected workflow error and a Lambda error that is not a transient fault handed back for a retry.
-    A run that gives up (RemediationGaveUp) alarms no one: there is no alarm on ExecutionsFailed."""
+    """An execution that ended otherwise than expected (the execution-cleanup Lambda counts every such end, whatever
+    state it happened in), a timed-out execution (Step Functions' own count, beside it), an undelivered event or
+    failed asynchronous invocation (the dead-letter queue), an error a handler counted itself as it raised, a Lambda
+    timeout, a Lambda throttle. A run that gives up and a deliberate stop alarm no one: there is no alarm on
+    ExecutionsFailed or ExecutionsAborted."""
     machine_id = synthesized.logical_id(synthesized.stack.workflow.state_machine)
     topic_id = synthesized.logical_id(synthesized.stack.notifications.topic)
     alarms = _alarms(synthesized)
-    assert set(alarms) == {"ExecutionsAborted", "ExecutionsTimedOut", "UndeliveredEvents", "WorkflowErrors", "LambdaErrors"}
+    assert set(alarms) == {"ExecutionsTimedOut", "UndeliveredEvents", "WorkflowErrors", "LambdaErrors", "LambdaThrottles"}
     for alarm in alarms.values():
         assert alarm["Threshold"] == 1 and alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
         assert alarm["AlarmActions"] == [{"Ref": topic_id}]
         assert alarm["TreatMissingData"] == "notBreaching"
-        assert alarm.get("MetricName") != "ExecutionsFailed"
-    for name in ("ExecutionsAborted", "ExecutionsTimedOut"):
-        assert alarms[name]["MetricName"] == name and alarms[name]["Namespace"] == "AWS/States"
-        assert alarms[name]["Dimensions"] == [{"Name": "StateMachineArn", "Value": {"Ref": machine_id}}]
+        assert alarm.get("MetricName") not in ("ExecutionsFailed", "ExecutionsAborted")
+    assert alarms["ExecutionsTimedOut"]["MetricName"] == "ExecutionsTimedOut"
+    assert alarms["ExecutionsTimedOut"]["Namespace"] == "AWS/States"
+    assert alarms["ExecutionsTimedOut"]["Dimensions"] == [{"Name": "StateMachineArn", "Value": {"Ref": machine_id}}]
     queue_id = synthesized.logical_id(synthesized.stack.dead_letters.queue)
     assert alarms["UndeliveredEvents"]["MetricName"] == "ApproximateNumberOfMessagesVisible"
     assert alarms["UndeliveredEvents"]["Dimensions"] == [
@@ -240,12 +354,30 @@ def test_alarms_watch_what_no_one_would_otherwise_see_and_notify_the_topic(synth
     for metric in workflow_inputs.values():
         assert metric["Namespace"] == POWERTOOLS_METRICS_NAMESPACE
         assert metric["Dimensions"] == [{"Name": "service", "Value": POWERTOOLS_SERVICE_NAME}]
+    # Lambda errors: what the handlers count as they raise, in the period it happened (no Errors minus
+    # TransientFaultsDeferred: a long invocation's two metrics fell in different periods), and the timeouts a
+    # metric filter reads from each function's log
     (expression,) = [m for m in alarms["LambdaErrors"]["Metrics"] if "Expression" in m]
-    assert expression["Expression"] == "(FILL(e0, 0) + FILL(e1, 0) + FILL(e2, 0) + FILL(e3, 0) + FILL(e4, 0)) - FILL(deferred, 0)"
+    assert expression["Expression"] == "FILL(unhandled, 0) + FILL(timeouts, 0)"
     inputs = {m["Id"]: m["MetricStat"]["Metric"] for m in alarms["LambdaErrors"]["Metrics"] if "MetricStat" in m}
-    assert inputs["deferred"]["MetricName"] == end_causes.TRANSIENT_FAULTS_DEFERRED
-    functions = {synthesized.logical_id(f) for f in synthesized.stack.functions.all}
-    assert {inputs[f"e{i}"]["Dimensions"][0]["Value"]["Ref"] for i in range(5)} == functions
+    assert inputs["unhandled"]["MetricName"] == end_causes.UNHANDLED_ERRORS
+    assert inputs["unhandled"]["Dimensions"] == [{"Name": "service", "Value": POWERTOOLS_SERVICE_NAME}]
+    assert inputs["timeouts"] == {"Namespace": POWERTOOLS_METRICS_NAMESPACE, "MetricName": "LambdaTimeouts"}
+    assert {m["MetricName"] for m in inputs.values()}.isdisjoint({"Errors", end_causes.TRANSIENT_FAULTS_DEFERRED})
+    filters = list(synthesized.resources("AWS::Logs::MetricFilter").values())
+    functions = synthesized.stack.functions.all
+    assert sorted(f["Properties"]["LogGroupName"]["Ref"] for f in filters) == sorted(
+        synthesized.stack.resolve(f.log_group.node.default_child.logical_id) for f in functions
+    )
+    for metric_filter in filters:
+        assert metric_filter["Properties"]["FilterPattern"] == '"Task timed out after"'
+        (transformation,) = metric_filter["Properties"]["MetricTransformations"]
+        assert transformation["MetricName"] == "LambdaTimeouts" and transformation["MetricValue"] == "1"
+    throttles = {m["Id"]: m["MetricStat"]["Metric"] for m in alarms["LambdaThrottles"]["Metrics"] if "MetricStat" in m}
+    assert {m["MetricName"] for m in throttles.values()} == {"Throttles"}
+    assert {m["Dimensions"][0]["Value"]["Ref"] for m in throttles.values()} == {
+        synthesized.logical_id(f) for f in functions
+    }
 
 
 def test_undelivered_events_and_failed_asynchronous_invocations_go_to_the_dead_letter_queue(synthesized):

@@ -21,14 +21,9 @@ handler runs, before one of its AWS calls (the train Lambda's checkpoint copy, i
 it answered. The execution's own end then reaches the execution-cleanup handler through the stack's rule, as in
 the cloud.
 
-:func:`check_invariants` reads what happened and lists every violation of the product's promises:
-
-1. no training job runs once the execution has ended (after the cleanup and once every Lambda still running
-   has returned, as Lambda's timeout guarantees in the cloud),
-2. at most one job per attempt,
-3. no success without every selected rule NoIssuesFound and the objective met,
-4. no healthy job stopped while its execution ran (a transient fault is never a reason to stop one),
-5. every end names its cause (a known Error, a non-empty Cause).
+:func:`check_invariants` (fault_invariants.py) reads what happened and lists every violation of the product's
+promises; the harness records what it needs besides: the notifications SNS took and the metrics the handlers counted,
+by execution.
 """
 
 from __future__ import annotations
@@ -41,12 +36,15 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from aws_lambda_powertools import Metrics
 from botocore.exceptions import ReadTimeoutError
+from fault_invariants import Outcome, check_invariants
 from workflow_harness import ACCOUNT, REGION, Workflow, acting_as, current_actor
 
 from lambdas import execution_cleanup_handler
-from lambdas.remediation.state.end_causes import is_named
 from local_runtime.botocore_dispatch import OperationCall, ServiceError
+
+__all__ = ["Abort", "EventPerturbation", "Fault", "FaultHarness", "FaultSchedule", "Outcome", "check_invariants"]
 
 FAULT_KINDS = ("throttle", "server_error", "timeout")
 LAMBDA_FAULT_KINDS = ("throttle", "server_error", "timeout", "lambda_timeout", "lambda_timeout_after")
@@ -165,6 +163,8 @@ class Abort:
     fired: bool = False
     seen: int = 0
     action: Callable[[], None] | None = None
+    #: The execution was running at that moment and was stopped (a moment reached after it ended stops nothing).
+    stopped: bool = False
 
 
 # --------------------------------------------------------------------------- events on their way
@@ -215,8 +215,33 @@ class FaultHarness:
         self.cleanup_pauses: list[float] = []
         self._saved_pause = getattr(execution_cleanup_handler, "pause", None)
         execution_cleanup_handler.pause = self.cleanup_pauses.append
+        # The handlers' metrics, by the handler that emitted them (what the stack's alarms read).
+        self.metrics: list[tuple[str | None, str, float]] = []
+        self.metrics_by_execution: list[tuple[str | None, str, float]] = []
+        #: Every notification SNS took (no fault answered it), by the execution the harness was running.
+        self.published: list[tuple[str | None, dict[str, Any]]] = []
+        self._saved_add_metric = Metrics.add_metric
+        harness = self
+
+        def add_metric(metrics_self: Any, name: str, unit: Any, value: float, *args: Any, **kwargs: Any) -> None:
+            harness.metrics.append((current_actor(), name, value))
+            harness.metrics_by_execution.append((harness.workflow.execution_arn, name, value))
+            return harness._saved_add_metric(metrics_self, name, unit, value, *args, **kwargs)
+
+        Metrics.add_metric = add_metric
+
+    def metric_count(self, name: str) -> float:
+        return sum(value for _, metric, value in self.metrics if metric == name)
+
+    def metric_count_since(self, execution_arn: str, name: str) -> float:
+        """What the handlers counted of ``name`` while ``execution_arn`` was the harness's execution."""
+        return sum(value for arn, metric, value in self.metrics_by_execution if arn == execution_arn and metric == name)
+
+    def published_since(self, execution_arn: str) -> list[dict[str, Any]]:
+        return [message for arn, message in self.published if arn == execution_arn]
 
     def close(self) -> None:
+        Metrics.add_metric = self._saved_add_metric
         execution_cleanup_handler.settle_launch = self._saved_settle
         if self._saved_pause is not None:
             execution_cleanup_handler.pause = self._saved_pause
@@ -314,6 +339,8 @@ class FaultHarness:
             self._maybe_abort(actor, call.operation)
         kind = self.schedule.decide(call)
         if kind is None:
+            if (call.service, call.operation) == ("sns", "Publish"):
+                self.published.append((self.workflow.execution_arn, json.loads(call.params["Message"])))
             return
         self.injected.append(Fault(kind, call.service, call.operation, actor or "states"))
         if kind in ("lambda_timeout", "lambda_timeout_after"):
@@ -362,6 +389,7 @@ class FaultHarness:
                     # the cleanup has had its first look (the worst order for a launch under way).
                     self._cleanup_looked.clear()
                     self.workflow.stop(arn, error="UserStop", cause=f"fault harness: stopped at {actor} {moment}")
+                    planned.stopped = True
                     self.workflow.wait(arn, timeout=30)
                     self.deliver_execution_end(arn)
                     if not self._cleanup_looked.wait(30):
@@ -410,70 +438,3 @@ def _execution_status_change(description: dict[str, Any]) -> dict[str, Any]:
 
     return execution_status_change_event(description, REGION, ACCOUNT)
 
-
-# --------------------------------------------------------------------------- the promises
-
-
-@dataclasses.dataclass
-class Outcome:
-    """One execution under faults, and what it showed."""
-
-    status: str
-    error: str | None
-    cause: str | None
-    jobs: dict[str, str]
-    violations: list[str]
-    faults: int
-
-
-def check_invariants(
-    workflow: Workflow,
-    harness: FaultHarness,
-    description: dict[str, Any],
-    *,
-    healthy_jobs: set[str] | None = None,
-    aborted: bool = False,
-) -> list[str]:
-    """Every promise the execution broke, one line each (empty: none)."""
-    sagemaker = workflow.sagemaker
-    violations: list[str] = []
-    status = description["status"]
-    jobs = sagemaker.final_statuses()
-    for job, job_status in jobs.items():
-        if job_status == "InProgress":
-            violations.append(f"training job {job} still runs after the execution ended {status}")
-    attempts = [request["Tags"] for request in sagemaker.created]
-    numbers = [next(tag["Value"] for tag in tags if tag["Key"] == "remediation:attempt") for tags in attempts]
-    if len(numbers) != len(set(numbers)):
-        violations.append(f"more than one job for an attempt: attempts {numbers}")
-    if status == "SUCCEEDED":
-        output = json.loads(description["output"])["state"]
-        last = output["attempts"][-1]
-        tick = sagemaker.jobs[last["job_name"]]["current"]
-        selected = {rule["name"] for rule in sagemaker.selected_rules(last["job_name"])}
-        reported = tick.rule_status if not isinstance(tick.rule_status, str) else None
-        if tick.status != "Completed" or reported is None or reported.fired is not None or reported.in_progress:
-            violations.append(f"succeeded although job {last['job_name']} ended {tick.status} with {reported}")
-        missing = selected - set(reported.rules if reported is not None and reported.rules else selected)
-        if missing:
-            violations.append(f"succeeded without rule(s) {sorted(missing)} reporting NoIssuesFound")
-        objective = output.get("objective")
-        value = tick.final_metrics.get((objective or {}).get("metric_name", ""), None)
-        if objective is not None and (value is None or not _meets(objective, value)):
-            violations.append(f"succeeded with objective {objective} and value {value}")
-    for job in sagemaker.stopped_while_running:
-        if healthy_jobs is not None and job in healthy_jobs:
-            violations.append(f"healthy job {job} stopped while its execution ran")
-    if status != "SUCCEEDED":
-        error, cause = description.get("error"), description.get("cause")
-        if status == "FAILED" and (not is_named(error) or not cause):
-            violations.append(f"execution failed with an unnamed cause: {error!r}: {str(cause)[:300]!r}")
-        if status in ("ABORTED", "TIMED_OUT") and not aborted:
-            violations.append(f"execution ended {status} though nothing stopped it")
-    return violations
-
-
-def _meets(objective: dict[str, Any], value: float) -> bool:
-    """Read the objective's JSON here, not with the product's Objective: the invariant is checked independently."""
-    target = objective["target_value"]
-    return value >= target if objective["type"] == "Maximize" else value <= target

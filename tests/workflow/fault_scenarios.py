@@ -15,7 +15,17 @@ from collections.abc import Callable
 from typing import Any
 
 from fault_harness import FaultHarness, FaultSchedule, check_invariants
-from workflow_harness import BASE_INPUT, Tick, Workflow, completed, failed, issues_found, running, stopped
+from workflow_harness import (
+    BASE_INPUT,
+    Tick,
+    Workflow,
+    completed,
+    current_actor,
+    failed,
+    issues_found,
+    running,
+    stopped,
+)
 
 #: What one job does, by name; "healthy" jobs complete with every rule quiet and the objective met: a workflow that
 #: stops one while its execution runs has broken a promise, whatever fault it met.
@@ -53,6 +63,38 @@ ABORT_POINTS = (
 FAULT_RATES = (0.05, 0.1, 0.2)
 
 
+@dataclasses.dataclass(frozen=True)
+class Burst:
+    """One fault held long enough to outlast a retry budget: ``times`` faults in a row of ``kind`` on one
+    ``service``/``operation`` (a Lambda invoke: of ``function``), from its ``skip``-th call on."""
+
+    name: str
+    service: str
+    operation: str
+    kind: str
+    times: int
+    function: str | None = None
+    skip: int = 0
+
+
+#: Each retry budget of the stack, and a burst that outlasts it (statemachine/remediation.asl.json, the handlers):
+#: * a Lambda invoke: Lambda.* is retried 10 times (11 tries) on every task, the wait's Catch falls back to Monitor;
+#: * an AWS call: AwsTransientError is retried 6 times (7 tries);
+#: * the account's instance quota at launch: TrainingCapacityUnavailable is retried 5 times (6 tries);
+#: * the monitor's reads: 20 polls in a row wait (MAX_CONSECUTIVE_READ_FAILURES), then AwsTransientError's 6 retries;
+#: * the execution-cleanup: 8 tries in each of Lambda's 3 asynchronous attempts, then the dead-letter queue.
+BURSTS = (
+    Burst("train invoke", "lambda", "Invoke", "throttle", 11, function="train"),
+    Burst("monitor invoke", "lambda", "Invoke", "server_error", 11, function="monitor"),
+    Burst("plan invoke", "lambda", "Invoke", "throttle", 11, function="plan", skip=1),  # after Initialize
+    Burst("wait invoke", "lambda", "Invoke", "throttle", 11, function="job-events"),
+    Burst("launch call", "sagemaker", "CreateTrainingJob", "server_error", 7),
+    Burst("account quota", "sagemaker", "CreateTrainingJob", "quota", 6),
+    Burst("monitor reads", "sagemaker", "DescribeTrainingJob", "throttle", 21 + 7),
+    Burst("cleanup reads", "sfn", "GetExecutionHistory", "throttle", 8 * 3),
+)
+
+
 @dataclasses.dataclass
 class Drawn:
     """One execution's draw."""
@@ -65,6 +107,7 @@ class Drawn:
     reorder: bool
     abort: tuple[str, str, int] | None
     execution_input: dict[str, Any]
+    burst: Burst | None = None
 
 
 @dataclasses.dataclass
@@ -75,16 +118,19 @@ class Outcome:
     faults: int
     violations: list[str]
     drawn: Drawn
+    #: The drawn stop happened (a stop drawn at a moment the execution never reached did not).
+    stopped: bool = False
 
     def line(self) -> str:
         return (
             f"seed {self.seed}: {self.status} {self.error or ''} faults={self.faults} stories={self.drawn.stories} "
-            f"rate={self.drawn.fault_rate} abort={self.drawn.abort} late={self.drawn.late_seconds} "
+            f"rate={self.drawn.fault_rate} abort={self.drawn.abort} stopped={self.stopped} "
+            f"burst={self.drawn.burst.name if self.drawn.burst else None} late={self.drawn.late_seconds} "
             f"duplicate={self.drawn.duplicate} reorder={self.drawn.reorder}"
         )
 
 
-def draw(seed: int, abort_share: float = 0.35) -> Drawn:
+def draw(seed: int, abort_share: float = 0.35, burst_share: float = 0.25) -> Drawn:
     rng = random.Random(seed)
     count = rng.randint(1, 3)
     stories = [rng.choice(list(STORIES)) for _ in range(count - 1)] + [rng.choice((HEALTHY, HEALTHY, *STORIES))]
@@ -97,6 +143,8 @@ def draw(seed: int, abort_share: float = 0.35) -> Drawn:
         reorder=rng.random() < 0.2,
         abort=rng.choice(ABORT_POINTS) if rng.random() < abort_share else None,
         execution_input={**BASE_INPUT, "max_num_retraining": 4},
+        # drawn last: the draws above stay what they were for every seed
+        burst=rng.choice(BURSTS) if rng.random() < burst_share else None,
     )
 
 
@@ -107,6 +155,14 @@ def run_drawn(workflow: Workflow, faults: FaultHarness, drawn: Drawn, timeout: f
     sagemaker = workflow.script(*timelines)
     sagemaker.default_timeline = STORIES[HEALTHY](rng)
     faults.schedule = FaultSchedule(seed=drawn.seed, rate=drawn.fault_rate, max_in_a_row=2)
+    if drawn.burst is not None:
+        burst = drawn.burst
+        when = None
+        if burst.function is not None:
+            when = lambda call, name=burst.function: call.params["FunctionName"].endswith(f"function:remediation-{name}")  # noqa: E731
+        elif burst.operation == "DescribeTrainingJob":
+            when = lambda call: current_actor() == "monitor"  # noqa: E731 - the monitor's reads, not the wait's
+        faults.schedule.add(burst.service, burst.operation, burst.kind, times=burst.times, skip=burst.skip, when=when)
     faults.events.late_seconds, faults.events.duplicate, faults.events.reorder = (
         drawn.late_seconds,
         drawn.duplicate,
@@ -125,8 +181,8 @@ def run_drawn(workflow: Workflow, faults: FaultHarness, drawn: Drawn, timeout: f
         for index, request in enumerate(sagemaker.created)
         if index >= len(drawn.stories) or drawn.stories[index] == HEALTHY
     }
-    aborted = drawn.abort is not None and any(planned.fired for planned in faults.aborts)
-    violations = check_invariants(workflow, faults, described, healthy_jobs=healthy, aborted=aborted)
+    stopped = drawn.abort is not None and any(planned.stopped for planned in faults.aborts)
+    violations = check_invariants(workflow, faults, described, healthy_jobs=healthy, aborted=stopped)
     return Outcome(
         seed=drawn.seed,
         status=described["status"],
@@ -134,6 +190,7 @@ def run_drawn(workflow: Workflow, faults: FaultHarness, drawn: Drawn, timeout: f
         faults=len(faults.injected) - injected_before,
         violations=violations,
         drawn=drawn,
+        stopped=stopped,
     )
 
 
@@ -145,7 +202,9 @@ def summary(outcomes: list[Outcome]) -> dict[str, Any]:
     return {
         "executions": len(outcomes),
         "faults_injected": sum(outcome.faults for outcome in outcomes),
-        "aborted_on_purpose": sum(1 for outcome in outcomes if outcome.drawn.abort is not None),
+        "stops_drawn": sum(1 for outcome in outcomes if outcome.drawn.abort is not None),
+        "executions_stopped_on_purpose": sum(1 for outcome in outcomes if outcome.stopped),
+        "bursts_drawn": sum(1 for outcome in outcomes if outcome.drawn.burst is not None),
         "invariant_violations": sum(len(outcome.violations) for outcome in outcomes),
         "violations": [f"{outcome.line()}: {violation}" for outcome in outcomes for violation in outcome.violations],
         "ends": dict(sorted(statuses.items())),

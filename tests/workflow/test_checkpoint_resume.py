@@ -8,7 +8,7 @@ import pytest
 from workflow_harness import BASE_INPUT, BUCKET, REGION, completed, issues_found
 
 from contracts import bucket_layout
-from lambdas.remediation.job import checkpoint_resume
+from lambdas.remediation.job import checkpoint_resume, job_identity
 
 OVERFIT_SCRIPT = {
     "source_dir": f"s3://{BUCKET}/code/my-script.tar.gz",
@@ -25,7 +25,7 @@ def test_the_next_job_starts_with_the_failed_jobs_checkpoints(workflow):
     def write_checkpoints(job_name: str) -> None:
         if job_name.endswith("-001"):  # the first job checkpoints two epochs before it overfits
             for epoch in (3, 4):
-                key = f"{bucket_layout.checkpoint_prefix(job_name)}checkpoint-epoch-{epoch:04d}.pt"
+                key = f"{sagemaker.checkpoint_prefix(job_name)}checkpoint-epoch-{epoch:04d}.pt"
                 s3.put_object(Bucket=BUCKET, Key=key, Body=b"weights %d" % epoch)
 
     workflow.on_launch(write_checkpoints)
@@ -42,11 +42,16 @@ def test_the_next_job_starts_with_the_failed_jobs_checkpoints(workflow):
     )
     assert (attempts[1]["resumed_from"], attempts[1]["resumed_checkpoint_files"]) == (first, 2)
     assert attempts[0]["resumed_from"] is None
-    carried = s3.list_objects_v2(Bucket=BUCKET, Prefix=bucket_layout.checkpoint_prefix(second))["Contents"]
+    carried = s3.list_objects_v2(Bucket=BUCKET, Prefix=sagemaker.checkpoint_prefix(second))["Contents"]
     assert sorted(item["Key"].rsplit("/", 1)[1] for item in carried) == ["checkpoint-epoch-0003.pt", "checkpoint-epoch-0004.pt"]
     body = s3.get_object(Bucket=BUCKET, Key=carried[1]["Key"])["Body"].read()
     assert body == b"weights 4"
-    assert sagemaker.created[1]["CheckpointConfig"]["S3Uri"] == bucket_layout.checkpoint_uri(BUCKET, second)
+    # each job's own prefix, under the execution's secret: no other run's job can list or name it
+    key = execution.output["state"]["evidence_key"]
+    assert sagemaker.created[1]["CheckpointConfig"]["S3Uri"] == bucket_layout.s3_uri(
+        BUCKET, job_identity.evidence_prefixes(second, key).checkpoints
+    )
+    assert len(key) == 32 and sagemaker.checkpoint_prefix(second) == f"checkpoints/{second}/{job_identity.evidence_token(key, second)}/"
     assert sagemaker.hyperparameter(1, "weight_decay") == "0.001"
 
 
@@ -104,3 +109,60 @@ def test_a_retried_copy_goes_on_where_the_last_try_stopped(workflow):
 
     copied = checkpoint_resume.copy_checkpoints(s3, BUCKET, source, target, copy_client=Counting())
     assert copied.files == 3 and [key.rsplit("/", 1)[1] for key in copies] == ["shard-1", "shard-2"]
+
+
+def test_a_multipart_checkpoint_already_copied_is_not_copied_again(workflow):
+    """A file SageMaker uploaded in parts has an ETag ("...-2") its single-part copy never has: the 'already copied'
+    check compared ETags, so a retried task copied it again at every try (and a copy slower than a try never
+    finished). The same size, written at or after the source, is a finished copy (CopyObject writes it whole)."""
+    s3 = boto3.client("s3", region_name=REGION)
+    source, target = "remediation-job-0123-001", "remediation-job-0123-002"
+    key = f"{bucket_layout.checkpoint_prefix(source)}model.pt"
+    upload = s3.create_multipart_upload(Bucket=BUCKET, Key=key)["UploadId"]
+    parts = [
+        {"PartNumber": number, "ETag": s3.upload_part(Bucket=BUCKET, Key=key, UploadId=upload, PartNumber=number, Body=body)["ETag"]}
+        for number, body in ((1, b"a" * 5 * 1024**2), (2, b"b" * 1024))
+    ]
+    s3.complete_multipart_upload(Bucket=BUCKET, Key=key, UploadId=upload, MultipartUpload={"Parts": parts})
+    checkpoint_resume.copy_checkpoints(s3, BUCKET, source, target)  # the first try copies it
+    source_etag = s3.head_object(Bucket=BUCKET, Key=key)["ETag"]
+    copied = s3.head_object(Bucket=BUCKET, Key=f"{bucket_layout.checkpoint_prefix(target)}model.pt")
+    assert source_etag.endswith('-2"') and copied["ETag"] != source_etag  # the ETags differ: the old check's blind spot
+
+    copies = []
+
+    class Counting:
+        def copy_object(self, **request):
+            copies.append(request["Key"])
+            return s3.copy_object(**request)
+
+    again = checkpoint_resume.copy_checkpoints(s3, BUCKET, source, target, copy_client=Counting())
+    assert again.files == 1 and copies == []
+
+
+def test_a_large_checkpoint_is_copied_in_parts_each_a_short_request(workflow, monkeypatch):
+    """A file above COPY_PART_BYTES is copied with UploadPartCopy, a part per request (here 5 MiB parts, S3's
+    smallest), so no read waits on a whole 5 GB copy (the copy client's 120 s read timeout used to expire on one and
+    the task looped until AwsTransientError); the copy is byte for byte the source."""
+    from boto3.s3.transfer import TransferConfig
+
+    part = 5 * 1024**2
+    monkeypatch.setattr(checkpoint_resume, "COPY_PART_BYTES", part)
+    monkeypatch.setattr(
+        checkpoint_resume,
+        "MULTIPART_COPY",
+        TransferConfig(multipart_threshold=part + 1, multipart_chunksize=part, use_threads=False),
+    )
+    s3 = boto3.client("s3", region_name=REGION)
+    calls: list[str] = []
+    s3.meta.events.register("before-call.s3.*", lambda model, **kwargs: calls.append(model.name))
+    source, target = "remediation-job-0123-001", "remediation-job-0123-002"
+    body = bytes(range(256)) * (11 * 1024**2 // 256)  # 11 MiB: three parts
+    s3.put_object(Bucket=BUCKET, Key=f"{bucket_layout.checkpoint_prefix(source)}model.pt", Body=body)
+
+    copied = checkpoint_resume.copy_checkpoints(s3, BUCKET, source, target)
+
+    assert copied.files == 1 and copied.bytes == len(body)
+    assert calls.count("UploadPartCopy") == 3 and "CopyObject" not in calls and "CompleteMultipartUpload" in calls
+    carried = s3.get_object(Bucket=BUCKET, Key=f"{bucket_layout.checkpoint_prefix(target)}model.pt")["Body"].read()
+    assert carried == body

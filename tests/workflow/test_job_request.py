@@ -305,3 +305,44 @@ def test_every_run_spec_the_validation_accepts_builds_its_first_jobs_request_wha
         pytest.fail("no hyperparameter count up to SageMaker's 100 was refused")
     request = job_request.build_create_training_job_request(state_with(count - 1), "a" * job_request.MAX_JOB_NAME_LENGTH)
     assert len(request["HyperParameters"]) == job_request.MAX_HYPERPARAMETERS
+
+
+def test_the_count_is_the_requests_own_and_says_how_many_are_left():
+    """count_hyperparameters counts exactly what the request carries: the run_spec's entries, the launcher's, the
+    debugger's hook and rules (in parts), the in-job settings, SageMaker's script-mode and distribution entries."""
+    from contracts.debugger_config import BUILTIN_RULE_DEFAULTS
+    from contracts.rule_selection import XGBOOST_ONLY_RULES
+
+    rules = [
+        {"name": name, "parameters": {"max_threshold": "1e6"} if name == "TensorVariance" else {}}
+        for name in BUILTIN_RULE_DEFAULTS
+        if name not in XGBOOST_ONLY_RULES
+    ]
+    state = initial_state(
+        {
+            **INPUT,
+            "source_dir": "s3://artifacts-bucket/code/x.tar.gz",
+            "entry_point": "train.py",
+            "hyperparameters": {f"h{index}": index for index in range(80)},
+            "rules": rules,
+            "instance_type": "ml.g5.xlarge",
+            "instance_count": 2,
+            "distribution": {"torch_distributed": {"enabled": True}},
+        }
+    )
+    name = "a" * job_request.MAX_JOB_NAME_LENGTH
+    count = job_request.count_hyperparameters(state)
+    request = job_request.build_create_training_job_request(state, name)
+    assert count.carried == len(request["HyperParameters"]) and count.own == 80
+    assert count.left == 100 - count.carried and count.reserved == count.carried - 80
+
+    with_settings = state.run_spec.model_copy(
+        update={"debugger_class_weighting": "balanced", "debugger_robust_loss": "generalized_cross_entropy"}
+    )
+    more = job_request.count_hyperparameters(state, with_settings, job_name=name)
+    assert more.carried == count.carried + 2
+    over = state.updated(run_spec=with_settings.model_copy(update={"hyperparameters": {f"h{i}": i for i in range(80 + more.left + 1)}}))
+    with pytest.raises(job_request.TooManyHyperparameters) as refused:
+        job_request.build_create_training_job_request(over, name)
+    assert str(refused.value) == job_request.count_hyperparameters(over).problem()
+    assert "would carry 101" in str(refused.value) and f"keep at most {80 + more.left}" in str(refused.value)

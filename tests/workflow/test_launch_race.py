@@ -12,8 +12,6 @@ import json
 import boto3
 from workflow_harness import BASE_INPUT, BUCKET, REGION, issues_found, running
 
-from contracts import bucket_layout
-
 OVERFIT_SCRIPT = {
     "source_dir": f"s3://{BUCKET}/code/my-script.tar.gz",
     "entry_point": "train.py",
@@ -22,16 +20,16 @@ OVERFIT_SCRIPT = {
 }
 
 
-def write_checkpoints(job_name: str) -> None:
+def write_checkpoints(sagemaker, job_name: str) -> None:
     s3 = boto3.client("s3", region_name=REGION)
     for epoch in (3, 4):
-        key = f"{bucket_layout.checkpoint_prefix(job_name)}checkpoint-epoch-{epoch:04d}.pt"
+        key = f"{sagemaker.checkpoint_prefix(job_name)}checkpoint-epoch-{epoch:04d}.pt"
         s3.put_object(Bucket=BUCKET, Key=key, Body=b"weights %d" % epoch)
 
 
 def run_stopped_at(workflow, faults, moment: str) -> dict:
     sagemaker = workflow.script([issues_found("Overfit", step=40)], [running()])
-    workflow.on_launch(lambda name: write_checkpoints(name) if name.endswith("-001") else None)
+    workflow.on_launch(lambda name: write_checkpoints(sagemaker, name) if name.endswith("-001") else None)
     faults.abort("train", moment, occurrence=2 if moment != "before" else 1)
     arn = workflow.start({**BASE_INPUT, **OVERFIT_SCRIPT})
     described = workflow.wait(arn)

@@ -9,8 +9,6 @@ import boto3
 from fault_harness import check_invariants
 from workflow_harness import BASE_INPUT, BUCKET, REGION, completed, failed, issues_found, running
 
-from contracts import bucket_layout
-
 
 def function_is(name: str):
     return lambda call: call.params["FunctionName"].endswith(f"function:remediation-{name}")
@@ -26,14 +24,30 @@ def run(workflow, faults, execution_input=BASE_INPUT, healthy: bool = True) -> d
 
 
 def test_a_throttled_job_events_lambda_falls_back_to_the_monitor_and_never_stops_the_job(workflow, faults):
-    """Seven throttled invokes of the wait (one more than its Retry allows): the wait used to Catch to
-    HandleFailure, which stopped the healthy job and failed the run."""
+    """The wait's invoke throttled through its whole Retry (1 try and 10 retries): its Catch goes to the Monitor,
+    which finds the job still running and waits; the healthy job is never stopped. (This test used to inject 7
+    throttles against a Retry of 10: it never reached the Catch it is named for.)"""
     sagemaker = workflow.script([running(), completed()])
-    faults.schedule.add("lambda", "Invoke", "throttle", times=7, when=function_is("job-events"))
+    faults.schedule.add("lambda", "Invoke", "throttle", times=11, when=function_is("job-events"))
     ran = run(workflow, faults)
     assert ran["described"]["status"] == "SUCCEEDED", ran["described"].get("cause")
     assert sagemaker.stopped == [] and ran["violations"] == []
-    assert len(faults.injected) == 7
+    assert len(faults.injected) == 11
+    history = workflow.history()
+    (retrier,) = [
+        r for r in wait_for_job_definition(workflow)["Retry"] if "Lambda.TooManyRequestsException" in r["ErrorEquals"]
+    ]
+    assert retrier["MaxAttempts"] == 10  # 11 tries: the 11th throttle has no retry left
+    failed = [e for e in history if e["type"] == "TaskFailed" and e["taskFailedEventDetails"]["error"] == "Lambda.TooManyRequestsException"]
+    assert len(failed) == retrier["MaxAttempts"] + 1
+    # ... so the last one was caught: the next state entered is the Catch's Next, Monitor
+    after = [e for e in history if e["id"] > failed[-1]["id"] and "stateEnteredEventDetails" in e]
+    assert after[0]["stateEnteredEventDetails"]["name"] == "Monitor"
+
+
+def wait_for_job_definition(workflow) -> dict:
+    definition = json.loads(workflow.sfn.describe_state_machine(stateMachineArn=workflow.state_machine_arn)["definition"])
+    return definition["States"]["WaitForJob"]
 
 
 def test_a_lambda_that_timed_out_is_retried(workflow, faults):
@@ -99,7 +113,7 @@ def test_checkpoints_that_cannot_be_carried_over_start_the_next_job_from_step_0(
     def many_files(job_name: str) -> None:
         if job_name.endswith("-001"):
             for index in range(201):
-                s3.put_object(Bucket=BUCKET, Key=f"{bucket_layout.checkpoint_prefix(job_name)}shard-{index}", Body=b"x")
+                s3.put_object(Bucket=BUCKET, Key=f"{sagemaker.checkpoint_prefix(job_name)}shard-{index}", Body=b"x")
 
     workflow.on_launch(many_files)
     script = {
@@ -113,4 +127,4 @@ def test_checkpoints_that_cannot_be_carried_over_start_the_next_job_from_step_0(
     second = json.loads(ran["described"]["output"])["state"]["attempts"][1]
     assert second["resumed_from"] is None and "more than 200 files" in second["resume_skipped"]
     assert "starts from step 0" in second["resume_skipped"]
-    assert "Contents" not in s3.list_objects_v2(Bucket=BUCKET, Prefix=bucket_layout.checkpoint_prefix(sagemaker.created[1]["TrainingJobName"]))
+    assert "Contents" not in s3.list_objects_v2(Bucket=BUCKET, Prefix=sagemaker.checkpoint_prefix(sagemaker.created[1]["TrainingJobName"]))

@@ -72,6 +72,8 @@ def open_workflow(setenv: Callable[[str, str], None]) -> Iterator[Workflow]:
         "POWERTOOLS_TRACE_DISABLED": "true",
         "POWERTOOLS_METRICS_DISABLED": "true",
         "ARTIFACTS_BUCKET": BUCKET,
+        # as the stack: each execution's jobs write their evidence under its secret prefixes
+        "SECRET_EVIDENCE_PATHS": "on",
     }.items():
         setenv(key, value)
     dispatch = LocalDispatch()
@@ -284,6 +286,8 @@ class ScriptedSageMaker:
         #: Jobs stopped while their execution was RUNNING (``execution_running`` says; the workflow sets it).
         self.stopped_while_running: list[str] = []
         self.execution_running: Callable[[], bool] = lambda: True
+        #: Jobs created once their execution had ended (a launch under way when it was stopped).
+        self.created_after_end: list[str] = []
         self._lock = threading.Lock()
         #: Set while the job-events handler runs on this thread: its reads are not the monitor's polls.
         self.quiet = threading.local()
@@ -293,6 +297,7 @@ class ScriptedSageMaker:
         dispatch.register("sagemaker", "DescribeTrainingJob", self.describe_training_job)
         dispatch.register("sagemaker", "StopTrainingJob", self.stop_training_job)
         dispatch.register("sagemaker", "ListTags", self.list_tags)
+        dispatch.register("sagemaker", "ListTrainingJobs", self.list_training_jobs)
 
     def take_every_name(self) -> None:
         """Every name this execution tries is already another execution's (a reused execution name)."""
@@ -336,6 +341,9 @@ class ScriptedSageMaker:
                 "polls": 0,
                 "stop": None,
             }
+        with acting_as(None):
+            if not self.execution_running():
+                self.created_after_end.append(name)
         for listener in self.launch_listeners:
             listener(name)
         return {"TrainingJobArn": _job_arn(call.region, name)}
@@ -398,11 +406,9 @@ class ScriptedSageMaker:
                     name, tick.rule_status, tuple(rule["name"] for rule in self.selected_rules(name))
                 ).to_json()
             )
-            bucket, _ = bucket_layout.split_s3_uri(request["OutputDataConfig"]["S3OutputPath"])
+            bucket, key = self.rule_status_location(name)
             with acting_as(None):  # the job's own write, not a handler's call
-                self._s3().put_object(
-                    Bucket=bucket, Key=bucket_layout.rule_status_key(name), Body=body.encode()
-                )
+                self._s3().put_object(Bucket=bucket, Key=key, Body=body.encode())
         response = {
             "TrainingJobName": name,
             "TrainingJobArn": _job_arn(region, name),
@@ -453,6 +459,18 @@ class ScriptedSageMaker:
                 self.stopped_while_running.append(name)
         return {}
 
+    def rule_status_location(self, name: str) -> tuple[str, str]:
+        """(bucket, key) of the job's rule-status.json: where its debugger writes it, under its hook configuration's
+        S3OutputPath (as the debugger's S3 mirror does)."""
+        hyperparameters = self.jobs[name]["request"]["HyperParameters"]
+        hook = json.loads(job_contract.decode_hyperparameter(hyperparameters[job_contract.HOOK_CONFIG_HYPERPARAMETER]))
+        bucket, prefix = bucket_layout.split_s3_uri(hook["S3OutputPath"])
+        return bucket, f"{prefix}{rule_status.RULE_STATUS_FILE}"
+
+    def checkpoint_prefix(self, name: str) -> str:
+        """The job's checkpoint prefix: its request's CheckpointConfig.S3Uri (where SageMaker uploads them)."""
+        return bucket_layout.split_s3_uri(self.jobs[name]["request"]["CheckpointConfig"]["S3Uri"])[1]
+
     def selected_rules(self, name: str) -> list[dict[str, Any]]:
         """The rules the job's request selected (the launcher's rule configuration hyperparameter)."""
         hyperparameters = self.jobs[name]["request"]["HyperParameters"]
@@ -470,6 +488,35 @@ class ScriptedSageMaker:
                 for name, job in self.jobs.items()
                 if not job.get("foreign")
             }
+
+    def list_training_jobs(self, call: OperationCall) -> dict[str, Any]:
+        """Every job (foreign ones too) whose name contains NameContains and whose status is StatusEquals, one page
+        of MaxResults at a time (NextToken: the index to go on from). A stopped job reads Stopping once, then
+        Stopped, as DescribeTrainingJob reads it."""
+        contains, wanted = call.params.get("NameContains", ""), call.params.get("StatusEquals")
+        start, size = int(call.params.get("NextToken") or 0), call.params.get("MaxResults", 10)
+        with self._lock:
+            summaries = []
+            for name, job in self.jobs.items():
+                if contains not in name:
+                    continue
+                if job["stop"] is not None:
+                    job["stop"] += 1
+                    status = "Stopping" if job["stop"] == 1 else "Stopped"
+                else:
+                    status = job["current"].status
+                if wanted is None or status == wanted:
+                    summaries.append(
+                        {
+                            "TrainingJobName": name,
+                            "TrainingJobArn": _job_arn(call.region, name),
+                            "TrainingJobStatus": status,
+                            "CreationTime": datetime.datetime.now(datetime.UTC),
+                        }
+                    )
+        page = summaries[start : start + size]
+        more = start + size < len(summaries)
+        return {"TrainingJobSummaries": page, **({"NextToken": str(start + size)} if more else {})}
 
     def list_tags(self, call: OperationCall) -> dict[str, Any]:
         name = call.params["ResourceArn"].rsplit("/", 1)[1]

@@ -4,9 +4,12 @@ SageMaker copies a job's ``CheckpointConfig.S3Uri`` into its ``LocalPath`` (/opt
 starts, and a script written for checkpointing resumes from what it finds there (spot training's contract). So a
 remedy that allows it (``"resume": true``: a learning rate, regularisation, early stopping; not an architecture
 change) makes the next job continue where the last one stopped, not from step 0: the train Lambda copies the
-last job's ``checkpoints/<job>/`` objects to ``checkpoints/<next job>/`` with server-side CopyObject. Copying is
-idempotent (a file already copied with the same size and ETag is not copied again), so a retried task goes on
-where the last try stopped and launches once.
+last job's checkpoint prefix to the next job's with server-side copies (the prefixes are the jobs' own:
+``job_identity.evidence_prefixes``). Copying is idempotent (a file already there with the same size, copied after
+the source was last written, is not copied again: a multipart object's ETag is not its copy's, so ETags alone would
+copy it again at every try), so a retried task goes on where the last try stopped and launches once. A file larger
+than COPY_PART_BYTES is copied in parts (UploadPartCopy), each a request that answers in seconds, so no read waits
+minutes on one large copy.
 
 Checkpoints that cannot be carried over (more files than a checkpoint directory keeps, a file larger than one
 CopyObject copies, or more bytes than the Lambda can copy before its deadline) never fail the run: the next job
@@ -20,13 +23,20 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+from boto3.s3.transfer import TransferConfig
+
 from contracts import bucket_layout, time_budgets
 
 #: More files than a checkpointing script keeps (ours keep two or three) means something else is in the prefix;
 #: a job never waits on a copy this large.
 MAX_CHECKPOINT_FILES = 200
-#: CopyObject copies up to 5 GB in one request; a larger checkpoint file would need a multipart copy.
-MAX_CHECKPOINT_FILE_BYTES = 5 * 1024**3
+#: A file up to this size is copied by one CopyObject; a larger one in parts of this size (a part at the planned rate
+#: takes seconds, far inside the copy client's read timeout). Multipart copies also take files over CopyObject's 5 GB.
+COPY_PART_BYTES = 256 * 1024**2
+#: The managed multipart copy, on the calling thread: each part's request then meets the invocation's deadline.
+MULTIPART_COPY = TransferConfig(
+    multipart_threshold=COPY_PART_BYTES + 1, multipart_chunksize=COPY_PART_BYTES, use_threads=False
+)
 #: A floor for S3's server-side copy rate within a bucket (it is usually far faster): what a copy is planned with.
 ASSUMED_COPY_BYTES_PER_SECOND = 50 * 1024**2
 #: A CopyObject answers when its copy is done: its client reads that long.
@@ -61,19 +71,34 @@ def resume_or_start_over(
     from_job: str,
     to_job: str,
     seconds_left: Callable[[], float | None] = lambda: None,
+    *,
+    source_prefix: str | None = None,
+    target_prefix: str | None = None,
 ) -> Resumed:
     """Carry ``from_job``'s checkpoints over to ``to_job`` within the time ``seconds_left()`` reports (less the
     launch's own reserve), or empty ``to_job``'s prefix and say why it starts from step 0. Transient S3 errors
-    are raised (the task is retried and the copy goes on where it stopped)."""
+    are raised (the task is retried and the copy goes on where it stopped). The prefixes default to the jobs' names
+    alone (``checkpoints/<job>/``)."""
 
     def copy_budget() -> float | None:
         left = seconds_left()
         return None if left is None else left - time_budgets.LAUNCH_RESERVE_SECONDS
 
+    target_prefix = target_prefix or bucket_layout.checkpoint_prefix(to_job)
     try:
-        return Resumed(from_job, copy_checkpoints(s3, bucket, from_job, to_job, copy_client=copy_s3, budget=copy_budget))
+        copied = copy_checkpoints(
+            s3,
+            bucket,
+            from_job,
+            to_job,
+            copy_client=copy_s3,
+            budget=copy_budget,
+            source_prefix=source_prefix,
+            target_prefix=target_prefix,
+        )
+        return Resumed(from_job, copied)
     except CheckpointCopyError as error:
-        removed = clear_checkpoints(s3, bucket, to_job)
+        removed = clear_checkpoints(s3, bucket, to_job, prefix=target_prefix)
         partial = f" ({removed} file(s) already copied were removed)" if removed else ""
         return Resumed(from_job, None, skipped=f"{error}{partial}; the job starts from step 0")
 
@@ -86,47 +111,52 @@ def copy_checkpoints(
     *,
     copy_client: Any = None,
     budget: Callable[[], float | None] = lambda: None,
+    source_prefix: str | None = None,
+    target_prefix: str | None = None,
 ) -> CopiedCheckpoints:
     """Copy every object under ``from_job``'s checkpoint prefix to ``to_job``'s (0 files: it left none).
 
     ``budget()`` is the seconds left for copying (None: no limit); a copy that would not finish in it (planned at
     :data:`ASSUMED_COPY_BYTES_PER_SECOND`, checked again before each file) raises CheckpointCopyError."""
-    source_prefix = bucket_layout.checkpoint_prefix(from_job)
-    target_prefix = bucket_layout.checkpoint_prefix(to_job)
+    source_prefix = source_prefix or bucket_layout.checkpoint_prefix(from_job)
+    target_prefix = target_prefix or bucket_layout.checkpoint_prefix(to_job)
     objects = _list(s3, bucket, source_prefix, limit=MAX_CHECKPOINT_FILES)
     if objects is None:
         raise CheckpointCopyError(
             f"s3://{bucket}/{source_prefix} holds more than {MAX_CHECKPOINT_FILES} files; a checkpoint "
             "directory keeps a few: not resuming from it"
         )
-    too_large = [item["Key"] for item in objects if item["Size"] > MAX_CHECKPOINT_FILE_BYTES]
-    if too_large:
-        raise CheckpointCopyError(
-            f"s3://{bucket}/{too_large[0]} is larger than 5 GB, the most one CopyObject copies: not resuming from it"
-        )
-    already = {
-        item["Key"][len(target_prefix) :]: (item["Size"], item.get("ETag"))
-        for item in _list(s3, bucket, target_prefix, limit=None) or []
-    }
-    to_copy = [
-        item
-        for item in objects
-        if already.get(item["Key"][len(source_prefix) :]) != (item["Size"], item.get("ETag"))
-    ]
+    already = {item["Key"][len(target_prefix) :]: item for item in _list(s3, bucket, target_prefix, limit=None) or []}
+    to_copy = [item for item in objects if not already_copied(item, already.get(item["Key"][len(source_prefix) :]))]
     _check_time(sum(item["Size"] for item in to_copy), budget, f"copying {len(to_copy)} checkpoint file(s)")
+    client = copy_client or s3
     for item in to_copy:
         _check_time(item["Size"], budget, f"copying s3://{bucket}/{item['Key']}")
-        (copy_client or s3).copy_object(
-            Bucket=bucket,
-            Key=target_prefix + item["Key"][len(source_prefix) :],
-            CopySource={"Bucket": bucket, "Key": item["Key"]},
-        )
+        target_key = target_prefix + item["Key"][len(source_prefix) :]
+        source = {"Bucket": bucket, "Key": item["Key"]}
+        if item["Size"] <= COPY_PART_BYTES:
+            client.copy_object(Bucket=bucket, Key=target_key, CopySource=source)
+        else:
+            client.copy(source, bucket, target_key, Config=MULTIPART_COPY)
     return CopiedCheckpoints(from_job, to_job, files=len(objects), bytes=sum(item["Size"] for item in objects))
 
 
-def clear_checkpoints(s3: Any, bucket: str, job_name: str) -> int:
+def already_copied(source: dict[str, Any], target: dict[str, Any] | None) -> bool:
+    """Whether ``target`` (a listing's entry) is a finished copy of ``source``: the same size, and the same ETag or
+    written at or after the source's last write (a copy is written whole or not at all, and a multipart source's
+    ETag, or a multipart copy's, is not the other's)."""
+    if target is None or target["Size"] != source["Size"]:
+        return False
+    if source.get("ETag") and source.get("ETag") == target.get("ETag"):
+        return True
+    written, copied = source.get("LastModified"), target.get("LastModified")
+    return written is not None and copied is not None and copied >= written
+
+
+def clear_checkpoints(s3: Any, bucket: str, job_name: str, prefix: str | None = None) -> int:
     """Delete every object under ``job_name``'s checkpoint prefix (a partial copy); returns how many."""
-    keys = [item["Key"] for item in _list(s3, bucket, bucket_layout.checkpoint_prefix(job_name), limit=None) or []]
+    prefix = prefix or bucket_layout.checkpoint_prefix(job_name)
+    keys = [item["Key"] for item in _list(s3, bucket, prefix, limit=None) or []]
     for start in range(0, len(keys), 1000):
         s3.delete_objects(
             Bucket=bucket, Delete={"Objects": [{"Key": key} for key in keys[start : start + 1000]], "Quiet": True}

@@ -35,7 +35,8 @@ from lambdas.remediation.state.validation_messages import InvalidExecutionInput
 
 @dataclasses.dataclass
 class CleanupReport:
-    """What was done: ``notes`` one line each (stopped, left alone and why), ``stopped`` the jobs stopped."""
+    """What was done: ``notes`` one line each (stopped, already ended, not there, left alone and why: never empty once
+    a cleanup has looked), ``stopped`` the jobs stopped."""
 
     notes: list[str] = dataclasses.field(default_factory=list)
     stopped: list[str] = dataclasses.field(default_factory=list)
@@ -44,6 +45,9 @@ class CleanupReport:
     not_found: list[str] = dataclasses.field(default_factory=list)
     #: The state the execution was in when it ended, from its history ('' when not read).
     last_state: str = ""
+    #: The Error and Cause it ended with, from its history (None when not read).
+    end_error: str | None = None
+    end_cause: str | None = None
 
 
 def jobs_that_may_run(state: WorkflowState, execution_id: str, execution_start_time: str) -> list[str]:
@@ -71,6 +75,9 @@ def stop_owned_jobs(
         try:
             described = sagemaker.describe_training_job(TrainingJobName=job_name)
             if described.get("TrainingJobStatus") != "InProgress":
+                report.notes.append(
+                    f"training job {job_name} had already ended ({described.get('TrainingJobStatus')}): nothing to stop"
+                )
                 continue
             tags = handler_support.job_tags(sagemaker, described["TrainingJobArn"])
             if not job_identity.owned_by(tags, execution_id, execution_start_time):
@@ -85,6 +92,7 @@ def stop_owned_jobs(
             code = error.response.get("Error", {}).get("Code") if isinstance(error, ClientError) else ""
             if code in handler_support.NO_SUCH_JOB_OR_NOT_STOPPABLE:
                 report.not_found.append(job_name)
+                report.notes.append(f"no training job {job_name} exists: nothing to stop")
             elif handler_support.is_transient(error):
                 transient.append(f"{job_name}: {code or type(error).__name__}: {error}")
             else:
@@ -127,7 +135,7 @@ def stop_jobs_of_ended_execution(
     time the tasks got when the history holds no task yet.
     """
     moments = execution_history.read_last_moments(stepfunctions, execution_arn)
-    report = CleanupReport(last_state=moments.current_state)
+    report = CleanupReport(last_state=moments.current_state, end_error=moments.end_error, end_cause=moments.end_cause)
     if moments.state_payload is None:
         report.notes.append("no state in the execution's history: it launched no job")
         return report
@@ -143,18 +151,44 @@ def stop_jobs_of_ended_execution(
         return report
     sagemaker = sagemaker_for_region(state.run_spec.region)
     stop_owned_jobs(sagemaker, jobs, execution_arn, started, report)
-    launching = [job for job in report.not_found if moments.current_state == "Train"]
-    if launching:
-        stopped_at = _epoch_seconds(stop_date) if stop_date is not None else time.time()
-        settle(time_budgets.launch_settled_after(stopped_at, train_timeout_seconds))
-        report.not_found = []
-        stop_owned_jobs(sagemaker, launching, execution_arn, started, report)
-        if report.not_found:
-            report.notes.append(
-                f"looked twice for training job {launching[0]} (the execution ended while launching it): "
-                "it was never created"
-            )
+    if moments.current_state == "Train":
+        look_again_for_a_launch(
+            sagemaker,
+            execution_arn,
+            started,
+            report,
+            stop_date=stop_date,
+            settle=settle,
+            train_timeout_seconds=train_timeout_seconds,
+        )
     return report
+
+
+def look_again_for_a_launch(
+    sagemaker: Any,
+    execution_arn: str,
+    started: str,
+    report: CleanupReport,
+    *,
+    stop_date: dt.datetime | float | None,
+    settle: Callable[[float], None],
+    train_timeout_seconds: float,
+) -> None:
+    """The second look: the execution ended in its Train state and the job it was launching was not there at the first
+    look; once the train Lambda's timeout has passed after ``stop_date`` (it has certainly returned), look for it
+    again and stop it."""
+    launching = list(report.not_found)
+    if not launching:
+        return
+    stopped_at = _epoch_seconds(stop_date) if stop_date is not None else time.time()
+    settle(time_budgets.launch_settled_after(stopped_at, train_timeout_seconds))
+    report.not_found = []
+    stop_owned_jobs(sagemaker, launching, execution_arn, started, report)
+    if report.not_found:
+        report.notes.append(
+            f"looked twice for training job {launching[0]} (the execution ended while launching it): "
+            "it was never created"
+        )
 
 
 def _epoch_seconds(value: dt.datetime | float) -> float:

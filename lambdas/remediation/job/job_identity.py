@@ -1,15 +1,19 @@
 """How an execution's training jobs are named and recognised as its own: the deterministic job name (the
 execution's ARN and start time, and the attempt), the tags that prove ownership (checked before a job is adopted or
-stopped by name), and the tags recording what a launch resumed from. Standard library + the shared contracts.
+stopped by name), the tags recording what a launch resumed from, and the prefixes of a job's own evidence (its debug
+output and checkpoints, under a secret of its execution's). Standard library + the shared contracts.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import hmac
 import os
 import re
+import secrets
 
-from contracts import aws_tags
+from contracts import aws_tags, bucket_layout
 from contracts.run_spec import JOB_NAME_PATTERN, MAX_JOB_NAME_LENGTH
 from lambdas.remediation.job.checkpoint_resume import CopiedCheckpoints, Resumed
 
@@ -113,3 +117,43 @@ def resumed_from_tags(tags: list[dict[str, str]]) -> Resumed:
     if files is None or not files.isdigit():
         return Resumed(from_job, skipped="an earlier try of this task launched the job without its checkpoints")
     return Resumed(from_job, CopiedCheckpoints(from_job, "", files=int(files), bytes=0))
+
+
+# --------------------------------------------------------------------------- the job's own evidence
+
+#: Characters of the secret part of a job's evidence prefixes: 128 bits, hex.
+EVIDENCE_TOKEN_LENGTH = 32
+
+
+def new_evidence_key() -> str:
+    """An execution's secret (the state's evidence_key): random, 128 bits."""
+    return secrets.token_hex(EVIDENCE_TOKEN_LENGTH // 2)
+
+
+def evidence_token(evidence_key: str, job_name: str) -> str:
+    """The secret part of ``job_name``'s evidence prefixes, from its execution's key ("" without one). The same for
+    every try of the launch (a retried task copies its checkpoints to the same place) and unguessable without the
+    key, which only the execution's state holds."""
+    if not evidence_key:
+        return ""
+    return hmac.new(evidence_key.encode(), job_name.encode(), hashlib.sha256).hexdigest()[:EVIDENCE_TOKEN_LENGTH]
+
+
+@dataclasses.dataclass(frozen=True)
+class EvidencePrefixes:
+    """Where a job writes what the workflow trusts: its debugger's output (rule-status.json) and its checkpoints."""
+
+    debug_output: str
+    checkpoints: str
+
+
+def evidence_prefixes(job_name: str, evidence_key: str) -> EvidencePrefixes:
+    """``debug-output/<job>/<token>/`` and ``checkpoints/<job>/<token>/`` (without a key: ``debug-output/<job>/`` and
+    ``checkpoints/<job>/``). A job's role may list ``checkpoints/`` only below a token (infra/sagemaker_role.py) and
+    ``debug-output/`` not at all, so one run's job can neither find nor write another run's evidence."""
+    token = evidence_token(evidence_key, job_name)
+    suffix = f"{token}/" if token else ""
+    return EvidencePrefixes(
+        debug_output=f"{bucket_layout.DEBUG_OUTPUT_PREFIX}{job_name}/{suffix}",
+        checkpoints=f"{bucket_layout.CHECKPOINTS_PREFIX}{job_name}/{suffix}",
+    )

@@ -9,19 +9,21 @@ point and the debugger's hook and rule configuration as reserved
 ``remediation_*`` hyperparameters and takes them out of the script's arguments.
 The channels and metric regexes are the run_spec's. In legacy mode (accounts
 that still have SageMaker Debugger) the request also asks SageMaker for its
-built-in rules (DebugHookConfig + DebugRuleConfigurations).
+built-in rules (DebugHookConfig + DebugRuleConfigurations). The debugger's
+configurations are in ``job_debugger_config``.
 
 Standard library + the shared contracts only: imported by the train Lambda.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Mapping
 from typing import Any
 
-from contracts import aws_tags, bucket_layout, debugger_config, distributed, rule_selection
+from contracts import aws_tags, bucket_layout, distributed
 from contracts import run_spec as bounds
 from contracts.job import (
     CLASS_WEIGHTING_HYPERPARAMETER,
@@ -46,8 +48,19 @@ from contracts.run_spec import (
     MAX_JOB_NAME_LENGTH,
 )
 from contracts.spot_interruptions import LOCAL_SPOT_INTERRUPTIONS_TAG, to_tag_value
-from lambdas.remediation.job.job_identity import JobRequestError, ownership_tags
-from lambdas.remediation.job.training_images import rule_evaluator_image_uri, training_image_uri
+from contracts.stack_guardrails import CostGuardrails
+from lambdas.remediation.job.job_debugger_config import (  # noqa: F401 - the collections: what readers of a job name
+    FRAMEWORK_HOOK_COLLECTIONS,
+    HOOK_COLLECTIONS,
+    LEGACY_COLLECTIONS,
+    XGBOOST_HOOK_COLLECTIONS,
+    hook_config,
+    legacy_debug_hook_config,
+    legacy_debug_rule_configurations,
+    rule_configs,
+)
+from lambdas.remediation.job.job_identity import JobRequestError, evidence_prefixes, ownership_tags
+from lambdas.remediation.job.training_images import training_image_uri
 from lambdas.remediation.state.payload import WorkflowState
 from lambdas.remediation.state.run_spec import RunSpec
 
@@ -58,22 +71,6 @@ CHECKPOINT_LOCAL_PATH = "/opt/ml/checkpoints"
 VOLUME_SIZE_GB = 30
 #: Spot capacity may take a while; the job may wait this many times its run time in total.
 SPOT_WAIT_FACTOR = 2
-STOP_TRAINING_ACTION = "StopTraining"
-#: smdebug's built-in PyTorch collections the default rules read (a script's smdebug hook refuses a collection it does
-#: not know, as smdebug does); scalars a script saves reach the status document whatever is configured.
-HOOK_COLLECTIONS = ("losses", "gradients", "weights")
-#: smdebug's XGBoost collections an XGBoost job saves at the save interval (contracts.debugger_config.
-#: XGBOOST_COLLECTION_NAMES; the evaluation metrics reach the rules every round whatever is saved): what a live trial
-#: plots (the confusion matrix from predictions and labels, feature importance, mean SHAP values). full_shap and trees
-#: are left out (a row per sample or per node every save); TreeDepth adds trees itself when selected.
-XGBOOST_HOOK_COLLECTIONS = (
-    "metrics", "losses", "hyperparameters", "predictions", "labels", "feature_importance", "average_shap",
-)  # fmt: skip
-FRAMEWORK_HOOK_COLLECTIONS = {"pytorch": HOOK_COLLECTIONS, "xgboost": XGBOOST_HOOK_COLLECTIONS}
-#: What SageMaker Debugger's own hook saves for its built-in rules in legacy mode.
-LEGACY_COLLECTIONS = {"pytorch": ("losses", "gradients"), "xgboost": ("metrics", "losses")}
-
-
 class NotEnoughTimeLeft(JobRequestError):
     """The execution times out before a job launched now could run its shortest time (the Fail state's Error)."""
 
@@ -82,139 +79,9 @@ class InstanceHoursBudgetSpent(JobRequestError):
     """The stack's instance-hours guardrail leaves less than a job's shortest run (the Fail state's Error)."""
 
 
-# --------------------------------------------------------------------------- debugger configuration
-
-
-def stop_training_action_json(job_name: str) -> str:
-    """smdebug_rulesconfig's serialised StopTraining action (training_job_prefix = this job)."""
-    return json.dumps([{"name": STOP_TRAINING_ACTION, "training_job_prefix": job_name}], separators=(",", ":"))
-
-
-def hook_config(run_spec: RunSpec, job_name: str) -> dict[str, Any]:
-    """Our debugger's hook configuration (DebugHookConfig shape); the job mirrors its output to S3OutputPath."""
-    interval = str(run_spec.debugger_save_interval)
-    parameters = {"save_interval": interval}
-    if run_spec.instance_count > 1:  # every rank records its own tensors (smdebug's include_workers), for the post-mortem
-        parameters["include_workers"] = "all"
-    config = {
-        "S3OutputPath": bucket_layout.debug_output_uri(run_spec.bucket, job_name),
-        "HookParameters": parameters,
-        # Our in-job rules ask the hook for what they read (debugger.rules.Requirement): the built-in collections
-        # here are what a user's smdebug hook records besides.
-        "CollectionConfigurations": [
-            {"CollectionName": name} for name in FRAMEWORK_HOOK_COLLECTIONS[run_spec.framework]
-        ],
-    }
-    return debugger_config.validate_hook_config(config)
-
-
-#: Rules that read module activations, and the parameter naming them: SageMaker's own evaluator (legacy mode) finds
-#: them only in a collection the hook config defines by that regex (smdebug's PyTorch hook has no built-in one).
-ACTIVATION_REGEX_PARAMETER = {
-    "DeadRelu": "tensor_regex",
-    "SaturatedActivation": "tensor_regex",
-    "PoorWeightInitialization": "activation_inputs_regex",
-}
-
-
-def hook_collections(run_spec: RunSpec, base: Mapping[str, tuple[str, ...]]) -> list[dict[str, Any]]:
-    """CollectionConfigurations: the framework's collections plus the built-in ones each selected rule reads
-    (contracts.debugger_config.RULE_COLLECTIONS); activations as a collection of their own, defined by the rules'
-    regexes. Our in-job rules also ask the hook for what they read themselves; SageMaker's evaluator cannot."""
-    names = list(base[run_spec.framework])
-    activation_regexes: list[str] = []
-    for rule in run_spec.watching_rules():
-        parameter = ACTIVATION_REGEX_PARAMETER.get(rule["name"])
-        if parameter is not None:
-            regex = rule["parameters"].get(parameter, debugger_config.BUILTIN_RULE_DEFAULTS[rule["name"]][parameter])
-            activation_regexes += [part.strip() for part in regex.split(",") if part.strip()]
-            continue
-        for name in debugger_config.rule_collections(rule["name"], rule["parameters"]):
-            if name in _SMDEBUG_BUILTIN_COLLECTIONS[run_spec.framework] and name not in names:
-                names.append(name)
-    configurations: list[dict[str, Any]] = [{"CollectionName": name} for name in names]
-    if activation_regexes:
-        configurations.append(
-            {"CollectionName": "activations",
-             "CollectionParameters": {"include_regex": ",".join(dict.fromkeys(activation_regexes))}}
-        )
-    return configurations
-
-
-#: Collections smdebug's hooks define without an include_regex.
-_SMDEBUG_BUILTIN_COLLECTIONS = {
-    "pytorch": ("weights", "biases", "gradients", "losses"),
-    "xgboost": debugger_config.XGBOOST_COLLECTION_NAMES,
-}
-
-
-#: The workflow's own defaults for a rule, under the run_spec's parameters (which win): contracts.rule_selection.
-product_rule_parameters = rule_selection.product_rule_parameters
-
-
-def rule_configs(
-    job_name: str,
-    rules: list[dict[str, Any]] | None = None,
-    framework: str = "pytorch",
-    objective: Mapping[str, Any] | None = None,
-    planned_epochs: int | None = None,
-) -> list[dict[str, Any]]:
-    """Our debugger's rules (DebugRuleConfigurations shape): the run_spec's ``rules`` (default: the framework's,
-    contracts.rule_selection.DEFAULT_RULES_BY_FRAMEWORK). Each stops the job when it finds an issue (the monitor
-    would stop it anyway): the job's state change is what ends the workflow's wait. The rules that judge progress
-    get the run's ``objective`` (contracts.debugger_config.OBJECTIVE_RULE_PARAMETER): a run that meets it is not
-    stopped for a plateau. ObjectiveOutOfReach gets the job's ``planned_epochs`` unless the run_spec set them."""
-    stop = stop_training_action_json(job_name)
-    objective_text = json.dumps(dict(objective), separators=(",", ":")) if objective else None
-    epochs = {debugger_config.PLANNED_EPOCHS_RULE_PARAMETER: str(planned_epochs)} if planned_epochs else {}
-    configs = [
-        {
-            "RuleConfigurationName": rule["name"],
-            "RuleParameters": {
-                "rule_to_invoke": rule["name"],
-                **product_rule_parameters(rule["name"], framework),
-                **(epochs if rule["name"] in debugger_config.PLANNED_EPOCHS_RULES else {}),
-                **rule["parameters"],
-                **(
-                    {debugger_config.OBJECTIVE_RULE_PARAMETER: objective_text}
-                    if objective_text and rule["name"] in debugger_config.OBJECTIVE_AWARE_RULES
-                    else {}
-                ),
-                "action_json": stop,
-            },
-        }
-        for rule in rule_selection.watching_rules(rules, framework)
-    ]
-    return debugger_config.validate_rule_configs(configs)
-
-
-def legacy_debug_hook_config(run_spec: RunSpec) -> dict[str, Any]:
-    """SageMaker Debugger's DebugHookConfig. SageMaker appends {job}/debug-output, so its tensors land
-    under our debug-output/{job}/ prefix, next to rule-status.json (one prefix to grant and expire)."""
-    return {
-        "S3OutputPath": bucket_layout.s3_uri(run_spec.bucket, bucket_layout.DEBUG_OUTPUT_PREFIX),
-        "HookParameters": {"save_interval": str(run_spec.debugger_save_interval)},
-        "CollectionConfigurations": hook_collections(run_spec, LEGACY_COLLECTIONS),
-    }
-
-
-def legacy_debug_rule_configurations(run_spec: RunSpec, job_name: str) -> list[dict[str, Any]]:
-    """SageMaker's built-in rules on its own evaluator image; named Sagemaker* so they never clash with ours."""
-    image = rule_evaluator_image_uri(run_spec.region)
-    stop = stop_training_action_json(job_name)  # as our rules: the job's end is the signal
-    configurations = []
-    for rule in run_spec.watching_rules():
-        if rule["name"] in debugger_config.PRODUCT_ONLY_RULES:
-            continue  # ours alone: SageMaker's evaluator has no such rule
-        configurations.append(
-            {
-                "RuleConfigurationName": rule_selection.LEGACY_RULE_PREFIX + rule["name"],
-                "RuleEvaluatorImage": image,
-                "RuleParameters": {"rule_to_invoke": rule["name"], **rule["parameters"], "action_json": stop},
-            }
-        )
-    debugger_config.validate_rule_configs(configurations)
-    return configurations
+class OutsideCostGuardrails(JobRequestError):
+    """The run_spec asks for an instance type or count the stack's cost guardrails do not allow (the Fail state's
+    Error): Initialize refuses it first; a launch checks again whatever the plan changed."""
 
 
 def tensorboard_output_config(run_spec: RunSpec) -> dict[str, str]:
@@ -229,15 +96,20 @@ def tensorboard_output_config(run_spec: RunSpec) -> dict[str, str]:
 # --------------------------------------------------------------------------- the request
 
 
-def script_mode_hyperparameters(
-    run_spec: RunSpec, job_name: str, objective: Mapping[str, Any] | None = None, planned_epochs: int | None = None
-) -> dict[str, str]:
-    """The user's hyperparameters, the launcher's reserved ones and SageMaker's script-mode ones, every value
-    JSON-encoded as the SageMaker Python SDK sends framework hyperparameters."""
-    values = {
+def script_mode_values(
+    run_spec: RunSpec,
+    job_name: str,
+    objective: Mapping[str, Any] | None = None,
+    planned_epochs: int | None = None,
+    evidence_key: str = "",
+) -> dict[str, Any]:
+    """Every hyperparameter the job's request carries, before encoding: the user's, the launcher's reserved ones (the
+    entry point, the debugger's hook and rules, the metric definitions, the in-job settings) and SageMaker's
+    script-mode and distribution ones."""
+    return {
         **run_spec.hyperparameters,
         ENTRY_POINT_HYPERPARAMETER: run_spec.entry_point,
-        HOOK_CONFIG_HYPERPARAMETER: json.dumps(hook_config(run_spec, job_name), separators=(",", ":")),
+        HOOK_CONFIG_HYPERPARAMETER: json.dumps(hook_config(run_spec, job_name, evidence_key), separators=(",", ":")),
         # Twenty rules' configurations exceed SageMaker's 2,500 characters per value: sent in parts.
         **split_long_value(
             RULE_CONFIGS_HYPERPARAMETER,
@@ -274,31 +146,93 @@ def script_mode_hyperparameters(
         "sagemaker_container_log_level": CONTAINER_LOG_LEVEL,
         **distributed.distribution_hyperparameters(run_spec.distribution, run_spec.instance_type),
     }
+
+
+class TooManyHyperparameters(JobRequestError):
+    """The request would carry more hyperparameters than SageMaker takes (the Fail state's Error); the message names
+    the count, what the workflow adds and how many entries the run_spec may keep."""
+
+
+@dataclasses.dataclass(frozen=True)
+class HyperparameterCount:
+    """What one job's request carries: ``carried`` hyperparameters in all, ``own`` of them the run_spec's."""
+
+    carried: int
+    own: int
+    rules: int
+    limit: int = MAX_HYPERPARAMETERS
+
+    @property
+    def reserved(self) -> int:
+        """The workflow's own: launcher, debugger hook and rules (in parts), metric definitions, in-job settings,
+        SageMaker's script-mode and distribution entries."""
+        return self.carried - self.own
+
+    @property
+    def left(self) -> int:
+        """How many more the run_spec could carry (negative: that many too many)."""
+        return self.limit - self.carried
+
+    @property
+    def fits(self) -> bool:
+        return self.left >= 0
+
+    def problem(self) -> str:
+        """The refusal, naming run_spec.hyperparameters, the count and the fix."""
+        return (
+            f"run_spec.hyperparameters: has {self.own} entries but SageMaker takes at most {self.limit} "
+            f"hyperparameters in all, and this run's launcher, its {self.rules} rules' configuration, its in-job "
+            f"settings and its distribution take {self.reserved} (the request would carry {self.carried}): keep at "
+            f"most {self.limit - self.reserved} (or select fewer rules)"
+        )
+
+
+def count_hyperparameters(
+    state: WorkflowState, run_spec: RunSpec | None = None, job_name: str | None = None
+) -> HyperparameterCount:
+    """Exactly what the request for ``run_spec`` (default: the state's) would carry, with the run's objective and the
+    run_spec's planned epochs. The rules' configuration is split into parts of 2,500 characters and grows with the
+    job's name (their StopTraining action names it): without ``job_name`` the longest name there is is counted, so
+    a run_spec that fits here fits whatever its job is called. JobRequestError names a value SageMaker refuses."""
+    run_spec = run_spec or state.run_spec
+    name = job_name or "a" * MAX_JOB_NAME_LENGTH
+    values = script_mode_values(
+        run_spec, name, state.objective, state.epochs_in(run_spec.hyperparameters), state.evidence_key
+    )
     try:
-        encoded = encode_hyperparameters(values)
+        carried = len(encode_hyperparameters(values))
     except HyperparameterError as error:
         raise JobRequestError(f"run_spec.hyperparameters.{error.field}: {error.problem}") from None
-    if len(encoded) > MAX_HYPERPARAMETERS:
-        own = len(run_spec.hyperparameters)
-        reserved = len(encoded) - own
-        raise JobRequestError(
-            f"run_spec.hyperparameters: has {own} entries but SageMaker takes at most {MAX_HYPERPARAMETERS} "
-            f"hyperparameters in all, and this run's launcher, its {len(run_spec.watching_rules())} rules' "
-            f"configuration and its distribution take {reserved}: keep at most {MAX_HYPERPARAMETERS - reserved} "
-            "(or select fewer rules)"
+    return HyperparameterCount(carried=carried, own=len(run_spec.hyperparameters), rules=len(run_spec.watching_rules()))
+
+
+def script_mode_hyperparameters(
+    run_spec: RunSpec,
+    job_name: str,
+    objective: Mapping[str, Any] | None = None,
+    planned_epochs: int | None = None,
+    evidence_key: str = "",
+) -> dict[str, str]:
+    """The request's HyperParameters (:func:`script_mode_values`), every value JSON-encoded as the SageMaker Python SDK
+    sends framework hyperparameters; TooManyHyperparameters over SageMaker's limit."""
+    try:
+        encoded = encode_hyperparameters(
+            script_mode_values(run_spec, job_name, objective, planned_epochs, evidence_key)
         )
+    except HyperparameterError as error:
+        raise JobRequestError(f"run_spec.hyperparameters.{error.field}: {error.problem}") from None
+    count = HyperparameterCount(len(encoded), len(run_spec.hyperparameters), len(run_spec.watching_rules()))
+    if not count.fits:
+        raise TooManyHyperparameters(count.problem())
     return encoded
 
 
 def check_hyperparameter_count(state: WorkflowState) -> None:
-    """JobRequestError (naming run_spec.hyperparameters) when the state's first request would hold more
-    hyperparameters than SageMaker takes: the rules' configuration is split into parts of 2,500 characters and its
-    size grows with the job name (their StopTraining action names it), the run's objective and the job's planned
-    epochs, so this counts with the longest job name there is and the run's own objective and epochs."""
-    run_spec = state.run_spec
-    script_mode_hyperparameters(
-        run_spec, "a" * MAX_JOB_NAME_LENGTH, state.objective, state.epochs_in(run_spec.hyperparameters)
-    )
+    """TooManyHyperparameters (naming run_spec.hyperparameters) when the state's run_spec would carry more
+    hyperparameters than SageMaker takes, whatever its job is called (:func:`count_hyperparameters`)."""
+    count = count_hyperparameters(state)
+    if not count.fits:
+        raise TooManyHyperparameters(count.problem())
 
 
 def build_create_training_job_request(
@@ -309,14 +243,23 @@ def build_create_training_job_request(
     execution_start_time: str = "",
     tags: dict[str, str] | None = None,
     now: float | None = None,
+    guardrails: CostGuardrails | None = None,
 ) -> dict[str, Any]:
     """The keyword arguments of ``sagemaker.create_training_job`` for the state's current run_spec.
 
     With the execution's start time, the job's MaxRuntimeInSeconds (and a spot job's MaxWaitTimeInSeconds) end
-    before the execution times out (``now``: epoch seconds, default the clock)."""
+    before the execution times out (``now``: epoch seconds, default the clock). With the stack's ``guardrails`` the
+    instance type and count are checked again (OutsideCostGuardrails) and the runtime is cut to what IAM allows a
+    job (CostGuardrails.max_job_runtime_seconds)."""
     run_spec = state.run_spec
     if not JOB_NAME_PATTERN.match(job_name) or len(job_name) > MAX_JOB_NAME_LENGTH:
         raise JobRequestError(f"job_name: {job_name!r} is not a valid SageMaker training job name")
+    if guardrails is not None:
+        problems = guardrails.check_launch(run_spec.instance_type, run_spec.instance_count)
+        if problems:
+            raise OutsideCostGuardrails(
+                "; ".join(f"run_spec.{field}: {problem}" for field, problem in problems.items())
+            )
     bucket = run_spec.bucket
     stopping_condition = stopping_condition_within(
         run_spec,
@@ -324,6 +267,7 @@ def build_create_training_job_request(
         wall_clock() if now is None else now,
         state.attempt_count + 1,
         instance_seconds_left=state.instance_seconds_left,
+        job_seconds=guardrails.max_job_runtime_seconds if guardrails is not None else None,
     )
     all_tags = {
         "remediation:base-job-name": run_spec.base_job_name,
@@ -345,7 +289,7 @@ def build_create_training_job_request(
             "EnableSageMakerMetricsTimeSeries": True,
         },
         "HyperParameters": script_mode_hyperparameters(
-            run_spec, job_name, state.objective, state.epochs_in(run_spec.hyperparameters)
+            run_spec, job_name, state.objective, state.epochs_in(run_spec.hyperparameters), state.evidence_key
         ),
         "OutputDataConfig": {"S3OutputPath": bucket_layout.job_output_uri(bucket)},
         "ResourceConfig": {
@@ -355,7 +299,7 @@ def build_create_training_job_request(
         },
         "StoppingCondition": stopping_condition,
         "CheckpointConfig": {
-            "S3Uri": bucket_layout.checkpoint_uri(bucket, job_name),
+            "S3Uri": bucket_layout.s3_uri(bucket, evidence_prefixes(job_name, state.evidence_key).checkpoints),
             "LocalPath": CHECKPOINT_LOCAL_PATH,
         },
         "EnableManagedSpotTraining": run_spec.use_spot_instances,
@@ -381,12 +325,14 @@ def stopping_condition_within(
     now: float,
     attempt_number: int,
     instance_seconds_left: int | None = None,
+    job_seconds: int | None = None,
 ) -> dict[str, int]:
     """SageMaker's StoppingCondition for the run_spec, cut to the time the execution has left (when its start time
-    is known) minus JOB_END_RESERVE_SECONDS, and to the instance-hours the stack's guardrail leaves it
-    (``instance_seconds_left``: InstanceCount x MaxRuntimeInSeconds fits in it). Raises NotEnoughTimeLeft or
-    InstanceHoursBudgetSpent when less than a job's shortest run is left."""
-    runtime = run_spec.max_run_seconds
+    is known) minus JOB_END_RESERVE_SECONDS, to the instance-hours the stack's guardrail leaves it
+    (``instance_seconds_left``: InstanceCount x MaxRuntimeInSeconds fits in it) and to the longest job IAM allows
+    (``job_seconds``). Raises NotEnoughTimeLeft or InstanceHoursBudgetSpent when less than a job's shortest run is
+    left."""
+    runtime = run_spec.max_run_seconds if job_seconds is None else min(run_spec.max_run_seconds, job_seconds)
     if instance_seconds_left is not None:
         per_instance = instance_seconds_left // run_spec.instance_count
         if per_instance < bounds.MAX_RUN_SECONDS.low:

@@ -2,10 +2,11 @@
 ``DebugRuleEvaluationStatuses``.
 
 Trust boundary: every training job of a stack runs under the stack's one SageMaker role, which may write anywhere
-under ``debug-output/`` (docs/cloud.md, "Trust boundary"). A document is taken only from the job's own key and only
-if it names that job; one that names another job (copied, or forged by another run's script) is refused and said
-so. A script that forges a document naming its own job is inside the boundary: run untrusted scripts in a stack of
-their own.
+under ``debug-output/`` but list none of it (docs/cloud.md, "Trust boundary"). So a job's document is read only from
+the prefix its execution's secret names (``job_identity.evidence_prefixes``: ``debug-output/<job>/<token>/``, which
+no other run's job can list or compute), never from the conventional ``debug-output/<job>/`` anyone may write, and
+only if it names that job; one that names another job is refused and said so. A script that forges a document
+naming its own job is inside the boundary: run untrusted scripts in a stack of their own.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 import contracts
-from contracts import bucket_layout, rule_status
+from contracts import rule_status
+from lambdas.remediation.job.job_identity import evidence_prefixes
 from lambdas.remediation.state.payload import WorkflowState
 
 
@@ -35,7 +37,8 @@ def read_rule_statuses(
     s3_client: Any, state: WorkflowState, job_name: str, describe_response: Mapping[str, Any]
 ) -> RuleReading:
     """Our rule-status.json (absent while the job starts: no statuses yet), plus SageMaker's in legacy mode."""
-    document = read_rule_status_document(s3_client, state.run_spec.bucket, job_name)
+    key = evidence_prefixes(job_name, state.evidence_key).debug_output + rule_status.RULE_STATUS_FILE
+    document = read_rule_status_document(s3_client, state.run_spec.bucket, key)
     foreign = None
     if document is not None and document.job_name != job_name:
         foreign, document = document.job_name, None
@@ -45,14 +48,13 @@ def read_rule_statuses(
     return RuleReading(statuses=tuple(statuses), document=document, foreign_job=foreign)
 
 
-def read_rule_status_document(s3_client: Any, bucket: str, job_name: str) -> rule_status.RuleStatusDocument | None:
-    """None while the job has not written its status yet.
+def read_rule_status_document(s3_client: Any, bucket: str, key: str) -> rule_status.RuleStatusDocument | None:
+    """The document at ``key``; None while the job has not written its status yet.
 
     The key is listed before it is read: the monitor's s3:ListBucket grant is
     conditioned on the debug-output/ prefix, and a GetObject of a missing key
     answers 403 (not 404) to a caller whose ListBucket does not cover the request.
     """
-    key = bucket_layout.rule_status_key(job_name)
     listing = s3_client.list_objects_v2(Bucket=bucket, Prefix=key, MaxKeys=1)
     if not any(item["Key"] == key for item in listing.get("Contents", [])):
         return None

@@ -8,6 +8,8 @@ fault-injection harness (tests/workflow/fault_harness.py) checks it under every 
 
 from __future__ import annotations
 
+import dataclasses
+
 #: The Error name the state machine's RemediationGaveUp state fails with, by the planner's end cause.
 END_ERRORS = {
     "budget_spent": "RemediationBudgetExhausted",
@@ -29,8 +31,17 @@ END_ERRORS = {
 }
 #: The state machine's guardrails (Pass states before HandleFailure, statemachine/remediation.asl.json).
 GUARDRAIL_ERRORS = ("MonitorLimitExceeded", "RetrainingBudgetExceeded")
-#: What the launch or the input refused before anything ran, and a capacity shortage that outlasted the retries.
-REFUSAL_ERRORS = ("InvalidExecutionInput", "NotEnoughTimeLeft", "InstanceHoursBudgetSpent", "TrainingCapacityUnavailable")
+#: What the launch or the input refused before anything ran (the stack's guardrails included), and a capacity shortage
+#: that outlasted the retries.
+REFUSAL_ERRORS = (
+    "InvalidExecutionInput",
+    "NotEnoughTimeLeft",
+    "InstanceHoursBudgetSpent",
+    "TrainingCapacityUnavailable",
+    "TooManyHyperparameters",
+    "ConcurrentExecutionsLimit",
+    "OutsideCostGuardrails",
+)
 #: Ends that are the product working as designed: notified on the topic, never an alarm.
 EXPECTED_ENDS = frozenset(END_ERRORS.values()) | frozenset(GUARDRAIL_ERRORS) | frozenset(REFUSAL_ERRORS)
 #: A handler's answer the workflow does not know (a bug): the one guardrail that is a fault.
@@ -49,10 +60,59 @@ def is_named(error: str | None) -> bool:
     (not a handler's crash: KeyError, TypeError, ...)."""
     return bool(error) and (error in NAMED_END_ERRORS or error.startswith(AWS_ERROR_PREFIXES))
 
+#: What StopExecution is given when someone stops an execution on purpose: `remediate cloud stop` (and the fault
+#: harness, which plays it) and the stack's delete. Such an end is notified, not alarmed.
+USER_STOP = "UserStop"
+STACK_DELETED = "StackDeleted"
+DELIBERATE_STOP_ERRORS = (USER_STOP, STACK_DELETED)
+#: The Fail states an execution reaches after the workflow has notified its end itself (HandleFailure's
+#: workflow_error, the plan's gave_up): any other last state means no one did.
+NOTIFIED_FAIL_STATES = ("WorkflowFailed", "RemediationGaveUp")
+#: The notification's Error for an execution that timed out, or was stopped (its own error, when it failed).
+ENDED_ERRORS = {"TIMED_OUT": "ExecutionTimedOut", "ABORTED": "ExecutionAborted"}
+
+
+@dataclasses.dataclass(frozen=True)
+class EndVerdict:
+    """What an ended execution (not SUCCEEDED) needs: a notification (no one has sent one) and an alarm (it ended
+    otherwise than by an expected end or a deliberate stop); ``error`` and ``reason`` name why, for both."""
+
+    error: str
+    reason: str
+    notify: bool
+    alarm: bool
+
+
+def judge_end(status: str, error: str | None, cause: str | None, last_state: str) -> EndVerdict:
+    """Judge an execution's end from its status, its Error and Cause and the state it was in last, whatever that
+    state: a failure reached through the workflow's own ending (a Fail state after HandleFailure or the plan) was
+    notified there and is alarmed only if its Error is not an expected end; one that failed anywhere else (its
+    cleanup failed, a state failed outside a Catch), timed out, or was stopped other than on purpose, is notified
+    and alarmed here."""
+    error, cause, where = error or "", cause or "", last_state or "an unknown state"
+    said = f"{error}: {cause}" if error and cause else error or cause or "no error given"
+    if status == "ABORTED":
+        deliberate = error in DELIBERATE_STOP_ERRORS
+        how = "stopped on purpose" if deliberate else "stopped (not by `remediate cloud stop` or the stack's delete)"
+        return EndVerdict(ENDED_ERRORS[status], f"the execution was {how} in state {where} ({said})", True, not deliberate)
+    if status == "TIMED_OUT":
+        return EndVerdict(ENDED_ERRORS[status], f"the execution timed out in state {where} ({said})", True, True)
+    name = error or "ExecutionFailed"
+    if last_state in NOTIFIED_FAIL_STATES:
+        return EndVerdict(name, f"the execution failed in state {where}: {said}", False, name not in EXPECTED_ENDS)
+    return EndVerdict(
+        name, f"the execution failed in state {where} without the workflow's own ending (no one notified): {said}", True, True
+    )
+
+
 # The handlers' own metrics (Powertools EMF; infra/alarms.py alarms on them).
 #: A transient fault handed back to the state machine (or EventBridge) for a retry: a Lambda error, not an alarm.
 TRANSIENT_FAULTS_DEFERRED = "TransientFaultsDeferred"
-#: An execution that failed for a reason outside EXPECTED_ENDS.
+#: An execution that ended otherwise than by an expected end or a deliberate stop (the execution-cleanup Lambda
+#: counts every end, whatever state it happened in).
 UNEXPECTED_WORKFLOW_ERRORS = "UnexpectedWorkflowErrors"
 #: A notification SNS kept refusing (the step went on without it).
 NOTIFICATIONS_NOT_SENT = "NotificationsNotSent"
+#: An exception a handler did not hand back as a transient fault or an expected refusal (counted by the handler
+#: itself as it raises, in the period it happened: lambdas.remediation.handler_support.counting_errors).
+UNHANDLED_ERRORS = "UnhandledErrors"

@@ -8,6 +8,7 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+_END_DETAILS = ("executionFailedEventDetails", "executionAbortedEventDetails", "executionTimedOutEventDetails")
 _OUTPUT_DETAILS = ("stateExitedEventDetails", "taskSucceededEventDetails", "lambdaFunctionSucceededEventDetails")
 
 
@@ -79,6 +80,10 @@ class LastMoments:
     state_payload: dict[str, Any] | None = None
     start_time: str = ""
     events_read: int = 0
+    #: The Error and Cause the execution ended with (its ExecutionFailed, -Aborted or -TimedOut event; None while it
+    #: runs or when the event was not read).
+    end_error: str | None = None
+    end_cause: str | None = None
 
 
 def read_last_moments(stepfunctions: Any, execution_arn: str, limit: int = NEWEST_FIRST_LIMIT) -> LastMoments:
@@ -88,6 +93,10 @@ def read_last_moments(stepfunctions: Any, execution_arn: str, limit: int = NEWES
     found = LastMoments()
     for event in _newest_first(stepfunctions, execution_arn):
         found.events_read += 1
+        if found.events_read == 1:
+            ended = next((event[key] for key in _END_DETAILS if isinstance(event.get(key), dict)), None)
+            if ended is not None:
+                found.end_error, found.end_cause = ended.get("error"), ended.get("cause")
         if not found.current_state:
             found.current_state = (event.get("stateEnteredEventDetails") or {}).get("name", "")
         if not found.start_time:

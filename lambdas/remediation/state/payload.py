@@ -143,6 +143,10 @@ class WorkflowState(BaseModel):
     rule_wait_seconds: RuleWait = bounds.DEFAULT_RULE_WAIT_SECONDS
     attempts: Annotated[list[Attempt], Field(max_length=MAX_KEPT_ATTEMPTS)] = Field(default_factory=list)
     attempts_dropped: Count = 0
+    #: This execution's random secret, set at Initialize where the stack asks for it: each job's debug output and
+    #: checkpoints go under a prefix derived from it and the job's name (job.job_identity.evidence_prefixes), which
+    #: no other run's job can list or guess. Empty: the prefixes are named by the job alone.
+    evidence_key: Annotated[str, Field(pattern=r"^([0-9a-f]{32})?$")] = ""
     end_reason: Text(MAX_REASON_BYTES) | None = None
 
     @model_validator(mode="after")
