@@ -7,6 +7,8 @@ never be judged out of reach) and on runs that miss (how early they are judged),
     python bench/objective_reach_probe.py record --zoo-seeds 20 21 --n 12 --space v1 --out courses.jsonl
     python bench/objective_reach_probe.py record --corpus-seeds 0 2 --out courses.jsonl
     python bench/objective_reach_probe.py replay courses.jsonl
+    git show main:contracts/objective_reach.py > /tmp/reach_before.py
+    python bench/objective_reach_probe.py replay courses.jsonl --judge /tmp/reach_before.py   # another version's judge
 
 Development seeds only (record 025): the random zoo's below 1000 or 2000-2999, the healthy corpus's but 7 and 8.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import dataclasses
+import importlib.util
 import json
 import os
 import subprocess
@@ -168,7 +171,7 @@ def record(arguments: argparse.Namespace) -> int:
     return 0
 
 
-def _margin(objective: Objective, values: list[float], planned: int) -> float | None:
+def _margin(objective: Objective, values: list[float], planned: int, judge=judge_reach) -> float | None:
     """How close a course came to being judged out of reach: the largest (target - projection) over its judged
     reports, as a share of the target's magnitude (above 0: it was judged out of reach), the projection uncapped by the
     metric's bound (so the margin stays readable near it)."""
@@ -176,7 +179,7 @@ def _margin(objective: Objective, values: list[float], planned: int) -> float | 
     margins = []
     for reports in range(1, len(values) + 1):
         with _no_bound():
-            reach = judge_reach(unbounded, values[:reports], planned)
+            reach = judge(unbounded, values[:reports], planned)
         if reach is not None and not reach.near_miss:
             margins.append(objective.sign * (objective.target_value - reach.projected) / abs(objective.target_value))
     return max(margins) if margins else None
@@ -191,7 +194,7 @@ class _no_bound:
         Objective.bound_for = self.saved
 
 
-def replay(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def replay(rows: list[dict[str, Any]], judge=judge_reach) -> dict[str, Any]:
     """Every whole course (one report per planned epoch) judged at every epoch, as the rule judges it: healthy courses
     (the objective met at some epoch) must never be judged out of reach; courses that missed should be, early."""
     met, false_alarms, missed, stopped, saved, shares, closest = 0, [], 0, 0, 0.0, [], []
@@ -203,7 +206,7 @@ def replay(rows: list[dict[str, Any]]) -> dict[str, Any]:
         planned = row["planned"]
         first = None
         for reports in range(1, len(values) + 1):
-            reach = judge_reach(objective, values[:reports], planned)
+            reach = judge(objective, values[:reports], planned)
             if reach is not None and reach.out_of_reach:
                 first = reports
                 break
@@ -211,7 +214,7 @@ def replay(rows: list[dict[str, Any]]) -> dict[str, Any]:
             met += 1
             if first is not None:
                 false_alarms.append((row["label"], first))
-            margin = _margin(objective, values, planned)
+            margin = _margin(objective, values, planned, judge)
             if margin is not None:
                 closest.append((round(margin, 3), row["label"]))
         else:
@@ -244,11 +247,19 @@ def main(argv: list[str] | None = None) -> int:
     recording.add_argument("--out", required=True)
     replaying = commands.add_parser("replay")
     replaying.add_argument("courses", nargs="+")
+    replaying.add_argument("--judge", help="a file holding another version's judge_reach (contracts.objective_reach)")
     arguments = parser.parse_args(argv)
     if arguments.command == "record":
         return record(arguments)
     rows = [json.loads(line) for path in arguments.courses for line in Path(path).read_text().splitlines() if line]
-    print(json.dumps(replay(rows), indent=1))
+    judge = judge_reach
+    if arguments.judge:
+        spec = importlib.util.spec_from_file_location("other_reach", arguments.judge)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["other_reach"] = module  # dataclasses look their module up
+        spec.loader.exec_module(module)
+        judge = module.judge_reach
+    print(json.dumps(replay(rows, judge), indent=1))
     return 0
 
 

@@ -8,9 +8,11 @@ comes:
 
 * its best so far (a run whose metric met the objective once is never judged again);
 * its pace: the faster of its recent rate (over the last half of its reports, at least :data:`MIN_RECENT_REPORTS`:
-  the median slope between two of them, plus one standard error) and the pace its best kept on average since its
-  first report, never below 0. A stopping rule must be right on every healthy run: a course that stalls on a plateau
-  before it climbs again is underestimated by its recent rate alone;
+  the median slope between two of them, plus one standard error) and, unless that recent part is falling (by more
+  than :data:`FALLING_ERRORS` standard errors), the pace
+  its best kept on average since its first report; never below 0. A stopping rule must be right on every healthy run:
+  a course that stalls on a plateau before it climbs again is underestimated by its recent rate alone, while one that
+  gives back what it gained (wrong labels learnt by heart) is on no plateau;
 * its noise: the spread of those recent reports around their line, read robustly (the median absolute deviation), so
   a few spikes to worse values widen neither the noise nor the rate of a flat course.
 
@@ -50,6 +52,8 @@ RATE_FACTOR = 2.0
 NOISE_FACTOR = 1.0
 #: A near miss is never judged: the best must be short of the target by more than this share of its magnitude.
 NEAR_MISS_SHARE = 0.05
+#: A recent part falls when its slope is below 0 by more than this many standard errors: a noisy plateau seldom does.
+FALLING_ERRORS = 2.0
 #: The median absolute deviation of normal noise times this is its standard deviation.
 MAD_TO_SIGMA = 1.4826
 
@@ -135,7 +139,8 @@ def judge_reach(objective: Objective, values: Sequence[float], planned: int) -> 
         return None
     slope, noise, error = robust_line(recent_reports(ranked))
     recent_rate = max(0.0, slope + error)
-    average_rate = max(0.0, (best - ranked[0]) / (reports - 1))
+    falling = slope + FALLING_ERRORS * error < 0  # past its peak, not on a plateau: it gives back what it gained
+    average_rate = 0.0 if falling else max(0.0, (best - ranked[0]) / (reports - 1))
     rate, pace = (recent_rate, "recent") if recent_rate >= average_rate else (average_rate, "average")
     projected = best + RATE_FACTOR * rate * (planned - reports) + NOISE_FACTOR * noise
     bound = objective.bound_for(values)
