@@ -5,9 +5,9 @@ objective's metric as the script reports it (saved with the debugger, or printed
 metric_definitions), once per epoch, and the planned epochs.
 
 The workflow gives it the run's objective and ``planned_epochs`` (wherever the run_spec states the epochs:
-``contracts.planned_epochs``). A job it cannot judge (no objective, no epochs, a job too short to judge, a metric never
-reported or reported more often than once an epoch) is named in its status (``not_judged``) and in the run's summary:
-its quiet status is no verdict.
+``contracts.planned_epochs``). A job it cannot judge (no objective, no epochs, a job too short to judge, a metric
+reported more often than once an epoch or not a finite number) is named in its status (``not_judged``) and in the
+run's summary: its quiet status is no verdict. A metric never reported is the monitor's to say (objective_unmeasured).
 """
 
 from __future__ import annotations
