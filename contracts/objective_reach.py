@@ -9,10 +9,10 @@ comes:
 * its best so far (a run whose metric met the objective once is never judged again);
 * its pace: the faster of its recent rate (over the last half of its reports, at least :data:`MIN_RECENT_REPORTS`:
   the median slope between two of them, plus one standard error) and, unless that recent part is falling (by more
-  than :data:`FALLING_ERRORS` standard errors), the pace
-  its best kept on average since its first report; never below 0. A stopping rule must be right on every healthy run:
-  a course that stalls on a plateau before it climbs again is underestimated by its recent rate alone, while one that
-  gives back what it gained (wrong labels learnt by heart) is on no plateau;
+  than :data:`FALLING_ERRORS` standard errors), the pace its best kept on average since its first report; never
+  below 0. A stopping rule must be right on every healthy run: a course that stalls on a plateau before it climbs
+  again is underestimated by its recent rate alone, while one that gives back what it gained (wrong labels learnt by
+  heart) is on no plateau;
 * its noise: the spread of those recent reports around their line, read robustly (the median absolute deviation), so
   a few spikes to worse values widen neither the noise nor the rate of a flat course.
 
