@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from contracts import ContractError
+from contracts.divergence import Divergence
 from contracts.loss_history import LossWindow
 
 RULE_STATUS_FILE = "rule-status.json"
@@ -151,14 +152,23 @@ class Evidence:
     #: (contracts.training_inputs): about (E - 1) / E for E epochs over unchanged data, about 0 for inputs augmented
     #: in the loader, which lowers the match with the training labels as wrong labels do. None: too few checked.
     training_inputs_repeated: float | None = None
+    #: The total gradient norm's course, in windows as the loss's (training steps).
+    gradient_norm_windows: list[LossWindow] | None = None
+    #: Whether the training loss and the gradient norm rose or spiked far above the run's first step
+    #: (contracts.divergence), with or without a NaN; None: they did not.
+    loss_divergence: Divergence | None = None
+    gradient_norm_divergence: Divergence | None = None
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Evidence:
         fields = dict(data)
-        if fields.get("loss_windows") is not None:
-            fields["loss_windows"] = [LossWindow.from_dict(window) for window in fields["loss_windows"]]
+        for name in ("loss_windows", "gradient_norm_windows"):
+            if fields.get(name) is not None:
+                fields[name] = [LossWindow.from_dict(window) for window in fields[name]]
         for name in ("loss_peak", "gradient_norm_peak"):
             fields[name] = Peak.from_dict(fields.get(name))
+        for name in ("loss_divergence", "gradient_norm_divergence"):
+            fields[name] = Divergence.from_dict(fields.get(name))
         if fields.get("learning_rates") is not None:
             fields["learning_rates"] = [float(rate) for rate in fields["learning_rates"]]
         return cls(**fields)

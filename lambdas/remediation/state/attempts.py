@@ -137,6 +137,23 @@ class LossWindow(BaseModel):
     mean: float
     agreement: Annotated[float, Field(ge=0, le=1)] | None = None
     agreement_count: Whole = 0
+    spread: Annotated[float, Field(ge=0)] | None = None
+    peak: float | None = None
+    peak_step: Whole | None = None
+
+
+class Divergence(BaseModel):
+    """The loss or the gradient norm risen or spiked far above the run's first step (``contracts.divergence``)."""
+
+    model_config = STRICT
+
+    series: Literal["loss", "gradient norm"]
+    kind: Literal["rising", "spiking"]
+    early: float
+    level: float
+    from_step: Whole
+    peak_step: Whole
+    end: float
 
 
 class AttemptEvidence(BaseModel):
@@ -163,6 +180,8 @@ class AttemptEvidence(BaseModel):
     label_counts: Annotated[list[Whole], Field(max_length=MAX_COUNTED_CLASSES)] | None = None
     training_dropout: Annotated[float, Field(ge=0, le=1)] | None = None
     training_inputs_repeated: Annotated[float, Field(ge=0, le=1)] | None = None
+    loss_divergence: Divergence | None = None
+    gradient_norm_divergence: Divergence | None = None
     #: The objective's metric over the job, when the script saved it with the debugger (the monitor reads it from
     #: the status document's metrics).
     objective_course: ObjectiveCourse | None = None

@@ -43,6 +43,11 @@ MOSTLY_DEAD = 50.0
 COLLAPSE_FACTOR = 10.0
 #: A rate that blew the network up is cut tenfold (halving it blew up again in the reference runs).
 COLLAPSE_RATE_FACTOR = 0.1
+#: A run that diverged (its loss or gradient norm rose or spiked far above its first step: contracts.divergence) is
+#: relaunched at a tenth of its rate, as a collapse is: halving it diverged again (docs/decisions/165).
+DIVERGENCE_RATE_FACTOR = 0.1
+#: Spikes of the gradient norm are clipped at this total norm (recurrent networks: Pascanu et al. 2013).
+SPIKE_CLIP_NORM = 1.0
 #: Training labels that look wrong: the rate times this.
 NOISY_LABELS_RATE_FACTOR = 0.3
 
@@ -177,6 +182,49 @@ class Catalogue:
     def after_collapse(self) -> list[Remedy]:
         """The rate active at the spike, lowered: the warmup rate's first when it spiked in warmup."""
         return [self.lower_warmup_rate_after_collapse, self.lower_rate_after_collapse]
+
+    # ----- a divergence: the loss or the gradient norm rose or spiked far above the run's first step, NaN or not
+
+    @property
+    def lower_rate_on_divergence_into_range(self) -> Remedy:
+        """A run that diverged at a rate above the optimizer's range: its usual start, the divergence named."""
+        rates = self.rates
+        return {
+            "name": "LowerRateOnDivergence",
+            "hyperparameter": "learning_rate",
+            "set_to": rates.usual,
+            "when": {"diverged": ["rising", "spiking"], "hyperparameters_above": {"learning_rate": rates.ceiling}},
+            "note": f"The run diverged at a learning rate above the range {rates.optimizer} trains networks at: "
+            f"{rates.usual:g}, its usual start, is below the rate it diverged at. More epochs would not help.",
+        }
+
+    @property
+    def lower_rate_on_divergence(self) -> Remedy:
+        return {
+            "name": "LowerRateOnDivergence",
+            "hyperparameter": "learning_rate",
+            "multiply_by": DIVERGENCE_RATE_FACTOR,
+            "min": self.rates.floor,
+            "when": {"diverged": ["rising", "spiking"]},
+            "note": f"The run diverged: a learning rate {1 / DIVERGENCE_RATE_FACTOR:g} times lower, well below the "
+            "rate it diverged at (halving it diverges again). More epochs would not help.",
+        }
+
+    @property
+    def clip_gradients_on_spikes(self) -> Remedy:
+        return {
+            "name": "ClipGradientsOnSpikes",
+            "hyperparameter": "grad_clip",
+            "set_to": SPIKE_CLIP_NORM,
+            "when": {"diverged": "spiking"},
+            "note": f"Clipping the total gradient norm at {SPIKE_CLIP_NORM:g} bounds the steps those spikes take (a "
+            "recurrent network's gradient spikes when its state dynamics turn unstable), and keeps the rate.",
+        }
+
+    @property
+    def on_divergence(self) -> list[Remedy]:
+        """Clipping for spikes, else a tenth of the rate."""
+        return [self.clip_gradients_on_spikes, self.lower_rate_on_divergence]
 
     # ----- the network
 
