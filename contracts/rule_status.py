@@ -37,10 +37,12 @@ PHASES = ("warmup", "main")
 #: A rule's issue kind (RuleIssue.kind): a short lower-case token the rule documents.
 ISSUE_KIND_PATTERN = re.compile(r"^[a-z][a-z_]{0,31}$")
 #: Issue kinds that mean the data is wrong, not the training: a non-finite model input (ExplodingTensor,
-#: CheckInputImages), a label outside the model's classes (ClassImbalance). The run ends without a relaunch.
+#: CheckInputImages) or loss target (ExplodingTensor), a label outside the model's classes (ClassImbalance). The run ends without a relaunch.
 NAN_INPUT = "nan_input"
+#: ... and a non-finite target the training loss read (a regression's targets, soft labels): ExplodingTensor.
+NAN_TARGET = "nan_target"
 LABEL_OUT_OF_RANGE = "label_out_of_range"
-DATA_ERROR_ISSUE_KINDS = (NAN_INPUT, LABEL_OUT_OF_RANGE)
+DATA_ERROR_ISSUE_KINDS = (NAN_INPUT, NAN_TARGET, LABEL_OUT_OF_RANGE)
 #: LossNotDecreasing's kind for a held-out (evaluation) loss that rose while the training loss fell over the same span:
 #: the model fits what does not carry over to held-out data (overfitting), not a rate that overshoots, which takes the
 #: training loss up too (that stays "rising"). The planner answers it as it answers Overfit.
@@ -158,6 +160,10 @@ class Evidence:
     #: (contracts.divergence), with or without a NaN; None: they did not.
     loss_divergence: Divergence | None = None
     gradient_norm_divergence: Divergence | None = None
+    #: A regression's scale at its first training step: the root mean square of the targets the loss read and of the
+    #: model's outputs it compared them with (None: the loss read no real-valued targets shaped as the outputs).
+    target_rms: float | None = None
+    output_rms: float | None = None
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Evidence:

@@ -86,6 +86,19 @@ class Situation:
     #: The training loss and the gradient norm risen or spiked far above the run's first step (contracts.divergence).
     loss_divergence: Divergence | None = None
     gradient_norm_divergence: Divergence | None = None
+    #: A regression's targets and the model's outputs at its first training step (root mean squares).
+    target_rms: float | None = None
+    output_rms: float | None = None
+
+    @property
+    def target_scale(self) -> float | None:
+        """How many times the targets' scale is what the model's outputs start at (at least 1: an output's scale below
+        one is no unit to learn in); None when the job measured no regression targets."""
+        if self.target_rms is None or self.output_rms is None:
+            return None
+        if not (math.isfinite(self.target_rms) and math.isfinite(self.output_rms)):
+            return None
+        return self.target_rms / max(self.output_rms, 1.0)
 
     def divergences(self, kinds: tuple[str, ...]) -> tuple[Divergence, ...]:
         """The loss's and the gradient norm's divergences of one of ``kinds`` (the loss's first)."""

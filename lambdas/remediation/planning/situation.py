@@ -151,6 +151,8 @@ def situation_of(
         loss_robust_to_wrong_labels=loss_robust_to_wrong_labels,
         loss_divergence=_loss_divergence(evidence),
         gradient_norm_divergence=_gradient_norm_divergence(evidence),
+        target_rms=evidence.target_rms if evidence else None,
+        output_rms=evidence.output_rms if evidence else None,
     )
 
 

@@ -143,7 +143,9 @@ def test_a_users_script_without_declarations_gets_the_evidence_remedies_its_hype
     # loss settings where they answer the labels (each allowed only with the user's consent). A run that diverged gets a
     # rate below the one it diverged at first.
     assert [(remedy.name, remedy.change.setting) for remedy in remedies["objective_missed"]] == [
-        ("StopAtBestEpoch", "epochs"), ("LowerRateOnDivergence", "lr"), ("LearningRateIntoRange", "lr"),
+        # a regression's targets far from its outputs' scale: the rate divided by it (SGD assumed, no normalize_targets)
+        ("StopAtBestEpoch", "epochs"), ("RateForTargetScale", "lr"), ("LowerRateOnDivergence", "lr"),
+        ("LearningRateIntoRange", "lr"),
         ("LearningRateToUsual", "lr"), ("SwitchToReLU", "activation"),
         # a loss that diverged: a tenth of the rate (no grad_clip knob: no clipping), before labels or epochs
         ("LowerRateOnDivergence", "lr"),

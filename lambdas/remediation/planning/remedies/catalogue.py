@@ -48,6 +48,12 @@ COLLAPSE_RATE_FACTOR = 0.1
 DIVERGENCE_RATE_FACTOR = 0.1
 #: Spikes of the gradient norm are clipped at this total norm (recurrent networks: Pascanu et al. 2013).
 SPIKE_CLIP_NORM = 1.0
+#: A regression's targets this many times what its outputs start at put its loss on a scale no rate of the optimizer's
+#: range trains at (targets x1000 under MSE: an initial loss of 7e5; standardised targets: about 1).
+TARGET_SCALE_LIMIT = 30.0
+#: Optimizers whose steps do not grow with the loss's scale (each parameter's step is normalised by its own gradient's
+#: running size): a rate scaled by the targets would be wrong for them (docs/decisions/166).
+SCALE_INVARIANT_OPTIMIZERS = frozenset({"Adam", "AdamW", "Adamax", "NAdam", "RAdam", "RMSprop", "Adagrad", "Adadelta"})
 #: Training labels that look wrong: the rate times this.
 NOISY_LABELS_RATE_FACTOR = 0.3
 
@@ -182,6 +188,42 @@ class Catalogue:
     def after_collapse(self) -> list[Remedy]:
         """The rate active at the spike, lowered: the warmup rate's first when it spiked in warmup."""
         return [self.lower_warmup_rate_after_collapse, self.lower_rate_after_collapse]
+
+    # ----- a regression whose targets are far from what its outputs start at
+
+    @property
+    def normalize_targets(self) -> Remedy:
+        return {
+            "name": "NormalizeTargets",
+            "hyperparameter": "normalize_targets",
+            "set_to": True,
+            "when": {"target_scale_above": TARGET_SCALE_LIMIT, "hyperparameters": {"normalize_targets": False}},
+            "note": "Targets far from the scale the model's outputs start at put the loss on a scale of their own: "
+            "standardised targets train at the optimizer's usual rates, and the predictions are scaled back.",
+        }
+
+    @property
+    def rate_for_target_scale(self) -> Remedy | None:
+        """For an optimizer whose steps grow with the loss's scale (SGD): the rate divided by the targets' scale, in
+        one launch (halving would need ten launches for a scale of 1000, and stops at the floor). None for Adam and
+        its kin, whose steps do not."""
+        if self.rates.optimizer in SCALE_INVARIANT_OPTIMIZERS:
+            return None
+        return {
+            "name": "RateForTargetScale",
+            "hyperparameter": "learning_rate",
+            "divide_by_target_scale": True,
+            # once: a rate already divided is below the range's "too small" (the same scale is measured again)
+            "when": {"target_scale_above": TARGET_SCALE_LIMIT,
+                     "hyperparameters_above": {"learning_rate": self.rates.too_small}},
+            "note": f"Under {self.rates.optimizer} the first steps grow with the targets' scale: the rate divided by "
+            "that scale takes the steps the usual rate takes on standardised targets. Standardising the targets "
+            "in the script is the fix that holds for any rate.",
+        }
+
+    @property
+    def for_target_scale(self) -> list[Remedy]:
+        return [remedy for remedy in (self.normalize_targets, self.rate_for_target_scale) if remedy is not None]
 
     # ----- a divergence: the loss or the gradient norm rose or spiked far above the run's first step, NaN or not
 

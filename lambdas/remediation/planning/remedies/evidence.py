@@ -69,7 +69,7 @@ def evidence_remedies(rates: RateRange = SGD_RANGE) -> dict[str, list[dict[str, 
         BATCH_OF_ONE: [batch_size_one_smaller()],
         OBJECTIVE_MISSED: objective_missed(c),
         ANY_RULE: [
-            c.lower_rate_on_divergence_into_range, c.learning_rate_into_range, *c.on_divergence, c.add_batch_norm,
+            *c.for_target_scale, c.lower_rate_on_divergence_into_range, c.learning_rate_into_range, *c.on_divergence, c.add_batch_norm,
             c.lower_learning_rate,
         ],
     }
@@ -82,6 +82,7 @@ def exploding_tensor(c: Catalogue) -> list[Remedy]:
     """Batch norm at once for a network badly scaled at initialisation that blows up in warmup (a lower warmup rate
     would only delay it), then the rates of the phase it blew up in, then clipping."""
     return [
+        *c.for_target_scale,
         c.learning_rate_into_range,
         c.normalize_inputs,
         c.rescale_large_initialisation,
@@ -214,6 +215,7 @@ def loss_not_decreasing(c: Catalogue) -> list[Remedy]:
     stall training; a loss that rose gets a lower rate; one that falls too slowly larger steps."""
     held_out_rising, stagnant = {"issue_kind": HELD_OUT_RISING}, {"issue_kind": "stagnant"}
     return [
+        *c.for_target_scale,
         c.lower_rate_on_divergence_into_range,
         c.learning_rate_into_range,
         c.normalize_inputs,
@@ -317,6 +319,7 @@ def objective_missed(c: Catalogue) -> list[Remedy]:
             "note": "The held-out metric met the objective at that epoch and fell below it as training went on: the "
             "same run stopped there (a script that seeds its training repeats that epoch's result).",
         },
+        *c.for_target_scale,
         c.lower_rate_on_divergence_into_range,
         c.learning_rate_into_range,
         # a completed job has no epochs left to continue: again from the start, at the usual rate

@@ -48,14 +48,14 @@ def test_a_rule_fired_and_the_evidence_remedy_says_why_with_the_numbers(referenc
     assert planned.last_attempt.decision.remedy == "AddBatchNorm"
     assert reason_of(planned) == (
         "ExplodingTensor fired at step 2 (warmup phase, 20 steps per epoch, tensor gradient_norm, the rule's value "
-        "nan). Remedy 4 of 11 for ExplodingTensor in the evidence remedies, AddBatchNorm (turn add_batch_norm on "
-        "and cap warmup_learning_rate at 0.1), applies because it happened in the warmup phase and at step 2, "
-        "before step 10 and the initial gradient norm 512.3 is above 50. An initialisation-scale gradient norm with "
-        "no batch norm means the network is badly scaled at initialisation, and blowing up in the first steps of "
-        "warmup means a lower warmup rate would only delay the explosion. Rates judged in SGD's range (usual start "
-        "0.1, out of range above 0.4, too small below 0.001; assumed: the job reported no optimizer). Evidence: "
-        "initial gradient norm 512.3, initial loss 31.7, last finite loss 2.9e+06, max gradient norm 8.4e+07. Next: "
-        "adding batch norm."
+        "nan). Remedy 5 of 12 for ExplodingTensor in the evidence remedies, AddBatchNorm (turn add_batch_norm on and "
+        "cap warmup_learning_rate at 0.1), applies because it happened in the warmup phase and at step 2, before "
+        "step 10 and the initial gradient norm 512.3 is above 50. An initialisation-scale gradient norm with no "
+        "batch norm means the network is badly scaled at initialisation, and blowing up in the first steps of warmup "
+        "means a lower warmup rate would only delay the explosion. Rates judged in SGD's range (usual start 0.1, out "
+        "of range above 0.4, too small below 0.001; assumed: the job reported no optimizer). Evidence: initial "
+        "gradient norm 512.3, initial loss 31.7, last finite loss 2.9e+06, max gradient norm 8.4e+07. Next: adding "
+        "batch norm."
     )
 
 
@@ -91,11 +91,11 @@ def test_a_quiet_miss_says_what_the_loss_did_and_that_the_next_job_gets_the_chec
     _, planned, _ = quiet_miss("mlp-sgd-one-epoch-still-falling", account_input)
     assert reason_of(planned) == (
         "Job remediation-job-cfc1240413-001 completed with quiet rules but validation:accuracy = 0.8944 missed "
-        "validation:accuracy >= 0.9 by 0.0056. Remedy 12 of 18 for objective_missed in the evidence remedies, "
+        "validation:accuracy >= 0.9 by 0.0056. Remedy 13 of 19 for objective_missed in the evidence remedies, "
         "TrainLonger (multiply epochs by 4 (not above 200)), applies because the training loss fell 80% over steps "
         "0-22 (2.796 to 0.5518) and was still falling: its last quarter was 44% below the quarter before. Training "
-        "was stable and still improving when it stopped: more epochs. Next: raising epochs 1 -> 4. The next job "
-        "gets the checkpoint file remediation-job-cfc1240413-001 left: a script that resumes from its checkpoints "
+        "was stable and still improving when it stopped: more epochs. Next: raising epochs 1 -> 4. The next job gets "
+        "the checkpoint file remediation-job-cfc1240413-001 left: a script that resumes from its checkpoints "
         "continues where remediation-job-cfc1240413-001 stopped instead of from step 0."
     )
 
@@ -105,12 +105,12 @@ def test_a_settled_loss_whose_last_quarter_rose_slightly_gave_back_part_of_its_d
     _, planned, _ = quiet_miss("mlp-augmented-clean-labels", account_input)
     assert reason_of(planned) == (
         "Job remediation-job-eac73fc62c-001 completed with quiet rules but validation:accuracy = 0.9611 missed "
-        "validation:accuracy >= 0.97 by 0.0089. Remedy 13 of 18 for objective_missed in the evidence remedies, "
+        "validation:accuracy >= 0.97 by 0.0089. Remedy 14 of 19 for objective_missed in the evidence remedies, "
         "LowerLearningRate (multiply lr by 0.3 (not below 0.0001)), applies because the training loss fell 80% over "
         "steps 0-286 (4.41 to 0.9032) and settled: its last quarter gave back 0.4% of that descent. The training "
         "loss settled short of the objective: smaller steps settle lower. Rates judged in SGD's range (usual start "
-        "0.1, out of range above 0.4, too small below 0.001; the optimizer the job reported). Next: lowering lr "
-        "0.05 -> 0.015."
+        "0.1, out of range above 0.4, too small below 0.001; the optimizer the job reported). Next: lowering lr 0.05 "
+        "-> 0.015."
     )
 
 
@@ -125,7 +125,7 @@ def test_planned_from_an_earlier_job_it_goes_back_to_its_settings_and_says_what_
     assert reason_of(planned) == (
         "Job remediation-job-d5bbeb5352-002 completed with quiet rules but validation:accuracy = 0.2883 missed "
         "validation:accuracy >= 0.8 by 0.5117. Back to job 1's settings, the closest to the objective so far "
-        "(validation:accuracy = 0.2983); from there: Remedy 14 of 23 for objective_missed in the evidence remedies, "
+        "(validation:accuracy = 0.2983); from there: Remedy 15 of 24 for objective_missed in the evidence remedies, "
         "RaiseLearningRateToUsual (raise lr to at least 0.1), applies because the training loss fell 1% over steps "
         "0-18 (1.395 to 1.387): it never learned. The updates are too small to move the loss; 0.1 is SGD's usual "
         "start. Rates judged in SGD's range (usual start 0.1, out of range above 0.4, too small below 0.001; the "
@@ -142,12 +142,12 @@ def test_a_remedy_that_would_repeat_a_jobs_settings_is_not_tried_again(account_i
     planned = plan(record(state, rule="LossNotDecreasing", phase="main", step=30, evidence=falling, kind="flat"))
     assert reason_of(planned) == (
         "LossNotDecreasing fired at step 30 (main phase, 20 steps per epoch, tensor gradient_norm, the rule's value "
-        "nan). Remedy 28 of 28 for LossNotDecreasing in the evidence remedies, LowerLearningRate (multiply "
+        "nan). Remedy 29 of 29 for LossNotDecreasing in the evidence remedies, LowerLearningRate (multiply "
         "learning_rate by 0.5 (not below 0.0001)), applies. The loss stopped decreasing: the main rate overshoots. "
         "Rates judged in SGD's range (usual start 0.1, out of range above 0.4, too small below 0.001; assumed: the "
-        "job reported no optimizer). Evidence: initial gradient norm 512.3, initial loss 2.3, last finite loss "
-        "2.25, max gradient norm 8.4e+07. Not tried again: RaiseLearningRate would repeat job 1's settings. Next: "
-        "lowering learning_rate 0.05 -> 0.025."
+        "job reported no optimizer). Evidence: initial gradient norm 512.3, initial loss 2.3, last finite loss 2.25, "
+        "max gradient norm 8.4e+07. Not tried again: RaiseLearningRate would repeat job 1's settings. Next: lowering "
+        "learning_rate 0.05 -> 0.025."
     )
 
 
@@ -155,10 +155,10 @@ def test_a_remedy_on_a_fixed_hyperparameter_is_not_tried_and_the_next_one_is(acc
     _, planned, _ = quiet_miss("mlp-dropout-clean-labels", account_input, fixed_hyperparameters=["lr"])
     assert reason_of(planned) == (
         "Job remediation-job-92c7e8f5fa-001 completed with quiet rules but validation:accuracy = 0.9444 missed "
-        "validation:accuracy >= 0.97 by 0.0256. Remedy 16 of 20 for objective_missed in the evidence remedies, "
+        "validation:accuracy >= 0.97 by 0.0256. Remedy 17 of 21 for objective_missed in the evidence remedies, "
         "TrainLonger (multiply epochs by 2 (not above 200)), applies because the training loss fell 76% over steps "
-        "0-286 (3.208 to 0.7632) and settled: its last quarter added 4% to that descent. Training was stable but "
-        "too short to reach the objective: more epochs. Not tried: LowerLearningRate would change lr, which "
+        "0-286 (3.208 to 0.7632) and settled: its last quarter added 4% to that descent. Training was stable but too "
+        "short to reach the objective: more epochs. Not tried: LowerLearningRate would change lr, which "
         "fixed_hyperparameters keeps. Next: raising epochs 12 -> 24. The next job gets the 2 checkpoint files "
         "remediation-job-92c7e8f5fa-001 left: a script that resumes from its checkpoints continues where "
         "remediation-job-92c7e8f5fa-001 stopped instead of from step 0."
@@ -197,12 +197,11 @@ def test_a_script_that_left_no_checkpoints_is_told_the_next_job_trains_from_step
     run = recorded("ddp-script-without-checkpoints")
     assert reason_of(plan(finish(start(run, account_input), run["jobs"][0]))) == (
         "Job remediation-job-f1bab65e32-001 completed with quiet rules but validation:accuracy = 0.9756 missed "
-        "validation:accuracy >= 0.99 by 0.0144. Remedy 10 of 18 for objective_missed in the evidence remedies, "
+        "validation:accuracy >= 0.99 by 0.0144. Remedy 11 of 19 for objective_missed in the evidence remedies, "
         "TrainLonger (multiply epochs by 4 (not above 200)), applies because epochs 1 is below 3. Fewer than 3 "
-        "epochs are too few to tell a loss that settled or never fell from one that falls slowly: more epochs "
-        "before the rate or the network is changed. Next: raising epochs 1 -> 4. remediation-job-f1bab65e32-001 "
-        "left no checkpoints (its script writes none, or it stopped before the first), so the next job trains from "
-        "step 0."
+        "epochs are too few to tell a loss that settled or never fell from one that falls slowly: more epochs before "
+        "the rate or the network is changed. Next: raising epochs 1 -> 4. remediation-job-f1bab65e32-001 left no "
+        "checkpoints (its script writes none, or it stopped before the first), so the next job trains from step 0."
     )
 
 
@@ -210,13 +209,13 @@ def test_what_the_training_labels_show_is_said_too_when_another_cause_is_answere
     _, planned, _ = quiet_miss("mlp-noisy-labels-past-best", account_input)
     assert reason_of(planned) == (
         "Job remediation-job-2c5d8f2ef2-001 completed with quiet rules but validation:accuracy = 0.5194 missed "
-        "validation:accuracy >= 0.75 by 0.2306. Remedy 1 of 18 for objective_missed in the evidence remedies, "
+        "validation:accuracy >= 0.75 by 0.2306. Remedy 1 of 19 for objective_missed in the evidence remedies, "
         "StopAtBestEpoch (set epochs to the epoch at which the objective was met at its best), applies because "
         "validation:accuracy met the objective (>= 0.75) after epoch 2 of 12, at 0.7972 (its best), and ended at "
-        "0.5194. The held-out metric met the objective at that epoch and fell below it as training went on: the "
-        "same run stopped there (a script that seeds its training repeats that epoch's result). Also: the model "
-        "learns its training labels by heart: over steps 233-286 the model's top class matched 70% of its training "
-        "labels, yet it scored 0.5194 on held-out data. Next: lowering epochs 12 -> 2."
+        "0.5194. The held-out metric met the objective at that epoch and fell below it as training went on: the same "
+        "run stopped there (a script that seeds its training repeats that epoch's result). Also: the model learns "
+        "its training labels by heart: over steps 233-286 the model's top class matched 70% of its training labels, "
+        "yet it scored 0.5194 on held-out data. Next: lowering epochs 12 -> 2."
     )
 
 
@@ -224,15 +223,15 @@ def test_a_loss_change_the_run_allows_says_so(account_input):
     _, planned, _ = quiet_miss("mlp-noisy-labels-robust-in-job", account_input, allow_loss_changes=True)
     assert reason_of(planned) == (
         "Job remediation-job-70cf617e3e-001 completed with quiet rules but validation:accuracy = 0.7056 missed "
-        "validation:accuracy >= 0.9 by 0.1944. Remedy 7 of 18 for objective_missed in the evidence remedies, "
-        "RobustLossInJob (set the debugger's robust_loss to generalized_cross_entropy), applies because the "
-        "training labels look noisy: over steps 233-286 the model's top class matched 47% of its training labels, "
-        "yet it scored 0.7056 on held-out data; a model fits the labels it trains on at least as well as unseen "
-        "ones unless many of them are wrong. The next job's debugger trains the script on the generalized "
-        "cross-entropy (Zhang and Sabuncu, NeurIPS 2018, q=0.7) in place of its cross-entropy: a sample whose label "
-        "the model finds unlikely, as most wrong labels are once the right ones are learnt, pulls the weights less; "
-        "evaluation keeps the plain loss. It changes the training loss, which this run allows. Next: setting the "
-        "debugger's robust_loss to generalized_cross_entropy (was off)."
+        "validation:accuracy >= 0.9 by 0.1944. Remedy 8 of 19 for objective_missed in the evidence remedies, "
+        "RobustLossInJob (set the debugger's robust_loss to generalized_cross_entropy), applies because the training "
+        "labels look noisy: over steps 233-286 the model's top class matched 47% of its training labels, yet it "
+        "scored 0.7056 on held-out data; a model fits the labels it trains on at least as well as unseen ones unless "
+        "many of them are wrong. The next job's debugger trains the script on the generalized cross-entropy (Zhang "
+        "and Sabuncu, NeurIPS 2018, q=0.7) in place of its cross-entropy: a sample whose label the model finds "
+        "unlikely, as most wrong labels are once the right ones are learnt, pulls the weights less; evaluation keeps "
+        "the plain loss. It changes the training loss, which this run allows. Next: setting the debugger's "
+        "robust_loss to generalized_cross_entropy (was off)."
     )
 
 
@@ -377,18 +376,18 @@ def test_the_remedy_list_is_shortened_to_fit_and_keeps_why_not_now_the_consent_a
     the robust loss not allowed; the list of remedies is what is clipped, the settings end whole, then how many more."""
     run = recorded("logline-noisy-labels-falling-held-out")
     assert reason_of(plan(finish(start(run, account_input), run["jobs"][0]))) == (
-        'Job remediation-job-df6012c3b2-001 completed with quiet rules but validation:accuracy = 0.8222 missed '
-        'validation:accuracy >= 0.9 by 0.0778. No remedy left (objective_missed: TrainLonger: not now, '
-        'validation:accuracy was best after report 6 of 12, at 0.8944, and its last 4 averaged 0.7958: more of the '
-        'same training takes it further from its best; objective_missed: RobustLossPastPeak: not allowed (it changes '
+        "Job remediation-job-df6012c3b2-001 completed with quiet rules but validation:accuracy = 0.8222 missed "
+        "validation:accuracy >= 0.9 by 0.0778. No remedy left (objective_missed: TrainLonger: not now, "
+        "validation:accuracy was best after report 6 of 12, at 0.8944, and its last 4 averaged 0.7958: more of the "
+        "same training takes it further from its best; objective_missed: RobustLossPastPeak: not allowed (it changes "
         "the training loss); objective_missed: StopAtBestEpoch: its condition {'objective_met_before_end': True} "
-        "does not hold; objective_missed: LowerRateOnDivergence: its condition {'diverged': ['rising', 'spiking'], "
-        "'hyperparameters_above': {'learning-rate': 0.4}} does not hold; objective_missed: LearningRateIntoRange: "
-        "its condition {'hyperparameters_above': {'learning-rate': 0.4}} does not hold; objective_missed: "
-        "LearningRateToUsual: its condition {'hyperparameters_below': {'learning-rate': 0.001}} does not.... "
+        "does not hold; objective_missed: RateForTargetScale: its condition {'target_scale_above': 30.0, "
+        "'hyperparameters_above': {'learning-rate': 0.001}} does not hold; objective_missed: LowerRateOnDivergence: "
+        "its condition {'diverged': ['rising', 'spiking'], 'hyperparameters_above': {'learning-rate': 0.4}} does not "
+        "hold; objective_missed: LearningRateIntoRange: its condition {'hyperparameters_above': {'lea.... "
         "RobustLossPastPeak would answer it, but it changes the training loss (the debugger's robust_loss), which "
-        'this run does not allow: set allow_loss_changes to true in the run_spec to let the product try it. Ending '
-        'with learning-rate=0.015, n-epochs=12, bs=32, n-layers=3 (+8 more).'
+        "this run does not allow: set allow_loss_changes to true in the run_spec to let the product try it. Ending "
+        "with learning-rate=0.015, n-epochs=12, bs=32, n-layers=3 (+8 more)."
     )
 
 
@@ -456,18 +455,18 @@ def test_a_run_ending_after_a_remedy_made_it_worse_lists_the_remedies_from_the_c
                      "FinalMetricDataList": [{"MetricName": "validation:accuracy", "Value": 0.85}]},
     }  # fmt: skip
     assert reason_of(plan(finish(state, worse))) == (
-        'Job remediation-job-second completed with quiet rules but validation:accuracy = 0.85 missed '
-        'validation:accuracy >= 0.9 by 0.05. No remedy left (objective_missed: TrainLonger: not tried again (the '
-        'objective got worse after it, job 2); objective_missed: StopAtBestEpoch: its condition '
-        "{'objective_met_before_end': True} does not hold; objective_missed: LowerRateOnDivergence: its condition "
-        "{'diverged': ['rising', 'spiking'], 'hyperparameters_above': {'lr': 0.4}} does not hold; objective_missed: "
-        "LearningRateIntoRange: its condition {'hyperparameters_above': {'lr': 0.4}} does not hold; "
-        "objective_missed: LearningRateToUsual: its condition {'hyperparameters_below': {'lr': 0.001}} does not "
-        "hold; objective_missed: LowerRateOnDivergence: its condition {'diverged': ['rising', 'spiking']} does not "
-        "hold; objective_missed: TrainLongerOnRareClass: its condition {'training_labels': 'imbalanced', "
-        "'objective_still_rising': True, 'loss_weighted_by_class': True} does not hold; objec.... Not tried again: "
-        'after TrainLonger (job 2), validation:accuracy went from 0.8944 to 0.85. Changed so far: epochs 1 -> 4. '
-        'Ending; job 1 came closest to the objective (validation:accuracy = 0.8944), with lr=0.01, epochs=1.'
+        "Job remediation-job-second completed with quiet rules but validation:accuracy = 0.85 missed "
+        "validation:accuracy >= 0.9 by 0.05. No remedy left (objective_missed: TrainLonger: not tried again (the "
+        "objective got worse after it, job 2); objective_missed: StopAtBestEpoch: its condition "
+        "{'objective_met_before_end': True} does not hold; objective_missed: RateForTargetScale: its condition "
+        "{'target_scale_above': 30.0, 'hyperparameters_above': {'lr': 0.001}} does not hold; objective_missed: "
+        "LowerRateOnDivergence: its condition {'diverged': ['rising', 'spiking'], 'hyperparameters_above': {'lr': "
+        "0.4}} does not hold; objective_missed: LearningRateIntoRange: its condition {'hyperparameters_above': "
+        "{'lr': 0.4}} does not hold; objective_missed: LearningRateToUsual: its condition {'hyperparameters_below': "
+        "{'lr': 0.001}} does not hold; objective_missed: LowerRateOnDivergence: its condition {'diverged': "
+        "['rising', 'spiking']} does not hold; objective_missed: TrainLongerOnRareCla.... Not tried again: after "
+        "TrainLonger (job 2), validation:accuracy went from 0.8944 to 0.85. Changed so far: epochs 1 -> 4. Ending; "
+        "job 1 came closest to the objective (validation:accuracy = 0.8944), with lr=0.01, epochs=1."
     )
 
 
@@ -478,18 +477,18 @@ def test_a_short_match_the_inputs_explain_says_why_the_labels_were_not_blamed(ac
     for job in run["jobs"][:3]:
         state = plan(finish(state, with_evidence(job, training_inputs_repeated=0.0)))
     assert reason_of(state) == (
-        'Job remediation-job-47948c672a-003 completed with quiet rules but validation:accuracy = 0.7217 missed '
-        'validation:accuracy >= 0.8 by 0.0783. No remedy left (objective_missed: LowerLearningRate: not tried again '
+        "Job remediation-job-47948c672a-003 completed with quiet rules but validation:accuracy = 0.7217 missed "
+        "validation:accuracy >= 0.8 by 0.0783. No remedy left (objective_missed: LowerLearningRate: not tried again "
         "(the objective got worse after it, job 2); objective_missed: TrainLonger: would repeat job 3's settings; "
         "objective_missed: StopAtBestEpoch: its condition {'objective_met_before_end': True} does not hold; "
         "objective_missed: LowerRateOnDivergence: its condition {'diverged': ['rising', 'spiking'],.... Over steps "
         "394-466 the model's top class matched 66% of its training labels, yet it scored 0.7417 on held-out data: 9 "
-        'points short; it trained on inputs that changed between epochs (0% of them seen again: augmented in the '
-        'loader, or drawn afresh), which lowers that match as wrong labels do, so the match says nothing of the '
-        'labels. Not tried again: after LowerLearningRate (job 2), validation:accuracy went from 0.7417 to 0.6483; '
+        "points short; it trained on inputs that changed between epochs (0% of them seen again: augmented in the "
+        "loader, or drawn afresh), which lowers that match as wrong labels do, so the match says nothing of the "
+        "labels. Not tried again: after LowerLearningRate (job 2), validation:accuracy went from 0.7417 to 0.6483; "
         "TrainLonger would repeat job 3's settings. Changed so far: learning-rate 0.002 -> 0.0006 -> 0.002; n-epochs "
-        '12 -> 24. Ending; job 1 came closest to the objective (validation:accuracy = 0.7417), with '
-        'learning-rate=0.002, n-epochs=12, bs=64, n-layers=2 (+8 more).'
+        "12 -> 24. Ending; job 1 came closest to the objective (validation:accuracy = 0.7417), with "
+        "learning-rate=0.002, n-epochs=12, bs=64, n-layers=2 (+8 more)."
     )
 
 
@@ -513,8 +512,8 @@ def test_bad_data_ends_at_once_saying_to_correct_it(reference_state, record):
     planned = plan(record(reference_state, outcome="data_error", failure_reason=failure))
     assert reason_of(planned) == (
         "Job remediation-resnet-1 failed on its data (AlgorithmError: IndexError: Target 12 is out of bounds.). The "
-        "data is wrong (NaN inputs, labels outside the model's classes); fix the data: no hyperparameter change can "
-        "fix it, so no job is relaunched. Ending; correct the data and start a new run."
+        "data is wrong (NaN inputs or targets, labels outside the model's classes); fix the data: no hyperparameter "
+        "change can fix it, so no job is relaunched. Ending; correct the data and start a new run."
     )
 
 
