@@ -237,7 +237,7 @@ class LossNotDecreasing(Rule):
             finding = self._stagnant(series, mode_step, after, len(current), sigma, span)
         if finding is None or finding[0] in ("flat", "stagnant"):
             # a loss that has not fallen because it rose is a divergence, not a loss that never learned
-            finding = self._diverged(series.initial, after, len(current), sigma, span) or finding
+            finding = self._diverged(series.initial, current, span) or finding
         if finding is None:
             return False
         kind, message = finding
@@ -269,12 +269,14 @@ class LossNotDecreasing(Rule):
         )
 
     @staticmethod
-    def _diverged(initial: float | None, after: float, count: int, sigma: float, span: str):
+    def _diverged(initial: float | None, current: list[float], span: str):
         """("rising", why) when the latest window's mean is contracts.divergence.LOSS_RISE_FACTOR times the series'
-        first loss or more, beyond the noise of that mean: the loss rose far above where the job started."""
+        first loss or more, beyond the noise of that mean (the window's own spread: the run's noise before it holds
+        the blow-up itself): the loss rose far above where the job started."""
         if initial is None or not initial > 0:
             return None
-        allowance = rule_checks.NOISE_STANDARD_ERRORS * sigma / math.sqrt(count)
+        after, count = float(np.mean(current)), len(current)
+        allowance = rule_checks.NOISE_STANDARD_ERRORS * float(np.std(current)) / math.sqrt(count)
         if after < LOSS_RISE_FACTOR * initial or after - initial <= allowance:
             return None
         return "rising", (
