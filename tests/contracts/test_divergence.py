@@ -106,3 +106,5 @@ def test_a_divergence_round_trips_and_says_what_rose_with_its_numbers():
     )
     spike = Divergence(GRADIENT_NORM, SPIKING, early=0.2158, level=824.54, from_step=20, peak_step=33, end=80.0)
     assert spike.describe() == "the gradient norm spiked to 824.5, 3821x its first step's 0.2158, at step 33"
+    stayed = Divergence(GRADIENT_NORM, RISING, early=0.5, level=90.0, from_step=12, peak_step=40, end=80.0)
+    assert stayed.describe() == "the gradient norm rose to 90, 180x its first step's 0.5, by steps 12-40, and stayed there"

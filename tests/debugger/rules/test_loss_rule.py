@@ -4,6 +4,9 @@ not read as diverged (contracts.divergence, docs/decisions/165-divergence-from-t
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import pytest
 import torch
 from rule_trials import make
@@ -59,8 +62,14 @@ def test_a_loss_that_jumped_far_above_its_first_step_and_stayed_is_rising_not_fl
     step, rule = judge(tmp_path, losses)
     assert step == 39  # the first judgement: two windows of 20
     assert rule.finding.kind == "rising"
-    assert f"x its first value {losses[0]:.6g}" in rule.finding.message
-    assert rule.finding.message.endswith("the loss diverged, it did not stay flat")
+    window = losses[20:40]
+    mean = sum(window) / 20
+    noise = 3.5 * float(np.std(window)) / math.sqrt(20)
+    assert rule.finding.message == (
+        f"loss rose to a mean of {mean:.6g} over 20 (the 20 steps to step 39), {mean / losses[0]:.3g}x its first value "
+        f"{losses[0]:.6g} (a rise from 2.5x beyond the noise, {noise:.3g}, is a divergence): the loss diverged, it did "
+        "not stay flat"
+    )
 
 
 @pytest.mark.parametrize(("optimizer", "rate"), [("adam", 1e-3), ("sgd", 0.05)])

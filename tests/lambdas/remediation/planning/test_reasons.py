@@ -13,7 +13,7 @@ import pytest
 from lambdas.remediation.execution_input import initial_state
 from lambdas.remediation.planning.planner import plan
 from tests.lambdas.remediation.decision_fields import ended
-from tests.lambdas.remediation.recorded_runs import finish, quiet_miss, recorded, start
+from tests.lambdas.remediation.recorded_runs import finish, quiet_miss, recorded, start, without_optimizer
 
 #: A user's script with remedies of its own (tests/lambdas/remediation/planning/test_declared_remedies.py's).
 SCRIPT = {
@@ -520,3 +520,66 @@ def test_bad_data_ends_at_once_saying_to_correct_it(reference_state, record):
 @pytest.fixture
 def script_state(account_input):
     return initial_state({**account_input, **SCRIPT})
+
+
+def test_a_rise_after_a_raised_rate_names_the_rise_and_lowers_the_rate(account_input):
+    run = recorded("mlp-adam-rate-raised-loss-rising")
+    job = without_optimizer(run["jobs"][1])
+    spec = {key: value for key, value in run["run_spec"].items() if key != "remedies"}
+    spec = {**spec, "hyperparameters": job["hyperparameters"],
+            "hyperparameter_names": {"learning_rate": "lr", "num_epochs": "epochs"}}  # fmt: skip
+    assert reason_of(plan(finish(start({**run, "run_spec": spec}, account_input), job))) == (
+        "Job remediation-job-8fa34afe19-002 completed with quiet rules but validation:accuracy = 0.85 missed "
+        "validation:accuracy >= 0.9 by 0.05. Remedy 7 of 20 for objective_missed in the evidence remedies, "
+        "LowerRateOnDivergence (multiply lr by 0.1 (not below 0.0001)), applies because the loss rose to 6.507, "
+        "2.85x its first step's 2.284, over steps 25-28, and ended at 3.752, still above where it started. The run "
+        "diverged: a learning rate 10 times lower, well below the rate it diverged at (halving it diverges again). "
+        "More epochs would not help. Rates judged in SGD's range (usual start 0.1, out of range above 0.4, too small "
+        "below 0.001; assumed: the job reported no optimizer). Next: lowering lr 0.1 -> 0.01."
+    )
+
+
+def test_a_recurrent_networks_spike_is_named_with_its_numbers(account_input):
+    run = recorded("gru-sgd-lr-2-gradient-spikes")
+    assert reason_of(plan(finish(start(run, account_input), run["jobs"][0]))) == (
+        "LossNotDecreasing fired at step 40: loss rose 615% from its lowest mean 1.75341 (over 20 loss(es)) to "
+        "12.5394 over 20 (the 20 steps to step 39); allowed increase 5% plus the noise (2.64). Remedy 2 of 14 for "
+        "LossNotDecreasing in the evidence remedies, LowerRateOnDivergence (set lr to 0.1), applies because the loss "
+        "rose to 18.88, 13.7x its first step's 1.378, over steps 20-40, and ended at 15.44, still above where it "
+        "started and the gradient norm spiked to 824.5, 3820x its first step's 0.2158, at step 33 and lr 2 is above "
+        "0.4. The run diverged at a learning rate above the range SGD trains networks at: 0.1, its usual start, is "
+        "below the rate it diverged at. More epochs would not help. Rates judged in SGD's range (usual start 0.1, "
+        "out of range above 0.4, too small below 0.001; the optimizer the job reported). Evidence: initial gradient "
+        "norm 0.2158, initial loss 1.378, last finite loss 24.18, max gradient norm 824.5, optimizer SGD at 2. Next: "
+        "lowering lr 2 -> 0.1."
+    )
+
+
+def test_targets_far_from_the_outputs_scale_name_the_scale_and_the_fix(account_input):
+    run = recorded("regression-targets-x1000")
+    assert reason_of(plan(finish(start(run, account_input), run["jobs"][0]))) == (
+        "ExplodingTensor fired at step 3: 1 NaN or infinite value(s) in MSELoss_output_0 at step 3. Remedy 1 of 6 "
+        "for ExplodingTensor in the evidence remedies, RateForTargetScale (divide lr by the targets' measured "
+        "scale), applies because the targets' scale (root mean square 837.7) is 837.7 times what the model's outputs "
+        "start at (0.1186, counted as at least 1), above 30 and lr 0.01 is above 0.001. Under SGD the first steps "
+        "grow with the targets' scale: the rate divided by that scale takes the steps the usual rate takes on "
+        "standardised targets. Standardising the targets in the script is the fix that holds for any rate. Rates "
+        "judged in SGD's range (usual start 0.1, out of range above 0.4, too small below 0.001; the optimizer the "
+        "job reported). Evidence: initial gradient norm 1065, initial loss 7.017e+05, last finite loss 8.062e+11, "
+        "max gradient norm 3.553e+10, optimizer SGD at 0.01. Next: lowering lr 0.01 -> 1.2e-05."
+    )
+
+
+def test_spikes_clipped_when_the_rate_can_go_no_lower_say_so(account_input):
+    run = recorded("regression-targets-x1000")
+    state = finish(plan(finish(start(run, account_input), run["jobs"][0])), run["jobs"][1])
+    assert reason_of(plan(state)) == (
+        "LossNotDecreasing fired at step 264: loss rose 63.8% from its lowest mean 159550 (over 20 loss(es)) to "
+        "261292 over 20 (the 20 steps to step 259); allowed increase 5% plus the noise (9.11e+04). Remedy 5 of 17 "
+        "for LossNotDecreasing in the evidence remedies, ClipGradientsOnSpikes (set grad-clip to 1), applies because "
+        "the gradient norm spiked to 3.788e+05, 356x its first step's 1065, at step 255. Clipping the total gradient "
+        "norm at 1 bounds the steps those spikes take (a recurrent network's gradient spikes when its state dynamics "
+        "turn unstable), and keeps the rate. Evidence: initial gradient norm 1065, initial loss 7.017e+05, last "
+        "finite loss 3.083e+05, max gradient norm 3.788e+05, optimizer SGD at 1.2e-05. Next: raising grad-clip 0 -> "
+        "1."
+    )
