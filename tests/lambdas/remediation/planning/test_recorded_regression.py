@@ -78,3 +78,19 @@ def test_the_target_scale_fact_says_the_scale_with_its_numbers(account_input):
         "the targets' scale (root mean square 837.7) is 837.7 times what the model's outputs start at (0.1186, counted "
         "as at least 1), above 30"
     ) == 1
+
+
+def test_targets_a_thousand_times_too_large_are_standardised_where_the_script_can_and_the_objective_is_met(account_input):
+    """The same run from a script with a --normalize-targets knob (mapped as normalize_targets, off): the planner turns
+    it on, and the second job (real training, the same SGD rate of 0.01) met RMSE <= 400 at 254.5: two launches."""
+    run = recorded("regression-targets-x1000-normalize-knob")
+    state = finish(start(run, account_input), run["jobs"][0])
+    planned = plan(state)
+    decision = planned.last_attempt.decision
+    assert (decision.remedy, decision.cause) == ("NormalizeTargets", "ExplodingTensor")
+    assert changes_of(decision) == {"normalize-targets": (0, 1)}
+    assert "target_scale_above" in facts_of(decision)
+    second = finish(planned, run["jobs"][1])
+    assert second.last_attempt.outcome == "completed" and second.next_action == "end"
+    assert second.last_attempt.objective_value == pytest.approx(254.4543)
+    assert len(run["jobs"]) == 2
