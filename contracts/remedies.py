@@ -126,7 +126,7 @@ class Remedy:
         does not apply. The ``also`` changes are made where they apply. ``situation``: the failed job's evidence, for
         a change that reads it (``to_best_epoch``)."""
         best_epoch = situation.best_epoch if situation is not None else None
-        scale = situation.target_scale if situation is not None else None
+        scale = situation.step_target_scale if situation is not None else None
         new_value = self.change.apply(settings[self.change.setting], best_epoch, scale)
         if new_value is None:
             return None

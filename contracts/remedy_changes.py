@@ -26,8 +26,9 @@ from contracts.hyperparameter_values import (
 #: not show one (``best_epoch`` None). Early stopping through the script's own epoch count.
 TO_BEST_EPOCH = "to_best_epoch"
 #: ``{"hyperparameter": "learning_rate", "divide_by_target_scale": true}``: the rate divided by how many times a
-#: regression's targets exceed what its outputs start at (``contracts.situation.Situation.target_scale``): under SGD
-#: the first steps grow with the targets' scale. It does not apply when the job measured none.
+#: regression's targets exceed what its outputs start at (``contracts.situation.Situation.step_target_scale``): under
+#: SGD and a squared error the first steps grow with the targets' scale. It does not apply when the job measured none,
+#: or when its loss's gradient is bounded (Huber, L1).
 DIVIDE_BY_TARGET_SCALE = "divide_by_target_scale"
 #: The operations whose result comes from the failed job's evidence, not from their operand.
 MEASURED_OPERATIONS = (TO_BEST_EPOCH, DIVIDE_BY_TARGET_SCALE)
@@ -159,7 +160,7 @@ class Change:
         if self.operation == TO_BEST_EPOCH:  # it applies only where a job's course names an epoch
             return "the job's objective was not met at an epoch before its last"
         if self.operation == DIVIDE_BY_TARGET_SCALE:
-            return "the job measured no regression targets' scale"
+            return "the job measured no regression targets' scale under a squared-error loss"
         new = self.result(current)
         if new == current:
             return f"{self.label} is already {show(current)}"

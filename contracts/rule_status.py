@@ -164,6 +164,8 @@ class Evidence:
     #: model's outputs it compared them with (None: the loss read no real-valued targets shaped as the outputs).
     target_rms: float | None = None
     output_rms: float | None = None
+    #: The loss module that compared them, by class name ("MSELoss", "HuberLoss"; None: unknown).
+    target_loss: str | None = None
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Evidence:

@@ -16,6 +16,8 @@ from contracts.objective import Objective, ObjectiveCourse, late_reports, recent
 from contracts.rule_status import Peak
 from contracts.training_labels import LabelFinding, ShortMatch, label_finding, short_match
 
+#: Losses whose gradient grows with the targets' scale (torch.nn's class names): a squared error.
+SQUARED_ERROR_LOSSES = ("MSELoss", "GaussianNLLLoss")
 #: Without steps_per_epoch in the evidence, an issue before this step counts as "early".
 EARLY_STEP_FALLBACK = 10
 
@@ -89,6 +91,8 @@ class Situation:
     #: A regression's targets and the model's outputs at its first training step (root mean squares).
     target_rms: float | None = None
     output_rms: float | None = None
+    #: The loss module that compared them, by class name (None: unknown).
+    target_loss: str | None = None
 
     @property
     def target_scale(self) -> float | None:
@@ -99,6 +103,14 @@ class Situation:
         if not (math.isfinite(self.target_rms) and math.isfinite(self.output_rms)):
             return None
         return self.target_rms / max(self.output_rms, 1.0)
+
+    @property
+    def step_target_scale(self) -> float | None:
+        """:attr:`target_scale` when the loss's gradient grows with the targets (a squared error, whose gradient is
+        the error itself); None for a loss whose gradient is bounded (Huber, smooth L1, L1: no larger step to undo)."""
+        if self.target_loss is not None and self.target_loss not in SQUARED_ERROR_LOSSES:
+            return None
+        return self.target_scale
 
     def divergences(self, kinds: tuple[str, ...]) -> tuple[Divergence, ...]:
         """The loss's and the gradient norm's divergences of one of ``kinds`` (the loss's first)."""

@@ -431,7 +431,7 @@ class StepCapture:
         self._take_saved_tensors()
         if not isinstance(output, torch.Tensor):
             return
-        self.note_loss_inputs(inputs)
+        self.note_loss_inputs(inputs, type(module).__name__)
         if self.profile == NATIVE:
             if torch.is_grad_enabled():
                 self._pending_loss = output.detach()
@@ -442,7 +442,7 @@ class StepCapture:
             self._offer_module_tensors(name, inputs, "_input_")
             self._offer_module_tensors(name, output, "_output_")
 
-    def note_loss_inputs(self, inputs: Any) -> None:
+    def note_loss_inputs(self, inputs: Any, loss_name: str | None = None) -> None:
         """A loss module's inputs on a training step: class scores (N x C) and class-index labels (N), as
         nn.CrossEntropyLoss and nn.NLLLoss take them, are counted (contracts.training_labels). Anything else (soft
         or binary targets, a regression) says nothing about class labels and is passed over."""
@@ -455,7 +455,7 @@ class StepCapture:
             self.trial.set_loss_targets(self._open.step, targets)
         if len(inputs) < 2 or not all(isinstance(tensor, torch.Tensor) for tensor in inputs[:2]):
             return
-        self._note_target_scale(inputs[0], inputs[1])
+        self._note_target_scale(inputs[0], inputs[1], loss_name)
         scores, labels = inputs[0], inputs[1]
         if scores.dim() != 2 or labels.dim() != 1 or labels.dtype not in (torch.int64, torch.int32):
             return
@@ -473,7 +473,7 @@ class StepCapture:
             matched = int((scores.detach().argmax(dim=1)[counted] == labels[counted]).sum())
         self._note_training_labels(counts, matched, self._active_dropout())
 
-    def _note_target_scale(self, outputs: torch.Tensor, targets: torch.Tensor) -> None:
+    def _note_target_scale(self, outputs: torch.Tensor, targets: torch.Tensor, loss_name: str | None) -> None:
         """At the first training step whose loss compares real-valued targets with as many outputs (a regression):
         the root mean square of each, which the planner compares (a target scale far from what the outputs start at
         needs its targets scaled, or a rate scaled with them)."""
@@ -489,6 +489,7 @@ class StepCapture:
             if output_rms == output_rms and output_rms != float("inf"):  # finite: a model's first outputs
                 self.evidence.target_rms = float(finite.double().pow(2).mean().sqrt())
                 self.evidence.output_rms = output_rms
+                self.evidence.target_loss = loss_name
 
     def _active_dropout(self) -> float | None:
         """The largest probability of the watched model's dropout modules in training mode (None: none is)."""

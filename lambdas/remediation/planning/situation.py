@@ -153,6 +153,7 @@ def situation_of(
         gradient_norm_divergence=_gradient_norm_divergence(evidence),
         target_rms=evidence.target_rms if evidence else None,
         output_rms=evidence.output_rms if evidence else None,
+        target_loss=evidence.target_loss if evidence else None,
     )
 
 

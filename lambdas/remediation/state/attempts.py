@@ -184,6 +184,7 @@ class AttemptEvidence(BaseModel):
     gradient_norm_divergence: Divergence | None = None
     target_rms: Annotated[float, Field(ge=0)] | None = None
     output_rms: Annotated[float, Field(ge=0)] | None = None
+    target_loss: Text(MAX_NAME_BYTES) | None = None
     #: The objective's metric over the job, when the script saved it with the debugger (the monitor reads it from
     #: the status document's metrics).
     objective_course: ObjectiveCourse | None = None

@@ -311,6 +311,7 @@ def test_a_regressions_target_and_output_scales_are_measured_at_its_first_traini
     evidence = read_evidence(tmp_path)
     assert evidence.target_rms == pytest.approx(1000.0)
     assert evidence.output_rms == pytest.approx(float(first_outputs.pow(2).mean().sqrt()), rel=1e-5)
+    assert evidence.target_loss == "MSELoss"  # the loss that compared them: its gradient grows with the targets
 
 
 def test_the_gradient_norms_course_and_what_diverged_are_reported(tmp_path):
