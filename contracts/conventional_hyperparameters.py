@@ -48,6 +48,8 @@ CONVENTIONAL_HYPERPARAMETERS: dict[str, str] = {
     "early_stopping_patience": "epochs without a better validation loss before stopping and keeping the best model "
     "(0: off)",
     "normalize_inputs": "true/false: scale the inputs to zero mean and unit variance",
+    "normalize_targets": "true/false: scale a regression's targets to zero mean and unit variance (its predictions "
+    "scaled back)",
     "num_workers": "data-loading worker processes (0: load in the training process)",
     "batch_size": "samples per step",
     "num_epochs": "epochs to train",
@@ -70,6 +72,7 @@ CONVENTIONAL_KINDS: dict[str, str] = {
     "class_weighting": TEXT,
     "early_stopping_patience": INTEGER,
     "normalize_inputs": FLAG,
+    "normalize_targets": FLAG,
     "num_workers": INTEGER,
     "batch_size": INTEGER,
     "num_epochs": INTEGER,

@@ -36,7 +36,9 @@ STILL_FALLING_DROP = 0.05
 STILL_FALLING_SHARE = 0.05
 #: A loss that ended below this fraction of its start fits the training set (cross-entropy 2.3 -> 0.046 or less).
 MEMORISED_FRACTION = 0.02
-LOSS_SHAPES = ("flat", "still_falling", "memorised", "settled")
+#: A loss that rose far above where it started and stayed above it (contracts.divergence: the Situation says so).
+DIVERGED = "diverged"
+LOSS_SHAPES = ("flat", "still_falling", "memorised", "settled", DIVERGED)
 
 
 @dataclasses.dataclass
@@ -44,7 +46,9 @@ class LossWindow:
     """Consecutive training steps ``first_step``..``last_step`` (``count`` of them with a finite loss), their mean.
 
     ``agreement``: the mean share of each step's training labels the model's top class matched, over the
-    ``agreement_count`` steps of the window whose labels the job saw (contracts.training_labels); None when none."""
+    ``agreement_count`` steps of the window whose labels the job saw (contracts.training_labels); None when none.
+    ``spread``: the standard deviation of the window's values; ``peak``, ``peak_step``: its largest value and where
+    (contracts.divergence reads a rise against the spread and a spike from the peak; None in older reports)."""
 
     first_step: int
     last_step: int
@@ -52,10 +56,14 @@ class LossWindow:
     mean: float
     agreement: float | None = None
     agreement_count: int = 0
+    spread: float | None = None
+    peak: float | None = None
+    peak_step: int | None = None
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> LossWindow:
         agreement = data.get("agreement")
+        optional = {key: data.get(key) for key in ("spread", "peak", "peak_step")}
         return cls(
             int(data["first_step"]),
             int(data["last_step"]),
@@ -63,6 +71,9 @@ class LossWindow:
             float(data["mean"]),
             float(agreement) if agreement is not None else None,
             int(data.get("agreement_count") or 0),
+            float(optional["spread"]) if optional["spread"] is not None else None,
+            float(optional["peak"]) if optional["peak"] is not None else None,
+            int(optional["peak_step"]) if optional["peak_step"] is not None else None,
         )
 
 
@@ -89,8 +100,14 @@ class LossHistory:
             return
         last = self._windows[-1] if self._windows else None
         if last is not None and last.count < self._width:
-            last.mean += (loss - last.mean) / (last.count + 1)
+            squares = (last.spread or 0.0) ** 2 * last.count  # Welford's running sum of squared deviations
+            mean = last.mean + (loss - last.mean) / (last.count + 1)
+            squares += (loss - last.mean) * (loss - mean)
+            last.mean = mean
             last.count += 1
+            last.spread = math.sqrt(max(squares, 0.0) / last.count)
+            if last.peak is None or loss > last.peak:
+                last.peak, last.peak_step = loss, step
             last.last_step = step
             if agreement is not None:
                 last.agreement_count += 1
@@ -101,7 +118,7 @@ class LossHistory:
             self._width *= 2
             self.add(step, loss, agreement)
             return
-        self._windows.append(LossWindow(step, step, 1, loss, agreement, 1 if agreement is not None else 0))
+        self._windows.append(LossWindow(step, step, 1, loss, agreement, 1 if agreement is not None else 0, 0.0, loss, step))
 
     def windows(self) -> list[LossWindow]:
         return [dataclasses.replace(window) for window in self._windows]
@@ -117,7 +134,19 @@ def _merged(first: LossWindow, second: LossWindow) -> LossWindow:
         if agreed
         else None
     )
-    return LossWindow(first.first_step, second.last_step, count, mean, agreement, agreed)
+    spread = None
+    if first.spread is not None and second.spread is not None:
+        squares = (
+            first.spread**2 * first.count + second.spread**2 * second.count
+            + (second.mean - first.mean) ** 2 * first.count * second.count / count
+        )
+        spread = math.sqrt(squares / count)
+    peaked = [window for window in (first, second) if window.peak is not None]
+    top = max(peaked, key=lambda window: window.peak) if peaked else None
+    return LossWindow(
+        first.first_step, second.last_step, count, mean, agreement, agreed, spread,
+        top.peak if top else None, top.peak_step if top else None,
+    )
 
 
 def last_quarter(windows: Sequence[LossWindow]) -> Sequence[LossWindow]:
@@ -135,6 +164,8 @@ class LossShape:
     before_end: float  # the quarter before it
     first_step: int
     last_step: int
+    #: For a loss that diverged: the sentence that says how (contracts.divergence.Divergence.describe).
+    divergence: str | None = None
 
     @property
     def fell_by(self) -> float:
@@ -151,6 +182,8 @@ class LossShape:
 
     def describe(self) -> str:
         """'the training loss fell 80% over steps 0-22 (2.796 to 0.5518) and was still falling: ...'."""
+        if self.shape == DIVERGED and self.divergence:
+            return f"{self.divergence}: it diverged"
         if self.shape == "flat":
             moved = f"fell {self.fell_by:.0%}" if self.fell_by >= 0 else f"rose {-self.fell_by:.0%}"
             return (

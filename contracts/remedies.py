@@ -52,7 +52,14 @@ from contracts.hyperparameter_values import (
     show,
 )
 from contracts.objective_reach import RULE_NAME as REACH_RULE_NAME
-from contracts.remedy_changes import DEBUGGER, OPERATIONS, TO_BEST_EPOCH, Change
+from contracts.remedy_changes import (
+    DEBUGGER,
+    DIVIDE_BY_TARGET_SCALE,
+    MEASURED_OPERATIONS,
+    OPERATIONS,
+    TO_BEST_EPOCH,
+    Change,
+)
 from contracts.remedy_conditions import HYPERPARAMETER_TESTS, Condition, parse_condition
 from contracts.situation import Situation
 from contracts.suggestions import did_you_mean
@@ -62,7 +69,7 @@ ANY_RULE = "*"
 OBJECTIVE_MISSED = "objective_missed"
 #: The training process ran out of memory (the kernel killed it, or the framework raised OutOfMemoryError).
 OUT_OF_MEMORY = "out_of_memory"
-#: The data is wrong (NaN inputs, labels outside the model's classes): no hyperparameter fixes that.
+#: The data is wrong (NaN inputs or targets, labels outside the model's classes): no hyperparameter fixes that.
 DATA_ERROR = "data_error"
 #: A training batch of one sample reached a normalization layer that needs two (contracts.job.BATCH_OF_ONE_FAILURE).
 BATCH_OF_ONE = "batch_of_one"
@@ -72,7 +79,7 @@ FAILURE_KINDS = {
     BATCH_OF_ONE: "a training batch of one sample reached a batch-norm layer, which needs two or more: the training "
     "set's size leaves one sample in its last batch (drop_last=True in the script's DataLoader, or another batch "
     "size, avoids it)",
-    DATA_ERROR: "the data is wrong (NaN inputs, labels outside the model's classes); fix the data",
+    DATA_ERROR: "the data is wrong (NaN inputs or targets, labels outside the model's classes); fix the data",
 }
 #: Failure kinds no remedy may answer: the run ends at once, without a relaunch.
 NOT_REMEDIABLE = (DATA_ERROR,)
@@ -119,13 +126,14 @@ class Remedy:
         does not apply. The ``also`` changes are made where they apply. ``situation``: the failed job's evidence, for
         a change that reads it (``to_best_epoch``)."""
         best_epoch = situation.best_epoch if situation is not None else None
-        new_value = self.change.apply(settings[self.change.setting], best_epoch)
+        scale = situation.step_target_scale if situation is not None else None
+        new_value = self.change.apply(settings[self.change.setting], best_epoch, scale)
         if new_value is None:
             return None
         updated = dict(settings)
         updated[self.change.setting] = new_value
         for change in self.also:
-            value = change.apply(updated[change.setting], best_epoch)
+            value = change.apply(updated[change.setting], best_epoch, scale)
             if value is not None:
                 updated[change.setting] = value
         return updated
@@ -390,6 +398,13 @@ def _parse_change(
             raise ContractError(
                 f"{where}.{operation}", f"{name} is {describe_kind(kind)} ({show(current)!r}); an epoch count is a whole number"
             )
+    elif operation == DIVIDE_BY_TARGET_SCALE:
+        if operand is not True:
+            raise ContractError(f"{where}.{operation}", f"must be true (got {operand!r})")
+        if kind != REAL:
+            raise ContractError(
+                f"{where}.{operation}", f"{name} is {describe_kind(kind)} ({show(current)!r}); only a real number is divided"
+            )
     elif operation == "set_to":
         fits = is_number(operand) if kind in (INTEGER, REAL) else fits_kind(operand, kind)
         if not isinstance(operand, (str, int, float, bool)) or not fits:
@@ -463,7 +478,7 @@ def _check_reachable(remedies: Remedies, hyperparameters: Mapping[str, Value], w
             if others:
                 continue
             start = hyperparameters[name]
-            if remedy.change.operation == TO_BEST_EPOCH:  # what it sets comes from a job's evidence
+            if remedy.change.operation in MEASURED_OPERATIONS:  # what it sets comes from a job's evidence
                 continue
             if remedy.change.apply(start) is None:
                 raise ContractError(

@@ -25,11 +25,18 @@ from contracts.hyperparameter_values import (
 #: the objective at its best (``contracts.objective.ObjectiveCourse``); it does not apply when the job's course does
 #: not show one (``best_epoch`` None). Early stopping through the script's own epoch count.
 TO_BEST_EPOCH = "to_best_epoch"
+#: ``{"hyperparameter": "learning_rate", "divide_by_target_scale": true}``: the rate divided by how many times a
+#: regression's targets exceed what its outputs start at (``contracts.situation.Situation.step_target_scale``): under
+#: SGD and a squared error the first steps grow with the targets' scale. It does not apply when the job measured none,
+#: or when its loss's gradient is bounded (Huber, L1).
+DIVIDE_BY_TARGET_SCALE = "divide_by_target_scale"
+#: The operations whose result comes from the failed job's evidence, not from their operand.
+MEASURED_OPERATIONS = (TO_BEST_EPOCH, DIVIDE_BY_TARGET_SCALE)
 NUMERIC_OPERATIONS = ("multiply_by", "add", "at_most", "at_least")
 #: What a change sets: a hyperparameter of the script, or a setting of the debugger in the job.
 HYPERPARAMETER = "hyperparameter"
 DEBUGGER = "debugger"
-OPERATIONS = ("set_to", *NUMERIC_OPERATIONS, TO_BEST_EPOCH)
+OPERATIONS = ("set_to", *NUMERIC_OPERATIONS, *MEASURED_OPERATIONS)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,14 +68,19 @@ class Change:
     def kind_for(self, current: Value) -> str:
         return self.kind or kind_of_value(current)
 
-    def result(self, current: Value, best_epoch: int | None = None) -> Value:
+    def result(self, current: Value, best_epoch: int | None = None, target_scale: float | None = None) -> Value:
         """The value after the operation, written as its kind is (a whole number rounded, a real number without
         float noise, a flag as the run_spec writes it), whether or not it applies. ``best_epoch``: the job's, for
-        :data:`TO_BEST_EPOCH` (None: it has none, and the value stays)."""
+        :data:`TO_BEST_EPOCH`; ``target_scale``: for :data:`DIVIDE_BY_TARGET_SCALE` (None: it has none, and the value
+        stays)."""
         operand = self.operand
         kind = self.kind_for(current)
         if self.operation == TO_BEST_EPOCH:
             return current if best_epoch is None else best_epoch
+        if self.operation == DIVIDE_BY_TARGET_SCALE:
+            if target_scale is None or not target_scale > 0:
+                return current
+            return written(float(f"{current / target_scale:.2g}"), REAL, current)  # two digits: 1e-05, not 1.0013e-05
         if self.operation == "set_to":
             if kind == FLAG or (kind == INTEGER and fits_kind(operand, INTEGER)) or (kind == REAL and is_number(operand)):
                 return written(operand, kind, current)
@@ -83,9 +95,9 @@ class Change:
             new = max(current, operand)
         return written(new, INTEGER if kind == INTEGER else REAL, current)
 
-    def apply(self, current: Value, best_epoch: int | None = None) -> Value | None:
+    def apply(self, current: Value, best_epoch: int | None = None, target_scale: float | None = None) -> Value | None:
         """The new value, or None when the change does not apply (no change, or outside its bounds)."""
-        new = self.result(current, best_epoch)
+        new = self.result(current, best_epoch, target_scale)
         if new == current:
             return None
         if self.minimum is not None and new < self.minimum:
@@ -110,6 +122,7 @@ class Change:
             "at_most": f"cap {self.label} at {show(self.operand)}",
             "at_least": f"raise {self.label} to at least {show(self.operand)}",
             TO_BEST_EPOCH: f"set {self.label} to the epoch at which the objective was met at its best",
+            DIVIDE_BY_TARGET_SCALE: f"divide {self.label} by the targets' measured scale",
         }
         bounds = []
         if self.minimum is not None:
@@ -146,6 +159,8 @@ class Change:
     def _why_not(self, current: Value) -> str:
         if self.operation == TO_BEST_EPOCH:  # it applies only where a job's course names an epoch
             return "the job's objective was not met at an epoch before its last"
+        if self.operation == DIVIDE_BY_TARGET_SCALE:
+            return "the job measured no regression targets' scale under a squared-error loss"
         new = self.result(current)
         if new == current:
             return f"{self.label} is already {show(current)}"

@@ -9,6 +9,8 @@ A condition holds when every test it gives holds::
     "when": {"hyperparameters": {"activation": "relu"}}     # the run's current value
     "when": {"hyperparameters_above": {"learning_rate": 0.4}}  # a number above (or _below) a bound
     "when": {"spiked_above": 10, "spike_phase": "warmup"}   # the run's history: see below
+    "when": {"target_scale_above": 30}                    # a regression's targets 30x what its outputs start at
+    "when": {"diverged": "spiking"}                        # the loss or gradient norm rose or spiked (contracts.divergence)
     "when": {"loss_shape": "still_falling"}                 # the loss's course over the job (contracts.loss_history)
     "when": {"loss_shape": ["settled", "unknown"]}          # one of these ("unknown": too little reported to tell)
     "when": {"training_labels": "imbalanced"}               # what the job's training labels say (contracts.training_labels)
@@ -55,6 +57,7 @@ from typing import Any
 
 from contracts import ContractError
 from contracts.debugger_settings import BY_FIELD, DEBUGGER_SETTINGS
+from contracts.divergence import DIVERGENCE_KINDS
 from contracts.hyperparameter_values import Value, describe_kind, fits_kind, is_number, kind_of_value, show
 from contracts.loss_history import LOSS_SHAPES
 from contracts.rule_status import ISSUE_KIND_PATTERN, PHASES
@@ -96,6 +99,10 @@ class Condition:
     hyperparameters_below: tuple[tuple[str, float], ...] = ()
     spiked_above: float | None = None
     spike_phase: str | None = None
+    #: The targets' scale above this many times what the model's outputs start at (Situation.target_scale).
+    target_scale_above: float | None = None
+    #: How the training loss or the total gradient norm diverged, one of these (contracts.divergence.DIVERGENCE_KINDS).
+    diverged: tuple[str, ...] = ()
     #: The shapes of the loss's course this holds for (contracts.loss_history.LOSS_SHAPES, or "unknown": the job
     #: reported too little of it).
     loss_shape: tuple[str, ...] = ()
@@ -125,6 +132,7 @@ class Condition:
         explain (``plan``)."""
         return (
             bool(self.training_labels)
+            or bool(self.diverged)
             or bool(self.objective_met_before_end)
             or any(getattr(self, key) for key in HYPERPARAMETER_TESTS)
         )
@@ -192,6 +200,23 @@ class Condition:
                 "spiked_above", f"{spike.describe()}{fired}, more than {show(self.spiked_above)}x its initial value",
                 spike.ratio, self.spiked_above,
             ))
+        if self.target_scale_above is not None:
+            scale = situation.target_scale
+            if scale is None or scale <= self.target_scale_above:
+                return False, []
+            facts.append(Fact(
+                "target_scale_above",
+                f"the targets' scale (root mean square {show(round(situation.target_rms, 4))}) is {show(round(scale, 1))} "
+                f"times what the model's outputs start at ({show(round(situation.output_rms, 4))}, counted as at least "
+                f"1), above {show(self.target_scale_above)}",
+                round(scale, 4), self.target_scale_above,
+            ))
+        if self.diverged:
+            found = situation.divergences(self.diverged)
+            if not found:
+                return False, []
+            for divergence in found:
+                facts.append(Fact("diverged", divergence.describe(), divergence.kind, round(divergence.ratio, 4)))
         if self.loss_shape:
             shape = situation.loss_course
             name = shape.shape if shape else UNKNOWN_LOSS_SHAPE
@@ -273,7 +298,7 @@ class Condition:
                 if self.debugger_settings:
                     data[key] = {BY_FIELD[field].name: value for field, value in self.debugger_settings}
                 continue
-            if key in ("loss_shape", "training_labels"):
+            if key in ("diverged", "loss_shape", "training_labels"):
                 values = getattr(self, key)
                 if values:
                     data[key] = values[0] if len(values) == 1 else list(values)
@@ -301,6 +326,8 @@ CONDITION_KEYS = (
     "hyperparameters_below",
     "spiked_above",
     "spike_phase",
+    "target_scale_above",
+    "diverged",
     "loss_shape",
     "training_labels",
     "objective_met_before_end",
@@ -382,6 +409,12 @@ def parse_condition(
             raise ContractError(f"{where}.spike_phase", f"must be one of {', '.join(PHASES)} (got {spike_phase!r})")
         if spiked_above is None:
             raise ContractError(f"{where}.spike_phase", "needs spiked_above: the spike whose phase it tests")
+    diverged = _one_or_list(value, "diverged", DIVERGENCE_KINDS, where)
+    target_scale = value.get("target_scale_above")
+    if target_scale is not None and (not is_number(target_scale) or not math.isfinite(target_scale) or target_scale < 1):
+        raise ContractError(
+            f"{where}.target_scale_above", f"must be a factor of at least 1 on the outputs' scale (got {target_scale!r})"
+        )
     shapes = _one_or_list(value, "loss_shape", (*LOSS_SHAPES, UNKNOWN_LOSS_SHAPE), where)
     findings = _one_or_list(value, "training_labels", LABEL_FINDINGS, where)
     flags = {}
@@ -442,6 +475,8 @@ def parse_condition(
         hyperparameters_below=compared["hyperparameters_below"],
         spiked_above=float(spiked_above) if spiked_above is not None else None,
         spike_phase=spike_phase,
+        target_scale_above=float(target_scale) if target_scale is not None else None,
+        diverged=diverged,
         loss_shape=shapes,
         training_labels=findings,
         debugger_settings=tuple(debugger_tests),

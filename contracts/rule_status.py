@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from contracts import ContractError
+from contracts.divergence import Divergence
 from contracts.loss_history import LossWindow
 
 RULE_STATUS_FILE = "rule-status.json"
@@ -36,10 +37,12 @@ PHASES = ("warmup", "main")
 #: A rule's issue kind (RuleIssue.kind): a short lower-case token the rule documents.
 ISSUE_KIND_PATTERN = re.compile(r"^[a-z][a-z_]{0,31}$")
 #: Issue kinds that mean the data is wrong, not the training: a non-finite model input (ExplodingTensor,
-#: CheckInputImages), a label outside the model's classes (ClassImbalance). The run ends without a relaunch.
+#: CheckInputImages) or loss target (ExplodingTensor), a label outside the model's classes (ClassImbalance). The run ends without a relaunch.
 NAN_INPUT = "nan_input"
+#: ... and a non-finite target the training loss read (a regression's targets, soft labels): ExplodingTensor.
+NAN_TARGET = "nan_target"
 LABEL_OUT_OF_RANGE = "label_out_of_range"
-DATA_ERROR_ISSUE_KINDS = (NAN_INPUT, LABEL_OUT_OF_RANGE)
+DATA_ERROR_ISSUE_KINDS = (NAN_INPUT, NAN_TARGET, LABEL_OUT_OF_RANGE)
 #: LossNotDecreasing's kind for a held-out (evaluation) loss that rose while the training loss fell over the same span:
 #: the model fits what does not carry over to held-out data (overfitting), not a rate that overshoots, which takes the
 #: training loss up too (that stays "rising"). The planner answers it as it answers Overfit.
@@ -175,14 +178,29 @@ class Evidence:
     #: (contracts.training_inputs): about (E - 1) / E for E epochs over unchanged data, about 0 for inputs augmented
     #: in the loader, which lowers the match with the training labels as wrong labels do. None: too few checked.
     training_inputs_repeated: float | None = None
+    #: The total gradient norm's course, in windows as the loss's (training steps).
+    gradient_norm_windows: list[LossWindow] | None = None
+    #: Whether the training loss and the gradient norm rose or spiked far above the run's first step
+    #: (contracts.divergence), with or without a NaN; None: they did not.
+    loss_divergence: Divergence | None = None
+    gradient_norm_divergence: Divergence | None = None
+    #: A regression's scale at its first training step: the root mean square of the targets the loss read and of the
+    #: model's outputs it compared them with (None: the loss read no real-valued targets shaped as the outputs).
+    target_rms: float | None = None
+    output_rms: float | None = None
+    #: The loss module that compared them, by class name ("MSELoss", "HuberLoss"; None: unknown).
+    target_loss: str | None = None
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Evidence:
         fields = dict(data)
-        if fields.get("loss_windows") is not None:
-            fields["loss_windows"] = [LossWindow.from_dict(window) for window in fields["loss_windows"]]
+        for name in ("loss_windows", "gradient_norm_windows"):
+            if fields.get(name) is not None:
+                fields[name] = [LossWindow.from_dict(window) for window in fields[name]]
         for name in ("loss_peak", "gradient_norm_peak"):
             fields[name] = Peak.from_dict(fields.get(name))
+        for name in ("loss_divergence", "gradient_norm_divergence"):
+            fields[name] = Divergence.from_dict(fields.get(name))
         if fields.get("learning_rates") is not None:
             fields["learning_rates"] = [float(rate) for rate in fields["learning_rates"]]
         return cls(**fields)

@@ -9,12 +9,15 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from contracts.divergence import Divergence
 from contracts.hyperparameter_values import show
-from contracts.loss_history import LossShape, LossWindow, loss_shape
+from contracts.loss_history import DIVERGED, LossShape, LossWindow, loss_shape
 from contracts.objective import Objective, ObjectiveCourse, late_reports, recent_reports
 from contracts.rule_status import Peak
 from contracts.training_labels import LabelFinding, ShortMatch, label_finding, short_match
 
+#: Losses whose gradient grows with the targets' scale (torch.nn's class names): a squared error.
+SQUARED_ERROR_LOSSES = ("MSELoss", "GaussianNLLLoss")
 #: Without steps_per_epoch in the evidence, an issue before this step counts as "early".
 EARLY_STEP_FALLBACK = 10
 
@@ -82,6 +85,38 @@ class Situation:
     #: What a later job of the run found in the same training labels, when the planner plans from this job and its
     #: own labels say nothing (lambdas.remediation.planning.situation.situation_to_plan_from).
     later_labels: LabelFinding | None = None
+    #: The training loss and the gradient norm risen or spiked far above the run's first step (contracts.divergence).
+    loss_divergence: Divergence | None = None
+    gradient_norm_divergence: Divergence | None = None
+    #: A regression's targets and the model's outputs at its first training step (root mean squares).
+    target_rms: float | None = None
+    output_rms: float | None = None
+    #: The loss module that compared them, by class name (None: unknown).
+    target_loss: str | None = None
+
+    @property
+    def target_scale(self) -> float | None:
+        """How many times the targets' scale is what the model's outputs start at (at least 1: an output's scale below
+        one is no unit to learn in); None when the job measured no regression targets."""
+        if self.target_rms is None or self.output_rms is None:
+            return None
+        if not (math.isfinite(self.target_rms) and math.isfinite(self.output_rms)):
+            return None
+        return self.target_rms / max(self.output_rms, 1.0)
+
+    @property
+    def step_target_scale(self) -> float | None:
+        """:attr:`target_scale` when the loss's gradient grows with the targets (a squared error, whose gradient is
+        the error itself); None for a loss whose gradient is bounded (Huber, smooth L1, L1: no larger step to undo)."""
+        if self.target_loss is not None and self.target_loss not in SQUARED_ERROR_LOSSES:
+            return None
+        return self.target_scale
+
+    def divergences(self, kinds: tuple[str, ...]) -> tuple[Divergence, ...]:
+        """The loss's and the gradient norm's divergences of one of ``kinds`` (the loss's first)."""
+        return tuple(
+            found for found in (self.loss_divergence, self.gradient_norm_divergence) if found and found.kind in kinds
+        )
 
     @property
     def best_epoch(self) -> int | None:
@@ -166,8 +201,12 @@ class Situation:
 
     @property
     def loss_course(self) -> LossShape | None:
-        """What the loss's course says (None: the job reported too little of it)."""
-        return loss_shape(self.loss_windows, self.initial_loss) if self.loss_windows else None
+        """What the loss's course says (None: the job reported too little of it). A loss that diverged (rose far above
+        its first step and stayed above it) is "diverged", never "flat": it did not fail to learn, it unlearned."""
+        shape = loss_shape(self.loss_windows, self.initial_loss) if self.loss_windows else None
+        if shape is not None and self.loss_divergence is not None:
+            return dataclasses.replace(shape, shape=DIVERGED, divergence=self.loss_divergence.describe())
+        return shape
 
     def spike(self, factor: float) -> Spike | None:
         """The first of the loss and the gradient norm to peak above ``factor`` times its initial value at or

@@ -1,6 +1,7 @@
 """MLP regressor for numpy arrays: x.npy (N, features) and y.npy (N,) in SM_CHANNEL_TRAIN and SM_CHANNEL_VALIDATION.
 
-Plain PyTorch. The features are standardised with the training set's statistics; the targets are used as they come.
+Plain PyTorch. The features are standardised with the training set's statistics; the targets are used as they come
+(``--normalize-targets 1``: standardised with the training set's too, the predictions scaled back for the metrics).
 One line per epoch for the metric regexes:
 
     epoch 3 train_loss 0.4120 validation:rmse 0.6401 validation:mae 0.5012
@@ -27,6 +28,7 @@ p.add_argument("--activation", default="relu", choices=["relu", "tanh", "elu"])
 p.add_argument("--weight-decay", type=float, default=0.0)
 p.add_argument("--grad-clip", type=float, default=0.0)
 p.add_argument("--seed", type=int, default=0)
+p.add_argument("--normalize-targets", type=int, default=0, choices=[0, 1])
 args = p.parse_args()
 torch.manual_seed(args.seed)
 
@@ -42,6 +44,8 @@ x_train, y_train = load("train")
 x_val, y_val = load("validation")
 mean, std = x_train.mean(0), x_train.std(0) + 1e-6
 x_train, x_val = (x_train - mean) / std, (x_val - mean) / std
+target_mean, target_std = (y_train.mean(), y_train.std() + 1e-6) if args.normalize_targets else (0.0, 1.0)
+y_train = (y_train - target_mean) / target_std
 
 act = {"relu": nn.ReLU, "tanh": nn.Tanh, "elu": nn.ELU}[args.activation]
 layers, width = [], x_train.shape[1]
@@ -71,7 +75,7 @@ for epoch in range(args.epochs):
         total += loss.item() * len(xb)
     model.eval()
     with torch.no_grad():
-        error = model(x_val) - y_val
+        error = model(x_val) * target_std + target_mean - y_val
         rmse = math.sqrt(error.pow(2).mean().item())
         mae = error.abs().mean().item()
     print(f"epoch {epoch} train_loss {total / len(x_train):.4f} validation:rmse {rmse:.4f} validation:mae {mae:.4f}",

@@ -87,6 +87,7 @@ class HookBase(RuleRunner):
         """The state the rule-status document is written from (:class:`debugger.hook.rule_runner.RuleRunner`)."""
         self.evidence = Evidence()
         self._loss_history = LossHistory()
+        self._gradient_norm_history = LossHistory()
         self._label_tally = LabelTally()
         #: Fingerprints of the training inputs (a resumed job's tally starts afresh: its inputs' bytes are not kept)
         self._input_repeats = InputRepeats()

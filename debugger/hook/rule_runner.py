@@ -15,6 +15,7 @@ import time
 from datetime import datetime, timezone
 from typing import Any
 
+from contracts.divergence import GRADIENT_NORM, LOSS, divergence
 from contracts.job import checkpoint_directory
 from contracts.loss_history import LossHistory
 from contracts.rule_status import (
@@ -90,6 +91,8 @@ class RuleRunner:
             if evidence.loss_peak is None or loss > evidence.loss_peak.value:
                 evidence.loss_peak = self._peak(loss, step)
         if gradient_norm is not None and math.isfinite(gradient_norm):
+            if training:
+                self._gradient_norm_history.add(step, gradient_norm)
             if evidence.gradient_norm_peak is None or gradient_norm > evidence.gradient_norm_peak.value:
                 evidence.gradient_norm_peak = self._peak(gradient_norm, step)
                 evidence.max_gradient_norm = gradient_norm
@@ -127,6 +130,12 @@ class RuleRunner:
             self.evidence.learning_rates = rates[:MAX_REPORTED_LEARNING_RATES] or None
         self.evidence.checkpoint_files = _count_files(checkpoint_directory(os.environ))
         self.evidence.loss_windows = self._loss_history.windows() or None
+        self.evidence.gradient_norm_windows = self._gradient_norm_history.windows() or None
+        evidence = self.evidence
+        evidence.loss_divergence = divergence(evidence.loss_windows, evidence.initial_loss, LOSS)
+        evidence.gradient_norm_divergence = divergence(
+            evidence.gradient_norm_windows, evidence.initial_gradient_norm, GRADIENT_NORM
+        )
         self.evidence.label_counts = self._label_tally.counts()
         repeated = self._input_repeats.share()
         if repeated is not None:  # a resumed job reports its own share once it has checked enough rows
@@ -196,6 +205,7 @@ class RuleRunner:
                 state.issue = rule.issue
         self.evidence = dataclasses.replace(document.evidence)
         self._loss_history = LossHistory.resumed(document.evidence.loss_windows)
+        self._gradient_norm_history = LossHistory.resumed(document.evidence.gradient_norm_windows)
         self._label_tally = LabelTally(document.evidence.label_counts)
         self._initial_recorded = document.last_step >= 0  # the job's initial loss and gradient norm are the first run's
         self.actions = list(document.actions)

@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+from contracts.divergence import LOSS_RISE_FACTOR
 from contracts.objective import Objective
 from contracts.rule_status import HELD_OUT_RISING
 from debugger.core.collection import LOSSES, WEIGHTS
@@ -36,6 +37,8 @@ class _LossSeries:
     open_phase: list[tuple[int, float]] = dataclasses.field(default_factory=list)
     last_check: int | None = None
     first_step: int | None = None
+    #: the series' first loss (a job's first step: before any update), the level a divergence is measured from
+    initial: float | None = None
     #: the lowest window mean judged so far, with its number of losses (the level a rise is measured from)
     lowest: tuple[float, int] | None = None
     #: the first window mean judged (where the descent a rise is weighed against began), with its number of losses
@@ -49,22 +52,14 @@ class _LossSeries:
     training_at_lowest: float | None = None
 
 
-#: A rise from the lowest window mean must also undo more than this share of the descent before it. A loss near zero
-#: after a long fall is heavy-tailed: a few hard minibatches of a 20-step window took a healthy SGD run's mean from
-#: 0.031 to 0.069 (124%, past 5% plus 3.5 standard errors) at the same steps at every learning rate, 5% of its fall
-#: from 0.77 (the random repair zoo's seed 1005, configuration 12's healthy twin: held-out accuracy 0.92). A rate
-#: that overshoots takes back a large share of the descent, and all of it when the run diverges.
+#: A rise from the lowest window mean must also undo more than this share of the descent before it: a loss near zero
+#: after a long fall is heavy-tailed, while a rate that overshoots takes back much of the descent (decision 017).
 RISE_SHARE_OF_DESCENT = 0.1
 
 #: A loss that, over at least STAGNANT_STEPS mode steps and STAGNANT_CHECKS judgements, has not fallen below its first
 #: window's mean by more than the noise of the two means, nor by STAGNANT_FALL_PERCENT of it, is reported "stagnant",
-#: whatever its last two windows did. The window-to-window test alone never fires on a loss that does not move at
-#: all: one window's mean is below the one before about half the time (the random repair zoo's frozen updates, a rate
-#: x1e-5, trained all 12 epochs unreported; tests/debugger/rules/trajectories/smd_digits_frozen: 2.34 -> 2.34). A
-#: slow start is not stagnant: a 3x64 sigmoid stack's loss fell 4.5% in 80 steps, within the noise of windows of 10,
-#: and went on to meet its objective (logline_digits_sigmoid); a healthy run's loss leaves its first window's noise
-#: within a few windows (the healthy corpus). A loss that has not fallen is stagnant only when the weights say it
-#: cannot (debugger.rules.weight_movement): frozen, or with a matrix left behind; a slow start moves them all.
+#: whatever its last two windows did, when the weights say it cannot fall (debugger.rules.weight_movement: frozen, or
+#: a matrix left behind); a slow start moves them all (decision 018).
 STAGNANT_STEPS = 80
 STAGNANT_CHECKS = 3
 STAGNANT_FALL_PERCENT = 2.0
@@ -90,13 +85,15 @@ class LossNotDecreasing(Rule):
     evaluation pass counts once, by its mean. ``mode`` picks the steps; by default EVAL once its curve spans two
     windows, else TRAIN, else GLOBAL (SageMaker's: EVAL as soon as there is an evaluation step).
 
-    SageMaker's rule compares two single losses ``num_steps`` apart; one minibatch's loss is noisy (measured: a
-    healthy run's loss rose 44.7% between two saved steps), so the product compares window means, and a rise must
+    SageMaker's rule compares two single losses ``num_steps`` apart; one minibatch's loss is noisy (decision 017), so
+    the product compares window means, and a rise must
     clear :data:`debugger.rules.rule_checks.NOISE_STANDARD_ERRORS` standard errors of the noise measured on the same
     run's latest losses (:func:`debugger.rules.rule_checks.noise_sigma`, over :data:`NOISE_WINDOWS` windows). Measured
     from the run's lowest window, a rise that builds up over several windows counts in full. With an ``objective``
     (the workflow's parameter) a run whose latest metric meets it is not reported: a converged run sits on a
-    plateau; the status's details say what was seen."""
+    plateau; the status's details say what was seen. A loss that has not fallen because it rose to
+    contracts.divergence.LOSS_RISE_FACTOR times its first value, beyond the noise, is "rising" (diverged), never
+    "flat" or "stagnant" (decision 165)."""
 
     def __init__(
         self,
@@ -194,7 +191,7 @@ class LossNotDecreasing(Rule):
         """Add a point to the curve of ``mode``; judge the curve if it is the one the rule watches now."""
         series.points.append((mode_step, loss))
         if series.first_step is None:
-            series.first_step = mode_step
+            series.first_step, series.initial = mode_step, loss
         window = self.num_steps
         self._keep_noise_windows(series.points, mode_step)
         if mode is not self._chosen_mode():
@@ -238,6 +235,9 @@ class LossNotDecreasing(Rule):
             finding = None
         if finding is None:
             finding = self._stagnant(series, mode_step, after, len(current), sigma, span)
+        if finding is None or finding[0] in ("flat", "stagnant"):
+            # a loss that has not fallen because it rose is a divergence, not a loss that never learned
+            finding = self._diverged(series.initial, current, span) or finding
         if finding is None:
             return False
         kind, message = finding
@@ -266,6 +266,23 @@ class LossNotDecreasing(Rule):
         return "rising", (
             f"loss rose {increase:.3g}% from its lowest mean {low:.6g} (over {low_count} loss(es)) to {after:.6g} over "
             f"{count} {span}; allowed increase {self.increase_threshold_percent:g}% plus the noise ({allowance:.3g})"
+        )
+
+    @staticmethod
+    def _diverged(initial: float | None, current: list[float], span: str):
+        """("rising", why) when the latest window's mean is contracts.divergence.LOSS_RISE_FACTOR times the series'
+        first loss or more, beyond the noise of that mean (the window's own spread: the run's noise before it holds
+        the blow-up itself): the loss rose far above where the job started."""
+        if initial is None or not initial > 0:
+            return None
+        after, count = float(np.mean(current)), len(current)
+        allowance = rule_checks.NOISE_STANDARD_ERRORS * float(np.std(current)) / math.sqrt(count)
+        if after < LOSS_RISE_FACTOR * initial or after - initial <= allowance:
+            return None
+        return "rising", (
+            f"loss rose to a mean of {after:.6g} over {count} {span}, {after / initial:.3g}x its first value "
+            f"{initial:.6g} (a rise from {LOSS_RISE_FACTOR:g}x beyond the noise, {allowance:.3g}, is a divergence): "
+            "the loss diverged, it did not stay flat"
         )
 
     def _stagnant(self, series: _LossSeries, mode_step: int, after: float, count: int, sigma: float, span: str):

@@ -13,7 +13,7 @@ import re
 
 import numpy as np
 
-from contracts.rule_status import NAN_INPUT
+from contracts.rule_status import NAN_INPUT, NAN_TARGET
 from debugger.core.collection import ACTIVATIONS, GRADIENTS, LOSSES, WEIGHTS
 from debugger.core.modes import ModeKeys
 from debugger.rules.loss_rule import LossNotDecreasing
@@ -27,7 +27,15 @@ from debugger.trial.trial import BaseTrial
 def _nonfinite_model_inputs(trial: BaseTrial, step: int) -> int:
     """NaN or infinite values in the model's own input at ``step`` (held by the in-job trial, read only when a rule has
     already fired): evidence that the data, not the training, is wrong."""
-    inputs = trial.model_inputs(step) if hasattr(trial, "model_inputs") else {}
+    return _nonfinite(trial.model_inputs(step) if hasattr(trial, "model_inputs") else {})
+
+
+def _nonfinite_loss_targets(trial: BaseTrial, step: int) -> int:
+    """NaN or infinite values in the targets the training loss read at ``step`` (a regression's targets): the data."""
+    return _nonfinite(trial.loss_targets(step) if hasattr(trial, "loss_targets") else {})
+
+
+def _nonfinite(inputs: dict) -> int:
     count = 0
     for value in inputs.values():
         array = value.float().cpu().numpy() if hasattr(value, "detach") and value.is_floating_point() else np.asarray(value)
@@ -68,12 +76,18 @@ class ExplodingTensor(Rule):
                 kind = "NaN" if self.only_nan else "NaN or infinite"
                 message = f"{int(bad.sum())} {kind} value(s) in {name} at step {step}"
                 inputs = _nonfinite_model_inputs(self.base_trial, step)
+                targets = 0 if inputs else _nonfinite_loss_targets(self.base_trial, step)
                 if inputs:
                     # The model was fed NaN or infinity: no hyperparameter can fix that, the data must be.
                     message += f"; the model's input at that step held {inputs} NaN or infinite value(s): the data is wrong"
+                elif targets:
+                    message += (
+                        f"; the targets the training loss read at that step held {targets} NaN or infinite value(s): the "
+                        "data is wrong"
+                    )
                 self.report(name, offending, message)
-                if inputs:
-                    self.finding.kind = NAN_INPUT
+                if inputs or targets:
+                    self.finding.kind = NAN_INPUT if inputs else NAN_TARGET
                 return True
         return False
 

@@ -42,6 +42,7 @@ class LiveTrial(BaseTrial):
         self._disk: Trial | None = None
         self._norms: dict[tuple[int, int], dict[str, float]] = {}
         self._model_inputs: tuple[int, dict[str, Any]] = (-1, {})
+        self._loss_targets: tuple[int, dict[str, Any]] = (-1, {})
         #: module path -> class name ("ReLU", "Tanh", ...) of the activation modules the hook records
         self.activation_kinds: dict[str, str] = {}
         #: tensor name -> why it cannot show a rule's problem (debugger.rules.tensor_signal), filled by the hook
@@ -66,6 +67,16 @@ class LiveTrial(BaseTrial):
         """The registered model's inputs at ``step`` (``<Model>_input_<i>``: torch tensors or arrays), kept until
         the next step's inputs replace them."""
         self._model_inputs = (step, dict(inputs))
+
+    def set_loss_targets(self, step: int, targets: dict[str, Any]) -> None:
+        """The targets a training loss read at ``step`` (its inputs after the model's output: labels, regression
+        targets), kept until the next step's replace them: a non-finite target is a data error, as an input is."""
+        self._loss_targets = (step, dict(targets))
+
+    def loss_targets(self, step: int) -> dict[str, Any]:
+        """The loss's targets at ``step``; {} when the step's targets are not held."""
+        held_step, targets = self._loss_targets
+        return dict(targets) if held_step == step else {}
 
     def model_inputs(self, step: int) -> dict[str, Any]:
         """The model's inputs at ``step`` (every step, saved or not); {} when the step's inputs are not held."""

@@ -1,6 +1,8 @@
 """What the debugger's evidence says about a failure (contracts.situation): the run's history (a spike before the
 rule fired) and whether the issue came early in the job."""
 
+import pytest
+
 from contracts.loss_history import LossWindow
 from contracts.rule_status import Peak
 from contracts.situation import EARLY_STEP_FALLBACK, Situation
@@ -53,3 +55,14 @@ def test_the_jobs_own_label_finding_comes_before_a_later_jobs():
     noisy = Situation(loss_windows=tuple(quiet), held_out_score=0.9, epochs=12, later_labels=later)
     assert noisy.own_labels is not None and noisy.own_labels.kind == "noisy"
     assert noisy.labels == noisy.own_labels
+
+
+def test_a_target_scale_divides_a_rate_only_under_a_squared_error():
+    """A squared error's gradient is the error: it grows with the targets' scale, and so does an SGD step. A Huber or
+    L1 loss's gradient is bounded: the same targets take no larger step, and dividing the rate would only slow it."""
+    squared = Situation(target_rms=837.7, output_rms=0.12, target_loss="MSELoss")
+    assert squared.target_scale == pytest.approx(837.7) and squared.step_target_scale == pytest.approx(837.7)
+    huber = Situation(target_rms=837.7, output_rms=0.12, target_loss="HuberLoss")
+    assert huber.target_scale == pytest.approx(837.7) and huber.step_target_scale is None
+    assert Situation(target_rms=5.0, output_rms=2.5).target_scale == pytest.approx(2.0)  # outputs' own unit
+    assert Situation().target_scale is None

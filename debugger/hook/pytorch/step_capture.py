@@ -431,7 +431,7 @@ class StepCapture:
         self._take_saved_tensors()
         if not isinstance(output, torch.Tensor):
             return
-        self.note_loss_inputs(inputs)
+        self.note_loss_inputs(inputs, type(module).__name__)
         if self.profile == NATIVE:
             if torch.is_grad_enabled():
                 self._pending_loss = output.detach()
@@ -442,14 +442,20 @@ class StepCapture:
             self._offer_module_tensors(name, inputs, "_input_")
             self._offer_module_tensors(name, output, "_output_")
 
-    def note_loss_inputs(self, inputs: Any) -> None:
+    def note_loss_inputs(self, inputs: Any, loss_name: str | None = None) -> None:
         """A loss module's inputs on a training step: class scores (N x C) and class-index labels (N), as
         nn.CrossEntropyLoss and nn.NLLLoss take them, are counted (contracts.training_labels). Anything else (soft
         or binary targets, a regression) says nothing about class labels and is passed over."""
         if not self._training_now() or not isinstance(inputs, tuple):
             return
+        if self._open is not None:
+            # references, not copies: ExplodingTensor reads them only when a tensor of the step is not finite
+            targets = {f"loss_target_{index}": tensor.detach() for index, tensor in enumerate(inputs[1:], start=1)
+                       if isinstance(tensor, torch.Tensor)}  # fmt: skip
+            self.trial.set_loss_targets(self._open.step, targets)
         if len(inputs) < 2 or not all(isinstance(tensor, torch.Tensor) for tensor in inputs[:2]):
             return
+        self._note_target_scale(inputs[0], inputs[1], loss_name)
         scores, labels = inputs[0], inputs[1]
         if scores.dim() != 2 or labels.dim() != 1 or labels.dtype not in (torch.int64, torch.int32):
             return
@@ -466,6 +472,24 @@ class StepCapture:
             counts = torch.bincount(capped, minlength=min(scores.shape[1], MAX_COUNTED_CLASSES + 1)).tolist()
             matched = int((scores.detach().argmax(dim=1)[counted] == labels[counted]).sum())
         self._note_training_labels(counts, matched, self._active_dropout())
+
+    def _note_target_scale(self, outputs: torch.Tensor, targets: torch.Tensor, loss_name: str | None) -> None:
+        """At the first training step whose loss compares real-valued targets with as many outputs (a regression):
+        the root mean square of each, which the planner compares (a target scale far from what the outputs start at
+        needs its targets scaled, or a rate scaled with them)."""
+        if self.evidence.target_rms is not None or not (outputs.is_floating_point() and targets.is_floating_point()):
+            return
+        if outputs.numel() != targets.numel() or outputs.numel() == 0:
+            return
+        with torch.no_grad():
+            finite = targets.detach()[torch.isfinite(targets.detach())]
+            if finite.numel() == 0:
+                return
+            output_rms = float(outputs.detach().double().pow(2).mean().sqrt())
+            if output_rms == output_rms and output_rms != float("inf"):  # finite: a model's first outputs
+                self.evidence.target_rms = float(finite.double().pow(2).mean().sqrt())
+                self.evidence.output_rms = output_rms
+                self.evidence.target_loss = loss_name
 
     def _active_dropout(self) -> float | None:
         """The largest probability of the watched model's dropout modules in training mode (None: none is)."""

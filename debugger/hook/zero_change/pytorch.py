@@ -344,7 +344,7 @@ class TorchWatcher(StandsAside):
                     self._loss_output, self._loss_output_name = weakref.ref(output), name
                 if hook is not None:
                     hook.evaluation_loss(output, name)
-                    hook.note_loss_inputs(args)
+                    hook.note_loss_inputs(args, type(module).__name__)
             return
         if hook is not None and hook._capture_io and module in hook._module_names and module not in hook._wrapped:
             hook._on_module_output(module, args, output)

@@ -11,6 +11,7 @@ import dataclasses
 import itertools
 import math
 
+from contracts.divergence import GRADIENT_NORM, GRADIENT_NORM_FACTOR, LOSS, SPIKING, Divergence, divergence
 from contracts.hyperparameter_values import show
 from contracts.loss_history import LossWindow
 from contracts.objective import Objective, ObjectiveCourse
@@ -148,7 +149,40 @@ def situation_of(
         objective_course=_course(evidence.objective_course) if evidence else None,
         loss_weighted_by_class=loss_weighted_by_class,
         loss_robust_to_wrong_labels=loss_robust_to_wrong_labels,
+        loss_divergence=_loss_divergence(evidence),
+        gradient_norm_divergence=_gradient_norm_divergence(evidence),
+        target_rms=evidence.target_rms if evidence else None,
+        output_rms=evidence.output_rms if evidence else None,
+        target_loss=evidence.target_loss if evidence else None,
     )
+
+
+def _divergence(found: attempt_models.Divergence | None) -> Divergence | None:
+    return None if found is None else Divergence(**found.model_dump())
+
+
+def _loss_divergence(evidence: attempt_models.AttemptEvidence | None) -> Divergence | None:
+    """The job's own reading; a job whose debugger did not report one is read from its loss windows the same way."""
+    if evidence is None:
+        return None
+    if evidence.loss_divergence is not None or evidence.gradient_norm_divergence is not None:
+        return _divergence(evidence.loss_divergence)
+    return divergence(_windows(evidence.loss_windows), evidence.initial_loss, LOSS)
+
+
+def _gradient_norm_divergence(evidence: attempt_models.AttemptEvidence | None) -> Divergence | None:
+    """The job's own reading; from a debugger that did not report one, the gradient norm's peak against its first
+    step's value (a spike: that debugger kept no course of it)."""
+    if evidence is None:
+        return None
+    if evidence.loss_divergence is not None or evidence.gradient_norm_divergence is not None:
+        return _divergence(evidence.gradient_norm_divergence)
+    peak, early = evidence.gradient_norm_peak, evidence.initial_gradient_norm
+    if peak is None or early is None or not (math.isfinite(early) and early > 0 and math.isfinite(peak.value)):
+        return None
+    if peak.value < GRADIENT_NORM_FACTOR * early:
+        return None
+    return Divergence(GRADIENT_NORM, SPIKING, early, peak.value, peak.step, peak.step, peak.value)
 
 
 def _course(course: attempt_models.ObjectiveCourse | None) -> ObjectiveCourse | None:
@@ -166,7 +200,10 @@ def _windows(windows: list[attempt_models.LossWindow] | None) -> tuple[LossWindo
     if windows is None:
         return None
     return tuple(
-        LossWindow(w.first_step, w.last_step, w.count, w.mean, w.agreement, w.agreement_count) for w in windows
+        LossWindow(
+            w.first_step, w.last_step, w.count, w.mean, w.agreement, w.agreement_count, w.spread, w.peak, w.peak_step
+        )
+        for w in windows
     )
 
 

@@ -49,7 +49,7 @@ Outcome = Literal[
     "algorithm_error",  # the training code failed (not because of a rule)
     "out_of_memory",  # the training process ran out of memory (killed by the kernel, or OutOfMemoryError)
     "batch_of_one",  # a training batch of one sample reached a batch-norm layer (the last batch of an epoch)
-    "data_error",  # the data is wrong (NaN inputs, labels outside the model's classes): not remediable
+    "data_error",  # the data is wrong (NaN inputs or targets, labels outside the model's classes): not remediable
     "capacity_error",  # SageMaker had no capacity (after the monitor's own retries)
     "stopped",  # stopped by someone or something other than the workflow
     "failed",  # any other failure
@@ -143,6 +143,23 @@ class LossWindow(BaseModel):
     mean: float
     agreement: Annotated[float, Field(ge=0, le=1)] | None = None
     agreement_count: Whole = 0
+    spread: Annotated[float, Field(ge=0)] | None = None
+    peak: float | None = None
+    peak_step: Whole | None = None
+
+
+class Divergence(BaseModel):
+    """The loss or the gradient norm risen or spiked far above the run's first step (``contracts.divergence``)."""
+
+    model_config = STRICT
+
+    series: Literal["loss", "gradient norm"]
+    kind: Literal["rising", "spiking"]
+    early: float
+    level: float
+    from_step: Whole
+    peak_step: Whole
+    end: float
 
 
 class AttemptEvidence(BaseModel):
@@ -169,6 +186,11 @@ class AttemptEvidence(BaseModel):
     label_counts: Annotated[list[Whole], Field(max_length=MAX_COUNTED_CLASSES)] | None = None
     training_dropout: Annotated[float, Field(ge=0, le=1)] | None = None
     training_inputs_repeated: Annotated[float, Field(ge=0, le=1)] | None = None
+    loss_divergence: Divergence | None = None
+    gradient_norm_divergence: Divergence | None = None
+    target_rms: Annotated[float, Field(ge=0)] | None = None
+    output_rms: Annotated[float, Field(ge=0)] | None = None
+    target_loss: Text(MAX_NAME_BYTES) | None = None
     #: The objective's metric over the job, when the script saved it with the debugger (the monitor reads it from
     #: the status document's metrics).
     objective_course: ObjectiveCourse | None = None

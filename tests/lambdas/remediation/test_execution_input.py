@@ -140,9 +140,15 @@ def test_a_users_script_without_declarations_gets_the_evidence_remedies_its_hype
     # weighted in the loss or training labels that look wrong while the held-out metric still rose at the end, else
     # smaller steps, then what the loss's course says (epochs when the job was too short to tell, the rate when it
     # never fell, epochs when it was still falling, a lower rate when it settled), then more epochs; the debugger's
-    # loss settings where they answer the labels (each allowed only with the user's consent)
+    # loss settings where they answer the labels (each allowed only with the user's consent). A run that diverged gets a
+    # rate below the one it diverged at first.
     assert [(remedy.name, remedy.change.setting) for remedy in remedies["objective_missed"]] == [
-        ("StopAtBestEpoch", "epochs"), ("LearningRateIntoRange", "lr"), ("LearningRateToUsual", "lr"), ("SwitchToReLU", "activation"),
+        # a regression's targets far from its outputs' scale: the rate divided by it (SGD assumed, no normalize_targets)
+        ("StopAtBestEpoch", "epochs"), ("RateForTargetScale", "lr"), ("LowerRateOnDivergence", "lr"),
+        ("LearningRateIntoRange", "lr"),
+        ("LearningRateToUsual", "lr"), ("SwitchToReLU", "activation"),
+        # a loss that diverged: a tenth of the rate (no grad_clip knob: no clipping), before labels or epochs
+        ("LowerRateOnDivergence", "lr"),
         ("TrainLongerOnRareClass", "epochs"), ("RobustLossInJob", "debugger_robust_loss"),
         ("TrainLongerOnNoisyLabels", "epochs"), ("SmallerStepsOnNoisyLabels", "lr"),
         ("TrainLonger", "epochs"),

@@ -43,6 +43,17 @@ MOSTLY_DEAD = 50.0
 COLLAPSE_FACTOR = 10.0
 #: A rate that blew the network up is cut tenfold (halving it blew up again in the reference runs).
 COLLAPSE_RATE_FACTOR = 0.1
+#: A run that diverged (its loss or gradient norm rose or spiked far above its first step: contracts.divergence) is
+#: relaunched at a tenth of its rate, as a collapse is: halving it diverged again (docs/decisions/165).
+DIVERGENCE_RATE_FACTOR = 0.1
+#: Spikes of the gradient norm are clipped at this total norm (recurrent networks: Pascanu et al. 2013).
+SPIKE_CLIP_NORM = 1.0
+#: A regression's targets this many times what its outputs start at put its loss on a scale no rate of the optimizer's
+#: range trains at (targets x1000 under MSE: an initial loss of 7e5; standardised targets: about 1).
+TARGET_SCALE_LIMIT = 30.0
+#: Optimizers whose steps do not grow with the loss's scale (each parameter's step is normalised by its own gradient's
+#: running size): a rate scaled by the targets would be wrong for them (docs/decisions/166).
+SCALE_INVARIANT_OPTIMIZERS = frozenset({"Adam", "AdamW", "Adamax", "NAdam", "RAdam", "RMSprop", "Adagrad", "Adadelta"})
 #: Training labels that look wrong: the rate times this.
 NOISY_LABELS_RATE_FACTOR = 0.3
 
@@ -177,6 +188,85 @@ class Catalogue:
     def after_collapse(self) -> list[Remedy]:
         """The rate active at the spike, lowered: the warmup rate's first when it spiked in warmup."""
         return [self.lower_warmup_rate_after_collapse, self.lower_rate_after_collapse]
+
+    # ----- a regression whose targets are far from what its outputs start at
+
+    @property
+    def normalize_targets(self) -> Remedy:
+        return {
+            "name": "NormalizeTargets",
+            "hyperparameter": "normalize_targets",
+            "set_to": True,
+            "when": {"target_scale_above": TARGET_SCALE_LIMIT, "hyperparameters": {"normalize_targets": False}},
+            "note": "Targets far from the scale the model's outputs start at put the loss on a scale of their own: "
+            "standardised targets train at the optimizer's usual rates, and the predictions are scaled back.",
+        }
+
+    @property
+    def rate_for_target_scale(self) -> Remedy | None:
+        """For an optimizer whose steps grow with the loss's scale (SGD): the rate divided by the targets' scale, in
+        one launch (halving would need ten launches for a scale of 1000, and stops at the floor). None for Adam and
+        its kin, whose steps do not."""
+        if self.rates.optimizer in SCALE_INVARIANT_OPTIMIZERS:
+            return None
+        return {
+            "name": "RateForTargetScale",
+            "hyperparameter": "learning_rate",
+            "divide_by_target_scale": True,
+            # once: a rate already divided is below the range's "too small" (the same scale is measured again)
+            "when": {"target_scale_above": TARGET_SCALE_LIMIT,
+                     "hyperparameters_above": {"learning_rate": self.rates.too_small}},
+            "note": f"Under {self.rates.optimizer} the first steps grow with the targets' scale: the rate divided by "
+            "that scale takes the steps the usual rate takes on standardised targets. Standardising the targets "
+            "in the script is the fix that holds for any rate.",
+        }
+
+    @property
+    def for_target_scale(self) -> list[Remedy]:
+        return [remedy for remedy in (self.normalize_targets, self.rate_for_target_scale) if remedy is not None]
+
+    # ----- a divergence: the loss or the gradient norm rose or spiked far above the run's first step, NaN or not
+
+    @property
+    def lower_rate_on_divergence_into_range(self) -> Remedy:
+        """A run that diverged at a rate above the optimizer's range: its usual start, the divergence named."""
+        rates = self.rates
+        return {
+            "name": "LowerRateOnDivergence",
+            "hyperparameter": "learning_rate",
+            "set_to": rates.usual,
+            "when": {"diverged": ["rising", "spiking"], "hyperparameters_above": {"learning_rate": rates.ceiling}},
+            "note": f"The run diverged at a learning rate above the range {rates.optimizer} trains networks at: "
+            f"{rates.usual:g}, its usual start, is below the rate it diverged at. More epochs would not help.",
+        }
+
+    @property
+    def lower_rate_on_divergence(self) -> Remedy:
+        return {
+            "name": "LowerRateOnDivergence",
+            "hyperparameter": "learning_rate",
+            "multiply_by": DIVERGENCE_RATE_FACTOR,
+            "min": self.rates.floor,
+            "when": {"diverged": ["rising", "spiking"]},
+            "note": f"The run diverged: a learning rate {1 / DIVERGENCE_RATE_FACTOR:g} times lower, well below the "
+            "rate it diverged at (halving it diverges again). More epochs would not help.",
+        }
+
+    @property
+    def clip_gradients_on_spikes(self) -> Remedy:
+        return {
+            "name": "ClipGradientsOnSpikes",
+            "hyperparameter": "grad_clip",
+            "set_to": SPIKE_CLIP_NORM,
+            "when": {"diverged": "spiking"},
+            "note": f"Clipping the total gradient norm at {SPIKE_CLIP_NORM:g} bounds the steps those spikes take (a "
+            "recurrent network's gradient spikes when its state dynamics turn unstable), and keeps the rate.",
+        }
+
+    @property
+    def on_divergence(self) -> list[Remedy]:
+        """Clipping for spikes, else a tenth of the rate."""
+        return [self.clip_gradients_on_spikes, self.lower_rate_on_divergence]
 
     # ----- the network
 

@@ -68,7 +68,10 @@ def evidence_remedies(rates: RateRange = SGD_RANGE) -> dict[str, list[dict[str, 
         OUT_OF_MEMORY: [halve_batch_size(c)],
         BATCH_OF_ONE: [batch_size_one_smaller()],
         OBJECTIVE_MISSED: objective_missed(c),
-        ANY_RULE: [c.learning_rate_into_range, c.add_batch_norm, c.lower_learning_rate],
+        ANY_RULE: [
+            *c.for_target_scale, c.lower_rate_on_divergence_into_range, c.learning_rate_into_range, *c.on_divergence, c.add_batch_norm,
+            c.lower_learning_rate,
+        ],
     }
     for key, entries in XGBOOST_EVIDENCE_REMEDIES.items():
         remedies[key] = [*remedies.get(key, []), *entries]
@@ -79,6 +82,7 @@ def exploding_tensor(c: Catalogue) -> list[Remedy]:
     """Batch norm at once for a network badly scaled at initialisation that blows up in warmup (a lower warmup rate
     would only delay it), then the rates of the phase it blew up in, then clipping."""
     return [
+        *c.for_target_scale,
         c.learning_rate_into_range,
         c.normalize_inputs,
         c.rescale_large_initialisation,
@@ -95,6 +99,7 @@ def exploding_tensor(c: Catalogue) -> list[Remedy]:
         variant(c.lower_learning_rate, when={"phase": "main"}, note="The main learning rate is too high."),
         variant(c.clip_gradients, note="Clipping the gradient norm bounds each step, so one large gradient cannot throw "
                 "the weights off."),
+        c.lower_rate_on_divergence,
         variant(c.lower_learning_rate, note="A lower learning rate is the remaining remedy for an explosion."),
     ]  # fmt: skip
 
@@ -104,12 +109,14 @@ def vanishing_gradient(c: Catalogue) -> list[Remedy]:
     Raw inputs and a large initialisation blow a network up and leave it collapsed: the causes, before the rate;
     after a spike, the rate active then; else what shrinks gradients layer by layer, then larger steps."""
     return [
+        c.lower_rate_on_divergence_into_range,
         c.learning_rate_into_range,
         c.rescale_small_initialisation_and_switch_to_relu,
         c.rescale_small_initialisation,
         c.normalize_inputs,
         c.rescale_large_initialisation,
         *c.after_collapse,
+        c.lower_rate_on_divergence,
         c.learning_rate_up_into_range,
         variant(c.add_batch_norm, also=[], note="Batch norm keeps the gradients scaled."),
         variant(c.switch_to_leaky_relu, note="ReLU units can die and stop passing gradient; leaky ReLU keeps one."),
@@ -208,10 +215,13 @@ def loss_not_decreasing(c: Catalogue) -> list[Remedy]:
     stall training; a loss that rose gets a lower rate; one that falls too slowly larger steps."""
     held_out_rising, stagnant = {"issue_kind": HELD_OUT_RISING}, {"issue_kind": "stagnant"}
     return [
+        *c.for_target_scale,
+        c.lower_rate_on_divergence_into_range,
         c.learning_rate_into_range,
         c.normalize_inputs,
         c.rescale_large_initialisation,  # such a network's loss starts far up and does not fall
         *c.after_collapse,
+        *c.on_divergence,
         variant(c.stop_early_keep_best, when=held_out_rising, note="The held-out loss rose while the training loss "
                 "fell: stop after the best epoch and keep that model."),
         *c.regularise(held_out_rising),
@@ -309,11 +319,15 @@ def objective_missed(c: Catalogue) -> list[Remedy]:
             "note": "The held-out metric met the objective at that epoch and fell below it as training went on: the "
             "same run stopped there (a script that seeds its training repeats that epoch's result).",
         },
+        *c.for_target_scale,
+        c.lower_rate_on_divergence_into_range,
         c.learning_rate_into_range,
         # a completed job has no epochs left to continue: again from the start, at the usual rate
         variant(c.learning_rate_to_usual, resume=False),
         *c.stalling_settings,
         c.normalize_inputs,
+        # a loss that diverged did not fail to learn for want of epochs, and tells nothing of its labels
+        *c.on_divergence,
         variant(c.weight_classes, when={"training_labels": "imbalanced"}),
         variant(c.train_longer, name="TrainLongerOnRareClass", multiply_by=2,
                 when={"training_labels": "imbalanced", "loss_weighted_by_class": True, "objective_still_rising": True},

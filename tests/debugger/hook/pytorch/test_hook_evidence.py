@@ -4,6 +4,8 @@ many checkpoint files the job has left."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 from torch import nn
@@ -289,3 +291,47 @@ def test_a_model_of_more_classes_than_counted_reports_no_label_counts_but_its_ag
     evidence = read_evidence(tmp_path)
     assert evidence.label_counts is None
     assert all(window.agreement is not None for window in evidence.loss_windows)
+
+
+def test_a_regressions_target_and_output_scales_are_measured_at_its_first_training_step(tmp_path):
+    """Targets a thousand times a unit: the root mean square of the targets and of the model's first outputs, as the
+    loss compared them at step 0 (the planner divides one by the other: docs/decisions/166)."""
+    hook, model, data, criterion = hooked(tmp_path, "target-scale", nn.MSELoss())
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-6)
+    hook.set_mode(ModeKeys.TRAIN)
+    targets = torch.full((32, 4), 1000.0)
+    first_outputs = None
+    for inputs, _ in data:
+        optimizer.zero_grad()
+        outputs = model(inputs)
+        first_outputs = outputs.detach() if first_outputs is None else first_outputs
+        criterion(outputs, targets).backward()
+        optimizer.step()
+    hook.close()
+    evidence = read_evidence(tmp_path)
+    assert evidence.target_rms == pytest.approx(1000.0)
+    assert evidence.output_rms == pytest.approx(float(first_outputs.pow(2).mean().sqrt()), rel=1e-5)
+    assert evidence.target_loss == "MSELoss"  # the loss that compared them: its gradient grows with the targets
+
+
+def test_the_gradient_norms_course_and_what_diverged_are_reported(tmp_path):
+    """A rate of 50 on the small MLP: the gradient norm's course is folded into windows as the loss's, with their
+    spread and peak, and the job reads from both whether they diverged (contracts.divergence)."""
+    hook, model, data, criterion = hooked(tmp_path, "diverged", rules=[rule("VanishingGradient")])
+    optimizer = torch.optim.SGD(model.parameters(), lr=50.0)
+    norms = []
+    hook.set_mode(ModeKeys.TRAIN)
+    for _ in range(3):
+        for inputs, labels in data:
+            optimizer.zero_grad()
+            criterion(model(inputs), labels).backward()
+            norms.append(hook.last_gradient_norm)
+            optimizer.step()
+    hook.close()
+    evidence = read_evidence(tmp_path)
+    windows = evidence.gradient_norm_windows
+    finite = [norm for norm in norms if math.isfinite(norm)]  # the rate blows it up to inf: those are not folded
+    assert sum(window.count for window in windows) == len(finite) < len(norms) == 24
+    assert max(window.peak for window in windows) == pytest.approx(max(finite), rel=1e-6)
+    assert evidence.loss_divergence is not None and evidence.loss_divergence.series == "loss"
+    assert evidence.loss_divergence.early == pytest.approx(evidence.initial_loss)

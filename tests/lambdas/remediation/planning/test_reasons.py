@@ -13,7 +13,7 @@ import pytest
 from lambdas.remediation.execution_input import initial_state
 from lambdas.remediation.planning.planner import plan
 from tests.lambdas.remediation.decision_fields import ended
-from tests.lambdas.remediation.recorded_runs import finish, quiet_miss, recorded, start
+from tests.lambdas.remediation.recorded_runs import finish, quiet_miss, recorded, start, without_optimizer
 
 #: A user's script with remedies of its own (tests/lambdas/remediation/planning/test_declared_remedies.py's).
 SCRIPT = {
@@ -48,14 +48,14 @@ def test_a_rule_fired_and_the_evidence_remedy_says_why_with_the_numbers(referenc
     assert planned.last_attempt.decision.remedy == "AddBatchNorm"
     assert reason_of(planned) == (
         "ExplodingTensor fired at step 2 (warmup phase, 20 steps per epoch, tensor gradient_norm, the rule's value "
-        "nan). Remedy 4 of 10 for ExplodingTensor in the evidence remedies, AddBatchNorm (turn add_batch_norm on "
-        "and cap warmup_learning_rate at 0.1), applies because it happened in the warmup phase and at step 2, "
-        "before step 10 and the initial gradient norm 512.3 is above 50. An initialisation-scale gradient norm with "
-        "no batch norm means the network is badly scaled at initialisation, and blowing up in the first steps of "
-        "warmup means a lower warmup rate would only delay the explosion. Rates judged in SGD's range (usual start "
-        "0.1, out of range above 0.4, too small below 0.001; assumed: the job reported no optimizer). Evidence: "
-        "initial gradient norm 512.3, initial loss 31.7, last finite loss 2.9e+06, max gradient norm 8.4e+07. Next: "
-        "adding batch norm."
+        "nan). Remedy 5 of 12 for ExplodingTensor in the evidence remedies, AddBatchNorm (turn add_batch_norm on and "
+        "cap warmup_learning_rate at 0.1), applies because it happened in the warmup phase and at step 2, before "
+        "step 10 and the initial gradient norm 512.3 is above 50. An initialisation-scale gradient norm with no "
+        "batch norm means the network is badly scaled at initialisation, and blowing up in the first steps of warmup "
+        "means a lower warmup rate would only delay the explosion. Rates judged in SGD's range (usual start 0.1, out "
+        "of range above 0.4, too small below 0.001; assumed: the job reported no optimizer). Evidence: initial "
+        "gradient norm 512.3, initial loss 31.7, last finite loss 2.9e+06, max gradient norm 8.4e+07. Next: adding "
+        "batch norm."
     )
 
 
@@ -91,11 +91,11 @@ def test_a_quiet_miss_says_what_the_loss_did_and_that_the_next_job_gets_the_chec
     _, planned, _ = quiet_miss("mlp-sgd-one-epoch-still-falling", account_input)
     assert reason_of(planned) == (
         "Job remediation-job-cfc1240413-001 completed with quiet rules but validation:accuracy = 0.8944 missed "
-        "validation:accuracy >= 0.9 by 0.0056. Remedy 10 of 16 for objective_missed in the evidence remedies, "
+        "validation:accuracy >= 0.9 by 0.0056. Remedy 13 of 19 for objective_missed in the evidence remedies, "
         "TrainLonger (multiply epochs by 4 (not above 200)), applies because the training loss fell 80% over steps "
         "0-22 (2.796 to 0.5518) and was still falling: its last quarter was 44% below the quarter before. Training "
-        "was stable and still improving when it stopped: more epochs. Next: raising epochs 1 -> 4. The next job "
-        "gets the checkpoint file remediation-job-cfc1240413-001 left: a script that resumes from its checkpoints "
+        "was stable and still improving when it stopped: more epochs. Next: raising epochs 1 -> 4. The next job gets "
+        "the checkpoint file remediation-job-cfc1240413-001 left: a script that resumes from its checkpoints "
         "continues where remediation-job-cfc1240413-001 stopped instead of from step 0."
     )
 
@@ -105,12 +105,12 @@ def test_a_settled_loss_whose_last_quarter_rose_slightly_gave_back_part_of_its_d
     _, planned, _ = quiet_miss("mlp-augmented-clean-labels", account_input)
     assert reason_of(planned) == (
         "Job remediation-job-eac73fc62c-001 completed with quiet rules but validation:accuracy = 0.9611 missed "
-        "validation:accuracy >= 0.97 by 0.0089. Remedy 11 of 16 for objective_missed in the evidence remedies, "
+        "validation:accuracy >= 0.97 by 0.0089. Remedy 14 of 19 for objective_missed in the evidence remedies, "
         "LowerLearningRate (multiply lr by 0.3 (not below 0.0001)), applies because the training loss fell 80% over "
         "steps 0-286 (4.41 to 0.9032) and settled: its last quarter gave back 0.4% of that descent. The training "
         "loss settled short of the objective: smaller steps settle lower. Rates judged in SGD's range (usual start "
-        "0.1, out of range above 0.4, too small below 0.001; the optimizer the job reported). Next: lowering lr "
-        "0.05 -> 0.015."
+        "0.1, out of range above 0.4, too small below 0.001; the optimizer the job reported). Next: lowering lr 0.05 "
+        "-> 0.015."
     )
 
 
@@ -125,7 +125,7 @@ def test_planned_from_an_earlier_job_it_goes_back_to_its_settings_and_says_what_
     assert reason_of(planned) == (
         "Job remediation-job-d5bbeb5352-002 completed with quiet rules but validation:accuracy = 0.2883 missed "
         "validation:accuracy >= 0.8 by 0.5117. Back to job 1's settings, the closest to the objective so far "
-        "(validation:accuracy = 0.2983); from there: Remedy 12 of 21 for objective_missed in the evidence remedies, "
+        "(validation:accuracy = 0.2983); from there: Remedy 15 of 24 for objective_missed in the evidence remedies, "
         "RaiseLearningRateToUsual (raise lr to at least 0.1), applies because the training loss fell 1% over steps "
         "0-18 (1.395 to 1.387): it never learned. The updates are too small to move the loss; 0.1 is SGD's usual "
         "start. Rates judged in SGD's range (usual start 0.1, out of range above 0.4, too small below 0.001; the "
@@ -142,12 +142,12 @@ def test_a_remedy_that_would_repeat_a_jobs_settings_is_not_tried_again(account_i
     planned = plan(record(state, rule="LossNotDecreasing", phase="main", step=30, evidence=falling, kind="flat"))
     assert reason_of(planned) == (
         "LossNotDecreasing fired at step 30 (main phase, 20 steps per epoch, tensor gradient_norm, the rule's value "
-        "nan). Remedy 25 of 25 for LossNotDecreasing in the evidence remedies, LowerLearningRate (multiply "
+        "nan). Remedy 29 of 29 for LossNotDecreasing in the evidence remedies, LowerLearningRate (multiply "
         "learning_rate by 0.5 (not below 0.0001)), applies. The loss stopped decreasing: the main rate overshoots. "
         "Rates judged in SGD's range (usual start 0.1, out of range above 0.4, too small below 0.001; assumed: the "
-        "job reported no optimizer). Evidence: initial gradient norm 512.3, initial loss 2.3, last finite loss "
-        "2.25, max gradient norm 8.4e+07. Not tried again: RaiseLearningRate would repeat job 1's settings. Next: "
-        "lowering learning_rate 0.05 -> 0.025."
+        "job reported no optimizer). Evidence: initial gradient norm 512.3, initial loss 2.3, last finite loss 2.25, "
+        "max gradient norm 8.4e+07. Not tried again: RaiseLearningRate would repeat job 1's settings. Next: lowering "
+        "learning_rate 0.05 -> 0.025."
     )
 
 
@@ -155,10 +155,10 @@ def test_a_remedy_on_a_fixed_hyperparameter_is_not_tried_and_the_next_one_is(acc
     _, planned, _ = quiet_miss("mlp-dropout-clean-labels", account_input, fixed_hyperparameters=["lr"])
     assert reason_of(planned) == (
         "Job remediation-job-92c7e8f5fa-001 completed with quiet rules but validation:accuracy = 0.9444 missed "
-        "validation:accuracy >= 0.97 by 0.0256. Remedy 14 of 18 for objective_missed in the evidence remedies, "
+        "validation:accuracy >= 0.97 by 0.0256. Remedy 17 of 21 for objective_missed in the evidence remedies, "
         "TrainLonger (multiply epochs by 2 (not above 200)), applies because the training loss fell 76% over steps "
-        "0-286 (3.208 to 0.7632) and settled: its last quarter added 4% to that descent. Training was stable but "
-        "too short to reach the objective: more epochs. Not tried: LowerLearningRate would change lr, which "
+        "0-286 (3.208 to 0.7632) and settled: its last quarter added 4% to that descent. Training was stable but too "
+        "short to reach the objective: more epochs. Not tried: LowerLearningRate would change lr, which "
         "fixed_hyperparameters keeps. Next: raising epochs 12 -> 24. The next job gets the 2 checkpoint files "
         "remediation-job-92c7e8f5fa-001 left: a script that resumes from its checkpoints continues where "
         "remediation-job-92c7e8f5fa-001 stopped instead of from step 0."
@@ -197,12 +197,11 @@ def test_a_script_that_left_no_checkpoints_is_told_the_next_job_trains_from_step
     run = recorded("ddp-script-without-checkpoints")
     assert reason_of(plan(finish(start(run, account_input), run["jobs"][0]))) == (
         "Job remediation-job-f1bab65e32-001 completed with quiet rules but validation:accuracy = 0.9756 missed "
-        "validation:accuracy >= 0.99 by 0.0144. Remedy 8 of 16 for objective_missed in the evidence remedies, "
+        "validation:accuracy >= 0.99 by 0.0144. Remedy 11 of 19 for objective_missed in the evidence remedies, "
         "TrainLonger (multiply epochs by 4 (not above 200)), applies because epochs 1 is below 3. Fewer than 3 "
-        "epochs are too few to tell a loss that settled or never fell from one that falls slowly: more epochs "
-        "before the rate or the network is changed. Next: raising epochs 1 -> 4. remediation-job-f1bab65e32-001 "
-        "left no checkpoints (its script writes none, or it stopped before the first), so the next job trains from "
-        "step 0."
+        "epochs are too few to tell a loss that settled or never fell from one that falls slowly: more epochs before "
+        "the rate or the network is changed. Next: raising epochs 1 -> 4. remediation-job-f1bab65e32-001 left no "
+        "checkpoints (its script writes none, or it stopped before the first), so the next job trains from step 0."
     )
 
 
@@ -210,13 +209,13 @@ def test_what_the_training_labels_show_is_said_too_when_another_cause_is_answere
     _, planned, _ = quiet_miss("mlp-noisy-labels-past-best", account_input)
     assert reason_of(planned) == (
         "Job remediation-job-2c5d8f2ef2-001 completed with quiet rules but validation:accuracy = 0.5194 missed "
-        "validation:accuracy >= 0.75 by 0.2306. Remedy 1 of 16 for objective_missed in the evidence remedies, "
+        "validation:accuracy >= 0.75 by 0.2306. Remedy 1 of 19 for objective_missed in the evidence remedies, "
         "StopAtBestEpoch (set epochs to the epoch at which the objective was met at its best), applies because "
         "validation:accuracy met the objective (>= 0.75) after epoch 2 of 12, at 0.7972 (its best), and ended at "
-        "0.5194. The held-out metric met the objective at that epoch and fell below it as training went on: the "
-        "same run stopped there (a script that seeds its training repeats that epoch's result). Also: the model "
-        "learns its training labels by heart: over steps 233-286 the model's top class matched 70% of its training "
-        "labels, yet it scored 0.5194 on held-out data. Next: lowering epochs 12 -> 2."
+        "0.5194. The held-out metric met the objective at that epoch and fell below it as training went on: the same "
+        "run stopped there (a script that seeds its training repeats that epoch's result). Also: the model learns "
+        "its training labels by heart: over steps 233-286 the model's top class matched 70% of its training labels, "
+        "yet it scored 0.5194 on held-out data. Next: lowering epochs 12 -> 2."
     )
 
 
@@ -224,15 +223,15 @@ def test_a_loss_change_the_run_allows_says_so(account_input):
     _, planned, _ = quiet_miss("mlp-noisy-labels-robust-in-job", account_input, allow_loss_changes=True)
     assert reason_of(planned) == (
         "Job remediation-job-70cf617e3e-001 completed with quiet rules but validation:accuracy = 0.7056 missed "
-        "validation:accuracy >= 0.9 by 0.1944. Remedy 5 of 16 for objective_missed in the evidence remedies, "
-        "RobustLossInJob (set the debugger's robust_loss to generalized_cross_entropy), applies because the "
-        "training labels look noisy: over steps 233-286 the model's top class matched 47% of its training labels, "
-        "yet it scored 0.7056 on held-out data; a model fits the labels it trains on at least as well as unseen "
-        "ones unless many of them are wrong. The next job's debugger trains the script on the generalized "
-        "cross-entropy (Zhang and Sabuncu, NeurIPS 2018, q=0.7) in place of its cross-entropy: a sample whose label "
-        "the model finds unlikely, as most wrong labels are once the right ones are learnt, pulls the weights less; "
-        "evaluation keeps the plain loss. It changes the training loss, which this run allows. Next: setting the "
-        "debugger's robust_loss to generalized_cross_entropy (was off)."
+        "validation:accuracy >= 0.9 by 0.1944. Remedy 8 of 19 for objective_missed in the evidence remedies, "
+        "RobustLossInJob (set the debugger's robust_loss to generalized_cross_entropy), applies because the training "
+        "labels look noisy: over steps 233-286 the model's top class matched 47% of its training labels, yet it "
+        "scored 0.7056 on held-out data; a model fits the labels it trains on at least as well as unseen ones unless "
+        "many of them are wrong. The next job's debugger trains the script on the generalized cross-entropy (Zhang "
+        "and Sabuncu, NeurIPS 2018, q=0.7) in place of its cross-entropy: a sample whose label the model finds "
+        "unlikely, as most wrong labels are once the right ones are learnt, pulls the weights less; evaluation keeps "
+        "the plain loss. It changes the training loss, which this run allows. Next: setting the debugger's "
+        "robust_loss to generalized_cross_entropy (was off)."
     )
 
 
@@ -380,15 +379,15 @@ def test_the_remedy_list_is_shortened_to_fit_and_keeps_why_not_now_the_consent_a
         "Job remediation-job-df6012c3b2-001 completed with quiet rules but validation:accuracy = 0.8222 missed "
         "validation:accuracy >= 0.9 by 0.0778. No remedy left (objective_missed: TrainLonger: not now, "
         "validation:accuracy was best after report 6 of 12, at 0.8944, and its last 4 averaged 0.7958: more of the "
-        "same training takes it further from its best; objective_missed: RobustLossPastPeak: not allowed (it "
-        "changes the training loss); objective_missed: StopAtBestEpoch: its condition {'objective_met_before_end': "
-        "True} does not hold; objective_missed: LearningRateIntoRange: its condition {'hyperparameters_above': "
-        "{'learning-rate': 0.4}} does not hold; objective_missed: LearningRateToUsual: its condition "
-        "{'hyperparameters_below': {'learning-rate': 0.001}} does not hold; objective_missed: "
-        "RescaleAndSwitchToReLU: its condition {'hyperparameters': {'act': 'sigmoid'}, 'hyperparameters_below': "
-        "{'init-gain': 0.2}} does no.... RobustLossPastPeak would answer it, but it changes the training loss (the "
-        "debugger's robust_loss), which this run does not allow: set allow_loss_changes to true in the run_spec to "
-        "let the product try it. Ending with learning-rate=0.015, n-epochs=12, bs=32, n-layers=3 (+8 more)."
+        "same training takes it further from its best; objective_missed: RobustLossPastPeak: not allowed (it changes "
+        "the training loss); objective_missed: StopAtBestEpoch: its condition {'objective_met_before_end': True} "
+        "does not hold; objective_missed: RateForTargetScale: its condition {'target_scale_above': 30.0, "
+        "'hyperparameters_above': {'learning-rate': 0.001}} does not hold; objective_missed: LowerRateOnDivergence: "
+        "its condition {'diverged': ['rising', 'spiking'], 'hyperparameters_above': {'learning-rate': 0.4}} does not "
+        "hold; objective_missed: LearningRateIntoRange: its condition {'hyperparameters_above': {'lea.... "
+        "RobustLossPastPeak would answer it, but it changes the training loss (the debugger's robust_loss), which "
+        "this run does not allow: set allow_loss_changes to true in the run_spec to let the product try it. Ending "
+        "with learning-rate=0.015, n-epochs=12, bs=32, n-layers=3 (+8 more)."
     )
 
 
@@ -456,19 +455,18 @@ def test_a_run_ending_after_a_remedy_made_it_worse_lists_the_remedies_from_the_c
                      "FinalMetricDataList": [{"MetricName": "validation:accuracy", "Value": 0.85}]},
     }  # fmt: skip
     assert reason_of(plan(finish(state, worse))) == (
-        'Job remediation-job-second completed with quiet rules but validation:accuracy = 0.85 missed '
-        'validation:accuracy >= 0.9 by 0.05. No remedy left (objective_missed: TrainLonger: not tried again (the '
-        'objective got worse after it, job 2); objective_missed: StopAtBestEpoch: its condition '
-        "{'objective_met_before_end': True} does not hold; objective_missed: LearningRateIntoRange: its condition "
-        "{'hyperparameters_above': {'lr': 0.4}} does not hold; objective_missed: LearningRateToUsual: its "
-        "condition {'hyperparameters_below': {'lr': 0.001}} does not hold; objective_missed: "
-        "TrainLongerOnRareClass: its condition {'training_labels': 'imbalanced', 'objective_still_rising': True, "
-        "'loss_weighted_by_class': True} does not hold; objective_missed: RobustLossInJob: its condition "
-        "{'training_labels': ['noisy', 'memorised']} does not hold; objective_missed: TrainLongerOnNoisyLabels: "
-        "its condition {'training_labels': 'noisy', 'objective_still_rising': True} does not hold; "
-        'objective_mis.... Not tried again: after TrainLonger (job 2), validation:accuracy went from 0.8944 to '
-        '0.85. Changed so far: epochs 1 -> 4. Ending; job 1 came closest to the objective (validation:accuracy = '
-        '0.8944), with lr=0.01, epochs=1.'
+        "Job remediation-job-second completed with quiet rules but validation:accuracy = 0.85 missed "
+        "validation:accuracy >= 0.9 by 0.05. No remedy left (objective_missed: TrainLonger: not tried again (the "
+        "objective got worse after it, job 2); objective_missed: StopAtBestEpoch: its condition "
+        "{'objective_met_before_end': True} does not hold; objective_missed: RateForTargetScale: its condition "
+        "{'target_scale_above': 30.0, 'hyperparameters_above': {'lr': 0.001}} does not hold; objective_missed: "
+        "LowerRateOnDivergence: its condition {'diverged': ['rising', 'spiking'], 'hyperparameters_above': {'lr': "
+        "0.4}} does not hold; objective_missed: LearningRateIntoRange: its condition {'hyperparameters_above': "
+        "{'lr': 0.4}} does not hold; objective_missed: LearningRateToUsual: its condition {'hyperparameters_below': "
+        "{'lr': 0.001}} does not hold; objective_missed: LowerRateOnDivergence: its condition {'diverged': "
+        "['rising', 'spiking']} does not hold; objective_missed: TrainLongerOnRareCla.... Not tried again: after "
+        "TrainLonger (job 2), validation:accuracy went from 0.8944 to 0.85. Changed so far: epochs 1 -> 4. Ending; "
+        "job 1 came closest to the objective (validation:accuracy = 0.8944), with lr=0.01, epochs=1."
     )
 
 
@@ -479,18 +477,18 @@ def test_a_short_match_the_inputs_explain_says_why_the_labels_were_not_blamed(ac
     for job in run["jobs"][:3]:
         state = plan(finish(state, with_evidence(job, training_inputs_repeated=0.0)))
     assert reason_of(state) == (
-        'Job remediation-job-47948c672a-003 completed with quiet rules but validation:accuracy = 0.7217 missed '
-        'validation:accuracy >= 0.8 by 0.0783. No remedy left (objective_missed: LowerLearningRate: not tried '
-        "again (the objective got worse after it, job 2); objective_missed: TrainLonger: would repeat job 3's "
-        "settings; objective_missed: StopAtBestEpoch: its condition {'objective_met_before_end': True} does not "
-        "hold; objective_missed: LearningRateIntoRange: its condition {'hyperparameters_above': {'learnin.... "
-        "Over steps 394-466 the model's top class matched 66% of its training labels, yet it scored 0.7417 on "
-        'held-out data: 9 points short; it trained on inputs that changed between epochs (0% of them seen again: '
-        'augmented in the loader, or drawn afresh), which lowers that match as wrong labels do, so the match says '
-        'nothing of the labels. Not tried again: after LowerLearningRate (job 2), validation:accuracy went from '
-        "0.7417 to 0.6483; TrainLonger would repeat job 3's settings. Changed so far: learning-rate 0.002 -> "
-        '0.0006 -> 0.002; n-epochs 12 -> 24. Ending; job 1 came closest to the objective (validation:accuracy = '
-        '0.7417), with learning-rate=0.002, n-epochs=12, bs=64, n-layers=2 (+8 more).'
+        "Job remediation-job-47948c672a-003 completed with quiet rules but validation:accuracy = 0.7217 missed "
+        "validation:accuracy >= 0.8 by 0.0783. No remedy left (objective_missed: LowerLearningRate: not tried again "
+        "(the objective got worse after it, job 2); objective_missed: TrainLonger: would repeat job 3's settings; "
+        "objective_missed: StopAtBestEpoch: its condition {'objective_met_before_end': True} does not hold; "
+        "objective_missed: LowerRateOnDivergence: its condition {'diverged': ['rising', 'spiking'],.... Over steps "
+        "394-466 the model's top class matched 66% of its training labels, yet it scored 0.7417 on held-out data: 9 "
+        "points short; it trained on inputs that changed between epochs (0% of them seen again: augmented in the "
+        "loader, or drawn afresh), which lowers that match as wrong labels do, so the match says nothing of the "
+        "labels. Not tried again: after LowerLearningRate (job 2), validation:accuracy went from 0.7417 to 0.6483; "
+        "TrainLonger would repeat job 3's settings. Changed so far: learning-rate 0.002 -> 0.0006 -> 0.002; n-epochs "
+        "12 -> 24. Ending; job 1 came closest to the objective (validation:accuracy = 0.7417), with "
+        "learning-rate=0.002, n-epochs=12, bs=64, n-layers=2 (+8 more)."
     )
 
 
@@ -514,11 +512,74 @@ def test_bad_data_ends_at_once_saying_to_correct_it(reference_state, record):
     planned = plan(record(reference_state, outcome="data_error", failure_reason=failure))
     assert reason_of(planned) == (
         "Job remediation-resnet-1 failed on its data (AlgorithmError: IndexError: Target 12 is out of bounds.). The "
-        "data is wrong (NaN inputs, labels outside the model's classes); fix the data: no hyperparameter change can "
-        "fix it, so no job is relaunched. Ending; correct the data and start a new run."
+        "data is wrong (NaN inputs or targets, labels outside the model's classes); fix the data: no hyperparameter "
+        "change can fix it, so no job is relaunched. Ending; correct the data and start a new run."
     )
 
 
 @pytest.fixture
 def script_state(account_input):
     return initial_state({**account_input, **SCRIPT})
+
+
+def test_a_rise_after_a_raised_rate_names_the_rise_and_lowers_the_rate(account_input):
+    run = recorded("mlp-adam-rate-raised-loss-rising")
+    job = without_optimizer(run["jobs"][1])
+    spec = {key: value for key, value in run["run_spec"].items() if key != "remedies"}
+    spec = {**spec, "hyperparameters": job["hyperparameters"],
+            "hyperparameter_names": {"learning_rate": "lr", "num_epochs": "epochs"}}  # fmt: skip
+    assert reason_of(plan(finish(start({**run, "run_spec": spec}, account_input), job))) == (
+        "Job remediation-job-8fa34afe19-002 completed with quiet rules but validation:accuracy = 0.85 missed "
+        "validation:accuracy >= 0.9 by 0.05. Remedy 7 of 20 for objective_missed in the evidence remedies, "
+        "LowerRateOnDivergence (multiply lr by 0.1 (not below 0.0001)), applies because the loss rose to 6.507, "
+        "2.85x its first step's 2.284, over steps 25-28, and ended at 3.752, still above where it started. The run "
+        "diverged: a learning rate 10 times lower, well below the rate it diverged at (halving it diverges again). "
+        "More epochs would not help. Rates judged in SGD's range (usual start 0.1, out of range above 0.4, too small "
+        "below 0.001; assumed: the job reported no optimizer). Next: lowering lr 0.1 -> 0.01."
+    )
+
+
+def test_a_recurrent_networks_spike_is_named_with_its_numbers(account_input):
+    run = recorded("gru-sgd-lr-2-gradient-spikes")
+    assert reason_of(plan(finish(start(run, account_input), run["jobs"][0]))) == (
+        "LossNotDecreasing fired at step 40: loss rose 615% from its lowest mean 1.75341 (over 20 loss(es)) to "
+        "12.5394 over 20 (the 20 steps to step 39); allowed increase 5% plus the noise (2.64). Remedy 2 of 14 for "
+        "LossNotDecreasing in the evidence remedies, LowerRateOnDivergence (set lr to 0.1), applies because the loss "
+        "rose to 18.88, 13.7x its first step's 1.378, over steps 20-40, and ended at 15.44, still above where it "
+        "started and the gradient norm spiked to 824.5, 3820x its first step's 0.2158, at step 33 and lr 2 is above "
+        "0.4. The run diverged at a learning rate above the range SGD trains networks at: 0.1, its usual start, is "
+        "below the rate it diverged at. More epochs would not help. Rates judged in SGD's range (usual start 0.1, "
+        "out of range above 0.4, too small below 0.001; the optimizer the job reported). Evidence: initial gradient "
+        "norm 0.2158, initial loss 1.378, last finite loss 24.18, max gradient norm 824.5, optimizer SGD at 2. Next: "
+        "lowering lr 2 -> 0.1."
+    )
+
+
+def test_targets_far_from_the_outputs_scale_name_the_scale_and_the_fix(account_input):
+    run = recorded("regression-targets-x1000")
+    assert reason_of(plan(finish(start(run, account_input), run["jobs"][0]))) == (
+        "ExplodingTensor fired at step 3: 1 NaN or infinite value(s) in MSELoss_output_0 at step 3. Remedy 1 of 6 "
+        "for ExplodingTensor in the evidence remedies, RateForTargetScale (divide lr by the targets' measured "
+        "scale), applies because the targets' scale (root mean square 837.7) is 837.7 times what the model's outputs "
+        "start at (0.1186, counted as at least 1), above 30 and lr 0.01 is above 0.001. Under SGD the first steps "
+        "grow with the targets' scale: the rate divided by that scale takes the steps the usual rate takes on "
+        "standardised targets. Standardising the targets in the script is the fix that holds for any rate. Rates "
+        "judged in SGD's range (usual start 0.1, out of range above 0.4, too small below 0.001; the optimizer the "
+        "job reported). Evidence: initial gradient norm 1065, initial loss 7.017e+05, last finite loss 8.062e+11, "
+        "max gradient norm 3.553e+10, optimizer SGD at 0.01. Next: lowering lr 0.01 -> 1.2e-05."
+    )
+
+
+def test_spikes_clipped_when_the_rate_can_go_no_lower_say_so(account_input):
+    run = recorded("regression-targets-x1000")
+    state = finish(plan(finish(start(run, account_input), run["jobs"][0])), run["jobs"][1])
+    assert reason_of(plan(state)) == (
+        "LossNotDecreasing fired at step 264: loss rose 63.8% from its lowest mean 159550 (over 20 loss(es)) to "
+        "261292 over 20 (the 20 steps to step 259); allowed increase 5% plus the noise (9.11e+04). Remedy 5 of 17 "
+        "for LossNotDecreasing in the evidence remedies, ClipGradientsOnSpikes (set grad-clip to 1), applies because "
+        "the gradient norm spiked to 3.788e+05, 356x its first step's 1065, at step 255. Clipping the total gradient "
+        "norm at 1 bounds the steps those spikes take (a recurrent network's gradient spikes when its state dynamics "
+        "turn unstable), and keeps the rate. Evidence: initial gradient norm 1065, initial loss 7.017e+05, last "
+        "finite loss 3.083e+05, max gradient norm 3.788e+05, optimizer SGD at 1.2e-05. Next: raising grad-clip 0 -> "
+        "1."
+    )

@@ -416,6 +416,18 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "zoo_data": {"dataset": "friedman1", "seed": 3, "target_nan": 0.01},
         "run_spec": {**REGRESSION_SPEC, "hyperparameters": {**REGRESSION_HYPERPARAMETERS}, "max_num_retraining": 2},
     },
+    "regression-targets-x1000-normalize-knob": {
+        "about": "The same regressor, data and objective (targets x1000, RMSE <= 400 in their unit, SGD at 0.01) from a "
+        "script that can standardise its targets itself (--normalize-targets, mapped as normalize_targets, off): the "
+        "planner turns the knob on. The next job runs with what the planner chose.",
+        "zoo_data": {"dataset": "friedman1", "seed": 3, "target_scale": 1000.0},
+        "run_spec": {**REGRESSION_SPEC,
+                     "hyperparameter_names": {**REGRESSION_SPEC["hyperparameter_names"],
+                                              "normalize_targets": "normalize-targets"},
+                     "hyperparameters": {**REGRESSION_HYPERPARAMETERS, "optimizer": "sgd", "lr": 0.01,
+                                         "normalize-targets": 0},
+                     "objective": {**REGRESSION_SPEC["objective"], "target_value": 400.0}, "max_num_retraining": 2},
+    },
     "regression-targets-x1000": {
         "about": "The random zoo's plain MLP regressor (MSE, SGD with momentum 0.9 at 0.01) on make_friedman1 whose "
         "targets, in both channels, are a thousand times their standardised values (a unit a thousand times "

@@ -199,8 +199,11 @@ def test_attempt_evidence_has_exactly_the_debugger_contracts_fields():
     from contracts.rule_status import Evidence
     from lambdas.remediation.state.attempts import AttemptEvidence
 
-    # ... and the objective's course, which the monitor reads from the same document's metrics
-    assert set(AttemptEvidence.model_fields) == {field.name for field in dataclasses.fields(Evidence)} | {"objective_course"}
+    # ... and the objective's course, which the monitor reads from the same document's metrics; the gradient norm's
+    # windows stay in the job's document: the payload keeps what was read from them (gradient_norm_divergence)
+    assert set(AttemptEvidence.model_fields) == (
+        {field.name for field in dataclasses.fields(Evidence)} - {"gradient_norm_windows"}
+    ) | {"objective_course"}
     evidence = Evidence(
         initial_loss=31.7, initial_gradient_norm=512.3, first_issue_step=2, phase="warmup", steps_per_epoch=20
     )

@@ -1,0 +1,87 @@
+"""The planner on runs that diverged without a NaN (issue 46, gap 1), from real trajectories recorded by
+``recorded/make_recorded_runs.py``: a loss that rose far above its first step after a rate was raised, and a GRU whose
+gradient norm spiked. A rise or a spike is answered by a lower rate or clipping, never by more epochs; the decision's
+evidence names the divergence with its numbers."""
+
+from __future__ import annotations
+
+import pytest
+
+from lambdas.remediation.planning.planner import plan
+from tests.lambdas.remediation.decision_fields import changes_of, facts_of
+from tests.lambdas.remediation.recorded_runs import finish, recorded, start, without_optimizer
+
+MLP_NAMES = {"learning_rate": "lr", "num_epochs": "epochs"}
+
+
+def _rate_raised_job(account_input, job_transform=lambda job: job):
+    """The second job of the recorded run (Adam at 0.1 after 1e-5) as the first job of a run on the evidence set."""
+    run = recorded("mlp-adam-rate-raised-loss-rising")
+    job = job_transform(run["jobs"][1])
+    spec = {key: value for key, value in run["run_spec"].items() if key != "remedies"}
+    spec = {**spec, "hyperparameters": job["hyperparameters"], "hyperparameter_names": MLP_NAMES}
+    state = finish(start({**run, "run_spec": spec}, account_input), job)
+    assert state.last_attempt.outcome == "objective_missed"
+    assert {status.status for status in state.last_attempt.rule_statuses} == {"NoIssuesFound"}
+    return job, plan(state)
+
+
+def test_a_loss_that_rose_after_the_rate_was_raised_gets_a_lower_rate_not_more_epochs(account_input):
+    """Every rule was quiet; the loss's windows rose to 4.7x its first step's within 8 steps and ended 1.6x above it
+    (accuracy 0.85 against 0.9). Before: "it never learned ... num_epochs 2 is below 3", four times the epochs. Now: the
+    divergence, and the rate below the one it diverged at. The job ran Adam: 0.1 is far above Adam's range, so the
+    rate goes to Adam's usual start, the divergence named."""
+    job, planned = _rate_raised_job(account_input)
+    decision = planned.last_attempt.decision
+    assert (decision.remedy, decision.cause) == ("LowerRateOnDivergence", "objective_missed")
+    assert changes_of(decision) == {"lr": (0.1, 0.001)}
+    evidence = job["rule_status"]["evidence"]
+    rise, found = facts_of(decision)["diverged"], evidence["loss_divergence"]  # what the job's debugger read
+    assert rise == ("rising", pytest.approx(found["level"] / found["early"], rel=1e-3))
+    assert planned.run_spec.hyperparameters["epochs"] == 2
+
+
+def test_a_rise_at_a_rate_inside_the_range_gets_a_tenth_of_it_not_more_epochs(account_input):
+    """The same job from a debugger that does not report the optimizer: its rate, 0.1, is SGD's usual start, so no
+    rate is out of range. The loss course alone said 'flat: never learned' and sent 4x the epochs; the divergence
+    sends a tenth of the rate."""
+    job, planned = _rate_raised_job(account_input, without_optimizer)
+    decision = planned.last_attempt.decision
+    assert decision.remedy == "LowerRateOnDivergence"
+    assert changes_of(decision) == {"lr": (0.1, 0.01)}
+    assert "diverged" in facts_of(decision)
+    assert planned.run_spec.hyperparameters["epochs"] == 2
+
+
+def test_a_loss_that_rose_and_came_back_below_its_start_is_no_divergence(account_input):
+    """The recorded twin whose loss rose to 4.4x its first step and recovered (0.54x at the end, accuracy 0.91):
+    no divergence is read from it."""
+    from lambdas.remediation.planning.situation import situation_of
+    from tests.lambdas.remediation.recorded_runs import finish as finish_job
+
+    run = recorded("logline-adam-rate-raised-recovers")
+    job = run["jobs"][1]
+    spec = {key: value for key, value in run["run_spec"].items() if key != "remedies"}
+    state = finish_job(start({**run, "run_spec": {**spec, "hyperparameters": job["hyperparameters"]}}, account_input), job)
+    situation = situation_of(state.last_attempt)
+    assert situation.loss_divergence is None and situation.gradient_norm_divergence is None
+
+
+def test_a_recurrent_network_whose_gradient_spiked_gets_a_lower_rate_and_the_reason_names_the_spike(account_input):
+    """The GRU under SGD at a rate of 2: LossNotDecreasing found the loss rising at step 40; the gradient norm had
+    spiked to 824 from 0.216. The rate, above SGD's range, goes to its usual start; the decision's evidence names the
+    loss's rise and the gradient norm's spike with their numbers."""
+    run = recorded("gru-sgd-lr-2-gradient-spikes")
+    state = finish(start(run, account_input), run["jobs"][0])
+    assert (state.last_attempt.issue.rule, state.last_attempt.issue.kind) == ("LossNotDecreasing", "rising")
+    planned = plan(state)
+    decision = planned.last_attempt.decision
+    assert (decision.remedy, decision.cause) == ("LowerRateOnDivergence", "LossNotDecreasing")
+    assert changes_of(decision) == {"lr": (2.0, 0.1)}
+    evidence = run["jobs"][0]["rule_status"]["evidence"]
+    tests = [fact.test for fact in decision.evidence]
+    assert tests.count("diverged") >= 1
+    spike = evidence["gradient_norm_peak"]["value"] / evidence["initial_gradient_norm"]
+    assert spike > 1000
+    text = planned.last_attempt.decision.reason
+    assert "gradient norm spiked to 824.5" in text or "loss rose to" in text
