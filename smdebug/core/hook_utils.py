@@ -57,15 +57,16 @@ def hook_settings(
 
 
 def local_out_dir(out_dir: str) -> tuple[Path, str | None]:
-    """(directory written to, S3 URI mirrored to). smdebug does not merge runs: an out_dir that already holds saved
-    steps is refused (after the zero-change hook, which stands aside for the script's own hook, has cleared its own)."""
+    """(directory written to, S3 URI mirrored to). As smdebug (hook_utils.verify_and_get_out_dir), an out_dir whose
+    run ended (its end-of-training marker) is refused; a run that did not end goes on there: a job restarted after a
+    spot interruption resumes in its own debug output (the hook's spot-resume state says from which step)."""
     announce_hook_creation()
     if is_s3_uri(out_dir):
         return staging_directory_for(out_dir), out_dir
     path = Path(os.path.expanduser(out_dir))
-    if layout.list_step_files(path):
+    if (path / layout.TRAINING_ENDED_FILE).exists():
         raise SMDebugRuntimeError(
-            f"The path {path} already holds a run's saved steps; give the hook an out_dir that does not exist yet"
+            f"The path {path} already holds a run that ended; give the hook an out_dir that does not exist yet"
         )
     return path, None
 

@@ -121,7 +121,7 @@ def test_hook_constructor_errors_name_the_fix(tmp_path):
         smd.Hook()
     hook = smd.Hook(out_dir=str(tmp_path / "run"), save_config=smd.SaveConfig(save_interval=1))
     train(hook)
-    with pytest.raises(SMDebugRuntimeError, match="already holds a run's saved steps"):
+    with pytest.raises(SMDebugRuntimeError, match="already holds a run that ended"):
         smd.Hook(out_dir=str(tmp_path / "run"))
     hook = smd.Hook(out_dir=str(tmp_path / "custom"), include_collections=["mine"])
     with pytest.raises(InvalidCollectionConfiguration, match="Collection mine has not been configured"):

@@ -187,19 +187,26 @@ class Hook(ScriptApi, StepCapture, HookBase):
         self._last_saved_step: int | None = None
         self._judged_through = -1  # steps the interrupted run's rules judged: not judged again
         self._resuming = False
+        #: The interrupted run's status this run went on from (a zero-change hook that stands aside puts it back).
+        self._resumed_status = None
+        self._first_step = self._next_step  # this run's first step (a resumed run's goes on from its state)
         last = store.last_state()
+        previous = previous_status(self.out_dir, self.job_name)
         if last is None:
+            # this job restarted with no state kept (no CheckpointConfig, or no checkpoint yet): it redoes every step,
+            # so the interrupted run's step files go as its first step begins and its rules judge afresh
+            self._resuming = previous is not None and not self.dry_run
             return
         self._training_run = last.training_run + 1
         self._last_saved_step = last.latest_global_step_saved
-        self._next_step = last.next_step
+        self._next_step = self._first_step = last.next_step
         for mode, step in last.next_mode_steps().items():
             if mode in ModeKeys.__members__:
                 self._next_mode_step[ModeKeys[mode]] = step
-        previous = previous_status(self.out_dir, self.job_name)
         if previous is not None:
             self._restore_status(previous)
             self._judged_through = previous.last_step
+            self._resumed_status = previous
         self._resuming = not self.dry_run
         LOGGER.info(
             "debugger: training run %d of job %s resumes at step %d (the state kept with its checkpoints in %s)",

@@ -141,14 +141,23 @@ def test_a_restarted_job_goes_on_from_its_checkpoint_with_each_step_once_and_its
 
 
 @pytest.mark.training
-def test_smdebugs_profile_resumes_each_modes_steps(tmp_path):
-    """smdebug's profile counts each epoch's evaluation as an EVAL step: 6 global steps per epoch."""
+@pytest.mark.parametrize("made", ["smdebug", "smd-code", "smd-json", "smd-get-hook"])
+def test_smdebugs_profile_resumes_each_modes_steps(tmp_path, made):
+    """smdebug's profile counts each epoch's evaluation as an EVAL step: 6 global steps per epoch. Every way a script
+    written for smdebug makes its hook (in code, from the job's JSON file, smd.get_hook) resumes in the interrupted
+    run's debug output, as smdebug does (it refuses only an out_dir whose run ended)."""
     checkpoints, out_dir = tmp_path / "checkpoints", tmp_path / "debug"
     env = job_environment(tmp_path, checkpoints)
-    interrupted = run_job(out_dir, env, "smdebug", die_at=14, nan_at="-1")
+    interrupted = run_job(out_dir, env, made, die_at=14, nan_at="12")
     assert interrupted.returncode == 137, interrupted.stderr[-3000:]
-    restarted = run_job(out_dir, env, "smdebug", die_at=-1, nan_at="-1")
+    fired = RuleStatusDocument.from_json((out_dir / RULE_STATUS_FILE).read_text()).issues_found()
+    assert [(rule.RuleConfigurationName, rule.issue.step) for rule in fired] == [("ExplodingTensor", 12)]
+    restarted = run_job(out_dir, env, made, die_at=-1, nan_at="12")
     assert restarted.returncode == 0, restarted.stderr[-3000:]
+    final = RuleStatusDocument.from_json((out_dir / RULE_STATUS_FILE).read_text())
+    assert final.training_ended and [(rule.RuleConfigurationName, rule.issue.step) for rule in final.issues_found()] == [
+        ("ExplodingTensor", 12)
+    ], "the interrupted run's finding is kept, not found again when step 12 is redone"
     assert trained_steps(restarted.stdout) == [12, 13, 14, 15, 16, 18, 19, 20, 21, 22]
     state = json.loads((checkpoints / METADATA_FILE).read_text())[1]
     assert state["latest-global-step-seen"] == 11 and state["latest-mode-step"] == {"TRAIN": 9, "EVAL": 1, "GLOBAL": 11}
