@@ -47,6 +47,7 @@ from debugger.core.save_config import SaveConfig
 from debugger.hook.container_config import (  # noqa: F401 - importable from here as before
     DEFAULT_OUT_DIR,
     OUT_DIR_ENV,
+    is_platform_job,
     job_name_or_default,
     output_directory,
     read_container_hook_config,
@@ -70,7 +71,7 @@ from debugger.rules.rule import TOTAL_GRADIENT_NORM
 from debugger.rules.tensor_signal import parameter_tensor_names
 from debugger.storage import layout
 from debugger.storage.s3_mirror import mirroring_enabled
-from debugger.storage.state_store import StateStore, TrainingState, previous_status, remove_steps_from
+from debugger.storage.state_store import StateStore, TrainingState, previous_status, remove_steps_from, reopen_run
 from debugger.storage.tensorboard_events import TensorBoardEvents
 from debugger.trial.live_trial import LiveTrial
 
@@ -191,7 +192,9 @@ class Hook(ScriptApi, StepCapture, HookBase):
         self._resumed_status = None
         self._first_step = self._next_step  # this run's first step (a resumed run's goes on from its state)
         last = store.last_state()
-        previous = previous_status(self.out_dir, self.job_name)
+        previous = previous_status(self.out_dir, self.job_name, platform_job=is_platform_job(self.job_name))
+        if previous is not None and not self.dry_run:
+            reopen_run(self.out_dir)
         if last is None:
             # this job restarted with no state kept (no CheckpointConfig, or no checkpoint yet): it redoes every step,
             # so the interrupted run's step files go as its first step begins and its rules judge afresh
