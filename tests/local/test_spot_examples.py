@@ -38,8 +38,8 @@ class Example:
 
 
 EXAMPLE_RUNS = [
-    Example("mlp", {"lr": 0.1, "epochs": 4}, [{"at_step": 30}, {"at_step": 70}], ("mlp",)),
-    Example("plain", {"lr": 0.05, "epochs": 4}, [{"at_step": 30}, {"at_step": 70}], ("mlp",)),
+    Example("mlp", {"lr": 0.1, "epochs": 4}, [{"at_step": 35}, {"at_step": 62}], ("mlp",)),
+    Example("plain", {"lr": 0.05, "epochs": 4}, [{"at_step": 35}, {"at_step": 62}], ("mlp",)),
     Example(
         "xgboost",
         {"num_round": 40, "max_depth": 3, "eta": 0.3, "min_child_weight": 1, "lambda": 1, "checkpoint_frequency": 5,

@@ -167,3 +167,47 @@ def test_smdebugs_profile_resumes_each_modes_steps(tmp_path, made):
     assert [trial.mode_modestep(step) for step in (11, 12, 17)] == [
         (ModeKeys.EVAL, 1), (ModeKeys.TRAIN, 10), (ModeKeys.EVAL, 2)
     ]  # fmt: skip
+
+
+def test_a_checkpoint_written_after_the_last_step_is_recorded_before_another_step_begins(tmp_path, monkeypatch):
+    """The instance may be reclaimed between a checkpoint and the next step (an epoch's end, the next one's set-up):
+    the checkpoint watch records the state the next step's begin would have, with the steps seen so far."""
+    import threading
+
+    import torch
+    from torch import nn
+
+    from debugger import Hook
+    from debugger.hook.checkpoint_watch import CheckpointWatch
+
+    checkpoints = tmp_path / "checkpoints"
+    checkpoints.mkdir()
+    for key, value in checkpoint_config(tmp_path, checkpoints).items():
+        monkeypatch.setenv(key, value)
+    hook = Hook.from_configs(hook_config={"HookParameters": {"save_interval": "1"}}, out_dir=tmp_path / "debug", job_name="j")
+    hook._checkpoint_watch.stop()  # the test looks itself, at the moment it chooses
+    model, criterion = nn.Linear(3, 2), nn.CrossEntropyLoss()
+    hook.register_module(model)
+    hook.register_loss(criterion)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(3):
+        optimizer.zero_grad()
+        criterion(model(torch.randn(4, 3)), torch.randint(0, 2, (4,))).backward()
+        optimizer.step()
+    hook._record_checkpoint_state()
+    assert not (checkpoints / METADATA_FILE).exists(), "no checkpoint yet"
+    (checkpoints / "checkpoint-0000.pt").write_bytes(b"model")
+    hook._record_checkpoint_state()  # what the watch does between steps
+    (state,) = json.loads((checkpoints / METADATA_FILE).read_text())
+    assert state["latest-global-step-seen"] == 2 and state["training-run"] == 0
+    optimizer.zero_grad()
+    criterion(model(torch.randn(4, 3)), torch.randint(0, 2, (4,))).backward()
+    optimizer.step()
+    hook.close()
+    assert len(json.loads((checkpoints / METADATA_FILE).read_text())) == 1, "recorded once, not again at step 3"
+    assert create_trial(tmp_path / "debug").steps() == [0, 1, 2, 3]
+
+    looked = threading.Event()
+    watch = CheckpointWatch(looked.set, poll_seconds=0.01)
+    assert looked.wait(timeout=60)
+    watch.stop()
