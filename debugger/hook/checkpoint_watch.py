@@ -5,8 +5,10 @@ since the last step. A script checkpoints at an epoch's end and then prepares th
 workers, a reload): an instance reclaimed in between leaves a checkpoint no state describes, and the restarted job,
 resuming from that checkpoint, numbers its steps from the state before it (measured on examples/mlp: the last epoch
 redone as steps 52-77 instead of 78-103, the trial's last 26 steps missing). This thread looks at the checkpoint
-directory between steps and records the state the next step's begin would have recorded; both hold the hook's state
-lock, so the state is recorded once, with the steps seen when the checkpoint appeared.
+directory between steps and records the state the next step's begin would have recorded, once the files have been the
+same at two looks in a row (a checkpoint being written, or written to a temporary name and not yet renamed, is not
+one the script could resume from); both hold the hook's state lock, so the state is recorded once, with the steps
+seen when the checkpoint appeared. What remains: an instance reclaimed within two looks of the checkpoint.
 """
 
 from __future__ import annotations

@@ -117,6 +117,7 @@ class StateStore:
         self.job_name = job_name
         self._states: list[TrainingState] = self._read() if checkpoint_dir is not None else []
         self._last_seen = self._checkpoint_files() if checkpoint_dir is not None else ()
+        self._previous_look = self._last_seen
 
     @classmethod
     def from_environment(cls, job_name: str, environ: Mapping[str, str] = os.environ) -> StateStore:
@@ -140,6 +141,19 @@ class StateStore:
         changed = bool(files) and files != self._last_seen
         self._last_seen = files
         return changed
+
+    def checkpoint_settled(self) -> bool:
+        """Like :meth:`checkpoint_updated`, for a look between steps while the script may be writing: True only when
+        the changed files were the same (names, sizes) at the previous call too, so a checkpoint still being written
+        (a growing file, a temporary one not yet renamed) is never taken for a finished one."""
+        if self.checkpoint_dir is None:
+            return False
+        files = self._checkpoint_files()
+        settled = bool(files) and files != self._last_seen and files == self._previous_look
+        self._previous_look = files
+        if settled:
+            self._last_seen = files
+        return settled
 
     def record(self, state: TrainingState) -> None:
         """Append ``state`` to metadata.json (written whole, atomically: a reader never sees half of it)."""

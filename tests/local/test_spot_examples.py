@@ -38,8 +38,11 @@ class Example:
 
 
 EXAMPLE_RUNS = [
-    Example("mlp", {"lr": 0.1, "epochs": 4}, [{"at_step": 35}, {"at_step": 62}], ("mlp",)),
-    Example("plain", {"lr": 0.05, "epochs": 4}, [{"at_step": 35}, {"at_step": 62}], ("mlp",)),
+    # every step written, so the platform sees each one and reclaims the instance mid-epoch, where it was asked to
+    Example("mlp", {"lr": 0.1, "epochs": 4}, [{"at_step": 35}, {"at_step": 62}], ("mlp",), {"debugger_save_interval": 1}),
+    Example(
+        "plain", {"lr": 0.05, "epochs": 4}, [{"at_step": 35}, {"at_step": 62}], ("mlp",), {"debugger_save_interval": 1}
+    ),
     Example(
         "xgboost",
         {"num_round": 40, "max_depth": 3, "eta": 0.3, "min_child_weight": 1, "lambda": 1, "checkpoint_frequency": 5,
@@ -50,7 +53,10 @@ EXAMPLE_RUNS = [
         # so it reclaims the instance mid-boosting, not after boosting's few milliseconds
         {"debugger_save_interval": 1},
     ),
-    Example("ddp", {"lr": 0.05, "epochs": 3, "bad-shard-rank": -1}, [{"at_step": 20}, {"at_step": 34}], None),
+    Example(
+        "ddp", {"lr": 0.05, "epochs": 3, "bad-shard-rank": -1}, [{"at_step": 20}, {"at_step": 34}], None,
+        {"debugger_save_interval": 1},
+    ),
 ]
 
 

@@ -66,12 +66,16 @@ class SpotResume:
         if self._resuming:
             self._resuming = False
             remove_steps_from(self.out_dir, self._next_step)
-        self._record_checkpoint_state()
+        self._record_checkpoint_state(between_steps=False)
 
-    def _record_checkpoint_state(self) -> None:
-        """A checkpoint written since the last look is recorded with the last step begun (the one it follows)."""
+    def _record_checkpoint_state(self, between_steps: bool = True) -> None:
+        """A checkpoint written since the last look is recorded with the last step begun (the one it follows). Between
+        steps (the watch) only once the files have settled: the script may still be writing them."""
         with self._state_lock:
-            if self._closed or self._state_store is None or not self._state_store.checkpoint_updated():
+            store = self._state_store
+            if self._closed or store is None:
+                return
+            if not (store.checkpoint_settled() if between_steps else store.checkpoint_updated()):
                 return
             seen = self._next_step - 1
             self._flush_writer()  # the steps the state covers are on disk before it says so: a restart never lacks them

@@ -196,8 +196,14 @@ def test_a_checkpoint_written_after_the_last_step_is_recorded_before_another_ste
         optimizer.step()
     hook._record_checkpoint_state()
     assert not (checkpoints / METADATA_FILE).exists(), "no checkpoint yet"
-    (checkpoints / "checkpoint-0000.pt").write_bytes(b"model")
-    hook._record_checkpoint_state()  # what the watch does between steps
+    (checkpoints / "checkpoint-0000.pt.tmp").write_bytes(b"mod")
+    hook._record_checkpoint_state()  # what the watch does between steps: a file still being written ...
+    (checkpoints / "checkpoint-0000.pt.tmp").write_bytes(b"model")
+    hook._record_checkpoint_state()
+    (checkpoints / "checkpoint-0000.pt.tmp").rename(checkpoints / "checkpoint-0000.pt")
+    hook._record_checkpoint_state()
+    assert not (checkpoints / METADATA_FILE).exists(), "... nor one not renamed yet is taken for a checkpoint"
+    hook._record_checkpoint_state()  # the same files at two looks in a row: settled
     (state,) = json.loads((checkpoints / METADATA_FILE).read_text())
     assert state["latest-global-step-seen"] == 2 and state["training-run"] == 0
     optimizer.zero_grad()
