@@ -31,6 +31,12 @@ def job_name_or_default(given: str | None = None) -> str:
     return given or os.environ.get(JOB_NAME_ENV) or DEFAULT_JOB_NAME
 
 
+def is_platform_job(job_name: str) -> bool:
+    """Whether ``job_name`` is the name the platform gave this job (env TRAINING_JOB_NAME: unique per job, so output
+    under it from an earlier run is this job's own, restarted after a spot interruption)."""
+    return os.environ.get(JOB_NAME_ENV) == job_name
+
+
 def staging_directory_for(s3_uri: str) -> Path:
     """A local directory for a hook whose out_dir is an s3:// URI (the output is mirrored there)."""
     split_s3_uri(s3_uri)

@@ -271,7 +271,10 @@ class StalledTrainingRule(Rule):
             self.last_step = step
 
     def invoke_at_step(self, step: int) -> bool:
-        self.note_progress(step)
+        # a step is progress once: the hook noted this one as its check began, and noting it again here, moments
+        # later, would erase a stall that began in between (the watchdog reads the clock from another thread)
+        if step != self.last_step:
+            self.note_progress(step)
         return False
 
     def stalled_seconds(self, now: float | None = None) -> float:

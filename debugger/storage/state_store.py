@@ -36,7 +36,7 @@ from typing import Any
 
 from contracts import ContractError
 from contracts.job import CHECKPOINT_CONFIG_FILE_ENV, DEFAULT_CHECKPOINT_CONFIG_FILE
-from contracts.rule_status import RULE_STATUS_FILE, RuleStatusDocument
+from contracts.rule_status import IN_PROGRESS, NO_ISSUES_FOUND, RULE_STATUS_FILE, RuleStatusDocument
 from debugger.storage import layout
 
 LOGGER = logging.getLogger("debugger.hook")
@@ -117,6 +117,7 @@ class StateStore:
         self.job_name = job_name
         self._states: list[TrainingState] = self._read() if checkpoint_dir is not None else []
         self._last_seen = self._checkpoint_files() if checkpoint_dir is not None else ()
+        self._previous_look = self._last_seen
 
     @classmethod
     def from_environment(cls, job_name: str, environ: Mapping[str, str] = os.environ) -> StateStore:
@@ -140,6 +141,19 @@ class StateStore:
         changed = bool(files) and files != self._last_seen
         self._last_seen = files
         return changed
+
+    def checkpoint_settled(self) -> bool:
+        """Like :meth:`checkpoint_updated`, for a look between steps while the script may be writing: True only when
+        the changed files were the same (names, sizes) at the previous call too, so a checkpoint still being written
+        (a growing file, a temporary one not yet renamed) is never taken for a finished one."""
+        if self.checkpoint_dir is None:
+            return False
+        files = self._checkpoint_files()
+        settled = bool(files) and files != self._last_seen and files == self._previous_look
+        self._previous_look = files
+        if settled:
+            self._last_seen = files
+        return settled
 
     def record(self, state: TrainingState) -> None:
         """Append ``state`` to metadata.json (written whole, atomically: a reader never sees half of it)."""
@@ -177,18 +191,37 @@ class StateStore:
         return sorted(states, key=lambda state: state.latest_global_step_seen)
 
 
-def previous_status(out_dir: Path, job_name: str) -> RuleStatusDocument | None:
+def previous_status(out_dir: Path, job_name: str, platform_job: bool = False) -> RuleStatusDocument | None:
     """The rule-status document an interrupted run of this job left in ``out_dir``: written by the same job, its
-    training not ended. None otherwise (a first run, or a run that ended: the new run starts its own)."""
-    if (out_dir / layout.TRAINING_ENDED_FILE).exists():
+    training not ended. None otherwise (a first run, or a run that ended: the new run starts its own).
+
+    ``platform_job``: the job's name is the platform's (SageMaker's TRAINING_JOB_NAME, unique per job), so an earlier
+    run of it in ``out_dir`` is this job's own run even if it marked its end: the instance was reclaimed after the hook
+    closed, before the process ended, and the restart redoes the steps after its checkpoint. That run is reopened:
+    its rules that ended quiet (NoIssuesFound at the end of training) are InProgress again."""
+    ended = (out_dir / layout.TRAINING_ENDED_FILE).exists()
+    if ended and not platform_job:
         return None
     try:
         document = RuleStatusDocument.from_json((out_dir / RULE_STATUS_FILE).read_bytes())
     except (OSError, ContractError):
         return None
-    if document.job_name != job_name or document.training_ended:
+    if document.job_name != job_name:
         return None
-    return document
+    if not (ended or document.training_ended):
+        return document
+    if not platform_job:
+        return None
+    rules = [
+        dataclasses.replace(rule, RuleEvaluationStatus=IN_PROGRESS) if rule.RuleEvaluationStatus == NO_ISSUES_FOUND else rule
+        for rule in document.rules
+    ]
+    return dataclasses.replace(document, training_ended=False, rules=rules)
+
+
+def reopen_run(out_dir: Path) -> None:
+    """The run in ``out_dir`` goes on: its end-of-training marker (an ended run's, reopened) goes."""
+    (out_dir / layout.TRAINING_ENDED_FILE).unlink(missing_ok=True)
 
 
 def remove_steps_from(out_dir: Path, first_step: int) -> list[int]:

@@ -16,6 +16,10 @@ on rank 0, a line per epoch the run_spec's metric regex reads::
 when one host reads data prepared differently: its gradients are the first to explode at a high learning rate,
 while the other ranks' stay finite. ``--normalize-inputs 1`` scales every sample to unit root mean square before the
 model sees it, which makes the model blind to a shard's scale (the remedy the run_spec declares first).
+
+For managed spot training rank 0 checkpoints every epoch into the checkpoint directory (SageMaker's
+/opt/ml/checkpoints; ``TRAINING_CHECKPOINT_DIR`` when run elsewhere; none without either), and every rank resumes
+from the newest checkpoint there when the job restarts.
 """
 
 import argparse
@@ -48,7 +52,18 @@ def parse_args():
     parser.add_argument("--bad-shard-scale", type=float, default=1e4)
     parser.add_argument("--normalize-inputs", type=int, choices=(0, 1), default=0)
     parser.add_argument("--model-dir", default=os.environ.get("SM_MODEL_DIR", "model"))
+    parser.add_argument(
+        "--checkpoint-dir",
+        default=os.environ.get("TRAINING_CHECKPOINT_DIR", "/opt/ml/checkpoints" if os.path.isdir("/opt/ml") else ""),
+    )
     return parser.parse_args()
+
+
+def newest_checkpoint(directory):
+    if not directory or not os.path.isdir(directory):
+        return None
+    names = sorted(name for name in os.listdir(directory) if name.startswith("checkpoint-") and name.endswith(".pt"))
+    return os.path.join(directory, names[-1]) if names else None
 
 
 def init_distributed(backend):
@@ -104,12 +119,21 @@ def main():
     loss_fn = nn.CrossEntropyLoss()
     optimizer = torch.optim.SGD(trained.parameters(), lr=args.lr, momentum=0.9)
 
+    start_epoch = 0
+    checkpoint = newest_checkpoint(args.checkpoint_dir)
+    if checkpoint:  # every rank loads the same file, so the replicas start equal
+        state = torch.load(checkpoint, map_location=device, weights_only=True)
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        start_epoch = state["epoch"] + 1
+        print(f"resuming from {checkpoint}: continuing at epoch {start_epoch}", flush=True)
+
     # SageMaker Debugger's script-mode pattern, on every rank: each records and checks its own tensors.
     hook = smd.Hook.create_from_json_file()
     hook.register_module(model)
     hook.register_loss(loss_fn)
 
-    for epoch in range(args.epochs):
+    for epoch in range(start_epoch, args.epochs):
         hook.set_mode(smd.modes.TRAIN)
         trained.train()
         sampler.set_epoch(epoch)
@@ -131,6 +155,11 @@ def main():
         if rank == 0:
             hook.save_scalar("validation:accuracy", accuracy, sm_metric=True)
             print(f"epoch={epoch} train_loss={total / max(count, 1):.4f} val_accuracy={accuracy:.4f}", flush=True)
+            if args.checkpoint_dir:
+                os.makedirs(args.checkpoint_dir, exist_ok=True)
+                path = os.path.join(args.checkpoint_dir, f"checkpoint-{epoch:04d}.pt")
+                torch.save({"epoch": epoch, "model": model.state_dict(), "optimizer": optimizer.state_dict()}, path + ".tmp")
+                os.replace(path + ".tmp", path)
 
     if rank == 0:
         os.makedirs(args.model_dir, exist_ok=True)

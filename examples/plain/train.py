@@ -8,6 +8,10 @@ launcher attaches to the model and optimizer it creates), and the run_spec's met
 after each epoch::
 
     epoch=3 train_loss=0.1234 val_loss=0.2345 val_accuracy=0.9375
+
+Like scripts written for SageMaker's managed spot training it checkpoints every epoch into the checkpoint directory
+(SageMaker's /opt/ml/checkpoints; ``TRAINING_CHECKPOINT_DIR`` when run elsewhere; none without either) and resumes
+from the newest checkpoint there, random state included, so a job restarted on a new instance ends as it would have.
 """
 
 import argparse
@@ -24,6 +28,13 @@ def load(channel):
     return x, torch.from_numpy(np.load(os.path.join(channel, "y.npy"))).long()
 
 
+def newest_checkpoint(directory):
+    if not directory or not os.path.isdir(directory):
+        return None
+    names = sorted(name for name in os.listdir(directory) if name.startswith("checkpoint-") and name.endswith(".pt"))
+    return os.path.join(directory, names[-1]) if names else None
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--lr", type=float, default=0.05)
@@ -33,6 +44,10 @@ def main():
     parser.add_argument("--train", default=os.environ.get("SM_CHANNEL_TRAIN", "data/train"))
     parser.add_argument("--validation", default=os.environ.get("SM_CHANNEL_VALIDATION"))
     parser.add_argument("--model-dir", default=os.environ.get("SM_MODEL_DIR", "model"))
+    parser.add_argument(
+        "--checkpoint-dir",
+        default=os.environ.get("TRAINING_CHECKPOINT_DIR", "/opt/ml/checkpoints" if os.path.isdir("/opt/ml") else ""),
+    )
     args = parser.parse_args()
 
     torch.manual_seed(0)
@@ -53,7 +68,18 @@ def main():
     loss_fn = nn.CrossEntropyLoss()
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
 
-    for epoch in range(args.epochs):
+    start_epoch = 0
+    checkpoint = newest_checkpoint(args.checkpoint_dir)
+    if checkpoint:
+        state = torch.load(checkpoint, weights_only=True)
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        torch.set_rng_state(state["rng"])  # the same shuffles as a run never interrupted
+        start_epoch = state["epoch"] + 1
+        print(f"resuming from {checkpoint}: continuing at epoch {start_epoch}", flush=True)
+
+    val_loss = val_accuracy = None
+    for epoch in range(start_epoch, args.epochs):
         model.train()
         total = 0.0
         for inputs, labels in DataLoader(train, batch_size=args.batch_size, shuffle=True):
@@ -71,7 +97,20 @@ def main():
             f"epoch={epoch} train_loss={total / len(train):.4f} val_loss={val_loss:.4f} val_accuracy={val_accuracy:.4f}",
             flush=True,
         )
+        if args.checkpoint_dir:
+            os.makedirs(args.checkpoint_dir, exist_ok=True)
+            path = os.path.join(args.checkpoint_dir, f"checkpoint-{epoch:04d}.pt")
+            state = {"epoch": epoch, "model": model.state_dict(), "optimizer": optimizer.state_dict(), "rng": torch.get_rng_state()}
+            torch.save(state, path + ".tmp")
+            os.replace(path + ".tmp", path)
 
+    if val_accuracy is None:  # resumed with every epoch done: the checkpoint's model is the result
+        model.eval()
+        with torch.no_grad():
+            logits = model(x_val)
+            val_loss = loss_fn(logits, y_val).item()
+            val_accuracy = (logits.argmax(dim=1) == y_val).float().mean().item()
+        print(f"epoch={args.epochs - 1} val_loss={val_loss:.4f} val_accuracy={val_accuracy:.4f}", flush=True)
     os.makedirs(args.model_dir, exist_ok=True)
     torch.save(model.state_dict(), os.path.join(args.model_dir, "model.pt"))
 

@@ -12,9 +12,10 @@ from debugger.core.exceptions import SMDebugRuntimeError
 from debugger.core.modes import ModeKeys
 from debugger.core.reductions import ReductionConfig
 from debugger.core.save_config import SaveConfig
-from debugger.hook.container_config import output_directory, staging_directory_for
+from debugger.hook.container_config import is_platform_job, job_name_or_default, output_directory, staging_directory_for
 from debugger.hook.hook_base import announce_hook_creation
 from debugger.storage import layout
+from debugger.storage.state_store import previous_status
 from debugger.trial.trial_sources import is_s3_uri
 
 
@@ -57,15 +58,21 @@ def hook_settings(
 
 
 def local_out_dir(out_dir: str) -> tuple[Path, str | None]:
-    """(directory written to, S3 URI mirrored to). smdebug does not merge runs: an out_dir that already holds saved
-    steps is refused (after the zero-change hook, which stands aside for the script's own hook, has cleared its own)."""
+    """(directory written to, S3 URI mirrored to). As smdebug (hook_utils.verify_and_get_out_dir), an out_dir whose
+    run ended (its end-of-training marker) is refused; a run that did not end, or this platform job's own run, goes on
+    there: a job restarted after a spot interruption resumes in its own debug output (the hook's spot-resume state says
+    from which step)."""
     announce_hook_creation()
     if is_s3_uri(out_dir):
         return staging_directory_for(out_dir), out_dir
     path = Path(os.path.expanduser(out_dir))
-    if layout.list_step_files(path):
+    job_name = job_name_or_default()
+    restarted = previous_status(path, job_name, platform_job=is_platform_job(job_name)) is not None
+    # this job's own run marked its end and was then reclaimed: its restart goes on there (a new instance's local
+    # out_dir would be empty on SageMaker)
+    if (path / layout.TRAINING_ENDED_FILE).exists() and not restarted:
         raise SMDebugRuntimeError(
-            f"The path {path} already holds a run's saved steps; give the hook an out_dir that does not exist yet"
+            f"The path {path} already holds a run that ended; give the hook an out_dir that does not exist yet"
         )
     return path, None
 

@@ -93,8 +93,11 @@ def _case_plan(case: Case, root: Path) -> dict[str, Any]:
     config_dir = directory / "config"
     config_dir.mkdir(parents=True, exist_ok=True)
     out_dir = case.trial_path if case.kind == "s3" else str(directory / "out")
-    places = {"out_dir": out_dir, "config_dir": str(config_dir)}
+    places = {"out_dir": out_dir, "config_dir": str(config_dir), "checkpoint_dir": str(directory / "checkpoints")}
     env: dict[str, str] = {}
+    if case.checkpoints:
+        (config_dir / "checkpointconfig.json").write_text(json.dumps({"LocalPath": places["checkpoint_dir"]}))
+        env["CHECKPOINT_CONFIG_FILE_PATH"] = str(config_dir / "checkpointconfig.json")
     if case.hook_config is not None:
         (config_dir / "debughookconfig.json").write_text(json.dumps({**case.hook_config, "LocalPath": out_dir}))
         env["SMDEBUG_CONFIG_FILE_PATH"] = str(config_dir / "debughookconfig.json")
@@ -117,6 +120,7 @@ def _case_plan(case: Case, root: Path) -> dict[str, Any]:
                 "env": {key: _substitute(value, places) for key, value in run.env.items()},
                 "capture": run.capture,
                 "during": run.during,
+                "remove": [_substitute(path, places) for path in run.lost_with_instance],
             }
             for run in case.runs
         ],

@@ -4,7 +4,8 @@ and AWS's examples, unchanged) and says what the reader probes besides the gener
 A run's arguments and environment may name ``{out_dir}`` (where the case's tensors go: a directory that does not exist
 yet, or the S3 URI of an S3 case) and ``{config_dir}`` (where the case's configuration files are written:
 ``debughookconfig.json`` from ``hook_config`` with its LocalPath set to the out_dir, ``rules.json`` from
-``rule_configs``). A case whose hook comes from the JSON file gets SMDEBUG_CONFIG_FILE_PATH pointing at it.
+``rule_configs``) and, in a case with ``checkpoints``, ``{checkpoint_dir}`` (the LocalPath of its
+``checkpointconfig.json``). A case whose hook comes from the JSON file gets SMDEBUG_CONFIG_FILE_PATH pointing at it.
 
 ``differences`` names the documented differences (tests/smdebug/differential_differences.py) the case shows; the
 harness fails on any other difference, and on a documented one the case no longer shows.
@@ -25,6 +26,10 @@ class Run:
     capture: bool = False
     #: In a live case: runs while the first script (the training) runs.
     during: bool = False
+    #: Files removed before the run: what a reclaimed spot instance's local disk held that its restart on a new
+    #: instance does not find (smdebug's claim.smd, which the killed process never removed: on the same disk real
+    #: smdebug would take the restarted process for a second worker and write nothing).
+    lost_with_instance: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,6 +52,9 @@ class Case:
     not_compared: tuple[str, ...] = ()
     #: The documented differences this case shows (ids in differential_differences.DIFFERENCES).
     differences: tuple[str, ...] = ()
+    #: A job with a CheckpointConfig: ``{config_dir}/checkpointconfig.json`` names ``{checkpoint_dir}`` (its LocalPath)
+    #: and env CHECKPOINT_CONFIG_FILE_PATH points at it, as SageMaker writes it for managed spot training.
+    checkpoints: bool = False
 
 
 #: /opt/ml/input/config/debughookconfig.json as SageMaker writes it for a PyTorch job configured with
@@ -288,6 +296,21 @@ CASES: tuple[Case, ...] = (
         "a hook whose out_dir is an S3 URI and an S3 trial reading it (docs/analysis.md, Creating S3 trial), in moto's S3",
         kind="s3",
         trial_path="s3://smdebug-corpus/jobs/run-1",
+    ),
+    Case(
+        "spot_restart_hook_in_code",
+        "spot_restart_hook_in_code",
+        (
+            Run("train.py", ("--out_dir", OUT, "--checkpoint_dir", "{checkpoint_dir}", "--die_after_step", "9")),
+            Run(
+                "train.py", ("--out_dir", OUT, "--checkpoint_dir", "{checkpoint_dir}"), capture=True,
+                lost_with_instance=(OUT + "/claim.smd",),
+            ),
+        ),
+        "managed spot training with smd.Hook(out_dir=..., save_config=...) built in code: the job's instance is reclaimed "
+        "after a step (os._exit), it restarts from its newest checkpoint and its hook numbers the steps on from the "
+        "state kept beside the checkpoints (CHECKPOINT_CONFIG_FILE_PATH, metadata.json)",
+        checkpoints=True,
     ),
     Case(
         "rule_stops_training",

@@ -122,6 +122,9 @@ def read_back(case: dict) -> dict:
 
 def _child_run(case: dict, index: int) -> int:
     run = case["runs"][index]
+    for path in run.get("remove", []):  # the reclaimed instance's local files: a restart does not find them
+        if os.path.exists(path):
+            os.remove(path)
     capture = os.path.join(case["dir"], f"stdout-{index}.txt") if run.get("capture") else None
     _redirect(os.path.join(case["dir"], "log.txt"), capture)
     result = run_script(case, run)

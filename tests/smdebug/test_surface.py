@@ -121,8 +121,11 @@ def test_hook_constructor_errors_name_the_fix(tmp_path):
         smd.Hook()
     hook = smd.Hook(out_dir=str(tmp_path / "run"), save_config=smd.SaveConfig(save_interval=1))
     train(hook)
-    with pytest.raises(SMDebugRuntimeError, match="already holds a run's saved steps"):
+    with pytest.raises(SMDebugRuntimeError) as refused:
         smd.Hook(out_dir=str(tmp_path / "run"))
+    assert str(refused.value) == (
+        f"The path {tmp_path / 'run'} already holds a run that ended; give the hook an out_dir that does not exist yet"
+    )
     hook = smd.Hook(out_dir=str(tmp_path / "custom"), include_collections=["mine"])
     with pytest.raises(InvalidCollectionConfiguration, match="Collection mine has not been configured"):
         train(hook)
@@ -194,10 +197,11 @@ def test_step_states_and_waiting_on_a_finished_run(tmp_path):
     assert message == "Evaluation of the rule MyRule at step 12 resulted in the condition being met"
 
 
-def test_modes_are_one_enum_everywhere():
+def test_modes_are_one_enum_everywhere(tmp_path):
     assert smd.modes is smdebug.modes is ModeKeys and smd.modes.TRAIN.value == 1 and smd.modes.GLOBAL.value == 4
     with pytest.raises(ValueError, match="set_mode: 'training' is not a mode"):
-        smd.Hook(out_dir="/tmp/unused-never-created").set_mode("training")
+        # its own out_dir: a shared one holds the end marker an earlier run's hook left at exit, which smdebug refuses
+        smd.Hook(out_dir=str(tmp_path / "run")).set_mode("training")
 
 
 FAKE_REAL_SMDEBUG = '__version__ = "1.0.34"\n'

@@ -63,6 +63,7 @@ from debugger.hook.hook_base import (
 )
 from debugger.hook.pytorch.model_structure import StructureTrace, frozen_reason
 from debugger.hook.pytorch.script_api import ScriptApi
+from debugger.hook.pytorch.spot_resume import SpotResume
 from debugger.hook.pytorch.step_capture import NATIVE, SMDEBUG, StepCapture
 from debugger.hook.stall_watchdog import StallWatchdog
 from debugger.hook.stop_training import StopTrainingRequested
@@ -70,7 +71,6 @@ from debugger.rules.rule import TOTAL_GRADIENT_NORM
 from debugger.rules.tensor_signal import parameter_tensor_names
 from debugger.storage import layout
 from debugger.storage.s3_mirror import mirroring_enabled
-from debugger.storage.state_store import StateStore, TrainingState, previous_status, remove_steps_from
 from debugger.storage.tensorboard_events import TensorBoardEvents
 from debugger.trial.live_trial import LiveTrial
 
@@ -86,7 +86,7 @@ ACTIVATION_TYPES = (
 )  # fmt: skip
 
 
-class Hook(ScriptApi, StepCapture, HookBase):
+class Hook(ScriptApi, StepCapture, SpotResume, HookBase):
     """Create with :meth:`from_configs` (or :meth:`create_from_json_file`); see the module docstring."""
 
     def __init__(
@@ -175,51 +175,9 @@ class Hook(ScriptApi, StepCapture, HookBase):
             settings.export_tensorboard, settings.tensorboard_dir, self.out_dir
         )
         self._resume_interrupted_run()
+        self._watch_checkpoints()
         self._opened()
         self._stall_watchdog = StallWatchdog.for_hook(self)  # StalledTrainingRule's clock starts now
-
-    def _resume_interrupted_run(self) -> None:
-        """smdebug's spot-resume state (:mod:`debugger.storage.state_store`): the steps of a restarted job go on from the last
-        state this job kept beside its checkpoints, in the debug output of the run that was interrupted."""
-        store = StateStore.from_environment(self.job_name)
-        self._state_store = store if self.worker_role.is_chief else None  # one writer per checkpoint directory
-        self._training_run = 0
-        self._last_saved_step: int | None = None
-        self._judged_through = -1  # steps the interrupted run's rules judged: not judged again
-        self._resuming = False
-        last = store.last_state()
-        if last is None:
-            return
-        self._training_run = last.training_run + 1
-        self._last_saved_step = last.latest_global_step_saved
-        self._next_step = last.next_step
-        for mode, step in last.next_mode_steps().items():
-            if mode in ModeKeys.__members__:
-                self._next_mode_step[ModeKeys[mode]] = step
-        previous = previous_status(self.out_dir, self.job_name)
-        if previous is not None:
-            self._restore_status(previous)
-            self._judged_through = previous.last_step
-        self._resuming = not self.dry_run
-        LOGGER.info(
-            "debugger: training run %d of job %s resumes at step %d (the state kept with its checkpoints in %s)",
-            self._training_run, self.job_name, self._next_step, store.checkpoint_dir,
-        )
-
-    def _record_state_if_checkpointed(self) -> None:
-        """As a step begins: a checkpoint written since the last step is recorded with the step it follows; the first
-        step of a resumed run removes the interrupted run's step files from its own on (it redoes them from the
-        checkpoint, a script that numbers its steps itself included), so the trial holds each step once."""
-        if self._resuming:
-            self._resuming = False
-            remove_steps_from(self.out_dir, self._next_step)
-        if self._state_store is None or not self._state_store.checkpoint_updated():
-            return
-        seen = self._next_step - 1
-        self._flush_writer()  # the steps the state covers are on disk before it says so: a restart never lacks them
-        modes = {mode.name: step - 1 for mode, step in self._next_mode_step.items()}
-        modes[ModeKeys.GLOBAL.name] = seen
-        self._state_store.record(TrainingState(self._training_run, self._last_saved_step, seen, modes, self.job_name))
 
     def _setup_collections(self, settings: HookSettings, include_collections: list[str] | None) -> None:
         patterns = dict(PYTORCH_COLLECTION_PATTERNS)
@@ -456,6 +414,8 @@ class Hook(ScriptApi, StepCapture, HookBase):
         """At close: the stall watchdog stops, the open step is checked and handed over, torch hooks removed."""
         if self._stall_watchdog is not None:
             self._stall_watchdog.stop()
+        if self._checkpoint_watch is not None:
+            self._checkpoint_watch.stop()
         try:
             self._close_open_step()
         except StopTrainingRequested:

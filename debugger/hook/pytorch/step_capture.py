@@ -192,12 +192,13 @@ class StepCapture:
 
     def _begin_step(self) -> None:
         self._prepare_collections()
-        self._record_state_if_checkpointed()
-        step = self._next_step
-        mode = self.mode
-        mode_step = self._next_mode_step.get(mode, 0)
-        self._next_step = step + 1
-        self._next_mode_step[mode] = mode_step + 1
+        with self._state_lock:  # the checkpoint watch reads these between steps
+            self._record_state_if_checkpointed()
+            step = self._next_step
+            mode = self.mode
+            mode_step = self._next_mode_step.get(mode, 0)
+            self._next_step = step + 1
+            self._next_mode_step[mode] = mode_step + 1
         saving = {
             name
             for name in self.include_collections

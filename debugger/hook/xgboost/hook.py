@@ -46,6 +46,7 @@ from debugger.core.config import HookSettings, RuleSpec, parse_hook_config, pars
 from debugger.core.modes import ModeKeys
 from debugger.core.save_config import SaveConfig
 from debugger.hook.container_config import (
+    is_platform_job,
     job_name_or_default,
     output_directory,
     read_container_hook_config,
@@ -63,6 +64,7 @@ from debugger.hook.stop_training import StopTrainingRequested  # noqa: F401 - im
 from debugger.hook.xgboost.tensors import feature_importance_tensors, shap_tensors, tree_tensors
 from debugger.storage import layout
 from debugger.storage.s3_mirror import mirroring_enabled
+from debugger.storage.state_store import StateStore, previous_status, remove_steps_from, reopen_run
 from debugger.storage.step_writer import StepRecord
 from debugger.trial.live_trial import LiveTrial
 
@@ -167,7 +169,25 @@ class XGBoostHook(HookBase, xgb.callback.TrainingCallback):
         self._start_status(status_heartbeat_seconds)
         destination = s3_output_path or settings.s3_output_path
         self._start_output(destination if destination and (s3_output_path or mirroring_enabled(destination)) else None)
+        self._resume_interrupted_run()
         self._opened()
+
+    def _resume_interrupted_run(self) -> None:
+        """A job restarted after a spot interruption goes on in its debug output, as the PyTorch hook does: the
+        interrupted run's rule statuses, evidence and actions carry over, the rounds its rules judged are not judged
+        again, and its step files from the first round this run redoes (from its checkpoint, or from 0) go. The
+        rounds need no saved state: a round's number is the model's own count."""
+        #: The checkpoint directory watched: a checkpoint written means its rounds' step files go to disk first
+        self._checkpoints = StateStore.from_environment(self.job_name)
+        previous = previous_status(self.out_dir, self.job_name, platform_job=is_platform_job(self.job_name))
+        if previous is not None and not self.dry_run:
+            reopen_run(self.out_dir)
+        self._judged_through = -1
+        self._resuming = previous is not None and not self.dry_run
+        self._resumed_status = previous
+        if previous is not None:
+            self._restore_status(previous)
+            self._judged_through = previous.last_step
 
     # ------------------------------------------------------------------ configuration
 
@@ -212,6 +232,14 @@ class XGBoostHook(HookBase, xgb.callback.TrainingCallback):
         if self._stop is not None:
             raise self._stop
         step = model.num_boosted_rounds() - 1  # the model's own round count: a resumed job goes on counting
+        if self._checkpoints.checkpoint_updated():
+            # the script checkpointed the rounds so far: their step files are on disk before a restart could go on
+            # after them (the writer is a background thread; a reclaimed instance loses what it had queued)
+            self._flush_writer()
+        if self._resuming:
+            self._resuming = False
+            remove_steps_from(self.out_dir, step)
+            self._first_step = step
         self.trial.begin_step(step, ModeKeys.GLOBAL, step)
         metrics = {f"{data}-{metric}": float(values[-1]) for data, results in evals_log.items() for metric, values in results.items()}
         for name, value in metrics.items():
@@ -227,7 +255,8 @@ class XGBoostHook(HookBase, xgb.callback.TrainingCallback):
                     self._write_collections()
         self._update_evidence(step, self._evidence_loss(metrics), None)
         self._last_checked_step = step
-        self._evaluate_rules(step, self._learning_rate())
+        if step > self._judged_through:  # a restarted job's rules do not judge again what the interrupted run did
+            self._evaluate_rules(step, self._learning_rate())
         if self._stop is not None:
             self._flush_writer()
             raise self._stop

@@ -118,17 +118,22 @@ def watch_when_imported(frameworks: tuple[str, ...] = tuple(WATCHERS)) -> None:
         sys.meta_path.insert(0, _PostImportFinder(pending))
 
 
-def remove_hook_output(out_dir: Path) -> int:
+def remove_hook_output(out_dir: Path, first_step: int = 0, resumed_status: Any = None) -> int:
     """Remove what the zero-change hook wrote into ``out_dir`` (steps, status, collections, metrics) before the
-    script's own hook starts there; the number of steps removed."""
+    script's own hook starts there; the number of steps removed. A hook that went on from an interrupted run of the
+    job (spot: its steps from ``first_step``, ``resumed_status`` the run's status document) leaves that run's steps
+    and puts its status back, so the script's hook resumes from them."""
     from contracts.rule_status import RULE_STATUS_FILE  # lazily: the launcher imports this module, not numpy
     from debugger.storage import layout
 
-    steps = layout.list_step_files(out_dir)
+    steps = {step: path for step, path in layout.list_step_files(out_dir).items() if step >= first_step}
     for path in steps.values():
         path.unlink(missing_ok=True)
     for name in (RULE_STATUS_FILE, layout.COLLECTIONS_FILE, layout.METRICS_FILE):
-        (out_dir / name).unlink(missing_ok=True)
+        if not (name == RULE_STATUS_FILE and resumed_status is not None):
+            (out_dir / name).unlink(missing_ok=True)
+    if resumed_status is not None:
+        layout.atomic_write_text(out_dir / RULE_STATUS_FILE, resumed_status.to_json())
     return len(steps)
 
 
@@ -155,7 +160,7 @@ def discard_automatic_run(hook: Any, began: str, saved: str) -> None:
     if hook is None:
         return
     hook.close(training_ended=False)
-    removed = remove_hook_output(hook.out_dir)
+    removed = remove_hook_output(hook.out_dir, getattr(hook, "_first_step", 0), getattr(hook, "_resumed_status", None))
     print(
         f"debugger: the script created its own hook after {began} began; the zero-change hook's output "
         f"({removed} {saved}) was removed and the script's hook records the run",

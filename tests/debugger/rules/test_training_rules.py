@@ -37,7 +37,7 @@ from contracts.rule_status import (
     RuleStatusDocument,
 )
 from debugger import Hook
-from debugger.rules import BUILTIN_RULES, builtin_rule_parameters
+from debugger.rules import BUILTIN_RULES, builtin_rule_parameters, training_rules
 from debugger.rules.training_rules import ClassImbalance, StalledTrainingRule
 from debugger.trial import LiveTrial
 
@@ -221,6 +221,14 @@ def test_stalled_training_rule_clock(tmp_path):
     assert stalled.finding.kind == "stalled" and "before the first step" in stalled.finding.message
     assert stalled.invoke_at_step(7) is False and stalled.last_step == 7
     assert stalled.check_stalled(now=stalled._last_progress + 1.0) is False
+    # the hook notes a step as its check begins, then the rule sees the same step: a stall in between is not erased
+    clock = StallClock()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(training_rules, "time", clock)
+        stalled.note_progress(8)
+        clock.now += 3.0
+        assert stalled.invoke_at_step(8) is False and stalled.check_stalled() is True
+        assert stalled.invoke_at_step(9) is False and stalled.check_stalled() is False
     assert builtin_rule_parameters("StalledTrainingRule", {}, "r") == {
         "threshold": 1800.0,
         "stop_training_on_fire": False,
@@ -233,8 +241,9 @@ def test_stalled_training_rule_clock(tmp_path):
     assert prefixed.stops("resnet-001") and not prefixed.stops("other-001")
 
 
-def hung_loop(hook: Hook, hang_after: int, release) -> None:
-    """A few real steps, then a loop that waits (until ``release`` is set) as a deadlocked loader would."""
+def hung_loop(hook: Hook, hang_after: int, release, hung=None) -> None:
+    """A few real steps, then a loop that waits (until ``release`` is set) as a deadlocked loader would; ``hung`` (an
+    Event) is set once the last step is done, checks included."""
     torch.manual_seed(0)
     model, criterion = nn.Linear(4, 2), nn.CrossEntropyLoss()
     hook.register_module(model)
@@ -244,6 +253,8 @@ def hung_loop(hook: Hook, hang_after: int, release) -> None:
         optimizer.zero_grad()
         criterion(model(torch.randn(8, 4)), torch.randint(0, 2, (8,))).backward()
         optimizer.step()
+    if hung is not None:
+        hung.set()
     release.wait(timeout=300)
 
 
@@ -262,8 +273,6 @@ class StallClock:
 def test_stalled_training_rule_fires_from_the_watchdog_in_process(tmp_path, monkeypatch, stop):
     import threading
 
-    from debugger.rules import training_rules
-
     monkeypatch.setenv("TRAINING_FAILURE_FILE", str(tmp_path / "failure"))
     clock = StallClock()
     monkeypatch.setattr(training_rules, "time", clock)
@@ -275,11 +284,12 @@ def test_stalled_training_rule_fires_from_the_watchdog_in_process(tmp_path, monk
     exits = []
     release = threading.Event()
     hook._stall_watchdog.exit_process = lambda code: (exits.append(code), release.set())
-    (stalled_state,) = hook._stall_watchdog.states
+    hung = threading.Event()
 
     def stall_after_the_third_step() -> None:
-        while stalled_state.rule.last_step != 2:
-            time.sleep(0.01)
+        # the clock moves once the loop hangs, never while step 2's check still runs: a stop requested then would
+        # end that step, not the hung loop
+        hung.wait(timeout=300)
         clock.now += 1.0  # the loop hangs: a second passes with no step (threshold 0.5 s)
         if not stop:
             # without a stop nothing ends the hung loop: release it once the watchdog has reported the stall in the
@@ -290,7 +300,7 @@ def test_stalled_training_rule_fires_from_the_watchdog_in_process(tmp_path, monk
 
     staller = threading.Thread(target=stall_after_the_third_step, daemon=True)
     staller.start()
-    hung_loop(hook, hang_after=3, release=release)
+    hung_loop(hook, hang_after=3, release=release, hung=hung)
     staller.join(timeout=300)
     released_by_the_watchdog = bool(exits)
     status = read_status(tmp_path)

@@ -4,7 +4,10 @@ the hook) and resumes from the newest checkpoint, as a script written for manage
 
     python spot_job.py OUT_DIR PROFILE EPOCHS STEPS_PER_EPOCH DIE_AT_STEP NAN_AT_STEPS
 
-PROFILE is the hook's (native or smdebug: the smdebug one counts each epoch's evaluation as an EVAL step too).
+PROFILE is how the hook is made: ``native`` or ``smdebug`` (``Hook.from_configs`` in that profile: the smdebug one
+counts each epoch's evaluation as an EVAL step too), or as a script written for smdebug makes it: ``smd-code``
+(``smd.Hook(out_dir=..., save_config=...)``), ``smd-json`` (``smd.Hook.create_from_json_file()``), ``smd-get-hook``
+(``smd.get_hook(create_if_not_exists=True)``); those read the rules from DEBUGGER_RULE_CONFIG_FILE_PATH, written here.
 After training step DIE_AT_STEP the process ends at once (``os._exit``: nothing closed or flushed, as when the spot
 instance is reclaimed); -1 never. At each of NAN_AT_STEPS (comma-separated) the first layer's gradient is NaN and the
 step's update is skipped: ExplodingTensor fires at the first (no StopTraining action: training goes on), and
@@ -35,9 +38,27 @@ rules = [
         "RuleParameters": {"rule_to_invoke": "ExplodingTensor", "start_step": str(nan_at[0] + 1)},
     },
 ]
-hook = Hook.from_configs(
-    hook_config={"HookParameters": {"save_interval": "1"}}, rule_configs=rules, out_dir=out_dir, profile=profile
-)
+if profile.startswith("smd-"):
+    import json
+
+    import smdebug.pytorch as smd
+
+    rules_file = Path(out_dir).parent / "rules.json"
+    rules_file.write_text(json.dumps(rules))
+    os.environ["DEBUGGER_RULE_CONFIG_FILE_PATH"] = str(rules_file)
+    hook_file = Path(out_dir).parent / "debughookconfig.json"
+    hook_file.write_text(json.dumps({"LocalPath": out_dir, "HookParameters": {"save_interval": "1"}}))
+    os.environ["SMDEBUG_CONFIG_FILE_PATH"] = str(hook_file)
+    if profile == "smd-code":
+        hook = smd.Hook(out_dir=out_dir, save_config=smd.SaveConfig(save_interval=1))
+    elif profile == "smd-json":
+        hook = smd.Hook.create_from_json_file()
+    else:
+        hook = smd.get_hook(create_if_not_exists=True)
+else:
+    hook = Hook.from_configs(
+        hook_config={"HookParameters": {"save_interval": "1"}}, rule_configs=rules, out_dir=out_dir, profile=profile
+    )
 torch.manual_seed(0)
 model, criterion = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 3)), nn.CrossEntropyLoss()
 optimizer = torch.optim.SGD(model.parameters(), lr=0.05)

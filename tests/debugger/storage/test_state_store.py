@@ -141,14 +141,23 @@ def test_a_restarted_job_goes_on_from_its_checkpoint_with_each_step_once_and_its
 
 
 @pytest.mark.training
-def test_smdebugs_profile_resumes_each_modes_steps(tmp_path):
-    """smdebug's profile counts each epoch's evaluation as an EVAL step: 6 global steps per epoch."""
+@pytest.mark.parametrize("made", ["smdebug", "smd-code", "smd-json", "smd-get-hook"])
+def test_smdebugs_profile_resumes_each_modes_steps(tmp_path, made):
+    """smdebug's profile counts each epoch's evaluation as an EVAL step: 6 global steps per epoch. Every way a script
+    written for smdebug makes its hook (in code, from the job's JSON file, smd.get_hook) resumes in the interrupted
+    run's debug output, as smdebug does (it refuses only an out_dir whose run ended)."""
     checkpoints, out_dir = tmp_path / "checkpoints", tmp_path / "debug"
     env = job_environment(tmp_path, checkpoints)
-    interrupted = run_job(out_dir, env, "smdebug", die_at=14, nan_at="-1")
+    interrupted = run_job(out_dir, env, made, die_at=14, nan_at="12")
     assert interrupted.returncode == 137, interrupted.stderr[-3000:]
-    restarted = run_job(out_dir, env, "smdebug", die_at=-1, nan_at="-1")
+    fired = RuleStatusDocument.from_json((out_dir / RULE_STATUS_FILE).read_text()).issues_found()
+    assert [(rule.RuleConfigurationName, rule.issue.step) for rule in fired] == [("ExplodingTensor", 12)]
+    restarted = run_job(out_dir, env, made, die_at=-1, nan_at="12")
     assert restarted.returncode == 0, restarted.stderr[-3000:]
+    final = RuleStatusDocument.from_json((out_dir / RULE_STATUS_FILE).read_text())
+    assert final.training_ended and [(rule.RuleConfigurationName, rule.issue.step) for rule in final.issues_found()] == [
+        ("ExplodingTensor", 12)
+    ], "the interrupted run's finding is kept, not found again when step 12 is redone"
     assert trained_steps(restarted.stdout) == [12, 13, 14, 15, 16, 18, 19, 20, 21, 22]
     state = json.loads((checkpoints / METADATA_FILE).read_text())[1]
     assert state["latest-global-step-seen"] == 11 and state["latest-mode-step"] == {"TRAIN": 9, "EVAL": 1, "GLOBAL": 11}
@@ -158,3 +167,53 @@ def test_smdebugs_profile_resumes_each_modes_steps(tmp_path):
     assert [trial.mode_modestep(step) for step in (11, 12, 17)] == [
         (ModeKeys.EVAL, 1), (ModeKeys.TRAIN, 10), (ModeKeys.EVAL, 2)
     ]  # fmt: skip
+
+
+def test_a_checkpoint_written_after_the_last_step_is_recorded_before_another_step_begins(tmp_path, monkeypatch):
+    """The instance may be reclaimed between a checkpoint and the next step (an epoch's end, the next one's set-up):
+    the checkpoint watch records the state the next step's begin would have, with the steps seen so far."""
+    import threading
+
+    import torch
+    from torch import nn
+
+    from debugger import Hook
+    from debugger.hook.checkpoint_watch import CheckpointWatch
+
+    checkpoints = tmp_path / "checkpoints"
+    checkpoints.mkdir()
+    for key, value in checkpoint_config(tmp_path, checkpoints).items():
+        monkeypatch.setenv(key, value)
+    hook = Hook.from_configs(hook_config={"HookParameters": {"save_interval": "1"}}, out_dir=tmp_path / "debug", job_name="j")
+    hook._checkpoint_watch.stop()  # the test looks itself, at the moment it chooses
+    model, criterion = nn.Linear(3, 2), nn.CrossEntropyLoss()
+    hook.register_module(model)
+    hook.register_loss(criterion)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(3):
+        optimizer.zero_grad()
+        criterion(model(torch.randn(4, 3)), torch.randint(0, 2, (4,))).backward()
+        optimizer.step()
+    hook._record_checkpoint_state()
+    assert not (checkpoints / METADATA_FILE).exists(), "no checkpoint yet"
+    (checkpoints / "checkpoint-0000.pt.tmp").write_bytes(b"mod")
+    hook._record_checkpoint_state()  # what the watch does between steps: a file still being written ...
+    (checkpoints / "checkpoint-0000.pt.tmp").write_bytes(b"model")
+    hook._record_checkpoint_state()
+    (checkpoints / "checkpoint-0000.pt.tmp").rename(checkpoints / "checkpoint-0000.pt")
+    hook._record_checkpoint_state()
+    assert not (checkpoints / METADATA_FILE).exists(), "... nor one not renamed yet is taken for a checkpoint"
+    hook._record_checkpoint_state()  # the same files at two looks in a row: settled
+    (state,) = json.loads((checkpoints / METADATA_FILE).read_text())
+    assert state["latest-global-step-seen"] == 2 and state["training-run"] == 0
+    optimizer.zero_grad()
+    criterion(model(torch.randn(4, 3)), torch.randint(0, 2, (4,))).backward()
+    optimizer.step()
+    hook.close()
+    assert len(json.loads((checkpoints / METADATA_FILE).read_text())) == 1, "recorded once, not again at step 3"
+    assert create_trial(tmp_path / "debug").steps() == [0, 1, 2, 3]
+
+    looked = threading.Event()
+    watch = CheckpointWatch(looked.set, poll_seconds=0.01)
+    assert looked.wait(timeout=60)
+    watch.stop()
