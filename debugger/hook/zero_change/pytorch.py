@@ -41,6 +41,7 @@ import functools
 import os
 import sys
 import threading
+import warnings
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -57,7 +58,8 @@ from debugger.hook.pytorch.hook import Hook
 from debugger.hook.pytorch.step_capture import _flatten
 from debugger.hook.zero_change import EXPLICIT_HOOK_ADVICE, StandsAside, ZeroScriptChangeRefused
 
-#: Modules that wrap the model they train: named and watched through to it.
+#: Modules that wrap the model they train: named and watched through to it (torch.compile's OptimizedModule too:
+#: :func:`wrapped_model`).
 MODEL_WRAPPERS = (nn.parallel.DistributedDataParallel, nn.DataParallel)
 LOSS_MODULES = (nn.modules.loss._Loss,)
 FUNCTIONAL_LOSS_NAME = "loss_output_0"
@@ -84,7 +86,10 @@ class AutomaticHook(Hook):
     def adopt(self, module: nn.Module) -> nn.Module:
         """Watch ``module`` (seen through a DDP/DataParallel wrapper): its modules named, its trainable parameters
         watched. Names given before stay: a tensor keeps its name for the whole run."""
-        model = module.module if isinstance(module, MODEL_WRAPPERS) else module
+        model, compiled = module, False
+        while (inner := wrapped_model(model)) is not None:
+            compiled = compiled or _is_compiled(model)
+            model = inner
         if model is not module:
             self._wrapped[module] = model
         if model not in self._tops:
@@ -101,8 +106,9 @@ class AutomaticHook(Hook):
                 for name, parameter in model.named_parameters()
                 if parameter.requires_grad and id(parameter) not in known
             ]
-            # its frozen parameters and normalized biases, skipped by the rules (adopted as its training forward begins)
-            self._watch_structure(model, prefix, forward_under_way=True)
+            # its frozen parameters and normalized biases, skipped by the rules (adopted as its training forward begins);
+            # a compiled model runs its graph, not its modules' hooks: only the frozen parameters are found
+            self._watch_structure(model, prefix, forward_under_way=True, trace_forward=not compiled)
         if model is not module:
             self._module_names[module] = self._module_names[model]
         return model
@@ -162,6 +168,21 @@ class AutomaticHook(Hook):
         if module not in self._tops:  # a model's inputs were offered as its forward began
             self._offer_module_tensors(name, inputs, "_input_")
         self._offer_module_tensors(name, output, "_output_")
+
+
+def _is_compiled(module: nn.Module) -> bool:
+    """torch.compile's wrapper (looked up only once the script compiled something: importing dynamo costs seconds)."""
+    eval_frame = sys.modules.get("torch._dynamo.eval_frame")
+    return eval_frame is not None and isinstance(module, eval_frame.OptimizedModule)
+
+
+def wrapped_model(module: nn.Module) -> nn.Module | None:
+    """The model a wrapper runs (DDP's and DataParallel's ``module``, a compiled model's ``_orig_mod``), else None."""
+    if isinstance(module, MODEL_WRAPPERS):
+        return module.module
+    if _is_compiled(module):
+        return module._orig_mod
+    return None
 
 
 def _has_trainable_parameters(module: nn.Module) -> bool:
@@ -224,6 +245,9 @@ class TorchWatcher(StandsAside):
             optimizer_hooks.register_optimizer_step_post_hook(self._after_optimizer_step),
         ]
         self._wrap(torch.autograd, "backward", self._backward_wrapper)
+        # torch warns that global hooks also fire for torch.compile's wrapper: the watcher sees through the wrapper
+        # (wrapped_model), so the warning would only blame the script for the debugger's hooks
+        warnings.filterwarnings("ignore", message=r"Using `torch\.compile\(module\)` when there are global hooks")
         scaler = getattr(getattr(torch, "amp", None), "GradScaler", None)
         if scaler is not None:
             self._wrap(scaler, "scale", self._scale_wrapper)
@@ -311,6 +335,10 @@ class TorchWatcher(StandsAside):
     # ------------------------------------------------------------------ modules
 
     def _forward_pre(self, module: nn.Module, args: Any) -> None:
+        if torch.compiler.is_compiling():
+            # dynamo traces the global hooks into a compiled model's graph: they must do nothing there (a side effect
+            # fails the compile). The compiled model's own call runs eagerly, and is watched as a DDP wrapper is.
+            return
         local = self._local
         if getattr(local, "outer", None) is not None or self._forked:
             return
@@ -331,6 +359,8 @@ class TorchWatcher(StandsAside):
             hook.forward_start(hook.adopt(module), args, training)
 
     def _forward_post(self, module: nn.Module, args: Any, output: Any) -> None:
+        if torch.compiler.is_compiling():
+            return  # in a compiled graph (see _forward_pre)
         local = self._local
         if getattr(local, "outer", None) is module:
             local.outer = None
@@ -401,8 +431,12 @@ class TorchWatcher(StandsAside):
             return
         self._local.outer = None
         self._optimizer_seen = True
-        if not self._backward_since_check:
-            # another optimizer of a step already checked, or one whose closure runs backward inside step()
+        # the hook's args are step()'s own, the optimizer first: optimizer.step(closure) or step(closure=...)
+        closure = kwargs.get("closure", args[1] if len(args) > 1 else None)
+        if not self._backward_since_check or callable(closure):
+            # another optimizer of a step already checked, or one whose closure runs backward inside step(): then the
+            # step is checked at the closure's backward, whose gradients and loss join the micro-batches' before it
+            # (PyTorch Lightning runs the last micro-batch of an accumulated step in optimizer.step's closure)
             self._stepping_without_backward, self._checked_in_closure = optimizer, False
             return
         self._check(optimizer)
@@ -410,7 +444,10 @@ class TorchWatcher(StandsAside):
     def _after_optimizer_step(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
         if self._stepping_without_backward is optimizer:
             self._stepping_without_backward = None
-            if self._checked_in_closure:
+            if not self._checked_in_closure and self._backward_since_check:
+                # a closure that ran no backward of its own: the step's micro-batches are checked now, late but counted
+                self._check(optimizer)
+            elif self._checked_in_closure:
                 # the closure evaluated again (LBFGS's line search): the step was judged on its first evaluation
                 self._losses, self._backward_since_check = [], False
 
