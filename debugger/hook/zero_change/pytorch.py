@@ -185,6 +185,33 @@ def wrapped_model(module: nn.Module) -> nn.Module | None:
     return None
 
 
+#: A Keras 3 script on the torch backend: what would watch it (tests/.../test_zero_change.py keeps the exact text).
+KERAS_ADVICE = (
+    "watch it from the script instead: a Keras 3 model on the torch backend is a torch.nn.Module, so "
+    "import smdebug.pytorch as smd; hook = smd.Hook.create_from_json_file(); hook.register_module(model) before "
+    "model.fit(): that hook checks each step at the end of its backward (see debugger/README.md)"
+)
+
+
+def self_updating_refusal(modules: dict) -> tuple[str, str]:
+    """Why a script that changes its parameters between two backward calls with no torch.optim step is refused, and
+    what would watch it; ``modules`` is ``sys.modules``: a Keras 3 script (torch backend) is named as such."""
+    keras = modules.get("keras")
+    if keras is not None:
+        version = getattr(keras, "__version__", "")
+        return (
+            f"the script trains with Keras{' ' + version if version else ''} (torch backend), whose trainer applies "
+            "its own optimizer's updates: no torch.optim optimizer step, which is where the zero-change hook counts "
+            "and checks a step",
+            KERAS_ADVICE,
+        )
+    return (
+        "backward() was called again with no torch.optim optimizer step in between while the parameters changed: "
+        "the script updates them itself, and the zero-change hook counts and checks a step at each optimizer.step()",
+        EXPLICIT_HOOK_ADVICE,
+    )
+
+
 def _has_trainable_parameters(module: nn.Module) -> bool:
     return any(parameter.requires_grad for parameter in module.parameters())
 
@@ -324,13 +351,13 @@ class TorchWatcher(StandsAside):
             return  # our own hook, or another framework's
         self.stand_aside()
 
-    def _refuse(self, reason: str) -> None:
+    def _refuse(self, reason: str, advice: str = EXPLICIT_HOOK_ADVICE) -> None:
         hook, self.hook = self.hook, None
         self.uninstall()
         self.stood_aside = True
         if hook is not None:
             hook.close(training_ended=False)
-        raise ZeroScriptChangeRefused(f"{reason}; {EXPLICIT_HOOK_ADVICE}")
+        raise ZeroScriptChangeRefused(f"{reason}; {advice}")
 
     # ------------------------------------------------------------------ modules
 
@@ -391,11 +418,7 @@ class TorchWatcher(StandsAside):
         if hook is None:
             return False
         if self._backward_since_check and not self._optimizer_seen and self._versions != self._parameter_versions():
-            self._refuse(
-                "backward() was called again with no torch.optim optimizer step in between while the parameters "
-                "changed: the script updates them itself, and the zero-change hook counts and checks a step at "
-                "each optimizer.step()"
-            )
+            self._refuse(*self_updating_refusal(sys.modules))
         tensors = args[0] if args else kwargs.get("tensors")
         gradients = args[1] if len(args) > 1 else kwargs.get("grad_tensors", kwargs.get("grad_variables"))
         loss = _single_tensor(tensors)

@@ -1,18 +1,24 @@
 """Zero script change for scripts a framework shapes: torch.compile'd models, PyTorch Lightning's loop (gradient
-accumulation, closures), watched in this process through PyTorch's global hooks, real training on tiny models."""
+accumulation, closures), Keras 3 on the torch backend (refused, naming Keras and what watches it), watched in this process through PyTorch's global hooks, real training on tiny models."""
 
 from __future__ import annotations
 
 import logging
 import math
+import os
 
+import numpy as np
 import pytest
 import pytorch_lightning as pl  # pinned in requirements-dev.txt
 import torch
 from torch import nn
 
-from debugger import StopTrainingRequested, create_trial
+from debugger import Hook, StopTrainingRequested, create_trial
+from debugger.hook.zero_change import ZeroScriptChangeRefused
 from debugger.hook.zero_change.pytorch import AutomaticHook, TorchWatcher
+
+os.environ.setdefault("KERAS_BACKEND", "torch")  # before keras is imported: Keras 3 on PyTorch
+import keras  # noqa: E402 - pinned in requirements-dev.txt
 
 STOP = '[{"name":"StopTraining"}]'
 #: dynamo traces the global hooks the same whatever compiles its graph; "aot_eager" (dynamo + AOTAutograd, no C++
@@ -173,3 +179,47 @@ def test_a_plain_loop_calling_backward_twice_per_step_reports_the_summed_loss(wa
     assert trial.steps() == [0, 1, 2, 3]
     assert values(trial, "loss_output_0") == pytest.approx(expected, rel=1e-5)
     assert watcher.hook.status_document().evidence.initial_loss == pytest.approx(expected[0], rel=1e-5)
+
+
+# ---------------------------------------------------------------------------------------------- Keras 3 (torch backend)
+
+
+def keras_fit(learning_rate: float, hook_config_dir=None) -> tuple[keras.Model, Hook | None]:
+    """A Keras 3 script: a small classifier fitted for one epoch of 8 batches; with ``hook_config_dir`` it watches
+    itself as the refusal advises (register_module before fit)."""
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((6,)), keras.layers.Dense(16, activation="relu"), keras.layers.Dense(4)])
+    hook = None
+    if hook_config_dir is not None:
+        hook = Hook.from_configs({"HookParameters": {"save_interval": "1"}}, RULES, out_dir=hook_config_dir, job_name="k")
+        hook.register_module(model)
+    model.compile(optimizer=keras.optimizers.SGD(learning_rate), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    generator = np.random.default_rng(0)
+    inputs, labels = generator.normal(size=(256, 6)).astype("float32"), generator.integers(0, 4, 256)
+    model.fit(inputs, labels, batch_size=32, epochs=1, verbose=0)
+    return model, hook
+
+
+def test_a_keras_script_is_refused_naming_keras_and_what_would_watch_it(watch):
+    watcher = watch()
+    with pytest.raises(ZeroScriptChangeRefused) as refused:
+        keras_fit(0.01)
+    assert str(refused.value) == (
+        f"the script trains with Keras {keras.__version__} (torch backend), whose trainer applies its own optimizer's "
+        "updates: no torch.optim optimizer step, which is where the zero-change hook counts and checks a step; watch it "
+        "from the script instead: a Keras 3 model on the torch backend is a torch.nn.Module, so import "
+        "smdebug.pytorch as smd; hook = smd.Hook.create_from_json_file(); hook.register_module(model) before "
+        "model.fit(): that hook checks each step at the end of its backward (see debugger/README.md)"
+    )
+    assert watcher.stood_aside and watcher.hook is None
+
+
+def test_the_hook_the_keras_refusal_advises_watches_a_keras_script(tmp_path):
+    """What the refusal tells a Keras user to do works: a healthy fit is not flagged, one at an absurd rate is stopped
+    at the first step whose gradients are non-finite, before Keras applies them."""
+    _, hook = keras_fit(0.01, tmp_path / "healthy")
+    document = hook.close()
+    assert document.last_step == 7 and [rule.RuleEvaluationStatus for rule in document.rules] == ["NoIssuesFound"] * 3
+    with pytest.raises(StopTrainingRequested) as stopped:
+        keras_fit(1e30, tmp_path / "exploding")
+    assert stopped.value.rule_name == "ExplodingTensor" and stopped.value.step == 1
