@@ -202,7 +202,7 @@ class Hook(ScriptApi, StepCapture, HookBase):
             self._judged_through = previous.last_step
         self._resuming = not self.dry_run
         LOGGER.info(
-            "debugger: training run %d of job %s resumes at step %d (the state kept with its checkpoints in %s)",
+            "training run %d of job %s resumes at step %d (the state kept with its checkpoints in %s)",
             self._training_run, self.job_name, self._next_step, store.checkpoint_dir,
         )
 

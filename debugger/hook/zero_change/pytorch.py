@@ -339,7 +339,7 @@ class TorchWatcher(StandsAside):
             finally:
                 self._starting = False
             print(
-                "debugger: zero script change: the script creates no hook, so the job's debugger watches its models "
+                "[debugger] zero script change: the script creates no hook, so the job's debugger watches its models "
                 "and optimizers through PyTorch's global hooks",
                 file=sys.stderr,
                 flush=True,
