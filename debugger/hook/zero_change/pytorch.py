@@ -193,16 +193,14 @@ KERAS_ADVICE = (
 )
 
 
-def self_updating_refusal(modules: dict) -> tuple[str, str]:
+def self_updating_refusal(keras_version: str | None) -> tuple[str, str]:
     """Why a script that changes its parameters between two backward calls with no torch.optim step is refused, and
-    what would watch it; ``modules`` is ``sys.modules``: a Keras 3 script (torch backend) is named as such."""
-    keras = modules.get("keras")
-    if keras is not None:
-        version = getattr(keras, "__version__", "")
+    what would watch it; ``keras_version``: Keras's trainer called that backward (:func:`keras_on_the_stack`)."""
+    if keras_version is not None:
         return (
-            f"the script trains with Keras{' ' + version if version else ''} (torch backend), whose trainer applies "
-            "its own optimizer's updates: no torch.optim optimizer step, which is where the zero-change hook counts "
-            "and checks a step",
+            f"the script trains with Keras{' ' + keras_version if keras_version else ''} (torch backend), whose "
+            "trainer applies its own optimizer's updates: no torch.optim optimizer step, which is where the "
+            "zero-change hook counts and checks a step",
             KERAS_ADVICE,
         )
     return (
@@ -210,6 +208,16 @@ def self_updating_refusal(modules: dict) -> tuple[str, str]:
         "the script updates them itself, and the zero-change hook counts and checks a step at each optimizer.step()",
         EXPLICIT_HOOK_ADVICE,
     )
+
+
+def keras_on_the_stack() -> str | None:
+    """Keras's version when code of the keras package called this (its trainer runs the backward), else None."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_globals.get("__name__", "").partition(".")[0] == "keras":
+            return str(getattr(sys.modules.get("keras"), "__version__", ""))
+        frame = frame.f_back
+    return None
 
 
 def _has_trainable_parameters(module: nn.Module) -> bool:
@@ -243,6 +251,10 @@ class TorchWatcher(StandsAside):
         self._starting = False
         self._forked = False
         self._handles: list[Any] = []
+        #: the global module hooks, on only while they are needed (_set_module_hooks)
+        self._module_handles: list[Any] = []
+        #: the models the script calls and its loss modules, watched by hooks of their own while the global ones are off
+        self._direct: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._restore: list[tuple[Any, str, Any]] = []
         self._local = threading.local()
         # the step under way
@@ -266,11 +278,10 @@ class TorchWatcher(StandsAside):
             return
         self._installed = True
         self._handles = [
-            module_hooks.register_module_forward_pre_hook(self._forward_pre),
-            module_hooks.register_module_forward_hook(self._forward_post, always_call=True),
             optimizer_hooks.register_optimizer_step_pre_hook(self._before_optimizer_step),
             optimizer_hooks.register_optimizer_step_post_hook(self._after_optimizer_step),
         ]
+        self._set_module_hooks(True)
         self._wrap(torch.autograd, "backward", self._backward_wrapper)
         # torch warns that global hooks also fire for torch.compile's wrapper: the watcher sees through the wrapper
         # (wrapped_model), so the warning would only blame the script for the debugger's hooks
@@ -289,6 +300,11 @@ class TorchWatcher(StandsAside):
         for handle in self._handles:
             handle.remove()
         self._handles = []
+        self._set_module_hooks(False)
+        for handles in self._direct.values():
+            for handle in handles:
+                handle.remove()
+        self._direct.clear()
         for owner, name, original in reversed(self._restore):
             setattr(owner, name, original)
         self._restore = []
@@ -361,6 +377,39 @@ class TorchWatcher(StandsAside):
 
     # ------------------------------------------------------------------ modules
 
+    def _set_module_hooks(self, on: bool) -> None:
+        """The global module hooks make every module call of the process take nn.Module's slow path and run the
+        watcher's Python twice: on until the first step found the models and losses, then only for steps that save
+        (module inputs and outputs are captured there, and a model the script began to train since is found); the
+        models and losses found are watched by hooks of their own in between (decision 155)."""
+        if on == bool(self._module_handles):
+            return
+        if on:
+            self._module_handles = [
+                module_hooks.register_module_forward_pre_hook(self._global_forward_pre),
+                module_hooks.register_module_forward_hook(self._global_forward_post, always_call=True),
+            ]
+            return
+        for handle in self._module_handles:
+            handle.remove()
+        self._module_handles = []
+
+    def _watch_directly(self, module: nn.Module) -> None:
+        if module not in self._direct:
+            self._direct[module] = [
+                module.register_forward_pre_hook(self._forward_pre),
+                module.register_forward_hook(self._forward_post, always_call=True),
+            ]
+
+    def _global_forward_pre(self, module: nn.Module, args: Any) -> None:
+        # first: dynamo traces global hooks into a compiled model's graph, where they must do nothing (_forward_pre)
+        if not torch.compiler.is_compiling() and module not in self._direct:  # else its own hook runs next
+            self._forward_pre(module, args)
+
+    def _global_forward_post(self, module: nn.Module, args: Any, output: Any) -> None:
+        if not torch.compiler.is_compiling() and module not in self._direct:
+            self._forward_post(module, args, output)
+
     def _forward_pre(self, module: nn.Module, args: Any) -> None:
         if torch.compiler.is_compiling():
             # dynamo traces the global hooks into a compiled model's graph: they must do nothing there (a side effect
@@ -378,12 +427,16 @@ class TorchWatcher(StandsAside):
         hook = self.hook
         if hook is not None and module in hook._module_names:
             hook.forward_start(hook.model_of(module), args, training)
+        elif not training or not _has_trainable_parameters(module):
             return
-        if not training or not _has_trainable_parameters(module):
-            return
-        hook = self._start()
-        if hook is not None:
+        else:
+            hook = self._start()
+            if hook is None:
+                return
             hook.forward_start(hook.adopt(module), args, training)
+        self._watch_directly(module)
+        if hook._open is not None and hook._open.saving:
+            self._set_module_hooks(True)  # this step saves: its modules' inputs and outputs, a model new since
 
     def _forward_post(self, module: nn.Module, args: Any, output: Any) -> None:
         if torch.compiler.is_compiling():
@@ -395,6 +448,7 @@ class TorchWatcher(StandsAside):
             return
         hook = self.hook
         if isinstance(module, LOSS_MODULES):
+            self._watch_directly(module)
             if isinstance(output, torch.Tensor):
                 name = f"{type(module).__name__}_output_0"
                 if torch.is_grad_enabled():
@@ -418,7 +472,7 @@ class TorchWatcher(StandsAside):
         if hook is None:
             return False
         if self._backward_since_check and not self._optimizer_seen and self._versions != self._parameter_versions():
-            self._refuse(*self_updating_refusal(sys.modules))
+            self._refuse(*self_updating_refusal(keras_on_the_stack()))
         tensors = args[0] if args else kwargs.get("tensors")
         gradients = args[1] if len(args) > 1 else kwargs.get("grad_tensors", kwargs.get("grad_variables"))
         loss = _single_tensor(tensors)
@@ -491,6 +545,8 @@ class TorchWatcher(StandsAside):
             hook._loss_name = self._loss_name
             hook._pending_loss = losses[0] if len(losses) == 1 else torch.stack([loss.reshape(()) for loss in losses]).sum()
         hook.end_step(judge_gradients=judge_gradients)
+        if hook._tops:
+            self._set_module_hooks(False)  # the models are found: their own hooks watch them until a step saves
 
     def _note_checker(self, optimizer: torch.optim.Optimizer) -> None:
         """Optimizers that take turns, each after its own backward: refused (one phase after another is fine)."""
