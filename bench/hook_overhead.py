@@ -1,6 +1,6 @@
-"""Cost of the debugger hook on ResNet-20 training steps, and how fast a StopTraining rule ends a job.
+"""Cost of the debugger hook on ResNet-20 training steps and on fast steps, and how fast a StopTraining rule ends a job.
 
-    python bench/hook_overhead.py [--quick] [--skip-latency] [--configurations no_hook,...]
+    python bench/hook_overhead.py [--quick] [--skip-latency] [--skip-fast-steps] [--configurations no_hook,...]
 
 1. Overhead: ResNet-20 (model.resnet.build_resnet, no batch norm), batch 128, random CIFAR-shaped data,
    CPU, 2 threads. Four configurations train side by side in this one process, in interleaved repetitions
@@ -15,7 +15,12 @@
    thread per step: every hook entry point (forward pre-hook, module and loss hooks, the step's check) timed
    directly, in wall time and in the thread's CPU time, against the no-hook step. Saved steps are written by
    the hook's background thread; its cost shows in the step-time ratios, not in the hook's own time.
-2. Detection latency: `python -m model.train` in a subprocess on a generated synthetic data set, no batch
+2. Fast steps (issue 47): the same measurement on models whose steps take milliseconds and that hold a few hundred
+   parameter tensors: a residual MLP (302 tensors) and, when transformers is installed, a tiny GPT-2 built from
+   its configuration (292 tensors, no download); no hook, its A/A control, the explicit and the zero-change hook at
+   the default save interval, side by side. ``hook_thread_cpu_within_fast_step_bound`` holds each hook's own work
+   per step against the bound: 1 ms or 5% of a 20 ms step, whichever is larger.
+3. Detection latency: `python -m model.train` in a subprocess on a generated synthetic data set, no batch
    norm, warmup learning rate 0.1, ExplodingTensor with StopTraining. Reports the step of the first
    non-finite gradient (progress log), the rule's issue step (status document), the steps executed after
    it, and the seconds from the issue to process exit.
@@ -76,18 +81,98 @@ ZERO_CHANGE_CONFIGURATIONS = {"zero_change_default_save_interval_500": {}}
 ZERO_CHANGE_ENTRIES = ("_forward_pre", "_forward_post", "_before_backward", "_after_backward", "_before_optimizer_step", "_after_optimizer_step")
 
 
+class Workload:
+    """A model to train in the benchmark: how to build it, its batches and its loss."""
+
+    name = "resnet20"
+    description = "ResNet-20 ELU, no batch norm"
+    batch_size = 128
+
+    def build(self) -> tuple[nn.Module, nn.Module | None]:
+        """The model and its loss module (None: the model computes its loss itself)."""
+        from model.resnet import build_resnet
+
+        return build_resnet(depth=20, activation="elu", add_batch_norm=False, num_classes=10), nn.CrossEntropyLoss()
+
+    def batches(self, count: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        generator = torch.Generator().manual_seed(0)
+        return [
+            (torch.randn(self.batch_size, 3, 32, 32, generator=generator), torch.randint(0, 10, (self.batch_size,), generator=generator))
+            for _ in range(count)
+        ]
+
+    def loss(self, model: nn.Module, criterion: nn.Module | None, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        return criterion(model(batch[0]), batch[1])
+
+
+class ResidualMLP(Workload):
+    """Fast steps, many parameter tensors: 75 residual blocks (LayerNorm, Linear 64x64, ReLU) and a head, 302 tensors."""
+
+    name = "mlp_302_tensors"
+    description = "residual MLP, 75 blocks of LayerNorm + Linear(64, 64), 302 parameter tensors"
+    batch_size = 64
+
+    def build(self) -> tuple[nn.Module, nn.Module | None]:
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.norm, self.linear = nn.LayerNorm(64), nn.Linear(64, 64)
+
+            def forward(self, inputs):
+                return inputs + torch.relu(self.linear(self.norm(inputs)))
+
+        return nn.Sequential(*[Block() for _ in range(75)], nn.Linear(64, 10)), nn.CrossEntropyLoss()
+
+    def batches(self, count: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        generator = torch.Generator().manual_seed(0)
+        return [
+            (torch.randn(self.batch_size, 64, generator=generator), torch.randint(0, 10, (self.batch_size,), generator=generator))
+            for _ in range(count)
+        ]
+
+
+class TinyGPT2(Workload):
+    """A tiny GPT-2 built from its configuration (transformers, no download): 24 layers of width 32, 292 tensors; the
+    model computes its own loss (no loss module), as Hugging Face models do."""
+
+    name = "gpt2_tiny_292_tensors"
+    description = "GPT-2 from GPT2Config(n_layer=24, n_embd=32, n_head=2, vocab 256), 8 sequences of 32 tokens"
+    batch_size = 8
+
+    def build(self) -> tuple[nn.Module, nn.Module | None]:
+        from transformers import GPT2Config, GPT2LMHeadModel
+
+        config = GPT2Config(n_layer=24, n_head=2, n_embd=32, vocab_size=256, n_positions=64, bos_token_id=0, eos_token_id=0)
+        return GPT2LMHeadModel(config), None
+
+    def batches(self, count: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        generator = torch.Generator().manual_seed(0)
+        return [(tokens, tokens) for tokens in (torch.randint(0, 256, (self.batch_size, 32), generator=generator) for _ in range(count))]
+
+    def loss(self, model: nn.Module, criterion: nn.Module | None, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        return model(input_ids=batch[0], labels=batch[1]).loss
+
+
+def fast_step_workloads() -> list[Workload]:
+    """The fast-step models: the MLP always, the tiny GPT-2 when transformers is installed (requirements-dev.txt)."""
+    try:
+        import transformers  # noqa: F401
+    except ImportError:
+        return [ResidualMLP()]
+    return [ResidualMLP(), TinyGPT2()]
+
+
 class Runner:
     """One configuration: its own model, optimizer and (maybe) hook."""
 
-    def __init__(self, name: str, hook_config: dict | None, out_root: Path, zero_change: bool = False):
-        from model.resnet import build_resnet
-
+    def __init__(self, name: str, hook_config: dict | None, out_root: Path, zero_change: bool = False, workload: Workload | None = None):
         torch.manual_seed(0)
         self.name = name
-        self.model = build_resnet(depth=20, activation="elu", add_batch_norm=False, num_classes=10)
-        self.criterion = nn.CrossEntropyLoss()
+        self.workload = workload or Workload()
+        self.model, self.criterion = self.workload.build()
         # a small learning rate keeps the BN-free network finite for the whole benchmark
         self.optimizer = torch.optim.SGD(self.model.parameters(), lr=1e-4, momentum=0.9)
+        self.parameter_tensors = sum(1 for _ in self.model.parameters())
         self.hook = None
         self.watcher = None
         self.hook_seconds: list[float] = []
@@ -105,7 +190,8 @@ class Runner:
             for entry in ("_on_forward_start", "_on_module_output", "_on_loss", "end_step"):
                 setattr(self.hook, entry, self._timed(getattr(self.hook, entry)))
             self.hook.register_module(self.model)
-            self.hook.register_loss(self.criterion)
+            if self.criterion is not None:
+                self.hook.register_loss(self.criterion)
             self.hook.register_optimizer(self.optimizer)
             self.hook.set_context(epoch=0, phase="main", steps_per_epoch=20, learning_rate=1e-4)
         self._step_hook_seconds = 0.0
@@ -125,7 +211,7 @@ class Runner:
 
         return timed
 
-    def run(self, batches: list[tuple[torch.Tensor, torch.Tensor]], record: bool) -> None:
+    def run(self, batches: list[tuple[torch.Tensor, torch.Tensor]], record: bool) -> None:  # noqa: D102
         if self.watcher is not None:
             self.watcher.install()  # the global hooks see every module: only while this runner trains
         try:
@@ -135,11 +221,14 @@ class Runner:
                 self.watcher.uninstall()
 
     def _run(self, batches: list[tuple[torch.Tensor, torch.Tensor]], record: bool) -> None:
-        for images, labels in batches:
+        for batch in batches:
             self._step_hook_seconds = self._step_hook_cpu_seconds = 0.0
             started = time.perf_counter()
             self.optimizer.zero_grad(set_to_none=True)
-            self.criterion(self.model(images), labels).backward()
+            loss = self.workload.loss(self.model, self.criterion, batch)
+            if self.hook is not None and self.criterion is None:
+                self.hook.record_loss(loss)  # an explicit hook's script hands over a loss no module computes
+            loss.backward()
             self.optimizer.step()
             elapsed = time.perf_counter() - started
             if record:
@@ -151,19 +240,24 @@ class Runner:
             self.block_medians.append(statistics.median(self.step_seconds[-len(batches) :]))
 
 
-def measure_overhead(repetitions: int, steps_per_repetition: int, only: set[str] | None = None) -> dict:
+#: The issue-47 bound on the hook's own work per step on fast steps: 1 ms or 5% of a 20 ms step, whichever is larger.
+FAST_STEP_BOUND_SECONDS = max(0.001, 0.05 * 0.020)
+#: Fast-step models run the configurations a user meets: none, the explicit and the zero-change hook at the default.
+FAST_STEP_CONFIGURATIONS = ("no_hook", "no_hook_control", "hook_default_save_interval_500", "zero_change_default_save_interval_500")
+
+
+def measure_overhead(
+    repetitions: int, steps_per_repetition: int, only: set[str] | None = None, workload: Workload | None = None
+) -> dict:
     torch.set_num_threads(2)
-    generator = torch.Generator().manual_seed(0)
-    batches = [
-        (torch.randn(128, 3, 32, 32, generator=generator), torch.randint(0, 10, (128,), generator=generator))
-        for _ in range(steps_per_repetition)
-    ]
+    workload = workload or Workload()
+    batches = workload.batches(steps_per_repetition)
     with tempfile.TemporaryDirectory() as scratch:
         chosen = {name: config for name, config in CONFIGURATIONS.items() if only is None or name in only or name == "no_hook"}
-        runners = [Runner(name, config, Path(scratch)) for name, config in chosen.items()]
+        runners = [Runner(name, config, Path(scratch), workload=workload) for name, config in chosen.items()]
         # after the explicit hooks exist: a hook created while a watcher is installed makes it stand aside
         runners += [
-            Runner(name, config, Path(scratch), zero_change=True)
+            Runner(name, config, Path(scratch), zero_change=True, workload=workload)
             for name, config in ZERO_CHANGE_CONFIGURATIONS.items()
             if only is None or name in only
         ]
@@ -196,6 +290,7 @@ def measure_overhead(repetitions: int, steps_per_repetition: int, only: set[str]
                 # core on a busy machine (torch's intra-op helper threads are not counted)
                 cpu_median = statistics.median(runner.hook_cpu_seconds)
                 entry["median_hook_thread_cpu_seconds_per_step"] = round(cpu_median, 5)
+                entry["hook_thread_cpu_within_fast_step_bound"] = cpu_median <= FAST_STEP_BOUND_SECONDS
                 entry["hook_thread_cpu_share_of_no_hook_step"] = round(cpu_median / baseline, 4)
                 entry["saved_steps"] = len(list((Path(scratch) / runner.name / "steps").glob("*.npz")))
                 entry["steps_recorded_by_hook"] = hook.status_document().last_step + 1
@@ -203,7 +298,7 @@ def measure_overhead(repetitions: int, steps_per_repetition: int, only: set[str]
             if runner.watcher is not None:
                 # What the hook's own time leaves out: every module call takes nn.Module's slow path while global
                 # hooks exist. Measured apart, as the fastest of many repeats (robust to load), and added up.
-                dispatch = measure_global_hook_dispatch(runners[0].model, Path(scratch))
+                dispatch = measure_global_hook_dispatch(runners[0], Path(scratch))
                 entry.update(dispatch)
                 fastest = min(runners[0].step_seconds)
                 cost = statistics.median(runner.hook_cpu_seconds) + dispatch["global_hook_dispatch_seconds_per_step"]
@@ -211,8 +306,9 @@ def measure_overhead(repetitions: int, steps_per_repetition: int, only: set[str]
                 entry["hook_cpu_and_dispatch_share_of_fastest_no_hook_step"] = round(cost / fastest, 4)
             results[runner.name] = entry
     return {
-        "model": "ResNet-20 ELU, no batch norm",
-        "batch_size": 128,
+        "model": workload.description,
+        "parameter_tensors": runners[0].parameter_tensors,
+        "batch_size": workload.batch_size,
         "threads": 2,
         "repetitions": repetitions,
         "steps_per_repetition": steps_per_repetition,
@@ -220,14 +316,14 @@ def measure_overhead(repetitions: int, steps_per_repetition: int, only: set[str]
     }
 
 
-def measure_global_hook_dispatch(model: nn.Module, scratch: Path, calls: int = 2000, repeats: int = 100) -> dict:
+def measure_global_hook_dispatch(runner: Runner, scratch: Path, calls: int = 2000, repeats: int = 100) -> dict:
     """The zero-change watcher's cost per module call outside its own functions' timing: nn.Module's slow path with
     global hooks (and the watcher's hooks on a module it does not adopt), against the fast path; times the module
-    calls of one training forward of ``model``."""
+    calls of one training forward of the runner's model."""
     counted: list[int] = []
     handle = torch.nn.modules.module.register_module_forward_pre_hook(lambda module, args: counted.append(1))
     with torch.no_grad():
-        model(torch.randn(2, 3, 32, 32))
+        runner.workload.loss(runner.model, runner.criterion, runner.workload.batches(1)[0])
     handle.remove()
     probe, value = nn.Identity(), torch.zeros(1)
 
@@ -340,6 +436,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a short run (2 repetitions of 3 steps)")
     parser.add_argument("--skip-latency", action="store_true", help="only the overhead measurement")
     parser.add_argument("--repetitions", type=int, default=8, help="measured repetitions (default 8)")
+    parser.add_argument(
+        "--skip-fast-steps", action="store_true", help="only the ResNet-20 (not the fast-step MLP and tiny GPT-2)"
+    )
     names = [*CONFIGURATIONS, *ZERO_CHANGE_CONFIGURATIONS]
     parser.add_argument(
         "--configurations",
@@ -354,6 +453,15 @@ def main() -> None:
             parser.error(f"--configurations: unknown {', '.join(unknown)}; choose from {', '.join(names)}")
     repetitions, steps = (2, 3) if arguments.quick else (arguments.repetitions, 6)
     report = {"overhead": measure_overhead(repetitions, steps, only)}
+    if not arguments.skip_fast_steps:
+        # fast steps: the hook's own work must stay within FAST_STEP_BOUND_SECONDS; more steps per block (each is short)
+        report["fast_step_overhead"] = {
+            "bound_seconds_per_step": FAST_STEP_BOUND_SECONDS,
+            **{
+                workload.name: measure_overhead(repetitions, steps * 5, set(FAST_STEP_CONFIGURATIONS), workload)
+                for workload in fast_step_workloads()
+            },
+        }
     if not arguments.skip_latency:
         report["detection_latency"] = measure_detection_latency(640 if arguments.quick else 2560)
         report["detection_latency"]["bare_torch_process_exit_seconds"] = measure_torch_teardown()

@@ -74,6 +74,7 @@ from debugger.hook.failure_file import FailureFile
 from debugger.hook.printed_metrics import reading_printed_metrics
 from debugger.hook.stop_training import StopTrainingRequested
 from debugger.hook.zero_change import ZeroScriptChangeRefused, watch_when_imported
+from debugger.core.log_lines import prefix_debugger_logging
 from debugger.loss_patches.class_weighting import weighting_the_training_loss
 from debugger.loss_patches.robust_loss import training_on_a_robust_loss
 
@@ -264,6 +265,7 @@ def _run_entry_point(
     in_main_thread = threading.current_thread() is threading.main_thread()
     if in_main_thread:
         signal.signal(signal.SIGTERM, _terminate)
+    prefix_debugger_logging()  # the debugger's lines in the job's log say they are its own
     if reserved.get(HOOK_CONFIG_HYPERPARAMETER):
         watch_when_imported()  # zero script change: a script without a hook is watched all the same
     sys.argv = [str(entry), *user_args]

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -43,6 +44,7 @@ from contracts.job import (
     TENSORBOARD_CONFIG_FILE_ENV,
 )
 from contracts.rule_status import ERROR, ISSUES_FOUND
+from debugger.core.log_lines import drop_reported_warnings, say
 
 LOGGER = logging.getLogger(__name__)
 
@@ -130,7 +132,9 @@ class TensorBoardEvents:
         self.log_dir = Path(log_dir)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self._writer = SummaryWriter(logdir=str(self.log_dir), flush_secs=FLUSH_SECONDS)
+        drop_reported_warnings()  # tensorboardX's repeated NaN warning is the debugger's to say, once (_scalar)
         self._closed = False
+        self._nonfinite_said = False
 
     @classmethod
     def for_hook(
@@ -166,10 +170,10 @@ class TensorBoardEvents:
         writer = self._writer
         for tag, value in ((LOSS, loss), (LEARNING_RATE, learning_rate), (TOTAL_GRADIENT_NORM, gradient_norm)):
             if value is not None:
-                writer.add_scalar(tag, float(value), step)
+                self._scalar(tag, value, step)
         if parameters:
             weights = [parameter.detach() for _, parameter in parameters]
-            writer.add_scalar(TOTAL_WEIGHT_NORM, float(torch.nn.utils.get_total_norm(weights, 2.0)), step)
+            self._scalar(TOTAL_WEIGHT_NORM, float(torch.nn.utils.get_total_norm(weights, 2.0)), step)
         for name, status in rule_statuses:
             writer.add_scalar(RULE_PREFIX + name, RULE_VALUES.get(status, 0.0), step)
         if saved:
@@ -177,7 +181,18 @@ class TensorBoardEvents:
 
     def evaluation_step(self, step: int, loss: float | None) -> None:
         if loss is not None:
-            self._writer.add_scalar(EVAL_LOSS, float(loss), step)
+            self._scalar(EVAL_LOSS, loss, step)
+
+    def _scalar(self, tag: str, value: float, step: int) -> None:
+        value = float(value)
+        if not math.isfinite(value) and not self._nonfinite_said:
+            # tensorboardX warns "NaN or Inf found in input tensor." for each such value, unexplained: said here once
+            self._nonfinite_said = True
+            say(
+                f"TensorBoard events: {tag} is {value} at step {step}, written as it is (TensorBoard draws no point "
+                "there); said once per job, for every non-finite value the debugger writes there",
+            )
+        self._writer.add_scalar(tag, value, step)
 
     def _parameter_details(self, step: int, parameters: list[tuple[str, torch.nn.Parameter]]) -> None:
         writer = self._writer
@@ -189,7 +204,7 @@ class TensorBoardEvents:
                 if tensor is None:
                     continue
                 norm = float(torch.linalg.vector_norm(tensor.detach().float()))
-                writer.add_scalar(norm_prefix + name, norm, step)
+                self._scalar(norm_prefix + name, norm, step)
                 values = _finite_values(tensor)
                 if values.size:  # a histogram of nothing (all NaN) is not one: the norm's gap says it
                     writer.add_histogram(prefix + name, values, step, bins=histogram_bins(values, writer))

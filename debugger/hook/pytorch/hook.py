@@ -338,13 +338,18 @@ class Hook(ScriptApi, StepCapture, SpotResume, HookBase):
             handle.remove()
         self._grad_handles = []
 
-    def _watch_structure(self, model: nn.Module, prefix: str, forward_under_way: bool = False) -> None:
+    def _watch_structure(
+        self, model: nn.Module, prefix: str, forward_under_way: bool = False, trace_forward: bool = True
+    ) -> None:
         """What of ``model`` cannot carry a training signal, for the rules to skip (debugger.rules.tensor_signal): frozen
         parameters now, biases a normalization removes once its first training forward pass shows the wiring (the
-        one under way, when the model is adopted as its forward begins)."""
+        one under way, when the model is adopted as its forward begins; not for a compiled model, whose graph runs
+        no module hooks: ``trace_forward=False``)."""
         named = [(prefix + name, parameter) for name, parameter in model.named_parameters()]
         self._parameter_names.update({id(parameter): name for name, parameter in named if id(parameter) not in self._parameter_names})
         self._note_silent({name: frozen_reason() for name, parameter in named if not parameter.requires_grad})
+        if not trace_forward:
+            return
         trace = StructureTrace(model, self._on_silent_parameter)
         if forward_under_way and model.training:
             trace.begin()

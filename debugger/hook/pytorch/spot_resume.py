@@ -55,7 +55,7 @@ class SpotResume:
             self._resumed_status = previous
         self._resuming = not self.dry_run
         LOGGER.info(
-            "debugger: training run %d of job %s resumes at step %d (the state kept with its checkpoints in %s)",
+            "training run %d of job %s resumes at step %d (the state kept with its checkpoints in %s)",
             self._training_run, self.job_name, self._next_step, store.checkpoint_dir,
         )
 

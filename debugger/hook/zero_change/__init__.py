@@ -96,7 +96,7 @@ def _install(framework: str) -> Callable[[object], None]:
             importlib.import_module(WATCHERS[framework]).install()
         except Exception as error:  # noqa: BLE001 - the script must still run; say why it is not watched
             print(
-                f"debugger: the zero-change hook for {framework} could not be installed ({type(error).__name__}: "
+                f"[debugger] the zero-change hook for {framework} could not be installed ({type(error).__name__}: "
                 f"{error}); this job is watched only by a hook the script creates itself",
                 file=sys.stderr,
                 flush=True,
@@ -162,7 +162,7 @@ def discard_automatic_run(hook: Any, began: str, saved: str) -> None:
     hook.close(training_ended=False)
     removed = remove_hook_output(hook.out_dir, getattr(hook, "_first_step", 0), getattr(hook, "_resumed_status", None))
     print(
-        f"debugger: the script created its own hook after {began} began; the zero-change hook's output "
+        f"[debugger] the script created its own hook after {began} began; the zero-change hook's output "
         f"({removed} {saved}) was removed and the script's hook records the run",
         file=sys.stderr,
         flush=True,

@@ -41,6 +41,7 @@ import functools
 import os
 import sys
 import threading
+import warnings
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -57,7 +58,8 @@ from debugger.hook.pytorch.hook import Hook
 from debugger.hook.pytorch.step_capture import _flatten
 from debugger.hook.zero_change import EXPLICIT_HOOK_ADVICE, StandsAside, ZeroScriptChangeRefused
 
-#: Modules that wrap the model they train: named and watched through to it.
+#: Modules that wrap the model they train: named and watched through to it (torch.compile's OptimizedModule too:
+#: :func:`wrapped_model`).
 MODEL_WRAPPERS = (nn.parallel.DistributedDataParallel, nn.DataParallel)
 LOSS_MODULES = (nn.modules.loss._Loss,)
 FUNCTIONAL_LOSS_NAME = "loss_output_0"
@@ -84,7 +86,10 @@ class AutomaticHook(Hook):
     def adopt(self, module: nn.Module) -> nn.Module:
         """Watch ``module`` (seen through a DDP/DataParallel wrapper): its modules named, its trainable parameters
         watched. Names given before stay: a tensor keeps its name for the whole run."""
-        model = module.module if isinstance(module, MODEL_WRAPPERS) else module
+        model, compiled = module, False
+        while (inner := wrapped_model(model)) is not None:
+            compiled = compiled or _is_compiled(model)
+            model = inner
         if model is not module:
             self._wrapped[module] = model
         if model not in self._tops:
@@ -101,8 +106,9 @@ class AutomaticHook(Hook):
                 for name, parameter in model.named_parameters()
                 if parameter.requires_grad and id(parameter) not in known
             ]
-            # its frozen parameters and normalized biases, skipped by the rules (adopted as its training forward begins)
-            self._watch_structure(model, prefix, forward_under_way=True)
+            # its frozen parameters and normalized biases, skipped by the rules (adopted as its training forward begins);
+            # a compiled model runs its graph, not its modules' hooks: only the frozen parameters are found
+            self._watch_structure(model, prefix, forward_under_way=True, trace_forward=not compiled)
         if model is not module:
             self._module_names[module] = self._module_names[model]
         return model
@@ -164,6 +170,56 @@ class AutomaticHook(Hook):
         self._offer_module_tensors(name, output, "_output_")
 
 
+def _is_compiled(module: nn.Module) -> bool:
+    """torch.compile's wrapper (looked up only once the script compiled something: importing dynamo costs seconds)."""
+    eval_frame = sys.modules.get("torch._dynamo.eval_frame")
+    return eval_frame is not None and isinstance(module, eval_frame.OptimizedModule)
+
+
+def wrapped_model(module: nn.Module) -> nn.Module | None:
+    """The model a wrapper runs (DDP's and DataParallel's ``module``, a compiled model's ``_orig_mod``), else None."""
+    if isinstance(module, MODEL_WRAPPERS):
+        return module.module
+    if _is_compiled(module):
+        return module._orig_mod
+    return None
+
+
+#: A Keras 3 script on the torch backend: what would watch it (tests/.../test_zero_change.py keeps the exact text).
+KERAS_ADVICE = (
+    "watch it from the script instead: a Keras 3 model on the torch backend is a torch.nn.Module, so "
+    "import smdebug.pytorch as smd; hook = smd.Hook.create_from_json_file(); hook.register_module(model) before "
+    "model.fit(): that hook checks each step at the end of its backward (see debugger/README.md)"
+)
+
+
+def self_updating_refusal(keras_version: str | None) -> tuple[str, str]:
+    """Why a script that changes its parameters between two backward calls with no torch.optim step is refused, and
+    what would watch it; ``keras_version``: Keras's trainer called that backward (:func:`keras_on_the_stack`)."""
+    if keras_version is not None:
+        return (
+            f"the script trains with Keras{' ' + keras_version if keras_version else ''} (torch backend), whose "
+            "trainer applies its own optimizer's updates: no torch.optim optimizer step, which is where the "
+            "zero-change hook counts and checks a step",
+            KERAS_ADVICE,
+        )
+    return (
+        "backward() was called again with no torch.optim optimizer step in between while the parameters changed: "
+        "the script updates them itself, and the zero-change hook counts and checks a step at each optimizer.step()",
+        EXPLICIT_HOOK_ADVICE,
+    )
+
+
+def keras_on_the_stack() -> str | None:
+    """Keras's version when code of the keras package called this (its trainer runs the backward), else None."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_globals.get("__name__", "").partition(".")[0] == "keras":
+            return str(getattr(sys.modules.get("keras"), "__version__", ""))
+        frame = frame.f_back
+    return None
+
+
 def _has_trainable_parameters(module: nn.Module) -> bool:
     return any(parameter.requires_grad for parameter in module.parameters())
 
@@ -195,6 +251,10 @@ class TorchWatcher(StandsAside):
         self._starting = False
         self._forked = False
         self._handles: list[Any] = []
+        #: the global module hooks, on only while they are needed (_set_module_hooks)
+        self._module_handles: list[Any] = []
+        #: the models the script calls and its loss modules, watched by hooks of their own while the global ones are off
+        self._direct: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._restore: list[tuple[Any, str, Any]] = []
         self._local = threading.local()
         # the step under way
@@ -218,12 +278,14 @@ class TorchWatcher(StandsAside):
             return
         self._installed = True
         self._handles = [
-            module_hooks.register_module_forward_pre_hook(self._forward_pre),
-            module_hooks.register_module_forward_hook(self._forward_post, always_call=True),
             optimizer_hooks.register_optimizer_step_pre_hook(self._before_optimizer_step),
             optimizer_hooks.register_optimizer_step_post_hook(self._after_optimizer_step),
         ]
+        self._set_module_hooks(True)
         self._wrap(torch.autograd, "backward", self._backward_wrapper)
+        # torch warns that global hooks also fire for torch.compile's wrapper: the watcher sees through the wrapper
+        # (wrapped_model), so the warning would only blame the script for the debugger's hooks
+        warnings.filterwarnings("ignore", message=r"Using `torch\.compile\(module\)` when there are global hooks")
         scaler = getattr(getattr(torch, "amp", None), "GradScaler", None)
         if scaler is not None:
             self._wrap(scaler, "scale", self._scale_wrapper)
@@ -238,6 +300,11 @@ class TorchWatcher(StandsAside):
         for handle in self._handles:
             handle.remove()
         self._handles = []
+        self._set_module_hooks(False)
+        for handles in self._direct.values():
+            for handle in handles:
+                handle.remove()
+        self._direct.clear()
         for owner, name, original in reversed(self._restore):
             setattr(owner, name, original)
         self._restore = []
@@ -288,7 +355,7 @@ class TorchWatcher(StandsAside):
             finally:
                 self._starting = False
             print(
-                "debugger: zero script change: the script creates no hook, so the job's debugger watches its models "
+                "[debugger] zero script change: the script creates no hook, so the job's debugger watches its models "
                 "and optimizers through PyTorch's global hooks",
                 file=sys.stderr,
                 flush=True,
@@ -300,17 +367,54 @@ class TorchWatcher(StandsAside):
             return  # our own hook, or another framework's
         self.stand_aside()
 
-    def _refuse(self, reason: str) -> None:
+    def _refuse(self, reason: str, advice: str = EXPLICIT_HOOK_ADVICE) -> None:
         hook, self.hook = self.hook, None
         self.uninstall()
         self.stood_aside = True
         if hook is not None:
             hook.close(training_ended=False)
-        raise ZeroScriptChangeRefused(f"{reason}; {EXPLICIT_HOOK_ADVICE}")
+        raise ZeroScriptChangeRefused(f"{reason}; {advice}")
 
     # ------------------------------------------------------------------ modules
 
+    def _set_module_hooks(self, on: bool) -> None:
+        """The global module hooks make every module call of the process take nn.Module's slow path and run the
+        watcher's Python twice: on until the first step found the models and losses, then only for steps that save
+        (module inputs and outputs are captured there, and a model the script began to train since is found); the
+        models and losses found are watched by hooks of their own in between (decision 155)."""
+        if on == bool(self._module_handles):
+            return
+        if on:
+            self._module_handles = [
+                module_hooks.register_module_forward_pre_hook(self._global_forward_pre),
+                module_hooks.register_module_forward_hook(self._global_forward_post, always_call=True),
+            ]
+            return
+        for handle in self._module_handles:
+            handle.remove()
+        self._module_handles = []
+
+    def _watch_directly(self, module: nn.Module) -> None:
+        if module not in self._direct:
+            self._direct[module] = [
+                module.register_forward_pre_hook(self._forward_pre),
+                module.register_forward_hook(self._forward_post, always_call=True),
+            ]
+
+    def _global_forward_pre(self, module: nn.Module, args: Any) -> None:
+        # first: dynamo traces global hooks into a compiled model's graph, where they must do nothing (_forward_pre)
+        if not torch.compiler.is_compiling() and module not in self._direct:  # else its own hook runs next
+            self._forward_pre(module, args)
+
+    def _global_forward_post(self, module: nn.Module, args: Any, output: Any) -> None:
+        if not torch.compiler.is_compiling() and module not in self._direct:
+            self._forward_post(module, args, output)
+
     def _forward_pre(self, module: nn.Module, args: Any) -> None:
+        if torch.compiler.is_compiling():
+            # dynamo traces the global hooks into a compiled model's graph: they must do nothing there (a side effect
+            # fails the compile). The compiled model's own call runs eagerly, and is watched as a DDP wrapper is.
+            return
         local = self._local
         if getattr(local, "outer", None) is not None or self._forked:
             return
@@ -323,14 +427,20 @@ class TorchWatcher(StandsAside):
         hook = self.hook
         if hook is not None and module in hook._module_names:
             hook.forward_start(hook.model_of(module), args, training)
+        elif not training or not _has_trainable_parameters(module):
             return
-        if not training or not _has_trainable_parameters(module):
-            return
-        hook = self._start()
-        if hook is not None:
+        else:
+            hook = self._start()
+            if hook is None:
+                return
             hook.forward_start(hook.adopt(module), args, training)
+        self._watch_directly(module)
+        if hook._open is not None and hook._open.saving:
+            self._set_module_hooks(True)  # this step saves: its modules' inputs and outputs, a model new since
 
     def _forward_post(self, module: nn.Module, args: Any, output: Any) -> None:
+        if torch.compiler.is_compiling():
+            return  # in a compiled graph (see _forward_pre)
         local = self._local
         if getattr(local, "outer", None) is module:
             local.outer = None
@@ -338,6 +448,7 @@ class TorchWatcher(StandsAside):
             return
         hook = self.hook
         if isinstance(module, LOSS_MODULES):
+            self._watch_directly(module)
             if isinstance(output, torch.Tensor):
                 name = f"{type(module).__name__}_output_0"
                 if torch.is_grad_enabled():
@@ -361,11 +472,7 @@ class TorchWatcher(StandsAside):
         if hook is None:
             return False
         if self._backward_since_check and not self._optimizer_seen and self._versions != self._parameter_versions():
-            self._refuse(
-                "backward() was called again with no torch.optim optimizer step in between while the parameters "
-                "changed: the script updates them itself, and the zero-change hook counts and checks a step at "
-                "each optimizer.step()"
-            )
+            self._refuse(*self_updating_refusal(keras_on_the_stack()))
         tensors = args[0] if args else kwargs.get("tensors")
         gradients = args[1] if len(args) > 1 else kwargs.get("grad_tensors", kwargs.get("grad_variables"))
         loss = _single_tensor(tensors)
@@ -401,8 +508,12 @@ class TorchWatcher(StandsAside):
             return
         self._local.outer = None
         self._optimizer_seen = True
-        if not self._backward_since_check:
-            # another optimizer of a step already checked, or one whose closure runs backward inside step()
+        # the hook's args are step()'s own, the optimizer first: optimizer.step(closure) or step(closure=...)
+        closure = kwargs.get("closure", args[1] if len(args) > 1 else None)
+        if not self._backward_since_check or callable(closure):
+            # another optimizer of a step already checked, or one whose closure runs backward inside step(): then the
+            # step is checked at the closure's backward, whose gradients and loss join the micro-batches' before it
+            # (PyTorch Lightning runs the last micro-batch of an accumulated step in optimizer.step's closure)
             self._stepping_without_backward, self._checked_in_closure = optimizer, False
             return
         self._check(optimizer)
@@ -410,7 +521,10 @@ class TorchWatcher(StandsAside):
     def _after_optimizer_step(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
         if self._stepping_without_backward is optimizer:
             self._stepping_without_backward = None
-            if self._checked_in_closure:
+            if not self._checked_in_closure and self._backward_since_check:
+                # a closure that ran no backward of its own: the step's micro-batches are checked now, late but counted
+                self._check(optimizer)
+            elif self._checked_in_closure:
                 # the closure evaluated again (LBFGS's line search): the step was judged on its first evaluation
                 self._losses, self._backward_since_check = [], False
 
@@ -431,6 +545,8 @@ class TorchWatcher(StandsAside):
             hook._loss_name = self._loss_name
             hook._pending_loss = losses[0] if len(losses) == 1 else torch.stack([loss.reshape(()) for loss in losses]).sum()
         hook.end_step(judge_gradients=judge_gradients)
+        if hook._tops:
+            self._set_module_hooks(False)  # the models are found: their own hooks watch them until a step saves
 
     def _note_checker(self, optimizer: torch.optim.Optimizer) -> None:
         """Optimizers that take turns, each after its own backward: refused (one phase after another is fine)."""

@@ -91,7 +91,7 @@ class XGBoostWatcher(StandsAside):
                 return original(*args, **kwargs)
             if self.hook is not None:
                 print(
-                    "debugger: zero script change watches the script's first xgboost.train call only; this one is "
+                    "[debugger] zero script change watches the script's first xgboost.train call only; this one is "
                     "not watched",
                     file=sys.stderr,
                     flush=True,
@@ -109,7 +109,7 @@ class XGBoostWatcher(StandsAside):
             finally:
                 self._starting = False
             print(
-                "debugger: zero script change: the script creates no hook, so the job's debugger watches its "
+                "[debugger] zero script change: the script creates no hook, so the job's debugger watches its "
                 "xgboost.train call (the hook added to its callbacks)",
                 file=sys.stderr,
                 flush=True,

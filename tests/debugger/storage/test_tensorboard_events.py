@@ -115,6 +115,24 @@ def test_the_step_a_rule_stops_shows_the_explosion_and_the_rule_firing(tmp_path,
     assert [event.step for event in found.Histograms("weights/0.weight")] == [0, 3]
 
 
+def test_non_finite_values_written_to_tensorboard_are_said_once_by_the_debugger(tmp_path, sagemaker_config, capfd):
+    """tensorboardX warned "NaN or Inf found in input tensor." for each such value, several times a job and with no
+    word of whose it was: the debugger says it once, as its own line, naming the tag and the step."""
+    writer = tb.TensorBoardEvents(tmp_path / "events")
+    for step, loss in enumerate([1.0, math.nan, math.inf]):
+        writer.training_step(
+            step, loss=loss, gradient_norm=loss, learning_rate=0.1, parameters=[], rule_statuses=[], saved=False
+        )
+    writer.close()
+    lines = capfd.readouterr().err.splitlines()
+    assert not [line for line in lines if "NaN or Inf found" in line]
+    said = [line for line in lines if "TensorBoard events" in line]
+    assert said == [
+        "[debugger] TensorBoard events: loss is nan at step 1, written as it is (TensorBoard draws no point there); "
+        "said once per job, for every non-finite value the debugger writes there"
+    ]
+
+
 def test_no_configuration_no_files(tmp_path, monkeypatch):
     monkeypatch.setenv(INPUT_CONFIG_DIR_ENV, str(tmp_path / "no-config-here"))
     hook = Hook.from_configs(hook_config={"HookParameters": {"save_interval": "1"}}, out_dir=tmp_path / "debug")

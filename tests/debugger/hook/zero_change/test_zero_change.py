@@ -425,3 +425,36 @@ def test_a_plain_loop_reports_how_many_of_its_training_inputs_came_back_unchange
         plain_loop(model, torch.optim.SGD(model.parameters(), lr=0.05), passes)
         watcher.uninstall()
         assert watcher.hook.close().evidence.training_inputs_repeated == pytest.approx(expected, abs=1e-4)
+
+
+def test_the_global_module_hooks_are_on_only_until_the_models_are_found_and_at_steps_that_save(watch):
+    """Between saved steps every other module call of the process takes nn.Module's fast path: the model and the
+    loss found at the first step are watched by hooks of their own, which still begin training and evaluation steps
+    and name the loss; a step that saves turns the global hooks on again for its modules' inputs and outputs."""
+    watcher = watch(save_interval="4")
+    global_hooks_on_in_forward: list[bool] = []
+
+    class Probe(nn.Module):
+        def forward(self, inputs):
+            global_hooks_on_in_forward.append(bool(watcher._module_handles))
+            return inputs
+
+    torch.manual_seed(0)
+    model, loss_fn = nn.Sequential(nn.Linear(6, 16), Probe(), nn.ReLU(), nn.Linear(16, 4)), nn.CrossEntropyLoss()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    validation = batches(1, seed=7)[0]
+    for epoch in range(2):
+        model.train()
+        plain_loop(model, optimizer, batches(4, seed=epoch), loss_fn)
+        model.eval()
+        with torch.no_grad():
+            loss_fn(model(validation[0]), validation[1])
+    assert not watcher._module_handles  # off between steps
+    # TRAIN steps 0-3 (mode steps 0-3: 0 saves), EVAL 4 (eval mode step 0 saves), TRAIN 5-8 (mode step 4 saves), EVAL 9
+    assert global_hooks_on_in_forward == [True, False, False, False, True, True, False, False, False, False]
+    watcher.hook.close()
+    trial = create_trial(watcher.hook.out_dir)
+    assert [trial.mode(step) for step in trial.steps()] == [ModeKeys.TRAIN, ModeKeys.EVAL, ModeKeys.TRAIN]
+    assert trial.steps() == [0, 4, 5]
+    loss = trial.tensor("CrossEntropyLoss_output_0")  # named from the loss module, watched by its own hook
+    assert loss.steps() == [0, 4, 5]
