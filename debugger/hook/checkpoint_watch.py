@@ -43,4 +43,4 @@ class CheckpointWatch:
             try:
                 self._record()
             except Exception as error:  # noqa: BLE001 - the state is also recorded as the next step begins
-                LOGGER.warning("debugger: the checkpoint state could not be recorded between steps: %s", error)
+                LOGGER.warning("the checkpoint state could not be recorded between steps: %s", error)
