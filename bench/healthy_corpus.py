@@ -47,7 +47,12 @@ sys.path.insert(0, str(ROOT / "examples" / "resnet"))
 
 from contracts import ContractError  # noqa: E402
 from contracts.debugger_config import BUILTIN_RULE_DEFAULTS, RULE_COLLECTIONS  # noqa: E402
-from contracts.job import ENTRY_POINT_HYPERPARAMETER, HOOK_CONFIG_HYPERPARAMETER, RULE_CONFIGS_HYPERPARAMETER  # noqa: E402
+from contracts.job import (  # noqa: E402
+    ENTRY_POINT_HYPERPARAMETER,
+    HOOK_CONFIG_HYPERPARAMETER,
+    METRIC_DEFINITIONS_HYPERPARAMETER,
+    RULE_CONFIGS_HYPERPARAMETER,
+)
 from contracts.rule_feasibility import check_rule_can_fire  # noqa: E402
 from contracts.rule_selection import DEFAULT_RULES, XGBOOST_ONLY_RULES, product_rule_parameters  # noqa: E402
 from contracts.rule_status import ERROR, ISSUES_FOUND, RULE_STATUS_FILE, RuleStatusDocument  # noqa: E402
@@ -303,6 +308,8 @@ def run_job(
                  f"--{HOOK_CONFIG_HYPERPARAMETER}", json.dumps(hook),
                  f"--{RULE_CONFIGS_HYPERPARAMETER}", json.dumps(rule_configs),
                  "--seed", str(seed)]
+    if configuration.metric_definitions:  # what the workflow sends a zero-change script's job (job_request)
+        arguments += [f"--{METRIC_DEFINITIONS_HYPERPARAMETER}", json.dumps(list(configuration.metric_definitions))]
     for name, value in configuration.hyperparameters.items():
         arguments += [f"--{name.replace('_', '-')}", str(value)]
     env = {
