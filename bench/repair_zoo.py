@@ -191,11 +191,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="--random: the share of configurations whose healthy twin runs too (default 0.25)")
     parser.add_argument("--timeout", type=float, default=600, help="seconds per run")
     parser.add_argument("--markdown", type=Path, help="also write the markdown table to this file")
+    parser.add_argument("--allow-loss-changes", action="store_true",
+                        help="--random: every evidence run allows loss changes (the run_spec's allow_loss_changes)")
     arguments = parser.parse_args(argv)
     if arguments.random is not None:
         return main_random(parser, arguments)
-    if arguments.seed or arguments.healthy_share is not None or arguments.space is not None:
-        parser.error("--seed, --space and --healthy-share go with --random N")
+    if arguments.seed or arguments.healthy_share is not None or arguments.space is not None or arguments.allow_loss_changes:
+        parser.error("--seed, --space, --healthy-share and --allow-loss-changes go with --random N")
     scenarios = by_name()
     if arguments.list:
         for scenario in SCENARIOS:
@@ -284,7 +286,8 @@ def main_random(parser: argparse.ArgumentParser, arguments: argparse.Namespace) 
         seed_work = work / f"seed-{seed}"
         seed_work.mkdir(parents=True, exist_ok=True)
         report, table = zoo_random_run.run_seed(seed, arguments.random, policies, seed_work, arguments.jobs,
-                                                arguments.timeout, share, arguments.space)
+                                                arguments.timeout, share, arguments.space,
+                                                {"allow_loss_changes": True} if arguments.allow_loss_changes else None)
         report["summary"]["command"] = "python bench/repair_zoo.py " + " ".join(sys.argv[1:])
         reports.append(report)
         tables.append(f"### Seed {seed}\n\n{table}")

@@ -24,6 +24,7 @@ neither repaired nor failed.
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import os
 import random
 import re
@@ -57,10 +58,12 @@ def _channel_options(configuration: DrawnConfiguration, healthy: bool, data_root
 
 
 def run_evidence(configuration: DrawnConfiguration, work: Path, data_root: Path, timeout: float, threads: int,
-                 healthy: bool = False, final_run_spec: dict[str, Any] | None = None) -> dict[str, Any]:
+                 healthy: bool = False, final_run_spec: dict[str, Any] | None = None,
+                 extra_input: dict[str, Any] | None = None) -> dict[str, Any]:
     """The evidence policy on the configuration (or its healthy twin); with ``final_run_spec``: the reference run,
-    one launch from step 0 of the configuration a repaired run ended with."""
-    spec = configuration.execution_input(healthy)
+    one launch from step 0 of the configuration a repaired run ended with; ``extra_input``: execution-input keys
+    every run of the seed takes (e.g. allow_loss_changes)."""
+    spec = {**configuration.execution_input(healthy), **(extra_input or {})}
     if final_run_spec is not None:
         spec.update(final_run_spec)
     spec["max_num_retraining"] = 1 if final_run_spec is not None else MAX_LAUNCHES
@@ -194,8 +197,11 @@ def held_out_check(configuration: DrawnConfiguration, row: dict[str, Any]) -> di
 
 
 def run_seed(seed: int, n: int, policies: tuple[str, ...], work: Path, workers: int, timeout: float,
-             healthy_share: float = DEFAULT_HEALTHY_SHARE, space: str = "v1") -> tuple[dict[str, Any], str]:
-    """Draw, run, judge one seed of ``space``: (the JSON report, the markdown table)."""
+             healthy_share: float = DEFAULT_HEALTHY_SHARE, space: str = "v1",
+             extra_input: dict[str, Any] | None = None) -> tuple[dict[str, Any], str]:
+    """Draw, run, judge one seed of ``space``: (the JSON report, the markdown table); ``extra_input``: keys every
+    evidence run's execution input takes."""
+    run_evidence_here = functools.partial(run_evidence, extra_input=extra_input)
     configurations = zoo_random.draw(seed, n, space)
     twins = zoo_random.healthy_twins(configurations, healthy_share)
     data_root = work / "data"
@@ -211,10 +217,10 @@ def run_seed(seed: int, n: int, policies: tuple[str, ...], work: Path, workers: 
         pending = {}
         for configuration in configurations:
             for policy in policies:
-                runner = run_evidence if policy == EVIDENCE else run_random
+                runner = run_evidence_here if policy == EVIDENCE else run_random
                 pending[pool.submit(runner, configuration, work, data_root, timeout, threads)] = (configuration.name, policy)
         for configuration in twins:
-            future = pool.submit(run_evidence, configuration, work, data_root, timeout, threads, True)
+            future = pool.submit(run_evidence_here, configuration, work, data_root, timeout, threads, True)
             pending[future] = (configuration.name, "healthy")
         while pending:
             done, _ = concurrent.futures.wait(pending, return_when=concurrent.futures.FIRST_COMPLETED)
@@ -229,7 +235,8 @@ def run_seed(seed: int, n: int, policies: tuple[str, ...], work: Path, workers: 
                       f" after {row.get('launches')} launches", file=sys.stderr)
                 final = row.get("final_run_spec")
                 if policy == EVIDENCE and final is not None and fault_took_effect(row):
-                    reference = pool.submit(run_evidence, by_name[name], work, data_root, timeout, threads, False, final)
+                    reference = pool.submit(run_evidence_here, by_name[name], work, data_root, timeout, threads, False,
+                                            final)
                     pending[reference] = (name, REFERENCE)
     results = []
     for configuration in configurations:

@@ -209,6 +209,8 @@ MAX_METRIC_REGEX_LENGTH = 500
 #: The workflow state carries the run_spec (and each attempt its hyperparameters) through every step, and Step
 #: Functions caps a state at 256 KiB: these caps on their JSON keep the worst case far below it.
 MAX_HYPERPARAMETERS_JSON_BYTES = 2048
+#: The run_spec's own entries: SageMaker's limit less the 10 the platform always keeps.
+MAX_RUN_SPEC_HYPERPARAMETERS = MAX_HYPERPARAMETERS - 10
 MAX_CHANNELS_JSON_BYTES = 4096
 MAX_METRIC_DEFINITIONS_JSON_BYTES = 8192
 #: An entry point is a Python file inside the source directory: relative, no "..".
@@ -325,10 +327,10 @@ def check_hyperparameters(values: Any) -> dict[str, str | int | float | bool]:
     keeps), none of the platform's reserved names. Raises ContractError naming the entry."""
     if not isinstance(values, Mapping):
         raise ContractError("hyperparameters", f"must be a JSON object of name: value (got {type(values).__name__})")
-    if len(values) > MAX_HYPERPARAMETERS - 10:
+    if len(values) > MAX_RUN_SPEC_HYPERPARAMETERS:
         raise ContractError(
             "hyperparameters", f"has {len(values)} entries; SageMaker allows {MAX_HYPERPARAMETERS} in all, "
-            "10 of them kept for the platform"
+            f"{MAX_HYPERPARAMETERS - MAX_RUN_SPEC_HYPERPARAMETERS} of them kept for the platform"
         )
     checked: dict[str, str | int | float | bool] = {}
     for name, value in values.items():

@@ -1,8 +1,9 @@
 """The planner's third step: the first remedy of the ladder that answers the situation. It must hold (its condition
 on the evidence), apply (its change stays within its bounds and changes something), be allowed (a change to the
-training loss needs the user's consent; a fixed hyperparameter is not changed) and be new (no job of the run ran
-the settings it gives, and it did not make the objective worse before). Remedies left out for any of the last two
-reasons are kept, with why, for the decision to name."""
+training loss needs the user's consent; a fixed hyperparameter is not changed), be new (no job of the run ran
+the settings it gives, and it did not make the objective worse before) and fit in one job's request (SageMaker takes
+at most 100 hyperparameters). Remedies left out for any of the last three reasons are kept, with why, for the
+decision to name."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import dataclasses
 
 from contracts.remedies import Remedy
 from contracts.remedy_conditions import Fact
+from lambdas.remediation.job.job_request import count_hyperparameters
 from lambdas.remediation.planning.ladders import Ladder
 from lambdas.remediation.planning.situation import PlanningSituation
 from lambdas.remediation.state.payload import WorkflowState
@@ -26,6 +28,8 @@ class Skip:
     why: str
     job: int | None = None
     facts: tuple[Fact, ...] = ()
+    #: For "too_many_hyperparameters": how many the job's request would carry.
+    carried: int | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,6 +72,10 @@ def choose(state: WorkflowState, situation: PlanningSituation, ladders: list[Lad
             if updated in situation.tried:
                 job = next(number for number, tried in enumerate(situation.tried) if tried == updated)
                 skips.append(Skip(remedy, ladder.key, index, "repeats_a_job", state.attempts[job].number))
+                continue
+            count = count_hyperparameters(state, state.run_spec.with_settings(updated))
+            if not count.fits:
+                skips.append(Skip(remedy, ladder.key, index, "too_many_hyperparameters", carried=count.carried))
                 continue
             return Choice(ladder, index, remedy, tuple(facts), updated), skips
     return None, skips

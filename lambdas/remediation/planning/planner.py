@@ -144,7 +144,9 @@ def _skipped(skips: list[Skip], chosen: Choice | None = None) -> list[SkippedRem
     for skip in skips:
         if chosen is not None and skip.key == chosen.ladder.key and skip.index >= chosen.index:
             continue
-        kept.setdefault((skip.remedy.label, skip.why), SkippedRemedy(remedy=skip.remedy.label, why=skip.why, job=skip.job))
+        kept.setdefault((skip.remedy.label, skip.why), SkippedRemedy(
+            remedy=skip.remedy.label, why=skip.why, job=skip.job, carried=skip.carried
+        ))
     return list(kept.values())[:24]
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from contracts.debugger_settings import BY_FIELD
+from contracts.job import MAX_HYPERPARAMETERS
 from contracts.remedies import FAILURE_KINDS, Remedy, show
 from contracts.rule_selection import DATA_FINDING_MARGIN
 from lambdas.remediation.planning.choice import Choice, Skip
@@ -36,6 +37,7 @@ SKIPPED = {
     "repeats_a_job": "would repeat job {job}'s settings",
     "not_allowed": "not allowed (it changes the training loss)",
     "fixed_hyperparameter": "kept fixed",
+    "too_many_hyperparameters": "its job would carry {carried} hyperparameters, more than SageMaker takes ({limit})",
 }
 
 
@@ -126,6 +128,11 @@ def not_again(situation: PlanningSituation, skips: list[Skip]) -> str:
         f"{skip.remedy.label} would change {_labels(skip.remedy)}, which fixed_hyperparameters keeps"
         for skip in skips if skip.why == "fixed_hyperparameter"
     ]  # fmt: skip
+    allowed += [
+        f"{skip.remedy.label} would make the job carry {skip.carried} hyperparameters, more than SageMaker takes "
+        f"({MAX_HYPERPARAMETERS}): keep fewer run_spec.hyperparameters or select fewer rules"
+        for skip in skips if skip.why == "too_many_hyperparameters"
+    ]  # fmt: skip
     said = f" Not tried again: {'; '.join(facts.values())}." if facts else ""
     return said + (f" Not tried: {'; '.join(dict.fromkeys(allowed))}." if allowed else "")
 
@@ -183,7 +190,8 @@ def _exhausted_reason(
         for index, remedy in enumerate(ladder.remedies):
             skip = skipped.get((ladder.key, index))
             if skip is not None:
-                held.append(f"{ladder.key}: {remedy.label}: {SKIPPED[skip.why].format(job=skip.job)}")
+                why = SKIPPED[skip.why].format(job=skip.job, carried=skip.carried, limit=MAX_HYPERPARAMETERS)
+                held.append(f"{ladder.key}: {remedy.label}: {why}")
                 continue
             holds, _ = remedy.when.check(evidence, settings)
             guard = None if holds else remedy.when.guarded_against(evidence, settings)

@@ -213,19 +213,21 @@ class EvidenceFact(BaseModel):
     bound: Measured = None
 
 
-SkipWhy = Literal["made_it_worse", "repeats_a_job", "not_allowed", "fixed_hyperparameter"]
+SkipWhy = Literal["made_it_worse", "repeats_a_job", "not_allowed", "fixed_hyperparameter", "too_many_hyperparameters"]
 
 
 class SkippedRemedy(BaseModel):
     """A remedy whose condition held and whose change applied, left out, and why: it made the objective worse before
     (``job``: the job after it), it would repeat ``job``'s settings, it changes the training loss without the user's
-    consent, or it changes a hyperparameter the run fixes."""
+    consent, it changes a hyperparameter the run fixes, or its job would carry ``carried`` hyperparameters, more than
+    SageMaker takes."""
 
     model_config = STRICT
 
     remedy: Annotated[str, Field(min_length=1, max_length=64)]
     why: SkipWhy
     job: Annotated[Whole, Field(ge=1)] | None = None
+    carried: Annotated[Whole, Field(ge=1)] | None = None
 
 
 class Decision(BaseModel):
