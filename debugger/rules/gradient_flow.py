@@ -38,15 +38,21 @@ def mean_abs(value) -> float:
     return float(np.mean(np.abs(np.asarray(value, dtype=np.float64)))) if np.size(value) else 0.0
 
 
-def mean_abs_over_used_rows(value) -> float:
-    """Mean |gradient| over the rows that received any gradient (a 2-D or larger tensor whose other rows are exactly
-    zero: an embedding's ids not in the batch); the plain mean otherwise. A tensor with no such row: 0."""
-    array = np.abs(np.asarray(value, dtype=np.float64))
+def used_rows(value) -> np.ndarray:
+    """The rows of a 2-D or larger gradient that received any gradient (the others are exactly zero: an embedding's
+    ids not in the batch), as float64; the whole tensor when it has no rows or no row was used."""
+    array = np.asarray(value, dtype=np.float64)
     if array.ndim < 2 or not array.size:
-        return mean_abs(array)
+        return array
     rows = array.reshape(array.shape[0], -1)
     used = rows.any(axis=1)
-    return float(rows[used].mean()) if used.any() else 0.0
+    return rows[used] if used.any() else rows
+
+
+def mean_abs_over_used_rows(value) -> float:
+    """Mean |gradient| over the rows that received any gradient (:func:`used_rows`); the plain mean of a tensor
+    with no rows. A tensor with no used row: 0."""
+    return mean_abs(used_rows(value))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,3 +89,81 @@ def downstream_reason(step: int, value: float, side: InputSide) -> str:
         f"({side.strongest[len(GRADIENT_PREFIX):] if side.strongest.startswith(GRADIENT_PREFIX) else side.strongest}: "
         f"{side.value:.2g}) carries the signal past it: small by its place in the model, not a vanishing flow"
     )
+
+
+# --------------------------------------------------------------------------- structural silence, shared by the rules
+
+#: float32's machine epsilon: a gradient no larger than this times the model's gradient scale is what summing
+#: float32 terms of that scale leaves of an exact zero (an attention key bias: 1e-12 of the scale measured, the
+#: smallest real gradient of the same model 3e-6: decision 151).
+FLOAT32_EPSILON = float(np.finfo(np.float32).eps)
+#: Steps whose judgement is kept on the trial (every rule of the step reads the same one).
+CACHED_STEPS = 4
+
+
+def model_scale(rms: dict[str, float]) -> tuple[str, float]:
+    """The model's own gradient scale at a step: its largest root-mean-square gradient tensor (name, value)."""
+    finite = {name: value for name, value in rms.items() if np.isfinite(value)}
+    if not finite:
+        return "", 0.0
+    name = max(finite, key=finite.get)
+    return name, finite[name]
+
+
+def silent_reason(step: int, largest: float, scale_name: str, scale: float, side: InputSide) -> str:
+    """Why a parameter's tensors are skipped: its gradient is float32 rounding of the model's scale (the rules'
+    status details name it)."""
+    bare = side.strongest[len(GRADIENT_PREFIX):] if side.strongest.startswith(GRADIENT_PREFIX) else side.strongest
+    return (
+        f"its gradient is zero by the model's structure: at most {largest:.2g} at step {step}, within float32 "
+        f"rounding of the model's gradient scale ({scale_name[len(GRADIENT_PREFIX):]}: {scale:.2g} root mean "
+        f"square) while the input side ({bare}: {side.value:.2g}) carries the signal"
+    )
+
+
+def structurally_silent(trial, step: int) -> dict[str, str]:
+    """Tensor name -> why, for the parameters whose gradient at ``step`` is zero by the model's invariances (an
+    attention key's bias under softmax, a parameter the forward pass did not use): every entry at most float32
+    rounding of the model's gradient scale while the input side gets more than that. Both the gradient and the
+    parameter's own tensor are named (it does not move either). Judged at steps whose gradients are saved, once per
+    trial and step for every rule; a step without gradients takes the latest judgement before it.
+
+    The input side's condition keeps the failures this is not: a gradient that dies on its way back leaves the
+    input side at rounding too, and then nothing is skipped."""
+    cache = trial.__dict__.setdefault("_structural_silence", {})
+    if step in cache:
+        return cache[step]
+    available = trial.names_at(step)
+    names = [name for name in trial._names() if name.startswith(GRADIENT_PREFIX) and name in available]
+    if not names:
+        earlier = [judged for judged in cache if judged < step]
+        return cache[max(earlier)] if earlier else {}
+    norms = trial.norms(step, 2) if hasattr(trial, "norms") else {}
+    rms: dict[str, float] = {}
+    values: dict[str, np.ndarray] = {}
+    for name in names:
+        size = trial.numel(step, name) if name in norms else None
+        if size:
+            rms[name] = norms[name] / np.sqrt(size)
+        else:  # a saved trial: read the tensor (a live one's norms come from one fused call)
+            values[name] = np.asarray(trial.tensor(name).value(step), dtype=np.float64)
+            rms[name] = float(np.sqrt(np.mean(values[name] ** 2))) if values[name].size else 0.0
+    scale_name, scale = model_scale(rms)
+    bound = FLOAT32_EPSILON * scale
+    found: dict[str, str] = {}
+    # a tensor's largest entry is at least its root mean square: only those under the bound are read
+    candidates = [name for name in names if rms.get(name, np.inf) <= bound]
+    if candidates and scale > 0.0:
+        side = input_side(names, lambda name: values[name] if name in values else trial.tensor(name).value(step))
+        if side is not None and side.value > bound:
+            for name in candidates:
+                value = values[name] if name in values else np.asarray(trial.tensor(name).value(step), dtype=np.float64)
+                largest = float(np.max(np.abs(value))) if np.size(value) else 0.0
+                if largest <= bound and np.isfinite(largest):
+                    reason = silent_reason(step, largest, scale_name, scale, side)
+                    found[name] = reason
+                    found[name[len(GRADIENT_PREFIX):]] = reason
+    cache[step] = found
+    for old in sorted(cache)[:-CACHED_STEPS]:  # later steps without gradients read the latest judgement
+        del cache[old]
+    return found

@@ -290,20 +290,22 @@ class PoorWeightInitialization(Rule):
         for name, value in self._gradients.values_at(step):
             if name == TOTAL_GRADIENT_NORM:
                 continue
-            values = np.asarray(value, dtype=np.float64).reshape(-1)
+            values = gradient_flow.used_rows(value).reshape(-1)
             if values.size < 2 or not np.isfinite(values).all():
                 continue
             low, high = np.percentile(values, [5, 95])
-            scale = float(np.mean(np.abs(values)))
+            scale = float(np.median(np.abs(values)))
             # narrow, not merely small: a small gradient (a sigmoid network's first layer: spread 7e-4, 4x its mean
             # |g|) spreads as widely for its size as any; a gradient whose entries all agree (units that start
-            # alike) or that is all zero does not
+            # alike) or that is all zero does not. Its typical entry (the median |g|) is the yardstick, not the mean
+            # that a few large rows set (a position embedding whose first row, the classifier's token, is 1000x
+            # the others'); an embedding's rows the batch did not use are zero by construction and left out.
             if high - low < self.distribution_range and (scale == 0.0 or high - low < NARROW_SPREAD * scale):
                 self.report(
                     name,
                     high - low,
                     f"5th-95th percentile spread of {name} is {high - low:.3g} < {self.distribution_range:g}, "
-                    f"{(high - low) / scale if scale else 0.0:.3g} times its mean |gradient| {scale:.3g}",
+                    f"{(high - low) / scale if scale else 0.0:.3g} times its median |gradient| {scale:.3g}",
                 )
                 return True
         return False

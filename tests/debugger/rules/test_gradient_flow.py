@@ -13,7 +13,7 @@ from torch import nn
 
 from contracts.rule_status import ISSUES_FOUND, NO_ISSUES_FOUND
 from debugger import Hook
-from debugger.rules.gradient_flow import input_side, layer_of, mean_abs_over_used_rows
+from debugger.rules.gradient_flow import input_side, layer_of, mean_abs_over_used_rows, structurally_silent
 from debugger.rules.optimization_rules import INPUT_SIDE_STEPS
 
 HEALTHY, TINY, ROUNDING = 1e-3, 1e-9, 1e-14
@@ -42,13 +42,59 @@ def test_an_embeddings_gradient_is_judged_over_the_rows_the_batch_used():
 
 
 def test_a_small_gradient_downstream_of_a_healthy_input_side_is_skipped_and_named(tmp_path):
-    # an attention key's bias: softmax ignores a shift added to every key, its gradient is rounding
-    trial = trial_with(tmp_path, {0: gradients(embed__weight=HEALTHY, key__weight=HEALTHY, key__bias=ROUNDING,
+    # a fresh attention's query weights: small (1e-8), but far above float32 rounding of the model's scale
+    trial = trial_with(tmp_path, {0: gradients(embed__weight=HEALTHY, key__weight=HEALTHY, query__weight=1e-8,
                                                head__weight=HEALTHY)})
     rule = make("VanishingGradient", trial)
     assert rule.invoke_at_step(0) is False
-    reason = rule.skipped_tensors()["gradient/key.bias"]
-    assert reason.startswith("mean |gradient| 1e-14 at step 0 while the gradient reaching the input side (embed.weight: 0.001)")
+    reason = rule.skipped_tensors()["gradient/query.weight"]
+    assert reason.startswith("mean |gradient| 1e-08 at step 0 while the gradient reaching the input side (embed.weight: 0.001)")
+
+
+# --------------------------------------------------------------------------- structural silence, every rule
+
+
+PARAMETER_RULES = ("VanishingGradient", "WeightUpdateRatio", "PoorWeightInitialization", "AllZero", "UnchangedTensor")
+
+
+def with_weights(step: int, input_side: float, key_bias: float) -> dict[str, tuple[str, np.ndarray]]:
+    """A saved step of a small attention model: healthy gradients but for the key bias's (and the input side's)."""
+    rng = np.random.default_rng(step)
+    tensors = {name: ("gradients", value * rng.choice([-1.0, 1.0], 64) * rng.uniform(0.5, 1.5, 64))
+               for name, value in {"gradient/embed.weight": input_side, "gradient/key.weight": HEALTHY,
+                                   "gradient/key.bias": key_bias, "gradient/head.weight": HEALTHY}.items()}
+    tensors["key.bias"] = ("biases", np.zeros(64))  # never moves: its gradient is zero
+    tensors["key.weight"] = ("weights", rng.normal(size=64))
+    return tensors
+
+
+def test_a_gradient_at_float32_rounding_of_the_models_scale_is_structurally_silent_for_every_rule(tmp_path):
+    trial = trial_with(tmp_path, {step: with_weights(step, HEALTHY, ROUNDING) for step in range(4)})
+    silent = structurally_silent(trial, 0)
+    assert set(silent) == {"gradient/key.bias", "key.bias"}
+    assert silent["key.bias"].startswith("its gradient is zero by the model's structure: at most 1.5e-14 at step 0, "
+                                         "within float32 rounding of the model's gradient scale")
+    rules = {rule_name: make(rule_name, trial) for rule_name in PARAMETER_RULES}
+    for rule_name, rule in rules.items():
+        assert [rule.invoke_at_step(step) for step in range(4)] == [False] * 4, (rule_name, rule.finding)
+    # each names what it skipped (the status details): the key bias's gradient, and the bias that never moves
+    assert {"gradient/key.bias", "key.bias"} <= set(rules["UnchangedTensor"].skipped_tensors())
+    assert {"gradient/key.bias", "key.bias"} <= set(rules["AllZero"].skipped_tensors())
+
+
+def test_nothing_is_silent_when_the_input_side_is_at_rounding_too(tmp_path):
+    # a gradient that dies on its way back: the input side gets rounding as well, so the key bias is judged
+    trial = trial_with(tmp_path, {step: with_weights(step, ROUNDING, ROUNDING) for step in range(4)})
+    assert structurally_silent(trial, 0) == {}
+    rule = make("UnchangedTensor", trial)
+    assert [rule.invoke_at_step(step) for step in range(3)] == [False, False, True]
+    assert rule.finding.tensor in {"gradient/embed.weight", "gradient/key.bias", "key.bias"}
+
+
+def test_a_small_real_gradient_is_not_silent(tmp_path):
+    # a fresh attention's query weights at hidden 32: 3e-6 of the model's scale, 30 times float32's epsilon
+    trial = trial_with(tmp_path, {0: with_weights(0, HEALTHY, HEALTHY * 3e-6)})
+    assert structurally_silent(trial, 0) == {}
 
 
 def test_an_input_side_under_the_threshold_fires_at_the_second_saved_step(tmp_path):
@@ -131,7 +177,7 @@ def test_a_healthy_transformer_from_its_config_is_not_a_vanishing_gradient(tmp_p
     assert status.RuleEvaluationStatus == NO_ISSUES_FOUND, status.issue
     if kind == "encoder":
         assert {"bert.encoder.layer.0.attention.self.key.bias", "bert.encoder.layer.1.attention.self.key.bias"} <= small_at_start
-        assert "gradient/bert.encoder.layer.0.attention.self.key.bias (mean |gradient|" in status.StatusDetails
+        assert "gradient/bert.encoder.layer.0.attention.self.key.bias (its gradient is zero by the model's structure" in status.StatusDetails
 
 
 @pytest.mark.training
@@ -162,3 +208,36 @@ def test_a_deep_sigmoid_stack_at_a_tiny_initial_scale_is_still_a_vanishing_gradi
     assert status.issue.step == INPUT_SIDE_STEPS - 1
     assert status.issue.tensor in {"gradient/0.weight", "gradient/0.bias"}
     assert status.issue.value < 1e-10
+
+
+def parameter_rules() -> list[dict]:
+    from contracts.rule_selection import product_rule_parameters
+
+    return [{"RuleConfigurationName": name, "RuleParameters": {"rule_to_invoke": name, **product_rule_parameters(name)}}
+            for name in PARAMETER_RULES]
+
+
+@pytest.mark.training
+@pytest.mark.parametrize(("kind", "hidden", "seed"), [("encoder", 32, 31), ("encoder", 128, 32), ("decoder", 32, 33),
+                                                      ("decoder", 64, 34)])
+def test_a_healthy_transformer_from_its_config_trips_no_parameter_rule(tmp_path, kind, hidden, seed):
+    torch.manual_seed(seed)
+    model = hugging_face_model(kind, hidden)
+    hook = Hook.from_configs(hook_config={"HookParameters": {"save_interval": "1"}}, rule_configs=parameter_rules(),
+                             out_dir=tmp_path, job_name="transformer")
+    hook.register_module(model)
+    ids, labels = tokens(seed)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=5e-4)
+    for step in range(12):
+        batch = slice(32 * (step % 8), 32 * (step % 8 + 1))
+        output = model(input_ids=ids[batch], labels=labels[batch] if kind == "encoder" else ids[batch])
+        optimizer.zero_grad()
+        output.loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+    statuses = {status.RuleConfigurationName: status for status in hook.close().rules}
+    assert {name: status.RuleEvaluationStatus for name, status in statuses.items()} == dict.fromkeys(
+        PARAMETER_RULES, NO_ISSUES_FOUND), {name: status.issue for name, status in statuses.items()}
+    if kind == "encoder":  # the key biases: zero by softmax's invariance to a shift of every key, named
+        details = statuses["UnchangedTensor"].StatusDetails
+        assert "gradient/bert.encoder.layer.0.attention.self.key.bias (its gradient is zero by the model's structure" in details
