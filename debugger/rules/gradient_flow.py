@@ -14,6 +14,9 @@ The input side is the first layer in the model's own order (the order its parame
 records them in: ``nn.Sequential``, Hugging Face models and Lightning modules register from the input on), with
 every tensor of that layer: it carries the flow when any of them gets a gradient at the threshold. An embedding's
 gradient is judged over the rows the batch used (the others are zero by construction: ids not in the batch).
+
+The same input side tells every parameter rule which gradients are zero by the model's structure
+(:func:`structurally_silent`): float32 rounding of the model's own gradient scale while the input side gets more.
 """
 
 from __future__ import annotations
@@ -94,8 +97,8 @@ def downstream_reason(step: int, value: float, side: InputSide) -> str:
 # --------------------------------------------------------------------------- structural silence, shared by the rules
 
 #: float32's machine epsilon: a gradient no larger than this times the model's gradient scale is what summing
-#: float32 terms of that scale leaves of an exact zero (an attention key bias: 1e-12 of the scale measured, the
-#: smallest real gradient of the same model 3e-6: decision 151).
+#: float32 terms of that scale leaves of an exact zero (attention key biases at most 3e-9 of the scale, the smallest
+#: real gradient of the same BERTs 3e-6: decision 151).
 FLOAT32_EPSILON = float(np.finfo(np.float32).eps)
 #: Steps whose judgement is kept on the trial (every rule of the step reads the same one).
 CACHED_STEPS = 4
