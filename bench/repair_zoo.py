@@ -284,6 +284,12 @@ def main_random(parser: argparse.ArgumentParser, arguments: argparse.Namespace) 
     if unknown or not policies:
         parser.error(f"--policies: {', '.join(unknown) or 'none given'}; with --random choose from {', '.join(allowed)}")
     arguments.space = arguments.space or "v1"
+    import zoo_random
+
+    known = sorted({*zoo_random.ALL_STYLES, *(style.family for style in zoo_random.ALL_STYLES.values())})
+    unknown_styles = [style for style in arguments.style or () if style not in known]
+    if unknown_styles:
+        parser.error(f"--style: {', '.join(unknown_styles)} is no script style or model family; choose from {', '.join(known)}")
     work = arguments.work_dir or Path(tempfile.mkdtemp(prefix="repair-zoo-random-"))
     reports, tables = [], []
     for seed in arguments.seed:
