@@ -113,7 +113,8 @@ BUILTIN_RULE_DEFAULTS: dict[str, dict[str, str]] = {
     },
     # The product's own rule (SageMaker Debugger has none like it: no legacy twin, PRODUCT_ONLY_RULES): a job that
     # can no longer reach the run's objective in its planned epochs (contracts.objective_reach). The workflow sets
-    # planned_epochs from the run_spec's num_epochs knob, as it sets the objective; "None": not judged.
+    # planned_epochs from wherever the run_spec states the epochs (contracts.planned_epochs), as it sets the
+    # objective; "None": not judged, and the status says so.
     "ObjectiveOutOfReach": {"planned_epochs": "None"},
 }
 

@@ -3,7 +3,9 @@
     "objective": {"metric_name": "test:accuracy", "type": "Maximize", "target_value": 0.9}
 
 The names follow SageMaker's tuning objective (``HyperParameterTuningJobObjective``:
-``MetricName``, ``Type``) and its ``TargetObjectiveMetricValue``. The metric is
+``MetricName``, ``Type``) and its ``TargetObjectiveMetricValue``. An optional ``bound`` is the value the metric
+cannot pass in its better direction (0 for an error, 1 for an accuracy); left out, it is inferred from the metric's
+name (:meth:`Objective.bound_for`). The metric is
 read from the job: a SageMaker MetricDefinitions regex over the job's log
 (DescribeTrainingJob's FinalMetricDataList holds its last value), else the
 latest scalar of that name the script saved with the debugger
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -22,15 +25,24 @@ from contracts import ContractError
 from contracts.suggestions import did_you_mean
 
 OBJECTIVE_TYPES = ("Maximize", "Minimize")
+#: Words of a metric's name (split at anything but letters and digits, and at camelCase) that make it an error, a loss
+#: or a distance, which cannot fall below 0 ...
+ERROR_WORDS = frozenset(
+    {"loss", "error", "err", "rmse", "mse", "mae", "mape", "smape", "rmsle", "msle", "nll", "logloss", "crossentropy",
+     "entropy", "ce", "wer", "cer", "distance", "perplexity", "ppl", "huber", "l1", "l2", "deviance"}
+)  # fmt: skip
+#: ... and words that make it a share of right answers, which cannot rise above 1 (or 100, written in percent).
+SHARE_WORDS = frozenset(
+    {"accuracy", "acc", "f1", "fscore", "auc", "roc", "precision", "recall", "iou", "miou", "dice", "jaccard", "map",
+     "ap", "sensitivity", "specificity", "top1", "top5", "bleu"}
+)  # fmt: skip
+_NAME_WORDS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 MAX_METRIC_NAME_LENGTH = 255
 #: A course's late part: its last third of reports (rounded up). A course with fewer reports has no peak to read.
 LATE_SHARE = 1 / 3
 MIN_REPORTS_FOR_PEAK = 4
-#: A course is past its peak when its late part gave back at least this share of what it gained by its best. The
-#: held-out accuracy of three recorded healthy jobs gave back 3-4% (tests/debugger/rules/trajectories: a CNN and the
-#: tanh MLP on digits, the Adam MLP on tabular data on its plateau from epoch 12 of 48); one learning 40% noisy
-#: labels gave back 76% (best 0.894 after epoch 6 of 12, its last four epochs 0.796 on average: random zoo,
-#: development seed 24, configuration 28, at a third of its rate).
+#: A course is past its peak when its late part gave back at least this share of what it gained by its best: healthy
+#: courses give back a few percent on their plateau, one learning wrong labels most of it (decision record 014).
 PEAK_LOSS_SHARE = 0.25
 #: A course's recent part, for its rate: its last half of reports (rounded up), at least this many.
 MIN_RECENT_REPORTS = 4
@@ -41,6 +53,9 @@ class Objective:
     metric_name: str
     type: str
     target_value: float
+    #: The value the metric cannot pass in its better direction, as the run_spec states it (None: inferred from the
+    #: name, :meth:`bound_for`).
+    bound: float | None = None
 
     @classmethod
     def from_json(cls, value: Any, where: str = "objective") -> Objective:
@@ -49,11 +64,11 @@ class Objective:
                 where, 'must be a JSON object such as {"metric_name": "test:accuracy", "type": "Maximize", '
                 '"target_value": 0.9}'
             )
-        allowed = {"metric_name", "type", "target_value"}
+        allowed = {"metric_name", "type", "target_value", "bound"}
         for key in value:
             if key not in allowed:
                 raise ContractError(f"{where}.{key}", f"is not a key of an objective{did_you_mean(key, allowed)}; allowed: {', '.join(sorted(allowed))}")
-        for key in sorted(allowed - set(value)):
+        for key in sorted(allowed - set(value) - {"bound"}):
             raise ContractError(f"{where}.{key}", "is required")
         name = value["metric_name"]
         if not isinstance(name, str) or not 1 <= len(name) <= MAX_METRIC_NAME_LENGTH:
@@ -64,10 +79,41 @@ class Objective:
         target = value["target_value"]
         if isinstance(target, bool) or not isinstance(target, (int, float)) or not math.isfinite(target):
             raise ContractError(f"{where}.target_value", f"must be a finite number (got {target!r})")
-        return cls(metric_name=name, type=kind, target_value=float(target))
+        bound = value.get("bound")
+        if bound is not None:
+            if isinstance(bound, bool) or not isinstance(bound, (int, float)) or not math.isfinite(bound):
+                raise ContractError(f"{where}.bound", f"must be a finite number or null (got {bound!r})")
+            if (bound < target) if kind == "Maximize" else (bound > target):
+                better = "above" if kind == "Maximize" else "below"
+                raise ContractError(
+                    f"{where}.bound", f"is the value {name} cannot go {better}; the target {target:g} is beyond it "
+                    f"(got bound {bound:g})"
+                )
+            bound = float(bound)
+        return cls(metric_name=name, type=kind, target_value=float(target), bound=bound)
 
     def to_json(self) -> dict[str, Any]:
-        return {"metric_name": self.metric_name, "type": self.type, "target_value": self.target_value}
+        data: dict[str, Any] = {"metric_name": self.metric_name, "type": self.type, "target_value": self.target_value}
+        if self.bound is not None:
+            data["bound"] = self.bound
+        return data
+
+    def bound_for(self, values: Sequence[float] = ()) -> float | None:
+        """The value the metric cannot pass in its better direction: the run_spec's ``bound``, else from its name,
+        conservatively (None when unsure): an error, loss or distance minimised, 0 (when the target and every value
+        seen are at least 0); a share of right answers maximised, 1 (the target and every value seen at most 1), or
+        100 when they are written in percent."""
+        if self.bound is not None:
+            return self.bound
+        words = {word.lower() for word in _NAME_WORDS.findall(self.metric_name)}
+        seen = [self.target_value, *(value for value in values if math.isfinite(value))]
+        if self.type == "Minimize" and words & ERROR_WORDS and min(seen) >= 0:
+            return 0.0
+        if self.type == "Maximize" and words & SHARE_WORDS and min(seen) >= 0:
+            for ceiling in (1.0, 100.0):
+                if max(seen) <= ceiling:
+                    return ceiling
+        return None
 
     @property
     def comparison(self) -> str:
@@ -159,10 +205,7 @@ class ObjectiveCourse:
         have not yet been shown to hurt. A course recorded before its line asks its last report to be its best.
 
         Not the last report alone: held-out accuracy on a few hundred samples moves by a point or two from one epoch
-        to the next, and a job stopped one epoch after its best while it rose 0.011 an epoch (noise 0.013) was read
-        as having stopped improving (random zoo, development seed 23, configuration 35, a rare class weighted in the
-        loss: 0.76 after epoch 10, 0.7517 after 11). On 313 missed courses of development seeds 20-43, 20 read as
-        rising that did not before, 1 no longer does (flat within its noise: 0.245, 0.245, 0.242, 0.25)."""
+        to the next, so a job stopped one epoch after its best may still be rising (decision record 014)."""
         if self.first_value is None or self.reports < MIN_REPORTS_FOR_PEAK:
             return False
         sign = objective.sign

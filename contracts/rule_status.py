@@ -80,6 +80,9 @@ class RuleStatus:
     StatusDetails: str = ""
     LastModifiedTime: str = ""
     issue: RuleIssue | None = None
+    #: Why the rule could not judge the job (None: it judged, or may yet): a quiet rule that judged nothing is not a
+    #: clean bill of health, and the run's summary says so (:class:`NotJudged`).
+    not_judged: str | None = None
 
     def __post_init__(self) -> None:
         if self.RuleEvaluationStatus not in RULE_EVALUATION_STATUSES:
@@ -87,6 +90,27 @@ class RuleStatus:
                 f"rules[{self.RuleConfigurationName}].RuleEvaluationStatus",
                 f"must be one of {', '.join(RULE_EVALUATION_STATUSES)}; got {self.RuleEvaluationStatus!r}",
             )
+
+
+@dataclasses.dataclass(frozen=True)
+class NotJudged:
+    """A rule that could not judge a job, and why ("no planned_epochs: ..."): its NoIssuesFound says nothing."""
+
+    rule: str
+    why: str
+
+    def describe(self) -> str:
+        return f"{self.rule} could not judge: {self.why}"
+
+    def to_json(self) -> dict[str, str]:
+        return {"rule": self.rule, "why": self.why}
+
+
+def not_judged_sentence(job_name: str, not_judged: Sequence[NotJudged]) -> str:
+    """What a run's summary says of the rules that could not judge its job ("" when every rule judged)."""
+    if not not_judged:
+        return ""
+    return f"In job {job_name}, " + "; ".join(item.describe() for item in not_judged) + "."
 
 
 #: The evidence keeps the current rates of at most this many of the optimizer's parameter groups.
@@ -206,6 +230,9 @@ class RuleStatusDocument:
 
     def issues_found(self) -> list[RuleStatus]:
         return [rule for rule in self.rules if rule.RuleEvaluationStatus == ISSUES_FOUND]
+
+    def not_judged(self) -> list[NotJudged]:
+        return [NotJudged(rule.RuleConfigurationName, rule.not_judged) for rule in self.rules if rule.not_judged]
 
     def to_dict(self) -> dict[str, Any]:
         return _finite_or_none(dataclasses.asdict(self))

@@ -138,7 +138,7 @@ def attempts_table(summary: dict[str, Any]) -> Table:
             ran_with or "-",
             str(row["training_steps"]),
             figure(row.get("objective_value")),
-            row.get("result") or row.get("status") or "-",
+            "\n".join([row.get("result") or row.get("status") or "-", *_not_judged_cell(row)]),
         )
     return table
 
@@ -153,8 +153,20 @@ def final_report(console: Console, summary: dict[str, Any], interrupted) -> None
             if row.get("decision"):
                 reason = row.get("decision_reason") or ""
                 console.print(Text(f"     {row['decision']}: {reason}", style="dim"))
+            for line in not_judged_lines(row):
+                console.print(Text(line, style="yellow"))
     console.print(ending_line(summary, interrupted))
     console.print(f"run directory: {summary['run_dir']}", highlight=False, soft_wrap=True)  # a path, whole
+
+
+def _not_judged_cell(row: dict[str, Any]) -> list[str]:
+    names = [item["rule"] for item in row.get("not_judged") or ()]
+    return [f"not judged: {', '.join(names)}"] if names else []
+
+
+def not_judged_lines(row: dict[str, Any]) -> list[str]:
+    """An attempt's rules that could not judge its job, one line each: their quiet status is no verdict."""
+    return [f"     {item['rule']} could not judge: {item['why']}" for item in row.get("not_judged") or ()]
 
 
 def ending_line(summary: dict[str, Any], interrupted) -> Text:

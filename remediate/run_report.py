@@ -133,6 +133,7 @@ def attempts_summary(payload: dict[str, Any] | None, platform: LocalTrainingPlat
             "issue_step": issue.get("step"),
             "decision": decision.get("remedy"),
             "decision_reason": decision.get("reason"),
+            "not_judged": not_judged_of(attempt),
         }
         row.update(job_figures(platform, name))
         reported, metric = held_out_accuracy(attempt.get("metrics") or {})  # the run_spec's metric regexes
@@ -141,6 +142,16 @@ def attempts_summary(payload: dict[str, Any] | None, platform: LocalTrainingPlat
         row["result"] = attempt_result(row)
         rows.append(row)
     return rows
+
+
+def not_judged_of(attempt: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The rules that could not judge the attempt's job, and why (its quiet status is no verdict): the payload's
+    attempt record, as ``lambdas.remediation.state.attempts.Attempt.not_judged`` reads it."""
+    return [
+        {"rule": status["name"], "why": status["not_judged"]}
+        for status in attempt.get("rule_statuses", [])
+        if status.get("not_judged")
+    ]
 
 
 def changes_by_job(payload: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
@@ -217,6 +228,8 @@ def build_summary(
         "orchestration_overhead_seconds": round(max(0.0, wall_seconds - process_seconds), 3),
         "history": state.get("history"),
         "end_reason": state.get("end_reason"),
+        # the last job's rules that could not judge it, and why
+        "not_judged": attempts[-1]["not_judged"] if attempts else [],
         "notifications": len(notifications),
         "training_processes_left": platform.running_process_ids() if platform is not None else [],
         "attempts": attempts,

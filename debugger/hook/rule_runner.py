@@ -216,6 +216,7 @@ class RuleRunner:
                     StatusDetails=self._details(state),
                     LastModifiedTime=state.modified,
                     issue=state.issue,
+                    not_judged=self._not_judged(state),
                 )
                 for state in self._rules
             ],
@@ -223,6 +224,14 @@ class RuleRunner:
             actions=list(self.actions),
             metrics=dict(self.metrics),
         )
+
+    @staticmethod
+    def _not_judged(state: _RuleState) -> str | None:
+        """Why the rule cannot judge the job, while it has found no issue and raised no error."""
+        if state.status in (ISSUES_FOUND, ERROR):
+            return None
+        why = getattr(state.rule, "not_judged", None)
+        return str(why) if why else None
 
     @staticmethod
     def _details(state: _RuleState) -> str:

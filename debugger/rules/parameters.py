@@ -156,7 +156,7 @@ _PARSERS = {
     "regex": parse_regex,
     "channel": _signed_int,
     # the workflow's own: the run's objective (contracts.debugger_config.OBJECTIVE_RULE_PARAMETER), and the epochs the
-    # job trains (ObjectiveOutOfReach's planned_epochs, from the run_spec's num_epochs knob)
+    # job trains (ObjectiveOutOfReach's planned_epochs, wherever the run_spec states them: contracts.planned_epochs)
     "objective": parse_objective,
     "planned_epochs": _optional_int,
 }

@@ -66,6 +66,11 @@ class Requirement:
 class Rule:
     """Base class of every rule (built-in or custom): ``__init__(self, base_trial, **params)``, ``invoke_at_step``."""
 
+    #: Why the rule cannot judge this job (None: it can; set it, or derive it in a property): the status carries it
+    #: (RuleStatus.not_judged) and the run's summary names the rule, so a quiet rule that judged nothing is never read
+    #: as a healthy verdict.
+    not_judged: str | None = None
+
     def __init__(self, base_trial: BaseTrial, **params: Any):
         self.base_trial = base_trial
         self.rule_name = type(self).__name__

@@ -28,12 +28,46 @@ def test_maximize_and_minimize_objectives_judge_a_value_and_the_shortfall():
         ({"metric_name": "a", "type": "Maximize", "target_value": float("inf")}, "objective.target_value"),
         ({"metric_name": "a", "type": "Maximize"}, "objective.target_value"),
         ({"metric_name": "a", "type": "Maximize", "target_value": 1, "goal": 2}, "objective.goal"),
+        ({"metric_name": "a", "type": "Maximize", "target_value": 1, "bound": "1"}, "objective.bound"),
     ],
 )
 def test_a_bad_objective_names_the_field(value, field):
     with pytest.raises(ContractError) as caught:
         Objective.from_json(value)
     assert caught.value.field == field
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "target", "values", "bound"),
+    [
+        ("validation:rmse", "Minimize", 0.4, (), 0.0),  # an error cannot fall below 0
+        ("val_mae", "Minimize", 2.5, (), 0.0),
+        ("test:loss", "Minimize", 0.1, (), 0.0),
+        ("validation:accuracy", "Maximize", 0.9, (0.5, 0.7), 1.0),  # a share cannot rise above 1 ...
+        ("valAcc", "Maximize", 90, (55.0,), 100.0),  # ... or above 100 when written in percent
+        ("eval_f1", "Maximize", 0.8, (), 1.0),
+        ("validation:accuracy", "Maximize", 0.9, (1.7,), 100.0),
+        ("reward", "Maximize", 200, (), None),  # a name that says nothing: no bound
+        ("validation:r2", "Maximize", 0.8, (), None),
+        ("validation:accuracy", "Minimize", 0.1, (), None),  # an accuracy minimised is no share we know
+        ("log_likelihood", "Maximize", -1.0, (), None),
+        ("validation:loss", "Minimize", -2.0, (), None),  # a loss below 0 (a negative log-likelihood bonus): unsure
+    ],
+)
+def test_a_metric_name_gives_its_bound_conservatively(name, kind, target, values, bound):
+    assert Objective(name, kind, target).bound_for(values) == bound
+
+
+def test_the_run_spec_states_a_bound_where_the_name_says_nothing():
+    declared = Objective.from_json({"metric_name": "validation:r2", "type": "Maximize", "target_value": 0.8, "bound": 1})
+    assert declared.bound_for() == 1.0 and declared.to_json()["bound"] == 1.0
+    with pytest.raises(ContractError) as caught:
+        Objective.from_json({"metric_name": "validation:rmse", "type": "Minimize", "target_value": 0.4, "bound": 0.5})
+    assert (caught.value.field, caught.value.problem) == (
+        "objective.bound",
+        "is the value validation:rmse cannot go below; the target 0.4 is beyond it (got bound 0.5)",
+    )
+    assert "bound" not in Objective("validation:rmse", "Minimize", 0.4).to_json()
 
 
 def test_the_objectives_course_finds_its_best_report_and_whether_it_was_met_before_the_end():

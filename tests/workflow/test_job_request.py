@@ -346,3 +346,43 @@ def test_the_count_is_the_requests_own_and_says_how_many_are_left():
         job_request.build_create_training_job_request(over, name)
     assert str(refused.value) == job_request.count_hyperparameters(over).problem()
     assert "would carry 101" in str(refused.value) and f"keep at most {80 + more.left}" in str(refused.value)
+
+
+def _planned_epochs_of(state) -> str | None:
+    from contracts.job import RULE_CONFIGS_HYPERPARAMETER
+
+    request = job_request.build_create_training_job_request(state, "remediation-x-001")
+    rules = json.loads(json.loads(request["HyperParameters"][RULE_CONFIGS_HYPERPARAMETER]))
+    reach = next(rule for rule in rules if rule["RuleConfigurationName"] == "ObjectiveOutOfReach")
+    return reach["RuleParameters"].get("planned_epochs")
+
+
+SCRIPT = {
+    **INPUT,
+    "source_dir": "s3://artifacts-bucket/code/sourcedir.tar.gz",
+    "entry_point": "train.py",
+    "objective": {"metric_name": "validation:accuracy", "type": "Maximize", "target_value": 0.9},
+}
+
+
+@pytest.mark.parametrize(
+    ("hyperparameters", "remedies", "expected"),
+    [
+        # declared remedies refuse hyperparameter_names: the epochs come from the hyperparameters' own names
+        ({"lr": 0.1, "num_epochs": 12}, {"*": [{"hyperparameter": "lr", "multiply_by": 0.5, "min": 1e-4}]}, "12"),
+        ({"lr": 0.1, "n-epochs": 9}, {"*": [{"hyperparameter": "lr", "multiply_by": 0.5, "min": 1e-4}]}, "9"),
+        # a hyperparameter the declared remedies set to the best epoch is the epoch count, whatever its name
+        ({"lr": 0.1, "passes": 20}, {"objective_missed": [{"hyperparameter": "passes", "to_best_epoch": True}]}, "20"),
+    ],
+)
+def test_a_run_with_declared_remedies_gives_objective_out_of_reach_its_epochs(hyperparameters, remedies, expected):
+    state = initial_state({**SCRIPT, "hyperparameters": hyperparameters, "remedies": remedies})
+    assert state.policy == "declared" and not state.hyperparameter_names
+    assert _planned_epochs_of(state) == expected
+
+
+def test_without_an_epoch_count_the_rule_gets_none_and_its_status_says_so():
+    """(tests/debugger/rules/test_objective_rules.py: the job's status names the rule and why.)"""
+    state = initial_state({**SCRIPT, "hyperparameters": {"lr": 0.1, "steps": 500},
+                           "remedies": {"*": [{"hyperparameter": "lr", "multiply_by": 0.5, "min": 1e-4}]}})
+    assert _planned_epochs_of(state) is None

@@ -18,7 +18,15 @@ from contracts.job import STOP_TRAINING_FAILURE
 from contracts.objective import ObjectiveCourse
 from lambdas.remediation.monitoring.job_endings import MonitorDecision, judge_completed, judge_failed, judge_stopped
 from lambdas.remediation.monitoring.rule_reading import RuleReading
-from lambdas.remediation.state.attempts import AttemptEvidence, Change, Decision, Issue, Outcome, RuleStatusSummary
+from lambdas.remediation.state.attempts import (
+    MAX_NOT_JUDGED_CHARACTERS,
+    AttemptEvidence,
+    Change,
+    Decision,
+    Issue,
+    Outcome,
+    RuleStatusSummary,
+)
 from lambdas.remediation.state.payload import WorkflowState
 from lambdas.remediation.state.payload_fields import MAX_METRICS, MAX_RULE_STATUSES
 from lambdas.remediation.state.validation_messages import clip
@@ -194,6 +202,7 @@ def apply_decision(
             name=rule.RuleConfigurationName,
             status=rule.RuleEvaluationStatus,
             step=rule.issue.step if rule.issue and rule.issue.step >= 0 else None,
+            not_judged=clip(rule.not_judged, MAX_NOT_JUDGED_CHARACTERS) if rule.not_judged else None,
         )
         for rule in statuses[:MAX_RULE_STATUSES]
     ]

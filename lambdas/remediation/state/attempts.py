@@ -12,7 +12,7 @@ from pydantic import AfterValidator, BaseModel, Field, model_validator
 from contracts import objective as objective_contract
 from contracts.loss_history import MAX_LOSS_WINDOWS
 from contracts.remedies import FAILURE_KINDS
-from contracts.rule_status import ISSUE_KIND_PATTERN, MAX_REPORTED_LEARNING_RATES, Evidence
+from contracts.rule_status import ISSUE_KIND_PATTERN, MAX_REPORTED_LEARNING_RATES, Evidence, NotJudged
 from contracts.training_labels import MAX_COUNTED_CLASSES
 from lambdas.remediation.state.payload_fields import (
     MAX_CHANGES,
@@ -34,6 +34,10 @@ from lambdas.remediation.state.run_spec import summarize_hyperparameters
 
 #: Attempts kept in the payload: the first one plus the latest ``MAX_KEPT_ATTEMPTS - 1``.
 MAX_KEPT_ATTEMPTS = 10
+#: A rule's reason for not judging, as an attempt keeps it (the payload stays small).
+MAX_NOT_JUDGED_BYTES = 400
+#: ... clipped to this many characters first.
+MAX_NOT_JUDGED_CHARACTERS = 200
 
 Outcome = Literal[
     "running",  # launched, not finished yet
@@ -82,6 +86,8 @@ class RuleStatusSummary(BaseModel):
     name: Text(MAX_NAME_BYTES, min_length=1)
     status: Literal["InProgress", "NoIssuesFound", "IssuesFound", "Error", "Stopping", "Stopped"]
     step: Count | None = None
+    #: Why the rule could not judge the job (``contracts.rule_status.RuleStatus.not_judged``); None: it judged.
+    not_judged: Text(MAX_NOT_JUDGED_BYTES, min_length=1) | None = None
 
 
 class Issue(BaseModel):
@@ -282,6 +288,10 @@ class Attempt(BaseModel):
             if status.status == "IssuesFound":
                 return status.name
         return "unknown rule"
+
+    def not_judged(self) -> list[NotJudged]:
+        """The rules that could not judge this job, and why."""
+        return [NotJudged(status.name, status.not_judged) for status in self.rule_statuses if status.not_judged]
 
     def settings(self) -> dict[str, object]:
         """What it ran with, as remedies read and change it: hyperparameters and debugger settings."""

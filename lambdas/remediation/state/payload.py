@@ -29,6 +29,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from contracts import objective as objective_contract
 from contracts import run_spec as bounds
 from contracts.conventional_hyperparameters import hyperparameter_kinds
+from contracts.planned_epochs import planned_epochs
 from lambdas.remediation.state.attempts import MAX_KEPT_ATTEMPTS, Attempt, bound_attempts
 from lambdas.remediation.state.payload_fields import (
     MAX_NAME_BYTES,
@@ -203,10 +204,10 @@ class WorkflowState(BaseModel):
         return objective_contract.Objective.from_json(self.objective) if self.objective is not None else None
 
     def epochs_in(self, hyperparameters: Mapping[str, Any]) -> int | None:
-        """The epochs these hyperparameters train: the ``num_epochs`` knob, by the script's own name (None: the run
-        maps none, or its value is not a whole number)."""
-        epochs = hyperparameters.get(self.hyperparameter_names.get("num_epochs", "num_epochs"))
-        return epochs if isinstance(epochs, int) and not isinstance(epochs, bool) and epochs > 0 else None
+        """The epochs these hyperparameters train, wherever the run_spec states them (``contracts.planned_epochs``:
+        the name mapped to ``num_epochs``, the one a declared remedy sets to the best epoch, or a name that spells an
+        epoch count); None when it states none, or its value is not a whole number."""
+        return planned_epochs(hyperparameters, self.hyperparameter_names.get("num_epochs"), self.remedies)
 
     def kinds(self) -> dict[str, str]:
         """What each hyperparameter is (a whole number, a real number, a flag, text): declared, else what its

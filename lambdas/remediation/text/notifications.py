@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from typing import Any, Literal, get_args
 
 from contracts.remedies import show
+from contracts.rule_status import not_judged_sentence
 from lambdas.remediation.state.attempts import Attempt
 from lambdas.remediation.state.payload import WorkflowState
 from lambdas.remediation.state.product_changes import product_changes
@@ -137,7 +138,8 @@ def completed(state: WorkflowState) -> Notification:
     )
     body = {
         **_common("completed", state),
-        "summary": state.end_reason or f"Job {attempt.job_name} completed with no rule issues.",
+        "summary": _with_not_judged(state.end_reason or f"Job {attempt.job_name} completed with no rule issues.", attempt),
+        "not_judged": [item.to_json() for item in attempt.not_judged()],
         "job_name": attempt.job_name,
         "final_hyperparameters": dict(attempt.hyperparameters),
         "objective": state.objective,
@@ -155,7 +157,8 @@ def gave_up(state: WorkflowState) -> Notification:
     subject = f"{SUBJECT_PREFIX} Gave up after {count} attempt{'s' if count != 1 else ''}: {cause}"
     body = {
         **_common("gave_up", state),
-        "summary": state.end_reason or cause,
+        "summary": _with_not_judged(state.end_reason or cause, attempt),
+        "not_judged": [item.to_json() for item in attempt.not_judged()] if attempt else [],
         "cause": cause,
         "job_name": attempt.job_name if attempt else None,
         "objective": state.objective,
@@ -328,11 +331,18 @@ def _attempt_lines(state: WorkflowState) -> list[dict[str, Any]]:
                 "hyperparameters": attempt.summary(),
                 "objective_value": attempt.objective_value,
                 "remedy": attempt.decision.remedy if attempt.decision else None,
+                "not_judged": [item.to_json() for item in attempt.not_judged()],
             }
         )
     if state.attempts_dropped:
         lines.insert(1, {"dropped": state.attempts_dropped})
     return lines
+
+
+def _with_not_judged(summary: str, attempt: Attempt | None) -> str:
+    """The final summary, and which rules could not judge the last job and why: their quiet status is no verdict."""
+    sentence = not_judged_sentence(attempt.job_name, attempt.not_judged()) if attempt is not None else ""
+    return f"{summary} {sentence}" if sentence else summary
 
 
 def _dump(model: Any) -> Any:

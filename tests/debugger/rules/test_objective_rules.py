@@ -10,7 +10,7 @@ import pytest
 from contracts.job import EXIT_RULE_STOP, EXIT_SUCCESS, METRIC_DEFINITIONS_HYPERPARAMETER
 from contracts.objective import Objective
 from contracts.rule_status import RULE_STATUS_FILE
-from debugger.rules.objective_rules import ObjectiveOutOfReach
+from debugger.rules.objective_rules import NO_EPOCHS, NO_OBJECTIVE, ObjectiveOutOfReach
 from debugger.trial.live_trial import LiveTrial
 from tests.debugger.hook.zero_change.test_zero_change_jobs import STOP, launch
 
@@ -59,15 +59,16 @@ def run(tmp_path, rules):
     return process.returncode, out, log, status, failure
 
 
-def test_a_job_that_cannot_reach_its_objective_is_stopped_after_a_third_of_its_epochs(tmp_path):
-    """Chance accuracy against 0.9: stopped at its fourth epoch of twelve, with the numbers that say why."""
+def test_a_job_that_cannot_reach_its_objective_is_stopped_after_half_its_epochs(tmp_path):
+    """Chance accuracy against 0.9: stopped at its sixth epoch of twelve, with the numbers that say why."""
     code, out, log, status, failure = run(tmp_path, reach_rule(0.9))
     assert code == EXIT_RULE_STOP, log
-    assert len(out.splitlines()) == 4  # the fourth report is the first judged: max(4, a third of 12)
+    assert len(out.splitlines()) == 6  # the sixth report is the first judged: max(4, half of 12)
     assert failure.read_text().startswith("StopTraining: rule ObjectiveOutOfReach found an issue")
     rule = status["rules"][0]
     assert rule["RuleEvaluationStatus"] == "IssuesFound" and rule["issue"]["kind"] == "out_of_reach"
-    assert "after 4 of 12 epochs" in rule["issue"]["message"]
+    assert rule.get("not_judged") is None
+    assert "after 6 of 12 epochs" in rule["issue"]["message"]
     assert "short of validation:accuracy >= 0.9" in rule["issue"]["message"]
 
 
@@ -99,4 +100,45 @@ def test_without_the_jobs_planned_epochs_the_rule_judges_nothing_and_says_so(tmp
     assert len(out.splitlines()) == 12
     rule = status["rules"][0]
     assert rule["RuleEvaluationStatus"] == "NoIssuesFound"
-    assert "not judged: no planned_epochs" in rule["StatusDetails"]
+    assert rule["not_judged"] == NO_EPOCHS == (
+        "no planned epochs: the run_spec states no epoch count (a hyperparameter named num_epochs, epochs, n_epochs, "
+        "max_epochs, num_train_epochs, or the one hyperparameter_names maps as num_epochs)"
+    )
+    assert rule["StatusDetails"] == f"not judged: {NO_EPOCHS}"
+
+
+ACCURACY_09 = Objective("validation:accuracy", "Maximize", 0.9)
+
+
+def _fed(tmp_path, values, planned, objective=ACCURACY_09):
+    """The rule as the hook runs it, fed ``values`` one report at a time."""
+    trial = LiveTrial(tmp_path)
+    rule = ObjectiveOutOfReach(trial, planned_epochs=planned, objective=objective)
+    history = trial.metric_history.setdefault(objective.metric_name, [])
+    fired = False
+    for step, value in enumerate(values):
+        history.append(value)
+        fired = rule.check(step) or fired
+    return rule, fired
+
+
+def test_a_job_too_short_to_judge_says_so(tmp_path):
+    rule, fired = _fed(tmp_path, [0.3, 0.3, 0.3, 0.3], planned=4)
+    assert not fired
+    assert rule.not_judged == "a job of 4 planned epochs is too short: the rule judges from epoch 4 on and never at the last"
+
+
+def test_a_metric_reported_more_often_than_once_an_epoch_says_so(tmp_path):
+    rule, _ = _fed(tmp_path, [0.3, 0.35] * 7, planned=6)
+    assert rule.not_judged == "validation:accuracy was reported 14 times in a job of 6 planned epochs, not once an epoch"
+
+
+def test_without_an_objective_it_says_so(tmp_path):
+    rule = ObjectiveOutOfReach(LiveTrial(tmp_path), planned_epochs=12, objective=None)
+    assert rule.not_judged == NO_OBJECTIVE == "no objective: the run_spec declares none"
+
+
+def test_a_job_judged_once_is_judged(tmp_path):
+    rule, fired = _fed(tmp_path, [0.5, 0.6, 0.65, 0.7, 0.72, 0.75], planned=12)
+    assert not fired and rule.not_judged is None
+    assert rule.latest_note == "within reach after 6 of 12 epochs: it reaches at most 1"

@@ -111,3 +111,23 @@ def test_a_completed_job_that_meets_the_objective_ends_the_run(script_state, rec
     end = plan(record(script_state, outcome="completed", objective_value=0.93))
     assert end.next_action == "end" and ended(end.last_attempt.decision) == ("none", "end", "completed")
     assert end.last_attempt.objective_value == 0.93 and end.run_spec == script_state.run_spec
+
+
+def test_a_run_with_declared_remedies_and_its_epochs_in_its_hyperparameters_is_judged_out_of_reach(account_input):
+    """A real job (60% wrong labels, declared remedies, no hyperparameter_names, "epochs": 12): ObjectiveOutOfReach
+    got its planned epochs and stopped it at half of them, past its peak; the declared objective_missed remedy is
+    what comes next."""
+    from tests.lambdas.remediation.recorded_runs import finish, recorded, start
+
+    run = recorded("mlp-declared-remedies-out-of-reach")
+    state = finish(start(run, account_input, max_num_retraining=1), run["jobs"][0])
+    assert state.policy == "declared" and not state.hyperparameter_names and state.epochs_in(state.run_spec.hyperparameters) == 12
+    attempt = state.last_attempt
+    assert (attempt.outcome, attempt.issue.rule, attempt.issue.kind) == ("objective_missed", "ObjectiveOutOfReach", "out_of_reach")
+    assert attempt.issue.message == (
+        "validation:accuracy was at best 0.7972 after 6 of 12 epochs, no longer improving (noise 0.000858); in the 6 "
+        "epochs left it reaches at most 0.7981, short of validation:accuracy >= 0.9"
+    )
+    assert attempt.not_judged() == []
+    decision = plan(state).last_attempt.decision
+    assert (decision.end_cause, decision.next_remedy) == ("budget_spent", "set weight-decay to 0.001")

@@ -445,6 +445,25 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "run_spec": {**REGRESSION_SPEC, "hyperparameters": {**REGRESSION_HYPERPARAMETERS, "epochs": 40},
                      "max_num_retraining": 2},
     },
+    "mlp-declared-remedies-out-of-reach": {
+        "about": "The MLP on digits with SGD at 0.05 for twelve epochs, 60% of its training labels replaced by labels "
+        "drawn at random, and remedies the run_spec declares (no hyperparameter_names): its epochs stated as "
+        "\"epochs\" in its hyperparameters, ObjectiveOutOfReach judges it and stops it at half its epochs, far short "
+        "of accuracy >= 0.9; the declared objective_missed remedy answers.",
+        "dataset": "digits",
+        "train_faults": {"label_noise": 0.6},
+        "run_spec": {**MLP_SPEC, "hyperparameters": {"lr": 0.05, "epochs": 12, "weight-decay": 0.0},
+                     "remedies": {"objective_missed": [{"hyperparameter": "weight-decay", "set_to": 0.001}]},
+                     "max_num_retraining": 1},
+    },
+    "mlp-declared-epochs-left-to-the-script": {
+        "about": "The MLP on the generated blobs with a declared remedy on its rate and its epochs left to the "
+        "script's own default (5): the run_spec states no epoch count, so ObjectiveOutOfReach cannot judge the job and "
+        "its status says so; the job completes and the run's end names the rule and why.",
+        "run_spec": {**MLP_SPEC, "hyperparameters": {"lr": 0.05},
+                     "remedies": {"*": [{"hyperparameter": "lr", "multiply_by": 0.5, "min": 0.001}]},
+                     "max_num_retraining": 1},
+    },
     "mlp-batch-norm-batch-of-one": {
         "about": "The MLP with batch norm on the generated blobs (1,600 training samples) at a batch size of 123: "
         "the first epoch's last batch holds one sample and BatchNorm1d refuses it in training; the next job runs "

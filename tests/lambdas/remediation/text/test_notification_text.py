@@ -9,7 +9,7 @@ import json
 from contracts.job import killed_process_failure_text
 from lambdas.remediation.execution_input import initial_state
 from lambdas.remediation.planning.planner import plan
-from lambdas.remediation.text.notifications import gave_up, issues_found, job_launched, workflow_error
+from lambdas.remediation.text.notifications import completed, gave_up, issues_found, job_launched, workflow_error
 from tests.lambdas.remediation.recorded_runs import finish, quiet_miss, recorded, start
 
 
@@ -153,3 +153,44 @@ def test_an_error_without_a_cause_is_told_by_its_name():
         "[remediation] Workflow error: States.Timeout",
         "The workflow failed with States.Timeout",
     )
+
+
+# --------------------------------------------------------------------------- rules that could not judge
+
+NO_EPOCHS_SENTENCE = (
+    "In job remediation-job-5434bf7c55-001, ObjectiveOutOfReach could not judge: no planned epochs: the run_spec "
+    "states no epoch count (a hyperparameter named num_epochs, epochs, n_epochs, max_epochs, num_train_epochs, or the "
+    "one hyperparameter_names maps as num_epochs)."
+)
+
+
+def test_a_completed_run_says_which_rules_could_not_judge_its_job_and_why(account_input):
+    """A real job whose run_spec leaves its epochs to the script: ObjectiveOutOfReach's quiet status is no verdict."""
+    run = recorded("mlp-declared-epochs-left-to-the-script")
+    state = finish(start(run, account_input), run["jobs"][0])
+    ended = plan(state)
+    notification = completed(ended)
+    assert notification.body["summary"] == f"{ended.end_reason} {NO_EPOCHS_SENTENCE}"
+    assert notification.body["not_judged"] == [
+        {"rule": "ObjectiveOutOfReach", "why": run["jobs"][0]["rule_status"]["rules"][3]["not_judged"]}
+    ]
+    assert notification.body["attempts"][0]["not_judged"] == notification.body["not_judged"]
+
+
+def test_a_run_that_missed_its_objective_says_which_rules_could_not_judge_its_job(account_input):
+    """The same real job against a target it missed (its declared remedy, the rate halved, answers no missed objective)."""
+    run = recorded("mlp-declared-epochs-left-to-the-script")
+    objective = {**run["run_spec"]["objective"], "target_value": 0.99}
+    state = finish(start(run, account_input, objective=objective, max_num_retraining=1), run["jobs"][0])
+    assert state.last_attempt.outcome == "objective_missed"
+    ended = plan(state)
+    notification = gave_up(ended)
+    assert notification.subject == "[remediation] Gave up after 1 attempt: objective missed, no remedy left"
+    assert notification.body["summary"] == f"{ended.end_reason} {NO_EPOCHS_SENTENCE}"
+    assert [item["rule"] for item in notification.body["not_judged"]] == ["ObjectiveOutOfReach"]
+
+
+def test_a_run_whose_rules_all_judged_says_nothing_more(account_input):
+    run = recorded("mlp-rare-class-weighted-in-job")
+    ended = plan(finish(start(run, account_input), run["jobs"][0]))
+    assert gave_up(ended).body["summary"] == ended.end_reason and gave_up(ended).body["not_judged"] == []
