@@ -58,7 +58,7 @@ $(VENV)/.cdk-installed: requirements-cdk.txt | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-cdk.txt
 	touch $@
 
-$(VENV)/.dev-installed: requirements-dev.txt requirements-cdk.txt $(VENV)/.runtime-installed
+$(VENV)/.dev-installed: requirements-dev.txt requirements-cdk.txt requirements-hf.txt $(VENV)/.runtime-installed
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	touch $@
 

@@ -191,13 +191,17 @@ def main(argv: list[str] | None = None) -> int:
                         help="--random: the share of configurations whose healthy twin runs too (default 0.25)")
     parser.add_argument("--timeout", type=float, default=600, help="seconds per run")
     parser.add_argument("--markdown", type=Path, help="also write the markdown table to this file")
+    parser.add_argument("--style", action="append",
+                        help="--random: run only the drawn configurations of this script style or model family "
+                        "(repeatable, e.g. hf_trainer, transformer); the drawing and its names are unchanged")
     parser.add_argument("--allow-loss-changes", action="store_true",
                         help="--random: every evidence run allows loss changes (the run_spec's allow_loss_changes)")
     arguments = parser.parse_args(argv)
     if arguments.random is not None:
         return main_random(parser, arguments)
-    if arguments.seed or arguments.healthy_share is not None or arguments.space is not None or arguments.allow_loss_changes:
-        parser.error("--seed, --space, --healthy-share and --allow-loss-changes go with --random N")
+    if (arguments.seed or arguments.healthy_share is not None or arguments.space is not None or arguments.allow_loss_changes
+            or arguments.style):
+        parser.error("--seed, --space, --healthy-share, --style and --allow-loss-changes go with --random N")
     scenarios = by_name()
     if arguments.list:
         for scenario in SCENARIOS:
@@ -280,6 +284,12 @@ def main_random(parser: argparse.ArgumentParser, arguments: argparse.Namespace) 
     if unknown or not policies:
         parser.error(f"--policies: {', '.join(unknown) or 'none given'}; with --random choose from {', '.join(allowed)}")
     arguments.space = arguments.space or "v1"
+    import zoo_random
+
+    known = sorted({*zoo_random.ALL_STYLES, *(style.family for style in zoo_random.ALL_STYLES.values())})
+    unknown_styles = [style for style in arguments.style or () if style not in known]
+    if unknown_styles:
+        parser.error(f"--style: {', '.join(unknown_styles)} is no script style or model family; choose from {', '.join(known)}")
     work = arguments.work_dir or Path(tempfile.mkdtemp(prefix="repair-zoo-random-"))
     reports, tables = [], []
     for seed in arguments.seed:
@@ -287,7 +297,8 @@ def main_random(parser: argparse.ArgumentParser, arguments: argparse.Namespace) 
         seed_work.mkdir(parents=True, exist_ok=True)
         report, table = zoo_random_run.run_seed(seed, arguments.random, policies, seed_work, arguments.jobs,
                                                 arguments.timeout, share, arguments.space,
-                                                {"allow_loss_changes": True} if arguments.allow_loss_changes else None)
+                                                {"allow_loss_changes": True} if arguments.allow_loss_changes else None,
+                                                styles=frozenset(arguments.style or ()))
         report["summary"]["command"] = "python bench/repair_zoo.py " + " ".join(sys.argv[1:])
         reports.append(report)
         tables.append(f"### Seed {seed}\n\n{table}")

@@ -198,11 +198,13 @@ def held_out_check(configuration: DrawnConfiguration, row: dict[str, Any]) -> di
 
 def run_seed(seed: int, n: int, policies: tuple[str, ...], work: Path, workers: int, timeout: float,
              healthy_share: float = DEFAULT_HEALTHY_SHARE, space: str = "v1",
-             extra_input: dict[str, Any] | None = None) -> tuple[dict[str, Any], str]:
+             extra_input: dict[str, Any] | None = None, styles: frozenset[str] = frozenset()) -> tuple[dict[str, Any], str]:
     """Draw, run, judge one seed of ``space``: (the JSON report, the markdown table); ``extra_input``: keys every
-    evidence run's execution input takes."""
+    evidence run's execution input takes; ``styles``: only the drawn configurations of these script styles or model
+    families (the drawing is the seed's whole, so each keeps its name)."""
     run_evidence_here = functools.partial(run_evidence, extra_input=extra_input)
-    configurations = zoo_random.draw(seed, n, space)
+    configurations = [configuration for configuration in zoo_random.draw(seed, n, space)
+                      if not styles or styles & {configuration.style, configuration.family}]
     twins = zoo_random.healthy_twins(configurations, healthy_share)
     data_root = work / "data"
     for configuration in configurations:  # data first, once, before the runs race for it

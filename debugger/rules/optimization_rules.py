@@ -16,6 +16,7 @@ import numpy as np
 from contracts.rule_status import NAN_INPUT, NAN_TARGET
 from debugger.core.collection import ACTIVATIONS, GRADIENTS, LOSSES, WEIGHTS
 from debugger.core.modes import ModeKeys
+from debugger.rules import gradient_flow
 from debugger.rules.loss_rule import LossNotDecreasing
 from debugger.rules.rule import GRADIENT_PREFIX, TOTAL_GRADIENT_NORM, Requirement, Rule
 from debugger.rules.tensor_selection import LossFall
@@ -94,19 +95,35 @@ class ExplodingTensor(Rule):
 
 #: VanishingGradient scales its threshold by the step's own training loss, else by the mean of this many recent ones.
 LOSS_SCALE_STEPS = 10
+#: VanishingGradient fires on the input side's gradient only when it is under the threshold at this many saved steps
+#: in a row (the first of them are saved for it): one batch's gradient is not a run's flow. A step at which every
+#: gradient of the model is under the threshold fires at once.
+INPUT_SIDE_STEPS = 2
+
+
+class _Skipped:
+    """Tensors a rule left out at some step, with why (``Rule.skipped_tensors`` collects every ``skipped`` dict)."""
+
+    def __init__(self):
+        self.skipped: dict[str, str] = {}
 
 
 class VanishingGradient(Rule):
-    """Fires when the mean of |gradient| of a gradient tensor falls below ``threshold``, judged at the scale of the
-    loss the gradients carry.
+    """Fires when the gradient vanishes before it reaches the model's input side: the mean of |gradient| of every
+    tensor of the model's first layer (:mod:`debugger.rules.gradient_flow`) is below ``threshold`` at
+    ``INPUT_SIDE_STEPS`` saved steps in a row, or every gradient of the model is below it at one step, judged at the
+    scale of the loss the gradients carry.
 
-    ``total_gradient_norm`` (every step) counts too: below the threshold it implies every gradient's mean
-    |g| is below it. Tensors that cannot carry a gradient (frozen parameters, a bias a normalization removes:
-    :mod:`debugger.rules.tensor_signal`) are skipped. A gradient is as large as the loss it carries: once training has
-    brought the loss down by a factor (the step's training loss against the first), the threshold is divided by
-    that factor (:class:`debugger.rules.tensor_selection.LossFall`), so a model that has fit its data (a healthy CNN's loss at 7e-6 and its first layer's
-    mean |g| at 3e-8, accuracy 1.0) is not taken for one whose gradient died on its way to the first layers.
-    SageMaker's rule compares with ``threshold`` alone."""
+    ``total_gradient_norm`` (every step) counts too: below the threshold it implies every gradient's mean |g| is below
+    it. Tensors that cannot carry a gradient (frozen parameters, a bias a normalization removes:
+    :mod:`debugger.rules.tensor_signal`) are skipped; so is a small gradient away from the input side while the input
+    side gets the signal (an attention key's bias, a fresh attention's query weights, an unused parameter: the signal
+    that reached the input passed the depth they sit at), and the status details name each with its value. A gradient
+    is as large as the loss it carries: once training has brought the loss down by a factor (the step's training loss
+    against the first), the threshold is divided by that factor (:class:`debugger.rules.tensor_selection.LossFall`),
+    so a model that has fit its data (a healthy CNN's loss at 7e-6 and its first layer's mean |g| at 3e-8, accuracy
+    1.0) is not taken for one whose gradient died on its way to the first layers. SageMaker's rule compares every
+    tensor with ``threshold`` alone."""
 
     def __init__(self, base_trial, threshold: float = 1e-7):
         super().__init__(base_trial)
@@ -114,26 +131,67 @@ class VanishingGradient(Rule):
         # a frozen parameter or a bias a normalization removes has no gradient to speak of, by construction
         self._selection = _Selection(base_trial, [GRADIENTS], (), skip_silent=True)
         self._loss_fall = LossFall(base_trial, LOSS_SCALE_STEPS)
+        self._downstream = _Skipped()
+        self._input_low: list[int] = []  # the latest saved steps in a row whose input side was under the threshold
 
     def requirements(self) -> list[Requirement]:
-        return [Requirement(GRADIENTS)]
+        return [Requirement(GRADIENTS), Requirement(GRADIENTS, frozenset(range(INPUT_SIDE_STEPS)))]
 
     def invoke_at_step(self, step: int) -> bool:
         fall = self._loss_fall.at(step)
         threshold = self.threshold / fall
+        scaled = f" / {fall:.3g} ({self._loss_fall.describe()})" if fall > 1.0 else ""
         # In the job: mean |g| = ||g||_1 / n >= ||g||_2 / n, and the L2 norms come from one fused torch call per
         # step; only a tensor whose L2 norm over its size falls below the threshold is read and checked exactly.
         norms = self.base_trial.norms(step, 2) if hasattr(self.base_trial, "norms") else {}
         clear = {
             name for name, norm in norms.items() if math.isfinite(norm) and norm / self.base_trial.numel(step, name) >= threshold
         }
+        available = self.base_trial.names_at(step)
+        tensors = [name for name in self._selection.names() if name in available and name != TOTAL_GRADIENT_NORM]
+        low: dict[str, float] = {}
         for name, value in self._selection.values_at(step, skip=clear.__contains__):
-            mean_abs = float(np.mean(np.abs(np.asarray(value, dtype=np.float64))))
-            if mean_abs < threshold:
-                scaled = f" / {fall:.3g} ({self._loss_fall.describe()})" if fall > 1.0 else ""
+            mean_abs = gradient_flow.mean_abs(value)
+            if mean_abs >= threshold:
+                continue
+            if name == TOTAL_GRADIENT_NORM or name not in available or len(tensors) <= 1:
+                # the total gradient norm (or the model's only tensor): no gradient anywhere in the model
                 self.report(name, mean_abs, f"mean |gradient| of {name} is {mean_abs:.3g} < threshold {self.threshold:g}{scaled}")
                 return True
-        return False
+            low[name] = mean_abs
+        if not tensors:
+            return False
+        if not low:
+            self._input_low = []
+            return False
+        if len(low) == len(tensors):
+            name = min(low, key=low.get)
+            self.report(name, low[name], f"mean |gradient| of every one of the model's {len(tensors)} gradient tensors is "
+                        f"below threshold {self.threshold:g}{scaled}; the smallest, {name}, is {low[name]:.3g}")
+            return True
+        side = gradient_flow.input_side(tensors, lambda name: self.base_trial.tensor(name).value(step))
+        if side.carries(threshold):
+            self._input_low = []
+            for name, value in low.items():
+                self._downstream.skipped[name] = gradient_flow.downstream_reason(step, value, side)
+            return False
+        self._input_low.append(step)
+        if len(self._input_low) < INPUT_SIDE_STEPS:
+            self.note(f"the gradient reaching the input side ({side.layer}) is {side.value:.3g} < threshold "
+                      f"{self.threshold:g}{scaled} at step {step}: judged again at the next saved step")
+            return False
+        largest = max((name for name in tensors if name not in low), key=lambda name: norms.get(name, 0.0), default=None)
+        beside = f"; the output side still gets it ({largest}: L2 norm {norms[largest]:.3g})" if largest in norms else ""
+        steps = ", ".join(str(s) for s in self._input_low[-INPUT_SIDE_STEPS:])
+        self.report(
+            side.strongest,
+            side.value,
+            f"mean |gradient| of the model's input side ({side.layer}: {len(side.tensors)} tensor(s), at most "
+            f"{side.value:.3g} in {side.strongest}) is below threshold {self.threshold:g}{scaled} at steps {steps}: "
+            f"the gradient vanishes before it reaches the first layer; {len(low)} of {len(tensors)} gradient tensors "
+            f"are below it{beside}",
+        )
+        return True
 
 
 class WeightUpdateRatio(Rule):
@@ -246,20 +304,22 @@ class PoorWeightInitialization(Rule):
         for name, value in self._gradients.values_at(step):
             if name == TOTAL_GRADIENT_NORM:
                 continue
-            values = np.asarray(value, dtype=np.float64).reshape(-1)
+            values = gradient_flow.used_rows(value).reshape(-1)
             if values.size < 2 or not np.isfinite(values).all():
                 continue
             low, high = np.percentile(values, [5, 95])
-            scale = float(np.mean(np.abs(values)))
+            scale = float(np.median(np.abs(values)))
             # narrow, not merely small: a small gradient (a sigmoid network's first layer: spread 7e-4, 4x its mean
             # |g|) spreads as widely for its size as any; a gradient whose entries all agree (units that start
-            # alike) or that is all zero does not
+            # alike) or that is all zero does not. Its typical entry (the median |g|) is the yardstick, not the mean
+            # that a few large rows set (a position embedding whose first row, the classifier's token, is 1000x
+            # the others'); an embedding's rows the batch did not use are zero by construction and left out.
             if high - low < self.distribution_range and (scale == 0.0 or high - low < NARROW_SPREAD * scale):
                 self.report(
                     name,
                     high - low,
                     f"5th-95th percentile spread of {name} is {high - low:.3g} < {self.distribution_range:g}, "
-                    f"{(high - low) / scale if scale else 0.0:.3g} times its mean |gradient| {scale:.3g}",
+                    f"{(high - low) / scale if scale else 0.0:.3g} times its median |gradient| {scale:.3g}",
                 )
                 return True
         return False

@@ -46,11 +46,8 @@ def _values_at(selection: Selection, step: int, skip_scalars: bool):
     tensor), the hook's scalars (losses, metrics, learning rate, total gradient norm) and the script's own
     (smdebug's ``save_scalar``: ``scalar/<name>``) are left out: a constant learning rate is not an unchanged
     tensor, nor a warmup starting at 0 an all-zero one, nor a validation accuracy that holds at 0.99 a stuck model."""
-    available = selection.trial.names_at(step)
     membership = selection.trial._names() if skip_scalars else {}
-    for name in selection.names():
-        if name not in available:
-            continue
+    for name in selection.names_at(step):
         if skip_scalars and (
             name == TOTAL_GRADIENT_NORM or name.startswith(SCRIPT_SCALAR_PREFIX)
             or membership.get(name, set()) & SCALAR_COLLECTIONS

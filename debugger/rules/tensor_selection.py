@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from debugger.core.modes import ModeKeys
+from debugger.rules.gradient_flow import structurally_silent
 from debugger.rules.tensor_signal import silent_tensors
 from debugger.trial.trial import BaseTrial
 
@@ -28,7 +29,8 @@ class Selection:
     recomputed only when new tensor names appear; plus the trial's every-step signals that match.
 
     With ``skip_silent`` the tensors that cannot show the rule's problem (:mod:`debugger.rules.tensor_signal`: frozen
-    parameters, biases a normalization removes) are left out, and kept in ``skipped`` with why."""
+    parameters, biases a normalization removes; :func:`debugger.rules.gradient_flow.structurally_silent`: a gradient
+    that is float32 rounding of the model's own scale at the step) are left out, and kept in ``skipped`` with why."""
 
     def __init__(
         self, trial: BaseTrial, collections: list[str], regex: tuple[re.Pattern[str], ...], order=None,
@@ -59,16 +61,30 @@ class Selection:
             self._names = sorted(names, key=self.order) if self.order else names
         return self._names
 
+    def silent_at(self, step: int) -> dict[str, str]:
+        """The selected tensors that are structurally silent at ``step`` (none without ``skip_silent``), noted in
+        ``skipped``."""
+        if not self.skip_silent:
+            return {}
+        silent = structurally_silent(self.trial, step)
+        self.skipped.update({name: why for name, why in silent.items() if name not in self.skipped and name in self._names})
+        return silent
+
+    def names_at(self, step: int) -> list[str]:
+        """The selected tensors with a value at ``step``, but the structurally silent ones."""
+        available = self.trial.names_at(step)
+        names = [name for name in self.names() if name in available]
+        silent = self.silent_at(step) if names else {}
+        return [name for name in names if name not in silent]
+
     def values_at(self, step: int, skip: Callable[[str], bool] | None = None) -> Iterator[tuple[str, Any]]:
         """(name, value) of the selected tensors with a value at ``step`` (read lazily; none for which ``skip``
-        says so), then the selected signals."""
+        says so, nor the structurally silent ones), then the selected signals."""
         available = self.trial.names_at(step)
-        seen = set()
-        for name in self.names():
-            if name in available:
-                seen.add(name)
-                if skip is None or not skip(name):
-                    yield name, self.trial.tensor(name).value(step)
+        seen = {name for name in self.names() if name in available}
+        for name in self.names_at(step):
+            if skip is None or not skip(name):
+                yield name, self.trial.tensor(name).value(step)
         signals = getattr(self.trial, "signals_at", None)
         for name, (member_of, value) in (signals(step) if signals else {}).items():
             if name not in seen and self.selects(name, member_of):

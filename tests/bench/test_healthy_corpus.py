@@ -25,8 +25,9 @@ def test_the_corpus_lists_its_configurations_across_model_families_and_data_sets
     assert len(lines) >= 24
     scripts = {line.split()[1] for line in lines}
     datasets = {line.split()[2] for line in lines}
-    assert scripts == {"mlp_train.py", "cnn_train.py", "resnet_train.py", "transfer_train.py"}
-    assert datasets == {"digits", "tabular", "images"}
+    assert scripts == {"mlp_train.py", "cnn_train.py", "resnet_train.py", "transfer_train.py", "hf_classifier_train.py",
+                       "hf_causal_lm_train.py", "lightning_train.py"}
+    assert datasets == {"digits", "tabular", "images", "tokens", "sequences"}
 
 
 def test_an_unknown_configuration_is_refused_with_the_way_to_list_them():

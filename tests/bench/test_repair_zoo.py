@@ -31,6 +31,14 @@ def test_an_unknown_scenario_is_refused_with_the_way_to_list_them():
     assert finished.returncode == 2 and "--list" in finished.stderr
 
 
+def test_a_drawn_zoo_restricted_to_a_style_refuses_one_it_does_not_know(tmp_path):
+    finished = _zoo("--random", "2", "--seed", "2002", "--space", "v2", "--style", "no_such_style", "--work-dir", str(tmp_path))
+    assert finished.returncode == 2
+    assert "--style: no_such_style is no script style or model family; choose from " in finished.stderr
+    assert "hf_trainer" in finished.stderr and "transformer" in finished.stderr
+    assert _zoo("--style", "hf_trainer").returncode == 2  # the fixed zoo has no drawing to restrict
+
+
 @pytest.mark.training
 def test_a_failing_scenario_is_repaired_and_a_healthy_one_raises_no_alarm(tmp_path):
     finished = _zoo("--scenario", "mlp-explode", "--scenario", "mlp-healthy-digits", "--policies", "none,evidence",

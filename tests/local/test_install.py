@@ -29,9 +29,9 @@ def run(*command: str, cwd: Path, timeout: float = 180) -> subprocess.CompletedP
     return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout)
 
 
-def pinned() -> dict[str, str]:
+def pinned(requirements: str = "requirements.txt") -> dict[str, str]:
     pins = {}
-    for line in (REPO / "requirements.txt").read_text().splitlines():
+    for line in (REPO / requirements).read_text().splitlines():
         line = line.strip()
         if line and not line.startswith(("#", "-")):
             name, _, version = line.partition("==")
@@ -90,10 +90,16 @@ def test_declared_dependencies_are_installed_and_match_the_pins(installed, tmp_p
     (dist_info,) = Path(run(str(installed), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])",
                             cwd=tmp_path).stdout.strip()).glob("training_remediation-*.dist-info")
     declared = [Requirement(value) for value in Parser().parsestr((dist_info / "METADATA").read_text()).get_all("Requires-Dist")]
-    pins = pinned()
+    pins, extra_pins = pinned(), {"hf": pinned("requirements-hf.txt")}
     assert {requirement.name.lower() for requirement in declared} >= {"boto3", "moto", "pydantic", "rich", "numpy", "torch"}
     for requirement in declared:
         name = requirement.name.lower().replace("_", "-")
+        # an optional extra's dependencies are pinned in its own requirements file (pyproject: [hf])
+        extra = next((extra for extra in extra_pins if requirement.marker and requirement.marker.evaluate({"extra": extra})), None)
+        if extra is not None:
+            assert name in extra_pins[extra], f"{requirement} is declared for [{extra}] but requirements-{extra}.txt does not pin it"
+            assert requirement.specifier.contains(extra_pins[extra][name]), f"{requirement} excludes the pinned {extra_pins[extra][name]}"
+            continue
         assert name in pins, f"{requirement} is declared but requirements.txt does not pin it"
         assert requirement.specifier.contains(pins[name], prereleases=True), f"{requirement} excludes the pinned {pins[name]}"
         for extra in requirement.extras:  # the extra's own dependencies are pinned too

@@ -275,6 +275,24 @@ def test_poor_weight_initialization_a_small_gradient_is_not_a_narrow_one(tmp_pat
     assert make("PoorWeightInitialization", zero).invoke_at_step(0) is True  # nothing to spread: narrow
 
 
+def test_poor_weight_initialization_reads_a_gradient_by_its_typical_entry_over_the_rows_the_batch_used(tmp_path):
+    # a position embedding's gradient: row 0 (the classifier's token) 1e-2, the other rows about 1e-5 (spread 4e-5,
+    # 0.09 of the mean |g| that row 0 sets, 4x the median |g|): wide for its typical entry
+    rng = np.random.default_rng(1)
+    rows = rng.normal(0.0, 1.2e-5, (24, 32))
+    rows[0] = rng.normal(0.0, 1.3e-2, 32)
+    trial = trial_with(tmp_path, {0: {"gradient/pos.weight": ("gradients", rows)}})
+    assert make("PoorWeightInitialization", trial).invoke_at_step(0) is False
+    # an embedding whose used rows agree (0.05 each) among rows the batch did not use (zero by construction): narrow
+    agreeing = np.zeros((64, 8))
+    agreeing[:8] = 0.05
+    trial = trial_with(tmp_path / "rows", {0: {"gradient/emb.weight": ("gradients", agreeing)}})
+    rule = make("PoorWeightInitialization", trial)
+    assert rule.invoke_at_step(0) is True
+    assert rule.finding.message == ("5th-95th percentile spread of gradient/emb.weight is 0 < 0.001, 0 times its median "
+                                    "|gradient| 0.05")
+
+
 def test_poor_weight_initialization_loss_patience_and_window(tmp_path):
     # a loss frozen by the initialisation: no new minimum for 5 steps, and it does not move (within 0.5%); judged
     # once two windows of patience losses are in

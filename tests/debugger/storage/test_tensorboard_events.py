@@ -87,10 +87,11 @@ def test_a_job_writes_scalars_every_step_and_histograms_at_the_save_interval(tmp
         assert scalar_steps(found, tag) == list(range(12)), tag
     assert [event.value for event in found.Scalars("learning_rate")] == pytest.approx([0.05] * 12)
     assert all(event.value == 0.0 for event in found.Scalars("rules/ExplodingTensor"))
-    # histograms and per-parameter norms at the saved steps only: 0, 5, 10
+    # histograms and per-parameter norms at the saved steps only: 0, 5, 10 (and the gradients at step 1, saved for
+    # VanishingGradient's second look at the input side)
     assert {"weights/0.weight", "weights/2.bias", "gradients/0.weight", "gradients/2.bias"} <= set(tags["histograms"])
-    assert [event.step for event in found.Histograms("gradients/0.weight")] == [0, 5, 10]
-    assert scalar_steps(found, "gradient_norm/0.weight") == [0, 5, 10]
+    assert [event.step for event in found.Histograms("gradients/0.weight")] == [0, 1, 5, 10]
+    assert scalar_steps(found, "gradient_norm/0.weight") == [0, 1, 5, 10]
     first = found.Histograms("weights/0.weight")[0].histogram_value
     assert first.num == 6 * 8  # every weight of the layer counted
 

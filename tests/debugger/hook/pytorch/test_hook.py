@@ -177,7 +177,8 @@ def test_healthy_run_ends_with_no_issues_found(tmp_path):
     assert {status.RuleEvaluationStatus for status in document.rules} == {"NoIssuesFound"}
     assert document.last_step == 6 and document.training_ended
     trial = create_trial(tmp_path)
-    assert trial.steps() == [0, 3, 6]
+    # the save interval's steps, and step 1: VanishingGradient judges the input side at two saved steps from the start
+    assert trial.steps() == [0, 1, 3, 6]
     assert trial.tensor("learning_rate").value(3) == pytest.approx(0.05)
     assert trial.tensor("test_accuracy").value(6) == pytest.approx(0.5)
     assert set(trial.tensor_names(collection="biases")) == {"0.bias", "2.bias"}
