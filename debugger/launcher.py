@@ -70,11 +70,11 @@ from contracts.run_spec import (
     check_entry_point,
     check_metric_definitions,
 )
+from debugger.core.log_lines import prefix_debugger_logging
 from debugger.hook.failure_file import FailureFile
 from debugger.hook.printed_metrics import reading_printed_metrics
 from debugger.hook.stop_training import StopTrainingRequested
 from debugger.hook.zero_change import ZeroScriptChangeRefused, watch_when_imported
-from debugger.core.log_lines import prefix_debugger_logging
 from debugger.loss_patches.class_weighting import weighting_the_training_loss
 from debugger.loss_patches.robust_loss import training_on_a_robust_loss
 

@@ -450,8 +450,9 @@ def test_the_global_module_hooks_are_on_only_until_the_models_are_found_and_at_s
         with torch.no_grad():
             loss_fn(model(validation[0]), validation[1])
     assert not watcher._module_handles  # off between steps
-    # TRAIN steps 0-3 (mode steps 0-3: 0 saves), EVAL 4 (eval mode step 0 saves), TRAIN 5-8 (mode step 4 saves), EVAL 9
-    assert global_hooks_on_in_forward == [True, False, False, False, True, True, False, False, False, False]
+    # TRAIN steps 0-3 (mode steps 0 and 1 save: VanishingGradient's second look at the input side), EVAL 4 (eval mode
+    # step 0 saves), TRAIN 5-8 (mode step 4 saves), EVAL 9
+    assert global_hooks_on_in_forward == [True, True, False, False, True, True, False, False, False, False]
     watcher.hook.close()
     trial = create_trial(watcher.hook.out_dir)
     assert [trial.mode(step) for step in trial.steps()] == [ModeKeys.TRAIN, ModeKeys.EVAL, ModeKeys.TRAIN]
