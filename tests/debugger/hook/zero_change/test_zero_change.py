@@ -455,7 +455,7 @@ def test_the_global_module_hooks_are_on_only_until_the_models_are_found_and_at_s
     assert global_hooks_on_in_forward == [True, True, False, False, True, True, False, False, False, False]
     watcher.hook.close()
     trial = create_trial(watcher.hook.out_dir)
-    assert [trial.mode(step) for step in trial.steps()] == [ModeKeys.TRAIN, ModeKeys.EVAL, ModeKeys.TRAIN]
-    assert trial.steps() == [0, 4, 5]
+    assert [trial.mode(step) for step in trial.steps()] == [ModeKeys.TRAIN, ModeKeys.TRAIN, ModeKeys.EVAL, ModeKeys.TRAIN]
+    assert trial.steps() == [0, 1, 4, 5]
     loss = trial.tensor("CrossEntropyLoss_output_0")  # named from the loss module, watched by its own hook
     assert loss.steps() == [0, 4, 5]
