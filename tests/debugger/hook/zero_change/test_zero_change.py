@@ -14,7 +14,6 @@ import smdebug.pytorch as smd
 from debugger import Hook, StopTrainingRequested, create_trial
 from debugger.core.modes import ModeKeys
 from debugger.hook.zero_change import ZeroScriptChangeRefused
-from debugger.hook.zero_change.pytorch import AutomaticHook, TorchWatcher
 
 STOP = '[{"name":"StopTraining"}]'
 
@@ -24,27 +23,6 @@ def rule(name: str, **parameters: str) -> dict:
 
 
 RULES = [rule("ExplodingTensor", action_json=STOP), rule("VanishingGradient"), rule("LossNotDecreasing")]
-
-
-@pytest.fixture
-def watch(tmp_path):
-    """``watch(rules, save_interval)``: a watcher installed in this process whose hook writes to tmp_path/"zero";
-    removed (and its hook closed) after the test, so no other test meets its global hooks."""
-    watchers: list[TorchWatcher] = []
-
-    def make(rules=RULES, save_interval="1", out_dir=None) -> TorchWatcher:
-        config = {"HookParameters": {"save_interval": save_interval}}
-        directory = out_dir or tmp_path / "zero"
-        watcher = TorchWatcher(lambda: AutomaticHook.from_configs(config, rules, out_dir=directory, job_name="zero"))
-        watcher.install()
-        watchers.append(watcher)
-        return watcher
-
-    yield make
-    for watcher in watchers:
-        watcher.uninstall()
-        if watcher.hook is not None:
-            watcher.hook.close()
 
 
 def mlp(seed: int = 0) -> nn.Module:

@@ -15,7 +15,7 @@ from torch import nn
 
 from debugger import Hook, StopTrainingRequested, create_trial
 from debugger.hook.zero_change import ZeroScriptChangeRefused
-from debugger.hook.zero_change.pytorch import AutomaticHook, TorchWatcher
+from tests.debugger.hook.zero_change.test_zero_change import RULES, batches, mlp
 
 os.environ.setdefault("KERAS_BACKEND", "torch")  # before keras is imported: Keras 3 on PyTorch
 import keras  # noqa: E402 - pinned in requirements-dev.txt
@@ -24,42 +24,6 @@ STOP = '[{"name":"StopTraining"}]'
 #: dynamo traces the global hooks the same whatever compiles its graph; "aot_eager" (dynamo + AOTAutograd, no C++
 #: code generation) keeps these tests cheap: the default backend is run in a job by tests/local/test_zero_change_scripts.py
 BACKEND = "aot_eager"
-
-
-def rule(name: str, **parameters: str) -> dict:
-    return {"RuleConfigurationName": name, "RuleParameters": {"rule_to_invoke": name, **parameters}}
-
-
-RULES = [rule("ExplodingTensor", action_json=STOP), rule("VanishingGradient"), rule("LossNotDecreasing")]
-
-
-@pytest.fixture
-def watch(tmp_path):
-    """``watch(rules)``: a watcher installed in this process, its hook writing to tmp_path/"zero" (save_interval 1)."""
-    watchers: list[TorchWatcher] = []
-
-    def make(rules=RULES) -> TorchWatcher:
-        config = {"HookParameters": {"save_interval": "1"}}
-        watcher = TorchWatcher(lambda: AutomaticHook.from_configs(config, rules, out_dir=tmp_path / "zero", job_name="zero"))
-        watcher.install()
-        watchers.append(watcher)
-        return watcher
-
-    yield make
-    for watcher in watchers:
-        watcher.uninstall()
-        if watcher.hook is not None:
-            watcher.hook.close()
-
-
-def mlp(seed: int = 0) -> nn.Module:
-    torch.manual_seed(seed)
-    return nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 4))
-
-
-def batches(count: int, seed: int = 1):
-    generator = torch.Generator().manual_seed(seed)
-    return [(torch.randn(32, 6, generator=generator), torch.randint(0, 4, (32,), generator=generator)) for _ in range(count)]
 
 
 def values(trial, name: str) -> list[float]:
