@@ -3,7 +3,7 @@
 The job's debugger folds every training step's loss into :class:`LossHistory` (at most :data:`MAX_LOSS_WINDOWS`
 windows of consecutive steps, each its mean: a window's mean averages the minibatch noise away however long the job
 ran) and reports the windows in the rule-status evidence. The planner reads their shape (:func:`loss_shape`) when a
-job ended quietly but missed its objective, where no rule names the cause (issue 21):
+job ended quietly but missed its objective, where no rule names the cause:
 
 * ``flat``: the loss at the end is within :data:`LEARNED_FRACTION` of where it started: the network never learned
   (a rate far too small, gradients that vanish through sigmoid layers or a tiny initialisation, unscaled inputs).

@@ -139,9 +139,8 @@ class Overfit(_CurveRule):
     on.
 
     The gap alone is not overfitting: any model that fits its training set well has a training loss heading to 0
-    and a ratio that grows past any threshold (measured on healthy runs: 0.2 at epoch 5 of a tanh MLP, 48 at the
-    end of a tabular one that meets its objective), and early on batch norm's running statistics put the
-    validation loss far above the training loss (0.94 at epoch 1 of a healthy ResNet). Overfitting costs the
+    and a ratio that grows past any threshold, and early on batch norm's running statistics put the validation loss
+    far above the training loss (docs/decisions/020). Overfitting costs the
     held-out loss: a comparison counts only when the validation loss is worse than it has been (SageMaker's rule
     counts the gap alone).
 

@@ -236,10 +236,10 @@ class WeightUpdateRatio(Rule):
 
 
 #: PoorWeightInitialization's loss criterion: a loss "does not move" when its values stay within this fraction of their
-#: mean (the first 10 losses of healthy runs spread 2% to 400% of their mean: bench/healthy_corpus.py).
+#: mean (healthy runs' first losses spread far wider: docs/decisions/020).
 LOSS_STILL = 0.01
 #: PoorWeightInitialization's gradient spread counts as narrow below this fraction of the gradient's mean |g|
-#: (healthy layers measured 2-6 times their mean |g| at steps 0-9: bench/healthy_corpus.py).
+#: (healthy layers spread several times their mean |g| early on: docs/decisions/020).
 NARROW_SPREAD = 0.1
 
 

@@ -83,8 +83,7 @@ class ClassImbalance(Rule):
     (:data:`UNDERREPRESENTED_SHARE`), over the latest ``samples`` labels (whole steps), while the other classes
     together are mispredicted less than ``1 - threshold_misprediction`` of the time. SageMaker's rule judges every
     class from the first step: an untrained model mispredicts every class, and a healthy one learns some classes
-    later than others (measured on balanced digits: class 9 mispredicted 100% at step 13 of a run that ends at
-    0.98); neither is a class the model ignores because it is rare.
+    later than others (docs/decisions/020); neither is a class the model ignores because it is rare.
 
     Labels and predictions are the tensors matching ``labels_regex`` and ``predictions_regex`` (paired in name
     order); ``argmax`` turns a row of scores per sample into the predicted class."""
