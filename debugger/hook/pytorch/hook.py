@@ -65,7 +65,7 @@ from debugger.hook.pytorch.model_structure import StructureTrace, frozen_reason
 from debugger.hook.pytorch.script_api import ScriptApi
 from debugger.hook.pytorch.spot_resume import SpotResume
 from debugger.hook.pytorch.step_capture import NATIVE, SMDEBUG, StepCapture
-from debugger.hook.pytorch.step_signals import GradientNorm, StepLabels
+from debugger.hook.pytorch.step_signals import StepSignals
 from debugger.hook.stall_watchdog import StallWatchdog
 from debugger.hook.stop_training import StopTrainingRequested
 from debugger.rules.rule import TOTAL_GRADIENT_NORM
@@ -163,9 +163,8 @@ class Hook(ScriptApi, StepCapture, SpotResume, HookBase):
         self._grad_handles: list[Any] = []
         self._loss_name = "loss_output_0"
         self._pending_loss: torch.Tensor | None = None
-        #: the training labels of the step under way, tallied on their device, read at its check (step_signals)
-        self._pending_labels: list[StepLabels] = []
-        self._gradient_norm = GradientNorm()
+        #: what the step under way gathers on the device for its check (label tallies, input fingerprints)
+        self._signals = StepSignals()
         self._optimizer: torch.optim.Optimizer | None = None
         #: The optimizer seen stepping this model's parameters (evidence only: the checks stay where they are).
         self._observed_optimizer: torch.optim.Optimizer | None = None

@@ -34,9 +34,9 @@ from debugger.core.modes import ModeKeys
 from debugger.core.reductions import ReductionConfig
 from debugger.core.save_config import SaveConfig
 from debugger.hook.distributed import exchange_stop
-from debugger.hook.pytorch.input_fingerprints import first_batch_tensor, row_fingerprints
+from debugger.hook.pytorch.input_fingerprints import first_batch_tensor, row_fingerprint_tensor, row_fingerprints
 from debugger.hook.pytorch.model_structure import active_dropout, dropout_modules, frozen_reason
-from debugger.hook.pytorch.step_signals import StepLabels, gradients_of, read_signals
+from debugger.hook.pytorch.step_signals import StepLabels
 from debugger.rules.rule import GRADIENT_PREFIX, TOTAL_GRADIENT_NORM
 from debugger.storage.step_writer import PackedSlice, PackedTensors, StepRecord
 
@@ -254,15 +254,14 @@ class StepCapture:
         # closed without one (an evaluation forward of a script that never calls set_mode) holds the previous
         # step's gradients, which are not its own; nor are gradients GradScaler found non-finite (judge_gradients)
         with_gradients = training and collective and judge_gradients
-        gradients = gradients_of(self._parameters) if with_gradients else []
-        # None when no parameter has a gradient (no backward this step): nothing to judge, not a vanishing gradient
-        norm = self._gradient_norm.total(self._parameters, gradients) if gradients else None
-        labels, self._pending_labels = self._pending_labels, []
-        gradient_norm, loss, tallies = read_signals(norm, self._pending_loss, labels)  # the step's one host transfer
-        for tally, values in zip(labels, tallies, strict=True):
-            counts, matched = tally.split(values)
+        # the step's one read from the device (step_signals)
+        signals = self._signals.read(self._parameters if with_gradients else None, self._pending_loss)
+        gradient_norm, loss = signals.gradient_norm, signals.loss
+        for counts, matched, dropout in signals.labels:
             if any(counts):  # a batch whose labels were all ignore_index says nothing of the classes
-                self._note_training_labels(counts, matched, tally.dropout)
+                self._note_training_labels(counts, matched, dropout)
+        for fingerprints in signals.inputs:
+            self._input_repeats.add(fingerprints)
         learning_rate = self._learning_rate()
         self.last_loss, self.last_gradient_norm = loss, gradient_norm
         self._update_evidence(step, loss, gradient_norm, training=with_gradients)
@@ -407,7 +406,10 @@ class StepCapture:
         """A training forward pass's input rows, fingerprinted (contracts.training_inputs: were they augmented?)."""
         batch = first_batch_tensor(inputs)
         if batch is not None:
-            self._input_repeats.add(row_fingerprints(batch))
+            if batch.device.type == "cpu":
+                self._input_repeats.add(row_fingerprints(batch))
+            else:  # hashed on the device, read with the step's other signals at its check
+                self._signals.inputs.append(row_fingerprint_tensor(batch))
 
     def _take_saved_tensors(self) -> None:
         """What the script handed save_tensor joins the step under way when the hook next sees the model work (a
@@ -469,7 +471,7 @@ class StepCapture:
         if scores.shape[0] != labels.shape[0] or not scores.is_floating_point():
             return
         # tallied on the labels' device, read with the step's other signals at its check (step_signals)
-        self._pending_labels.append(StepLabels(scores, labels, self._active_dropout()))
+        self._signals.labels.append(StepLabels(scores, labels, self._active_dropout()))
 
     def _note_target_scale(self, outputs: torch.Tensor, targets: torch.Tensor, loss_name: str | None) -> None:
         """At the first training step whose loss compares real-valued targets with as many outputs (a regression):

@@ -11,6 +11,7 @@ synchronising op, and everything the step needs is stacked and read with one ``t
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -92,27 +93,51 @@ class StepLabels:
         return [int(a + b) for a, b in zip(missed, hit, strict=True)], int(sum(hit))
 
 
-def read_signals(
-    gradient_norm: torch.Tensor | None, loss: torch.Tensor | None, tallies: Sequence[StepLabels] = ()
-) -> tuple[float | None, float | None, list[list[float]]]:
-    """(gradient norm, loss as the mean of its elements, each tally's values) as Python numbers, in one transfer:
-    every value is exact in float64 (a float32 or half norm or loss, counts under 2**53)."""
-    parts: list[torch.Tensor] = []
-    if gradient_norm is not None:
-        parts.append(gradient_norm.reshape(1))
-    if loss is not None:
-        parts.append(loss.float().mean().reshape(1))
-    parts.extend(tally.values for tally in tallies)
-    if not parts:
-        return None, None, []
-    device = parts[0].device
-    dtype = torch.float32 if device.type == "mps" else torch.float64  # MPS has no float64
-    values = torch.cat([part.to(device=device, dtype=dtype) for part in parts]).tolist()
-    norm = values.pop(0) if gradient_norm is not None else None
-    mean_loss = values.pop(0) if loss is not None else None
-    read = []
-    for tally in tallies:
-        size = tally.values.numel()
-        read.append(values[:size])
-        values = values[size:]
-    return norm, mean_loss, read
+@dataclasses.dataclass
+class ReadSignals:
+    """A step's signals as Python numbers: the gradient norm and the loss (None: none this step), each training
+    forward's label tally (counts by class, matched, the dropout active) and its input rows' fingerprints."""
+
+    gradient_norm: float | None
+    loss: float | None
+    labels: list[tuple[list[int], int, float | None]]
+    inputs: list[list[int]]
+
+
+class StepSignals:
+    """What a step's check reads from the device, gathered as the step runs (the label tallies and input
+    fingerprints of its training forwards) and read in one transfer at the check (:meth:`read`)."""
+
+    def __init__(self) -> None:
+        self._norm = GradientNorm()
+        self.labels: list[StepLabels] = []
+        self.inputs: list[torch.Tensor] = []
+
+    def read(self, parameters: Sequence[tuple[str, torch.nn.Parameter]] | None, loss: torch.Tensor | None) -> ReadSignals:
+        """The step's signals; ``parameters``: those whose gradients are the step's to judge (None: no gradients)."""
+        gradients = gradients_of(parameters) if parameters is not None else []
+        # None when no parameter has a gradient (no backward this step): nothing to judge, not a vanishing gradient
+        norm = self._norm.total(parameters, gradients) if gradients else None
+        labels, inputs, self.labels, self.inputs = self.labels, self.inputs, [], []
+        parts: list[torch.Tensor] = []
+        if norm is not None:
+            parts.append(norm.reshape(1))
+        if loss is not None:
+            parts.append(loss.float().mean().reshape(1))
+        parts += [tally.values for tally in labels] + inputs
+        if not parts:
+            return ReadSignals(None, None, [], [])
+        device = parts[0].device
+        dtype = torch.float32 if device.type == "mps" else torch.float64  # MPS has no float64
+        # every value is exact in float64: a float32 or half norm or loss, counts and fingerprints under 2**52
+        values = torch.cat([part.to(device=device, dtype=dtype) for part in parts]).tolist()
+        read_norm = values.pop(0) if norm is not None else None
+        read_loss = values.pop(0) if loss is not None else None
+        pieces = []
+        for part in parts[len(parts) - len(labels) - len(inputs) :]:
+            size = part.numel()
+            pieces.append(values[:size])
+            values = values[size:]
+        tallies = [(*tally.split(piece), tally.dropout) for tally, piece in zip(labels, pieces, strict=False)]
+        fingerprints = [[int(value) for value in piece] for piece in pieces[len(labels) :]]
+        return ReadSignals(read_norm, read_loss, tallies, fingerprints)
