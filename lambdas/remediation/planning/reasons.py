@@ -201,7 +201,7 @@ def _exhausted_reason(
             if not holds:
                 lines.append(f"{ladder.key}: {remedy.label}: its condition {remedy.when.to_json()} does not hold")
             else:  # its condition held and something else kept it out: said before the conditions that did not hold
-                held.append(f"{ladder.key}: {remedy.label}: {remedy.change.why_not(settings[remedy.change.setting])}")
+                held.append(f"{ladder.key}: {remedy.label}: {remedy.why_not(settings, evidence)}")
     lines = list(dict.fromkeys(guarded + held + lines))  # a remedy in the ladder twice is said once
     failure = situation.failure
     if not ladders:
