@@ -111,6 +111,17 @@ class Situation:
     #: The rates the run's earlier jobs showed too high (diverged or exploded at, or divided by the targets' scale):
     #: upper bounds on every rate remedy (lambdas.remediation.planning.rate_ceilings).
     rate_ceilings: tuple[RateCeiling, ...] = ()
+    #: The total gradient norm's typical size before it spiked (contracts.divergence.typical_before_spike).
+    gradient_norm_typical: float | None = None
+
+    @property
+    def typical_gradient_norm(self) -> float | None:
+        """The size the network's total gradient norm kept before any spike: measured over the job's windows, else
+        (a debugger that kept no course of it) its first step's value."""
+        for value in (self.gradient_norm_typical, self.initial_gradient_norm):
+            if value is not None and math.isfinite(value) and value > 0:
+                return value
+        return None
 
     def ceiling_for(self, setting: str) -> RateCeiling | None:
         """The lowest ceiling on ``setting`` (None: the history bounds it nowhere)."""

@@ -161,6 +161,7 @@ def situation_of(
         target_rms=evidence.target_rms if evidence else None,
         output_rms=evidence.output_rms if evidence else None,
         target_loss=evidence.target_loss if evidence else None,
+        gradient_norm_typical=evidence.gradient_norm_typical if evidence else None,
     )
 
 
