@@ -126,7 +126,7 @@ def test_the_gradient_norms_typical_size_is_read_before_its_first_spike():
 
 def test_without_a_spike_the_typical_size_is_the_median_of_every_window():
     windows = [LossWindow(step, step + 3, 4, mean, None, 0, 0.1, mean * 1.5, step) for step, mean in
-               zip(range(0, 20, 4), [0.5, 0.9, 1.1, 1.2, 40.0])]  # fmt: skip
+               zip(range(0, 20, 4), [0.5, 0.9, 1.1, 1.2, 40.0], strict=True)]  # fmt: skip
     assert typical_before_spike(windows, 1.0) == 1.1  # a peak of 60 is below 100 times 1.0: no spike
     assert typical_before_spike(windows, 0.5) == 1.0  # ... but 60 is above 100 times 0.5: the last window spiked
     assert typical_before_spike([], 0.5) is None
