@@ -103,6 +103,37 @@ def test_a_plain_exploding_pytorch_script_is_stopped_at_its_first_nonfinite_step
     assert math.isfinite(status["evidence"]["initial_loss"]) and status["evidence"]["initial_gradient_norm"] > 0
 
 
+def test_a_compiled_plain_script_is_stopped_at_its_first_nonfinite_step_and_repaired(tmp_path, blobs):
+    """examples/plain with --compile true: torch.compile's default backend (inductor) in every job, watched from
+    outside the compiled graph, repaired by the example's declared remedies."""
+    observed = subprocess.run(
+        [sys.executable, "-c", FIRST_NONFINITE_STEP, str(PLAIN / "train.py"), "--lr", "20", "--epochs", "1",
+         "--compile", "true", "--train", str(blobs), "--model-dir", str(tmp_path / "observed-model")],
+        capture_output=True, text=True, timeout=900, check=True,
+    )  # fmt: skip
+    first_nonfinite = json.loads(observed.stdout.strip().splitlines()[-1])["first_nonfinite"]
+    assert first_nonfinite is not None and first_nonfinite < 25
+
+    spec = json.loads((PLAIN / "run_spec.json").read_text())
+    spec["source_dir"] = str(PLAIN)
+    spec["hyperparameters"].update({"compile": "true", "epochs": 3})
+    (tmp_path / "run_spec.json").write_text(json.dumps(spec))
+    run_dir = tmp_path / "run"
+    finished = run_cli("--run-spec", str(tmp_path / "run_spec.json"), "--channel", f"train={blobs}", "--run-dir", str(run_dir),
+                       "--json", timeout=1800)  # fmt: skip
+    assert finished.returncode == 0, finished.stderr[-4000:]
+    summary = json.loads(finished.stdout)
+    attempts = summary["attempts"]
+    exploded = attempts[0]
+    assert (exploded["outcome"], exploded["rule"], exploded["issue_step"]) == ("issues_found", "ExplodingTensor", first_nonfinite)
+    assert exploded["training_steps"] == first_nonfinite + 1
+    assert all(row["hyperparameters"]["compile"] == "true" for row in attempts)
+    assert attempts[-1]["outcome"] == "completed" and summary["objective_value"] >= 0.9
+    assert [row["decision"] for row in attempts[:-1]] == ["LowerLearningRate"] * (len(attempts) - 1)
+    log = (run_dir / "jobs" / exploded["job_name"] / "training.log").read_text()
+    assert "[debugger] watching the compiled Sequential from outside its graph" in log
+
+
 def test_a_plain_xgboost_script_is_stopped_by_its_rule_and_repaired(tmp_path):
     channels = tmp_path / "data"
     subprocess.run([sys.executable, str(REPO / "examples" / "xgboost" / "make_data.py"), "--out", str(channels)], check=True, capture_output=True)
