@@ -47,6 +47,21 @@ class Spike:
 
 
 @dataclasses.dataclass(frozen=True)
+class RateCeiling:
+    """A learning rate the run's history says is too high: no remedy sets ``setting`` (the script's own name of a rate)
+    at or above ``value`` (decision 187). ``why``: what job ``job`` showed, in words."""
+
+    setting: str
+    value: float
+    job: int
+    why: str
+
+    def describe(self) -> str:
+        """'at or above 0.5, the rate job 1 diverged at'."""
+        return f"at or above {show(self.value)}, {self.why}"
+
+
+@dataclasses.dataclass(frozen=True)
 class Situation:
     """What the debugger's evidence says about the failure, as conditions read it."""
 
@@ -93,6 +108,25 @@ class Situation:
     output_rms: float | None = None
     #: The loss module that compared them, by class name (None: unknown).
     target_loss: str | None = None
+    #: The rates the run's earlier jobs showed too high (diverged or exploded at, or divided by the targets' scale):
+    #: upper bounds on every rate remedy (lambdas.remediation.planning.rate_ceilings).
+    rate_ceilings: tuple[RateCeiling, ...] = ()
+    #: The total gradient norm's typical size before it spiked (contracts.divergence.typical_before_spike).
+    gradient_norm_typical: float | None = None
+
+    @property
+    def typical_gradient_norm(self) -> float | None:
+        """The size the network's total gradient norm kept before any spike: measured over the job's windows, else
+        (a debugger that kept no course of it) its first step's value."""
+        for value in (self.gradient_norm_typical, self.initial_gradient_norm):
+            if value is not None and math.isfinite(value) and value > 0:
+                return value
+        return None
+
+    def ceiling_for(self, setting: str) -> RateCeiling | None:
+        """The lowest ceiling on ``setting`` (None: the history bounds it nowhere)."""
+        found = [ceiling for ceiling in self.rate_ceilings if ceiling.setting == setting]
+        return min(found, key=lambda ceiling: ceiling.value, default=None)
 
     @property
     def target_scale(self) -> float | None:

@@ -20,6 +20,7 @@ from contracts.rule_status import Peak
 from contracts.situation import Situation
 from contracts.training_labels import LabelFinding
 from lambdas.remediation.planning.learning_rate_ranges import RateRange, range_for
+from lambdas.remediation.planning.rate_ceilings import rate_ceilings
 from lambdas.remediation.state import attempts as attempt_models
 from lambdas.remediation.state import loss_settings
 from lambdas.remediation.state.attempts import Attempt
@@ -63,6 +64,12 @@ def read_situation(state: WorkflowState) -> PlanningSituation:
     failure = failure_of(attempt)
     base = attempt_to_plan_from(state, attempt, failure)
     evidence = situation_to_plan_from(state, base, attempt)
+    names = state.hyperparameter_names
+    ceilings = rate_ceilings(
+        ((earlier, situation_in(state, earlier)) for earlier in state.attempts),
+        names.get("learning_rate", "learning_rate"), names.get("warmup_learning_rate", "warmup_learning_rate"),
+    )
+    evidence = dataclasses.replace(evidence, rate_ceilings=ceilings)
     settings = base.settings() if base is not attempt else state.job_settings()
     return PlanningSituation(
         attempt=attempt,
@@ -154,6 +161,7 @@ def situation_of(
         target_rms=evidence.target_rms if evidence else None,
         output_rms=evidence.output_rms if evidence else None,
         target_loss=evidence.target_loss if evidence else None,
+        gradient_norm_typical=evidence.gradient_norm_typical if evidence else None,
     )
 
 
