@@ -85,6 +85,12 @@ class Rule:
         """What the hook calls at every step: True when the rule's condition is met at ``step``."""
         return bool(self.invoke_at_step(step))
 
+    def step_name(self, step: int) -> str:
+        """How the rule's message names global ``step``: the optimizer step the user counts, an evaluation pass as
+        such (contracts.step_names); a trial that does not say names the global step."""
+        name = getattr(self.base_trial, "step_name", None)
+        return name(step) if name is not None else f"step {step}"
+
     def report(self, tensor: str, value: float | None, message: str, kind: str | None = None) -> None:
         self.finding = Finding(tensor=tensor, value=None if value is None else float(value), message=message, kind=kind)
 
