@@ -182,7 +182,9 @@ class VanishingGradient(Rule):
             return False
         largest = max((name for name in tensors if name not in low), key=lambda name: norms.get(name, 0.0), default=None)
         beside = f"; the output side still gets it ({largest}: L2 norm {norms[largest]:.3g})" if largest in norms else ""
-        steps = ", ".join(self.step_name(s) for s in self._input_low[-INPUT_SIDE_STEPS:])
+        names = [self.step_name(s) for s in self._input_low[-INPUT_SIDE_STEPS:]]
+        plain = all(name.startswith("step ") for name in names)  # "steps 0, 10", else each named in full
+        steps = "steps " + ", ".join(name[len("step "):] for name in names) if plain else ", ".join(names)
         self.report(
             side.strongest,
             side.value,

@@ -91,6 +91,14 @@ class Rule:
         name = getattr(self.base_trial, "step_name", None)
         return name(step) if name is not None else f"step {step}"
 
+    def steps_between(self, earlier: int, later: int) -> int:
+        """How many steps, as the user counts them (optimizer steps), lie from global step ``earlier`` to ``later``."""
+        numbering = getattr(self.base_trial, "step_numbering", None)
+        if numbering is None:
+            return later - earlier
+        (first, _), (last, _) = numbering.optimizer_step(earlier), numbering.optimizer_step(later)
+        return later - earlier if first is None or last is None else last - first
+
     def report(self, tensor: str, value: float | None, message: str, kind: str | None = None) -> None:
         self.finding = Finding(tensor=tensor, value=None if value is None else float(value), message=message, kind=kind)
 

@@ -218,7 +218,9 @@ class AllZero(_SelectedTensors):
             percent = rule_checks.zero_percent(values)
             if percent >= self.threshold:
                 since = self._first_seen.get(name)
-                updated = f", saved first at {self.step_name(since)}" if since is not None else ""
+                updated = (
+                    f", {self.steps_between(since, step)} training steps after {self.step_name(since)}" if since is not None else ""
+                )
                 self.report(
                     name,
                     percent,
