@@ -243,12 +243,15 @@ LOSS_STILL = 0.01
 #: PoorWeightInitialization's gradient spread counts as narrow below this fraction of the gradient's mean |g|
 #: (healthy layers spread several times their mean |g| early on: docs/decisions/020).
 NARROW_SPREAD = 0.1
+#: A loss that does not move while this much gradient reaches the input side is a plateau, not an initialisation
+#: that blocks learning (VanishingGradient's default threshold: docs/decisions/190).
+FLOW_THRESHOLD = 1e-7
 
 
 class PoorWeightInitialization(Rule):
     """In the first ``steps`` steps: activation-input variances across layers differ by more than ``threshold``x,
     the 5th-95th percentile spread of a gradient is below ``distribution_range``, or the loss makes no new
-    minimum for ``patience`` steps."""
+    minimum for ``patience`` steps while the gradient does not reach the input side (else a plateau)."""
 
     def __init__(
         self,
@@ -347,6 +350,14 @@ class PoorWeightInitialization(Rule):
             spread = (max(self._seen_losses) - min(self._seen_losses)) / (abs(level) or 1.0)
             if latest < before or spread >= LOSS_STILL:
                 return False
+            side = self._input_side(step)
+            if side is not None and side.carries(FLOW_THRESHOLD):
+                self.note(
+                    f"the loss has made no new minimum for {step - self._best_step} steps (within {spread:.2%} of "
+                    f"{level:.6g}) while the gradient reaching the input side ({side.layer}: {side.value:.2g}) carries "
+                    f"the signal at step {step}: a plateau, not an initialisation that blocks learning"
+                )
+                return False
             self.report(
                 name,
                 loss,
@@ -355,6 +366,13 @@ class PoorWeightInitialization(Rule):
             )
             return True
         return False
+
+
+    def _input_side(self, step: int) -> gradient_flow.InputSide | None:
+        """How much gradient reached the model's input side at ``step`` (None when no gradient was saved then)."""
+        available = self.base_trial.names_at(step)
+        tensors = [name for name in self._gradients.names() if name in available and name != TOTAL_GRADIENT_NORM]
+        return gradient_flow.input_side(tensors, lambda name: self.base_trial.tensor(name).value(step))
 
 
 OPTIMIZATION_RULES: dict[str, type[Rule]] = {
