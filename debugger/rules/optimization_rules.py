@@ -353,9 +353,9 @@ class PoorWeightInitialization(Rule):
             side = self._input_side(step)
             if side is not None and side.carries(FLOW_THRESHOLD):
                 self.note(
-                    f"the loss has made no new minimum for {step - self._best_step} steps (within {spread:.2%} of "
-                    f"{level:.6g}) while the gradient reaching the input side ({side.layer}: {side.value:.2g}) carries "
-                    f"the signal at step {step}: a plateau, not an initialisation that blocks learning"
+                    f"the loss has made no new minimum for {self.steps_between(self._best_step, step)} steps (within "
+                    f"{spread:.2%} of {level:.6g}) while the gradient reaching the input side ({side.layer}: "
+                    f"{side.value:.2g}) carries the signal at {self.step_name(step)}: a plateau, not an initialisation that blocks learning"
                 )
                 return False
             self.report(

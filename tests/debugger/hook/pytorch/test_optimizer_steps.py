@@ -42,9 +42,9 @@ def _train(model: nn.Module, optimizer: torch.optim.Optimizer, closure_steps: bo
                 model(inputs)
             model.train()
 
-        def closure() -> torch.Tensor:
+        def closure(inputs=inputs, labels=labels, scale=math.inf if step == BLOWN_STEP else 1.0) -> torch.Tensor:
             optimizer.zero_grad()
-            loss = nn.functional.cross_entropy(model(inputs), labels) * (math.inf if step == BLOWN_STEP else 1.0)
+            loss = nn.functional.cross_entropy(model(inputs), labels) * scale
             loss.backward()
             return loss
 
