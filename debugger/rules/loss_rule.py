@@ -127,6 +127,7 @@ class LossNotDecreasing(Rule):
         self._series: dict[str, _LossSeries] = {}
         self._modes_seen: set[ModeKeys] = set()
         self._movement = WeightMovement(base_trial)
+        self._step = 0  # the global step judged now: where the message's span ends
 
     def requirements(self) -> list[Requirement]:
         # the weights tell a loss that cannot fall from one that has not fallen yet (_stagnant): saved every window,
@@ -156,6 +157,7 @@ class LossNotDecreasing(Rule):
         if not self._needs_selection:
             return False
         mode, mode_step = self.base_trial._global_to_mode.get(step, (ModeKeys.GLOBAL, step))
+        self._step = step  # the span's end, as the message names it
         self._modes_seen.add(mode)
         if mode in (ModeKeys.TRAIN, ModeKeys.GLOBAL):
             self._movement.observe(step, mode_step)
@@ -227,7 +229,7 @@ class LossNotDecreasing(Rule):
         for mean, count, training in ((before, len(previous), training_before), (after, len(current), training_after)):
             if series.lowest is None or mean < series.lowest[0]:
                 series.lowest, series.training_at_lowest = (mean, count), training
-        span = f"(the {self.num_steps} steps to step {mode_step})"
+        span = f"(the {self.num_steps} steps to {self.step_name(self._step)})"
         if after > series.lowest[0]:
             finding = self._rising(series.lowest, series.first_mean, after, len(current), sigma, span)
             if finding is not None and self._rising(
@@ -336,11 +338,11 @@ class LossNotDecreasing(Rule):
         stuck = movement.stuck()
         if stuck is None:
             # a slow start: a small rate, a plateau, or labels too noisy for the loss to show progress yet
-            self.note(f"{message}; but {movement.describe()}: every weight matrix moves, so the run is not stagnant")
+            self.note(f"{message}; but {movement.describe(self.step_name)}: every weight matrix moves, so the run is not stagnant")
             return None
         why = ("the updates are too small to train" if stuck == "frozen"
                else f"the gradient does not reach {movement.least[0]}")
-        return "stagnant", f"{message}; and {movement.describe()}: {why}"
+        return "stagnant", f"{message}; and {movement.describe(self.step_name)}: {why}"
 
     def _flat(self, before: float, after: float, before_count: int, count: int, span: str):
         """("flat", why) when the latest window's mean fell from the previous one's by less than diff_percent (with

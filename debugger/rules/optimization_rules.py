@@ -75,7 +75,7 @@ class ExplodingTensor(Rule):
             if bad.any():
                 offending = float(values[bad].reshape(-1)[0])
                 kind = "NaN" if self.only_nan else "NaN or infinite"
-                message = f"{int(bad.sum())} {kind} value(s) in {name} at step {step}"
+                message = f"{int(bad.sum())} {kind} value(s) in {name} at {self.step_name(step)}"
                 inputs = _nonfinite_model_inputs(self.base_trial, step)
                 targets = 0 if inputs else _nonfinite_loss_targets(self.base_trial, step)
                 if inputs:
@@ -173,21 +173,23 @@ class VanishingGradient(Rule):
         if side.carries(threshold):
             self._input_low = []
             for name, value in low.items():
-                self._downstream.skipped[name] = gradient_flow.downstream_reason(step, value, side)
+                self._downstream.skipped[name] = gradient_flow.downstream_reason(self.step_name(step), value, side)
             return False
         self._input_low.append(step)
         if len(self._input_low) < INPUT_SIDE_STEPS:
             self.note(f"the gradient reaching the input side ({side.layer}) is {side.value:.3g} < threshold "
-                      f"{self.threshold:g}{scaled} at step {step}: judged again at the next saved step")
+                      f"{self.threshold:g}{scaled} at {self.step_name(step)}: judged again at the next saved step")
             return False
         largest = max((name for name in tensors if name not in low), key=lambda name: norms.get(name, 0.0), default=None)
         beside = f"; the output side still gets it ({largest}: L2 norm {norms[largest]:.3g})" if largest in norms else ""
-        steps = ", ".join(str(s) for s in self._input_low[-INPUT_SIDE_STEPS:])
+        names = [self.step_name(s) for s in self._input_low[-INPUT_SIDE_STEPS:]]
+        plain = all(name.startswith("step ") for name in names)  # "steps 0, 10", else each named in full
+        steps = "steps " + ", ".join(name[len("step "):] for name in names) if plain else ", ".join(names)
         self.report(
             side.strongest,
             side.value,
             f"mean |gradient| of the model's input side ({side.layer}: {len(side.tensors)} tensor(s), at most "
-            f"{side.value:.3g} in {side.strongest}) is below threshold {self.threshold:g}{scaled} at steps {steps}: "
+            f"{side.value:.3g} in {side.strongest}) is below threshold {self.threshold:g}{scaled} at {steps}: "
             f"the gradient vanishes before it reaches the first layer; {len(low)} of {len(tensors)} gradient tensors "
             f"are below it{beside}",
         )
@@ -206,7 +208,7 @@ class WeightUpdateRatio(Rule):
         self.small_threshold = small_threshold
         self.epsilon = epsilon
         self._selection = _Selection(base_trial, [WEIGHTS], (), skip_silent=True)
-        self._previous: dict[str, tuple[int, np.ndarray]] = {}
+        self._previous: dict[str, tuple[int, np.ndarray, int]] = {}  # name -> (mode step, weights, global step)
 
     def requirements(self) -> list[Requirement]:
         # with num_steps the rule compares weights at most num_steps apart: the AWS guide has the user set
@@ -221,7 +223,7 @@ class WeightUpdateRatio(Rule):
         for name, value in self._selection.values_at(step):
             weights = np.asarray(value, dtype=np.float64)
             previous = self._previous.get(name)
-            self._previous[name] = (mode_step, weights.copy())
+            self._previous[name] = (mode_step, weights.copy(), step)
             if previous is None or previous[0] == mode_step:
                 continue
             if self.num_steps is not None and mode_step - previous[0] > self.num_steps:
@@ -229,7 +231,7 @@ class WeightUpdateRatio(Rule):
             ratio = float(np.linalg.norm(weights - previous[1]) / (np.linalg.norm(previous[1]) + self.epsilon))
             if ratio > self.large_threshold or ratio < self.small_threshold:
                 bound = "above large_threshold" if ratio > self.large_threshold else "below small_threshold"
-                self.report(name, ratio, f"update/weight ratio of {name} from step {previous[0]} to {mode_step} is {ratio:.3g}, {bound}")
+                self.report(name, ratio, f"update/weight ratio of {name} from {self.step_name(previous[2])} to {self.step_name(step)} is {ratio:.3g}, {bound}")
                 self.finding.kind = "too_large" if ratio > self.large_threshold else "too_small"  # the remedies key on it
                 return True
         return False
@@ -351,9 +353,9 @@ class PoorWeightInitialization(Rule):
             side = self._input_side(step)
             if side is not None and side.carries(FLOW_THRESHOLD):
                 self.note(
-                    f"the loss has made no new minimum for {step - self._best_step} steps (within {spread:.2%} of "
-                    f"{level:.6g}) while the gradient reaching the input side ({side.layer}: {side.value:.2g}) carries "
-                    f"the signal at step {step}: a plateau, not an initialisation that blocks learning"
+                    f"the loss has made no new minimum for {self.steps_between(self._best_step, step)} steps (within "
+                    f"{spread:.2%} of {level:.6g}) while the gradient reaching the input side ({side.layer}: "
+                    f"{side.value:.2g}) carries the signal at {self.step_name(step)}: a plateau, not an initialisation that blocks learning"
                 )
                 return False
             self.report(

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from contracts.step_names import step_name
+
 pytestmark = pytest.mark.training
 
 REPO = Path(__file__).resolve().parents[2]
@@ -98,6 +100,16 @@ def test_a_plain_exploding_pytorch_script_is_stopped_at_its_first_nonfinite_step
     log = (run_dir / "jobs" / exploded["job_name"] / "training.log").read_text()
     assert "zero script change: the script creates no hook" in log
     bucket = run_dir / "buckets" / summary["execution_input"]["bucket"] / "debug-output"
+    # Messages name the script's optimizer step (contracts.step_names): the status document carries it beside the
+    # global step (the script's per-epoch evaluation passes are global steps), and the report and the planner's
+    # reason say it, with the global step where the two differ.
+    for row in attempts[:2]:
+        document = json.loads((bucket / row["job_name"] / "rule-status.json").read_text())
+        issue = next(rule["issue"] for rule in document["rules"] if rule["issue"])
+        named = step_name(issue["step"], issue["optimizer_step"], issue["evaluation_pass"], with_global=True)
+        assert issue["optimizer_step"] is not None and row["issue_step_name"] == named
+        assert row["result"] == f"stopped by {row['rule']} at {named}"
+        assert f"fired at {named}" in row["decision_reason"], row["decision_reason"]
     status = json.loads((bucket / attempts[-1]["job_name"] / "rule-status.json").read_text())
     assert {rule["RuleEvaluationStatus"] for rule in status["rules"]} == {"NoIssuesFound"} and status["training_ended"]
     assert math.isfinite(status["evidence"]["initial_loss"]) and status["evidence"]["initial_gradient_norm"] > 0

@@ -15,6 +15,7 @@ from contracts.divergence import typical_before_spike
 from contracts.loss_history import MAX_LOSS_WINDOWS
 from contracts.remedies import FAILURE_KINDS
 from contracts.rule_status import ISSUE_KIND_PATTERN, MAX_REPORTED_LEARNING_RATES, Evidence, NotJudged
+from contracts.step_names import step_name
 from contracts.training_labels import MAX_COUNTED_CLASSES
 from lambdas.remediation.state.payload_fields import (
     MAX_CHANGES,
@@ -105,6 +106,17 @@ class Issue(BaseModel):
     message: Text(MAX_ISSUE_MESSAGE_BYTES) = ""
     #: How the rule's condition failed (contracts.rule_status.RuleIssue.kind).
     kind: Annotated[str, Field(pattern=ISSUE_KIND_PATTERN.pattern)] | None = None
+    #: The step as the user counts it: optimizer updates before it, and whether it was an evaluation pass
+    #: (contracts.rule_status.RuleIssue); ``step`` is the global step the saved data numbers.
+    optimizer_step: Count | None = None
+    evaluation_pass: bool = False
+
+    def step_name(self, with_global: bool = True) -> str | None:
+        """'step 7 (saved as global step 9)', 'the evaluation pass after step 6 (...)' (contracts.step_names);
+        None without a step."""
+        if self.step is None:
+            return None
+        return step_name(self.step, self.optimizer_step, self.evaluation_pass, with_global)
 
 
 class Peak(BaseModel):
