@@ -18,6 +18,9 @@ from contracts.step_names import step_name
 from debugger.core.modes import ModeKeys
 
 EVALUATION_MODES = (ModeKeys.EVAL, ModeKeys.PREDICT)
+#: Global steps whose optimizer step is kept (the latest): a long job's record stays bounded (about 10 MB); a message
+#: about an older step names its global step.
+KEPT_STEPS = 100_000
 
 
 class OptimizerSteps:
@@ -47,6 +50,8 @@ class OptimizerSteps:
     def begin(self, step: int, mode: ModeKeys) -> None:
         evaluation = mode in EVALUATION_MODES
         self._steps[step] = (self.updates, self.trainings, evaluation)
+        if len(self._steps) > KEPT_STEPS:
+            del self._steps[next(iter(self._steps))]
         if not evaluation:
             self.trainings += 1
             self._trained_since_update = True

@@ -18,6 +18,7 @@ from contracts.rule_status import RULE_STATUS_FILE, RuleStatusDocument
 from contracts.step_names import read_step_name
 from debugger import Hook, StopTrainingRequested
 from debugger.core.modes import ModeKeys
+from debugger.hook.pytorch import optimizer_steps
 from debugger.hook.zero_change.pytorch import AutomaticHook, TorchWatcher
 
 STOP = json.dumps([{"name": "StopTraining"}])
@@ -168,3 +169,22 @@ def test_a_script_stepping_no_optimizer_is_named_by_its_training_steps(tmp_path)
         hook.close()
     assert stopped.value.step == 6 + 4  # the evaluation forwards before steps 0, 2, 4 and 6 are global steps
     assert str(stopped.value).startswith("StopTraining: rule ExplodingTensor found an issue at step 6 (saved as global step 10): ")
+
+
+class _NoParameters:
+    """A hook that has registered no parameters yet."""
+
+
+def test_the_record_of_optimizer_steps_keeps_the_latest_steps_only(monkeypatch):
+    """A long job's record stays bounded; an older step is named by its global step."""
+    monkeypatch.setattr(optimizer_steps, "KEPT_STEPS", 3)
+    hook = _NoParameters()  # no watched parameters: whatever optimizer steps counts
+    numbering = optimizer_steps.OptimizerSteps(hook)
+    try:
+        for step in range(5):
+            numbering.begin(step, ModeKeys.TRAIN)
+        assert sorted(numbering._steps) == [2, 3, 4]
+        assert numbering.name(1) == "step 1" and numbering.name(4) == "step 4"
+    finally:
+        for handle in numbering.handles:
+            handle.remove()
