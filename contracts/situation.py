@@ -10,7 +10,7 @@ import dataclasses
 import math
 
 from contracts.divergence import Divergence
-from contracts.hyperparameter_values import show
+from contracts.hyperparameter_values import Value, show
 from contracts.loss_history import DIVERGED, LossShape, LossWindow, loss_shape
 from contracts.objective import Objective, ObjectiveCourse, late_reports, recent_reports
 from contracts.rule_status import Peak
@@ -111,6 +111,9 @@ class Situation:
     #: The rates the run's earlier jobs showed too high (diverged or exploded at, or divided by the targets' scale):
     #: upper bounds on every rate remedy (lambdas.remediation.planning.rate_ceilings).
     rate_ceilings: tuple[RateCeiling, ...] = ()
+    #: The debugger settings (run_spec field, value) some job of the run trained with, including a job the planner
+    #: went back from (lambdas.remediation.planning.situation.read_situation).
+    debugger_settings_tried: tuple[tuple[str, Value], ...] = ()
     #: The total gradient norm's typical size before it spiked (contracts.divergence.typical_before_spike).
     gradient_norm_typical: float | None = None
 

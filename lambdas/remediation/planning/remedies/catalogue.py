@@ -481,7 +481,7 @@ class Catalogue:
             "name": "AdjustLogitsInJob",
             "debugger_setting": "class_weighting",
             "set_to": "logit_adjusted",
-            "when": {"training_labels": "imbalanced", "debugger_settings": {"class_weighting": "balanced"}},
+            "when": {"training_labels": "imbalanced", "debugger_settings_tried": {"class_weighting": "balanced"}},
             "note": "Weighting the classes did not reach the objective, so the next job's debugger trains the script "
             "on the logit-adjusted cross-entropy (Menon et al., ICLR 2021): each class's score is raised by the log "
             "of its share of the training labels before the loss, so the rare class must win by a wider margin, and "
