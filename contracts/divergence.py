@@ -132,6 +132,32 @@ def divergence(windows: Sequence[LossWindow] | None, initial: float | None, seri
     return None
 
 
+def typical_before_spike(windows: Sequence[LossWindow] | None, initial: float | None) -> float | None:
+    """The size a series (the total gradient norm) kept before it first spiked: the median of its window means before
+    the first window whose peak reached :data:`GRADIENT_NORM_FACTOR` times its first step's value (all of them when
+    none did), or None without a window before it. What gradient clipping is scaled to (decision 186)."""
+    # a status document read back writes a non-finite value as text ("NaN")
+    windows = [window for window in windows or () if window.count > 0 and math.isfinite(_number(window.mean))]
+    early = _number(initial)
+    if math.isfinite(early) and early > 0:
+        spike = next(
+            (index for index, window in enumerate(windows) if _number(window.peak) >= GRADIENT_NORM_FACTOR * early), None
+        )
+        windows = windows if spike is None else windows[:spike]
+    means = sorted(_number(window.mean) for window in windows)
+    if not means:
+        return None
+    middle = len(means) // 2
+    return means[middle] if len(means) % 2 else (means[middle - 1] + means[middle]) / 2
+
+
+def _number(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
 def _above(window: LossWindow, bound: float, early: float) -> bool:
     """Whether the window's mean is at or above ``bound`` and above ``early`` by more than its own noise."""
     error = (window.spread or 0.0) / math.sqrt(window.count)

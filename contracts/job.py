@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from contracts import ContractError
+from contracts.step_names import STEP_NAME
 
 #: Hyperparameters SageMaker's script mode adds for the platform itself; the training toolkit does
 #: not pass them to the entry point.
@@ -167,12 +168,14 @@ EXIT_TERMINATED = 143  # 128 + SIGTERM: how a shell reports a job stopped by SIG
 
 # ------------------------------------------------------------------ failure texts
 
-#: The failure text of a job a rule stopped: written by the job, read back by the monitor.
-STOP_TRAINING_FAILURE = re.compile(r"StopTraining: rule (?P<rule>[A-Za-z0-9_-]+) found an issue at step (?P<step>\d+)")
+#: The failure text of a job a rule stopped: written by the job, read back by the monitor (the step's groups:
+#: contracts.step_names.read_step_name).
+STOP_TRAINING_FAILURE = re.compile(rf"StopTraining: rule (?P<rule>[A-Za-z0-9_-]+) found an issue at {STEP_NAME}")
 
 
-def stop_training_failure_text(rule: str, step: int, message: str) -> str:
-    return f"StopTraining: rule {rule} found an issue at step {step}: {message}"
+def stop_training_failure_text(rule: str, step: int, message: str, named: str | None = None) -> str:
+    """``named``: the step as the user counts it, with the global ``step`` beside it (contracts.step_names)."""
+    return f"StopTraining: rule {rule} found an issue at {named or f'step {step}'}: {message}"
 
 
 #: A job that ran out of memory, as its FailureReason says it: SageMaker's own "OutOfMemoryError: ..." (and

@@ -125,18 +125,26 @@ class Remedy:
         """The job's settings (hyperparameters and debugger settings) after the remedy, or None when its main change
         does not apply. The ``also`` changes are made where they apply. ``situation``: the failed job's evidence, for
         a change that reads it (``to_best_epoch``)."""
-        best_epoch = situation.best_epoch if situation is not None else None
-        scale = situation.step_target_scale if situation is not None else None
-        new_value = self.change.apply(settings[self.change.setting], best_epoch, scale)
-        if new_value is None:
+        measured = _measured(situation)
+        new_value = self.change.apply(settings[self.change.setting], *measured)
+        if new_value is None or _above_ceiling(self.change.setting, new_value, situation):
             return None
         updated = dict(settings)
         updated[self.change.setting] = new_value
         for change in self.also:
-            value = change.apply(updated[change.setting], best_epoch, scale)
-            if value is not None:
+            value = change.apply(updated[change.setting], *measured)
+            if value is not None and not _above_ceiling(change.setting, value, situation):
                 updated[change.setting] = value
         return updated
+
+    def why_not(self, settings: Mapping[str, Value], situation: Situation | None = None) -> str:
+        """Why its main change does not apply, with the numbers: a ceiling the run's history set first."""
+        current = settings[self.change.setting]
+        new_value = self.change.apply(current, *_measured(situation))
+        if new_value is not None and _above_ceiling(self.change.setting, new_value, situation):
+            ceiling = situation.ceiling_for(self.change.setting)
+            return f"{self.change.label} {show(current)} -> {show(new_value)} would be {ceiling.describe()}"
+        return self.change.why_not(current)
 
     def to_json(self) -> dict[str, Any]:
         data = self.change.to_json()
@@ -152,6 +160,20 @@ class Remedy:
         if self.resume:
             data["resume"] = True
         return data
+
+
+def _measured(situation: Situation | None) -> tuple[int | None, float | None, float | None]:
+    """What the measured operations read from the failed job: its best epoch, its targets' scale under a squared
+    error, its total gradient norm's typical size."""
+    if situation is None:
+        return None, None, None
+    return situation.best_epoch, situation.step_target_scale, situation.typical_gradient_norm
+
+
+def _above_ceiling(setting: str, value: Value, situation: Situation | None) -> bool:
+    """Whether ``value`` is at or above a rate the run's history showed too high for ``setting``."""
+    ceiling = situation.ceiling_for(setting) if situation is not None else None
+    return ceiling is not None and is_number(value) and value >= ceiling.value
 
 
 Remedies = dict[str, tuple[Remedy, ...]]

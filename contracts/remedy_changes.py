@@ -30,8 +30,13 @@ TO_BEST_EPOCH = "to_best_epoch"
 #: SGD and a squared error the first steps grow with the targets' scale. It does not apply when the job measured none,
 #: or when its loss's gradient is bounded (Huber, L1).
 DIVIDE_BY_TARGET_SCALE = "divide_by_target_scale"
-#: The operations whose result comes from the failed job's evidence, not from their operand.
-MEASURED_OPERATIONS = (TO_BEST_EPOCH, DIVIDE_BY_TARGET_SCALE)
+#: ``{"hyperparameter": "grad_clip", "times_typical_gradient_norm": 2}``: that many times the total gradient norm's
+#: typical size before it spiked in the failed job (``contracts.situation.Situation.typical_gradient_norm``): a clipping
+#: threshold on the network's own scale (a norm that starts at 1e3 is not clipped at 1). It does not apply when the
+#: job measured no gradient norm.
+TIMES_TYPICAL_GRADIENT_NORM = "times_typical_gradient_norm"
+#: The operations whose result comes from the failed job's evidence, not only from their operand.
+MEASURED_OPERATIONS = (TO_BEST_EPOCH, DIVIDE_BY_TARGET_SCALE, TIMES_TYPICAL_GRADIENT_NORM)
 NUMERIC_OPERATIONS = ("multiply_by", "add", "at_most", "at_least")
 #: What a change sets: a hyperparameter of the script, or a setting of the debugger in the job.
 HYPERPARAMETER = "hyperparameter"
@@ -68,11 +73,14 @@ class Change:
     def kind_for(self, current: Value) -> str:
         return self.kind or kind_of_value(current)
 
-    def result(self, current: Value, best_epoch: int | None = None, target_scale: float | None = None) -> Value:
+    def result(
+        self, current: Value, best_epoch: int | None = None, target_scale: float | None = None,
+        gradient_norm: float | None = None,
+    ) -> Value:
         """The value after the operation, written as its kind is (a whole number rounded, a real number without
         float noise, a flag as the run_spec writes it), whether or not it applies. ``best_epoch``: the job's, for
         :data:`TO_BEST_EPOCH`; ``target_scale``: for :data:`DIVIDE_BY_TARGET_SCALE` (None: it has none, and the value
-        stays)."""
+        stays); ``gradient_norm``: the typical total gradient norm, for :data:`TIMES_TYPICAL_GRADIENT_NORM`."""
         operand = self.operand
         kind = self.kind_for(current)
         if self.operation == TO_BEST_EPOCH:
@@ -81,6 +89,10 @@ class Change:
             if target_scale is None or not target_scale > 0:
                 return current
             return written(float(f"{current / target_scale:.2g}"), REAL, current)  # two digits: 1e-05, not 1.0013e-05
+        if self.operation == TIMES_TYPICAL_GRADIENT_NORM:
+            if gradient_norm is None or not gradient_norm > 0:
+                return current
+            return written(float(f"{operand * gradient_norm:.2g}"), REAL, current)
         if self.operation == "set_to":
             if kind == FLAG or (kind == INTEGER and fits_kind(operand, INTEGER)) or (kind == REAL and is_number(operand)):
                 return written(operand, kind, current)
@@ -95,9 +107,12 @@ class Change:
             new = max(current, operand)
         return written(new, INTEGER if kind == INTEGER else REAL, current)
 
-    def apply(self, current: Value, best_epoch: int | None = None, target_scale: float | None = None) -> Value | None:
+    def apply(
+        self, current: Value, best_epoch: int | None = None, target_scale: float | None = None,
+        gradient_norm: float | None = None,
+    ) -> Value | None:
         """The new value, or None when the change does not apply (no change, or outside its bounds)."""
-        new = self.result(current, best_epoch, target_scale)
+        new = self.result(current, best_epoch, target_scale, gradient_norm)
         if new == current:
             return None
         if self.minimum is not None and new < self.minimum:
@@ -123,6 +138,8 @@ class Change:
             "at_least": f"raise {self.label} to at least {show(self.operand)}",
             TO_BEST_EPOCH: f"set {self.label} to the epoch at which the objective was met at its best",
             DIVIDE_BY_TARGET_SCALE: f"divide {self.label} by the targets' measured scale",
+            TIMES_TYPICAL_GRADIENT_NORM: f"set {self.label} to {show(self.operand)} times the total gradient norm's "
+            "typical size before it spiked",
         }
         bounds = []
         if self.minimum is not None:
@@ -161,6 +178,8 @@ class Change:
             return "the job's objective was not met at an epoch before its last"
         if self.operation == DIVIDE_BY_TARGET_SCALE:
             return "the job measured no regression targets' scale under a squared-error loss"
+        if self.operation == TIMES_TYPICAL_GRADIENT_NORM and self.result(current) == current:
+            return "the job measured no total gradient norm"
         new = self.result(current)
         if new == current:
             return f"{self.label} is already {show(current)}"

@@ -21,6 +21,7 @@ A condition holds when every test it gives holds::
     "when": {"loss_robust_to_wrong_labels": false}          # the job did not train on the debugger's robust loss
     "when": {"labels_short_of_held_out": true}              # its training-label match settled short of held out
     "when": {"debugger_settings": {"class_weighting": "balanced"}}  # the debugger setting the job ran with
+    "when": {"debugger_settings_tried": {"class_weighting": "balanced"}}  # a setting some job of the run ran with
 
 ``spiked_above`` reads the run's history, not only its last symptom: it holds when the loss or the total gradient
 norm rose to more than that many times its initial value at or before the step the rule fired (the job reports
@@ -123,6 +124,9 @@ class Condition:
     labels_short_of_held_out: bool | None = None
     #: The debugger settings the job ran with (run_spec field -> value, ``contracts.debugger_settings``).
     debugger_settings: tuple[tuple[str, Value], ...] = ()
+    #: Debugger settings some job of the run ran with, even one the planner went back from (a loss change that made
+    #: things worse is undone, and the next loss change still follows it: Situation.debugger_settings_tried).
+    debugger_settings_tried: tuple[tuple[str, Value], ...] = ()
 
     @property
     def names_a_cause(self) -> bool:
@@ -272,6 +276,13 @@ class Condition:
                     return False, []
                 label = f"the debugger's {BY_FIELD[name].name}" if name in BY_FIELD else name
                 facts.append(Fact(key, f"{label} is {show(expected)}", expected, name))
+        for name, expected in self.debugger_settings_tried:
+            if (name, expected) not in situation.debugger_settings_tried:
+                return False, []
+            facts.append(Fact(
+                "debugger_settings_tried", f"a job of this run trained with the debugger's {BY_FIELD[name].name} "
+                f"{show(expected)}", expected, name,
+            ))
         for side, tests in (("above", self.hyperparameters_above), ("below", self.hyperparameters_below)):
             for name, bound in tests:
                 current = settings.get(name)
@@ -294,9 +305,9 @@ class Condition:
         for key in CONDITION_KEYS:
             if key in HYPERPARAMETER_TESTS:
                 continue
-            if key == "debugger_settings":
-                if self.debugger_settings:
-                    data[key] = {BY_FIELD[field].name: value for field, value in self.debugger_settings}
+            if key in ("debugger_settings", "debugger_settings_tried"):
+                if getattr(self, key):
+                    data[key] = {BY_FIELD[field].name: value for field, value in getattr(self, key)}
                 continue
             if key in ("diverged", "loss_shape", "training_labels"):
                 values = getattr(self, key)
@@ -337,6 +348,7 @@ CONDITION_KEYS = (
     "loss_robust_to_wrong_labels",
     "labels_short_of_held_out",
     "debugger_settings",
+    "debugger_settings_tried",
 )
 #: The conditions that are true or false.
 BOOLEAN_TESTS = (
@@ -431,24 +443,7 @@ def parse_condition(
         kind = kinds.get(name) or kind_of_value(hyperparameters[name])
         if not fits_kind(expected, kind):
             raise ContractError(f"{where}.hyperparameters.{name}", f"must be {describe_kind(kind)} like its starting value")
-    debugger = value.get("debugger_settings", {})
-    if not isinstance(debugger, Mapping):
-        raise ContractError(f"{where}.debugger_settings", "must be an object of debugger setting: value")
-    debugger_tests = []
-    for name, expected in debugger.items():
-        setting = DEBUGGER_SETTINGS.get(name)
-        if setting is None:
-            raise ContractError(
-                f"{where}.debugger_settings.{name}",
-                f"is not a debugger setting{did_you_mean(name, DEBUGGER_SETTINGS)}; allowed: {', '.join(DEBUGGER_SETTINGS)}",
-            )
-        if setting.field not in hyperparameters:
-            raise ContractError(f"{where}.debugger_settings.{name}", "this run's framework has no debugger settings")
-        if expected not in setting.values:
-            raise ContractError(
-                f"{where}.debugger_settings.{name}", f"must be one of {', '.join(setting.values)} (got {expected!r})"
-            )
-        debugger_tests.append((setting.field, expected))
+    debugger_tests = {key: _debugger_tests(value, key, hyperparameters, where) for key in ("debugger_settings", "debugger_settings_tried")}
     compared: dict[str, tuple[tuple[str, float], ...]] = {}
     for key in ("hyperparameters_above", "hyperparameters_below"):
         tests = value.get(key, {})
@@ -479,9 +474,31 @@ def parse_condition(
         diverged=diverged,
         loss_shape=shapes,
         training_labels=findings,
-        debugger_settings=tuple(debugger_tests),
+        debugger_settings=debugger_tests["debugger_settings"],
+        debugger_settings_tried=debugger_tests["debugger_settings_tried"],
         **flags,
     )
+
+
+def _debugger_tests(value: Mapping[str, Any], key: str, hyperparameters: Mapping[str, Value], where: str) -> tuple[tuple[str, Value], ...]:
+    """``value[key]`` (debugger setting name -> value) as (run_spec field, value) pairs, each checked."""
+    debugger = value.get(key, {})
+    if not isinstance(debugger, Mapping):
+        raise ContractError(f"{where}.{key}", "must be an object of debugger setting: value")
+    tests = []
+    for name, expected in debugger.items():
+        setting = DEBUGGER_SETTINGS.get(name)
+        if setting is None:
+            raise ContractError(
+                f"{where}.{key}.{name}",
+                f"is not a debugger setting{did_you_mean(name, DEBUGGER_SETTINGS)}; allowed: {', '.join(DEBUGGER_SETTINGS)}",
+            )
+        if setting.field not in hyperparameters:
+            raise ContractError(f"{where}.{key}.{name}", "this run's framework has no debugger settings")
+        if expected not in setting.values:
+            raise ContractError(f"{where}.{key}.{name}", f"must be one of {', '.join(setting.values)} (got {expected!r})")
+        tests.append((setting.field, expected))
+    return tuple(tests)
 
 
 def _one_or_list(value: Mapping[str, Any], key: str, allowed: tuple[str, ...], where: str) -> tuple[str, ...]:

@@ -15,6 +15,7 @@ from typing import Any
 from contracts import ContractError
 from contracts.divergence import Divergence
 from contracts.loss_history import LossWindow
+from contracts.step_names import step_name
 
 RULE_STATUS_FILE = "rule-status.json"
 SCHEMA_VERSION = 2
@@ -66,6 +67,15 @@ class RuleIssue:
     #: TensorVariance "above_max" / "below_min", LossNotDecreasing "rising" / "flat" / "stagnant" /
     #: HELD_OUT_RISING, WeightUpdateRatio "too_large" / "too_small". None for rules with one way to fail.
     kind: str | None = None
+    #: The step as the user counts it (contracts.step_names): the optimizer updates before it, and whether it was an
+    #: evaluation pass; ``step`` stays the global step the saved data numbers. None: not known (an older document,
+    #: an XGBoost job, whose boosting round is its step).
+    optimizer_step: int | None = None
+    evaluation_pass: bool = False
+
+    def name(self, with_global: bool = False) -> str:
+        """'step 7', 'the evaluation pass after step 6 (saved as global step 9)' (contracts.step_names)."""
+        return step_name(self.step, self.optimizer_step, self.evaluation_pass, with_global)
 
     def __post_init__(self) -> None:
         if self.phase is not None and self.phase not in PHASES:

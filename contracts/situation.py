@@ -10,7 +10,7 @@ import dataclasses
 import math
 
 from contracts.divergence import Divergence
-from contracts.hyperparameter_values import show
+from contracts.hyperparameter_values import Value, show
 from contracts.loss_history import DIVERGED, LossShape, LossWindow, loss_shape
 from contracts.objective import Objective, ObjectiveCourse, late_reports, recent_reports
 from contracts.rule_status import Peak
@@ -44,6 +44,21 @@ class Spike:
             f"the {self.series} rose from {show(self.initial)} to {show(self.peak.value)} ({self.ratio:.3g}x) at step "
             f"{self.peak.step}{where}"
         )
+
+
+@dataclasses.dataclass(frozen=True)
+class RateCeiling:
+    """A learning rate the run's history says is too high: no remedy sets ``setting`` (the script's own name of a rate)
+    at or above ``value`` (decision 187). ``why``: what job ``job`` showed, in words."""
+
+    setting: str
+    value: float
+    job: int
+    why: str
+
+    def describe(self) -> str:
+        """'at or above 0.5, the rate job 1 diverged at'."""
+        return f"at or above {show(self.value)}, {self.why}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,6 +108,28 @@ class Situation:
     output_rms: float | None = None
     #: The loss module that compared them, by class name (None: unknown).
     target_loss: str | None = None
+    #: The rates the run's earlier jobs showed too high (diverged or exploded at, or divided by the targets' scale):
+    #: upper bounds on every rate remedy (lambdas.remediation.planning.rate_ceilings).
+    rate_ceilings: tuple[RateCeiling, ...] = ()
+    #: The debugger settings (run_spec field, value) some job of the run trained with, including a job the planner
+    #: went back from (lambdas.remediation.planning.situation.read_situation).
+    debugger_settings_tried: tuple[tuple[str, Value], ...] = ()
+    #: The total gradient norm's typical size before it spiked (contracts.divergence.typical_before_spike).
+    gradient_norm_typical: float | None = None
+
+    @property
+    def typical_gradient_norm(self) -> float | None:
+        """The size the network's total gradient norm kept before any spike: measured over the job's windows, else
+        (a debugger that kept no course of it) its first step's value."""
+        for value in (self.gradient_norm_typical, self.initial_gradient_norm):
+            if value is not None and math.isfinite(value) and value > 0:
+                return value
+        return None
+
+    def ceiling_for(self, setting: str) -> RateCeiling | None:
+        """The lowest ceiling on ``setting`` (None: the history bounds it nowhere)."""
+        found = [ceiling for ceiling in self.rate_ceilings if ceiling.setting == setting]
+        return min(found, key=lambda ceiling: ceiling.value, default=None)
 
     @property
     def target_scale(self) -> float | None:

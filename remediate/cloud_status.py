@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from contracts.run_spec import HISTORY_EVENT_LIMIT
+from contracts.step_names import step_name
 from lambdas.remediation.state.execution_history import current_state_name, latest_state_payload
 from remediate.aws_access import CloudCommandError, aws_call
 from remediate.cloud_stack import outputs_for
@@ -41,7 +42,7 @@ def summarize_execution(description: Mapping[str, Any], history: list[Mapping[st
                 "number": attempt.get("number"),
                 "job_name": attempt.get("job_name"),
                 "outcome": attempt.get("outcome"),
-                "issue": f"{issue.get('rule')} at step {issue.get('step')}" if issue.get("rule") else None,
+                "issue": f"{issue.get('rule')} at {_step_said(issue)}" if issue.get("rule") else None,
                 "remedy": decision.get("remedy"),
                 "reason": decision.get("reason"),
             }
@@ -180,3 +181,10 @@ def status_command(arguments: argparse.Namespace) -> int:
     if summary.get("error"):
         print(f"  {summary['status'].lower()}: {summary['error']}: {summary.get('cause')}")
     return 0
+
+
+def _step_said(issue: dict[str, Any]) -> str:
+    """The issue's step as the user counts it (contracts.step_names); 'step None' for an issue without one, as before."""
+    if issue.get("step") is None:
+        return "step None"
+    return step_name(issue["step"], issue.get("optimizer_step"), bool(issue.get("evaluation_pass")), with_global=True)

@@ -223,7 +223,7 @@ def _mark_rule(axis, steps, attempt: Mapping[str, Any], color: str, row: int) ->
     axis.scatter([where[0]], [where[1]], marker="v", s=90, color=color, edgecolor="black", zorder=6, gid="rule-fired",
                  transform=transform, clip_on=False)  # fmt: skip
     axis.annotate(
-        f"{attempt['rule']} (attempt {attempt['number']}, step {issue_step}{text})", where, xycoords=coordinates,
+        f"{attempt['rule']} (attempt {attempt['number']}, {attempt.get('issue_step_name') or f'step {issue_step}'}{text})", where, xycoords=coordinates,
         xytext=(issue_step, 0.93 - RULE_NAME_SPACING * row), textcoords=("data", "axes fraction"), va="top",
         ha="left", fontsize=8, color=color, gid="rule-name", zorder=7,
         bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "edgecolor": "none", "alpha": 0.8},

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from contracts.atomic_files import write_atomically
+from contracts.step_names import step_name
 from lambdas.remediation.state.payload import WorkflowState
 from lambdas.remediation.state.product_changes import product_changes
 from local_runtime.job_hosts import LOG_FILE
@@ -131,6 +132,9 @@ def attempts_summary(payload: dict[str, Any] | None, platform: LocalTrainingPlat
             "objective_value": attempt.get("objective_value"),
             "rule": issue.get("rule"),
             "issue_step": issue.get("step"),
+            # the step as the user counts it (contracts.step_names), for the report's sentences
+            "issue_step_name": step_name(issue["step"], issue.get("optimizer_step"), bool(issue.get("evaluation_pass")), with_global=True)
+            if issue.get("step") is not None else None,
             "decision": decision.get("remedy"),
             "decision_reason": decision.get("reason"),
             "not_judged": not_judged_of(attempt),
@@ -173,7 +177,8 @@ def attempt_result(row: dict[str, Any]) -> str:
     outcome = row.get("outcome")
     status = row.get("status")
     if row.get("rule"):
-        step = f" at step {row['issue_step']}" if row.get("issue_step") is not None else ""
+        named = row.get("issue_step_name") or (f"step {row['issue_step']}" if row.get("issue_step") is not None else None)
+        step = f" at {named}" if named else ""
         return f"stopped by {row['rule']}{step}"
     if row.get("killed_by_signal"):
         memory = f", peak memory {format_bytes(row['peak_memory_bytes'])}" if row.get("peak_memory_bytes") else ""

@@ -30,6 +30,7 @@ from contracts.rule_status import (
     RuleStatus,
     RuleStatusDocument,
 )
+from contracts.step_names import step_name
 from contracts.training_labels import LabelTally
 from debugger.core.config import RuleSpec
 from debugger.core.exceptions import TensorUnavailableForStep
@@ -172,6 +173,8 @@ class RuleRunner:
         phase = self._phase  # None unless the script said (set_context): never guessed
         message = finding.message if finding else f"{state.spec.name} returned True"
         state.status, state.details, state.modified = ISSUES_FOUND, message, _now()
+        numbering = getattr(self.trial, "step_numbering", None)
+        optimizer_step, evaluation = numbering.optimizer_step(step) if numbering is not None else (None, False)
         state.issue = RuleIssue(
             step=step,
             tensor=finding.tensor if finding else "",
@@ -179,6 +182,8 @@ class RuleRunner:
             message=message,
             phase=phase,
             kind=finding.kind if finding else None,
+            optimizer_step=optimizer_step,
+            evaluation_pass=evaluation,
         )
         if self.evidence.first_issue_step is None:
             self.evidence.first_issue_step = step
@@ -190,7 +195,8 @@ class RuleRunner:
                 ActionRecord(action=action["name"], rule=state.spec.name, step=step, at=_now(), detail=detail)
             )
             if action["name"] == "StopTraining" and self._stop is None:
-                self._stop = StopTrainingRequested(state.spec.name, step, message)
+                named = step_name(step, optimizer_step, evaluation, with_global=True)
+                self._stop = StopTrainingRequested(state.spec.name, step, message, named)
 
     # ------------------------------------------------------------------ status document
 

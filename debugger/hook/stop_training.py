@@ -13,8 +13,9 @@ class StopTrainingRequested(BaseException):
     the stop. The job launcher (or the script) turns it into the job's failure text and exit code 3.
     """
 
-    def __init__(self, rule_name: str, step: int, message: str):
+    def __init__(self, rule_name: str, step: int, message: str, step_name: str | None = None):
+        """``step``: the global step (as saved); ``step_name``: how the text names it (contracts.step_names)."""
         self.rule_name = rule_name
         self.step = step
         self.message = message
-        super().__init__(stop_training_failure_text(rule_name, step, message))
+        super().__init__(stop_training_failure_text(rule_name, step, message, step_name))

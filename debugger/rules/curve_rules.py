@@ -177,7 +177,7 @@ class Overfit(_CurveRule):
             ratio,
             "validation_above_training",
             f"(validation - training) / training loss is {ratio:.4g} > ratio_threshold {self.ratio_threshold:g} "
-            f"for {self._exceeded[tensor]} comparison(s) in a row at step {step}, with the validation loss above its "
+            f"for {self._exceeded[tensor]} comparison(s) in a row at {self.step_name(step)}, with the validation loss above its "
             f"best {best:.6g} ({where}: training {train:.6g}, validation {validation:.6g})",
         )
 
@@ -226,7 +226,7 @@ class Overtraining(_CurveRule):
             stalled,
             f"{curve}_not_improving",
             f"the {curve} loss {tensor} has not improved by more than delta {self.delta:g} of its best {best:.6g} for "
-            f"{stalled} steps (patience_{'validation' if validation else 'train'} {patience}) at step {step}; "
+            f"{stalled} steps (patience_{'validation' if validation else 'train'} {patience}) at {self.step_name(step)}; "
             f"latest {series[-1]:.6g}",
         )
 

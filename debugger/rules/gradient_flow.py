@@ -85,10 +85,11 @@ def input_side(ordered: Iterable[str], read: Callable[[str], object]) -> InputSi
     return InputSide(layer, tensors, strongest, values[strongest])
 
 
-def downstream_reason(step: int, value: float, side: InputSide) -> str:
-    """Why a small gradient away from the input side is skipped (the rule's status details name it)."""
+def downstream_reason(step: str, value: float, side: InputSide) -> str:
+    """Why a small gradient away from the input side is skipped (the rule's status details name it); ``step``: the
+    step as the message names it (Rule.step_name)."""
     return (
-        f"mean |gradient| {value:.2g} at step {step} while the gradient reaching the input side "
+        f"mean |gradient| {value:.2g} at {step} while the gradient reaching the input side "
         f"({side.strongest[len(GRADIENT_PREFIX):] if side.strongest.startswith(GRADIENT_PREFIX) else side.strongest}: "
         f"{side.value:.2g}) carries the signal past it: small by its place in the model, not a vanishing flow"
     )
@@ -113,12 +114,12 @@ def model_scale(rms: dict[str, float]) -> tuple[str, float]:
     return name, finite[name]
 
 
-def silent_reason(step: int, largest: float, scale_name: str, scale: float, side: InputSide) -> str:
+def silent_reason(step: str, largest: float, scale_name: str, scale: float, side: InputSide) -> str:
     """Why a parameter's tensors are skipped: its gradient is float32 rounding of the model's scale (the rules'
     status details name it)."""
     bare = side.strongest[len(GRADIENT_PREFIX):] if side.strongest.startswith(GRADIENT_PREFIX) else side.strongest
     return (
-        f"its gradient is zero by the model's structure: at most {largest:.2g} at step {step}, within float32 "
+        f"its gradient is zero by the model's structure: at most {largest:.2g} at {step}, within float32 "
         f"rounding of the model's gradient scale ({scale_name[len(GRADIENT_PREFIX):]}: {scale:.2g} root mean "
         f"square) while the input side ({bare}: {side.value:.2g}) carries the signal"
     )
@@ -168,7 +169,7 @@ def structurally_silent(trial, step: int) -> dict[str, str]:
                 value = values[name] if name in values else np.asarray(trial.tensor(name).value(step), dtype=np.float64)
                 largest = float(np.max(np.abs(value))) if np.size(value) else 0.0
                 if largest <= bound and np.isfinite(largest):
-                    reason = silent_reason(step, largest, scale_name, scale, side)
+                    reason = silent_reason(trial.step_name(step) if hasattr(trial, "step_name") else f"step {step}", largest, scale_name, scale, side)
                     found[name] = reason
                     found[name[len(GRADIENT_PREFIX):]] = reason
     cache[step] = found

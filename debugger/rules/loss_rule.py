@@ -56,6 +56,14 @@ class _LossSeries:
 #: after a long fall is heavy-tailed, while a rate that overshoots takes back much of the descent (decision 017).
 RISE_SHARE_OF_DESCENT = 0.1
 
+
+def sustained_level(losses: list[float]) -> float:
+    """The level a window's loss stayed at: the lower of the median of the whole window and of its latest half. A rise
+    that holds lifts both; a spike the run recovered from lifts the window's mean through a few steps, but neither
+    median unless it filled half the window and was still up at its end (decision 185)."""
+    latest = losses[len(losses) // 2 :]
+    return min(float(np.median(losses)), float(np.median(latest)))
+
 #: A loss that, over at least STAGNANT_STEPS mode steps and STAGNANT_CHECKS judgements, has not fallen below its first
 #: window's mean by more than the noise of the two means, nor by STAGNANT_FALL_PERCENT of it, is reported "stagnant",
 #: whatever its last two windows did, when the weights say it cannot fall (debugger.rules.weight_movement: frozen, or
@@ -119,6 +127,7 @@ class LossNotDecreasing(Rule):
         self._series: dict[str, _LossSeries] = {}
         self._modes_seen: set[ModeKeys] = set()
         self._movement = WeightMovement(base_trial)
+        self._step = 0  # the global step judged now: where the message's span ends
 
     def requirements(self) -> list[Requirement]:
         # the weights tell a loss that cannot fall from one that has not fallen yet (_stagnant): saved every window,
@@ -148,6 +157,7 @@ class LossNotDecreasing(Rule):
         if not self._needs_selection:
             return False
         mode, mode_step = self.base_trial._global_to_mode.get(step, (ModeKeys.GLOBAL, step))
+        self._step = step  # the span's end, as the message names it
         self._modes_seen.add(mode)
         if mode in (ModeKeys.TRAIN, ModeKeys.GLOBAL):
             self._movement.observe(step, mode_step)
@@ -219,9 +229,14 @@ class LossNotDecreasing(Rule):
         for mean, count, training in ((before, len(previous), training_before), (after, len(current), training_after)):
             if series.lowest is None or mean < series.lowest[0]:
                 series.lowest, series.training_at_lowest = (mean, count), training
-        span = f"(the {self.num_steps} steps to step {mode_step})"
+        span = f"(the {self.num_steps} steps to {self.step_name(self._step)})"
         if after > series.lowest[0]:
             finding = self._rising(series.lowest, series.first_mean, after, len(current), sigma, span)
+            if finding is not None and self._rising(
+                series.lowest, series.first_mean, sustained_level(current), len(current), sigma, span
+            ) is None:
+                self.note(f"{finding[1]}; but {self._excursion(current, series.lowest[0])}")
+                finding = None
             if finding is not None and None not in (series.training_at_lowest, training_after) and (
                 training_after < series.training_at_lowest
             ):
@@ -269,6 +284,16 @@ class LossNotDecreasing(Rule):
         )
 
     @staticmethod
+    def _excursion(current: list[float], low: float) -> str:
+        """Why a window whose mean rose is not a rise: its losses came back (the user-facing words of decision 185)."""
+        peak = max(current)
+        return (
+            f"the loss spiked to {peak:.4g} and came back: the window's median {float(np.median(current)):.4g} and its "
+            f"latest half's {float(np.median(current[len(current) // 2 :])):.4g} stayed within the allowed rise from the lowest "
+            f"mean {low:.4g}: an excursion the run recovered from, not a sustained rise"
+        )
+
+    @staticmethod
     def _diverged(initial: float | None, current: list[float], span: str):
         """("rising", why) when the latest window's mean is contracts.divergence.LOSS_RISE_FACTOR times the series'
         first loss or more, beyond the noise of that mean (the window's own spread: the run's noise before it holds
@@ -279,6 +304,8 @@ class LossNotDecreasing(Rule):
         allowance = rule_checks.NOISE_STANDARD_ERRORS * float(np.std(current)) / math.sqrt(count)
         if after < LOSS_RISE_FACTOR * initial or after - initial <= allowance:
             return None
+        if sustained_level(current) < LOSS_RISE_FACTOR * initial:
+            return None  # a spike the run came back from within the window: not a loss that stayed up
         return "rising", (
             f"loss rose to a mean of {after:.6g} over {count} {span}, {after / initial:.3g}x its first value "
             f"{initial:.6g} (a rise from {LOSS_RISE_FACTOR:g}x beyond the noise, {allowance:.3g}, is a divergence): "
@@ -311,11 +338,11 @@ class LossNotDecreasing(Rule):
         stuck = movement.stuck()
         if stuck is None:
             # a slow start: a small rate, a plateau, or labels too noisy for the loss to show progress yet
-            self.note(f"{message}; but {movement.describe()}: every weight matrix moves, so the run is not stagnant")
+            self.note(f"{message}; but {movement.describe(self.step_name)}: every weight matrix moves, so the run is not stagnant")
             return None
         why = ("the updates are too small to train" if stuck == "frozen"
                else f"the gradient does not reach {movement.least[0]}")
-        return "stagnant", f"{message}; and {movement.describe()}: {why}"
+        return "stagnant", f"{message}; and {movement.describe(self.step_name)}: {why}"
 
     def _flat(self, before: float, after: float, before_count: int, count: int, span: str):
         """("flat", why) when the latest window's mean fell from the previous one's by less than diff_percent (with

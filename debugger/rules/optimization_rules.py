@@ -77,7 +77,7 @@ class ExplodingTensor(Rule):
             if bad.any():
                 offending = float(values[bad].reshape(-1)[0])
                 kind = "NaN" if self.only_nan else "NaN or infinite"
-                message = f"{int(bad.sum())} {kind} value(s) in {name} at step {step}"
+                message = f"{int(bad.sum())} {kind} value(s) in {name} at {self.step_name(step)}"
                 inputs = _nonfinite_model_inputs(self.base_trial, step)
                 targets = 0 if inputs else _nonfinite_loss_targets(self.base_trial, step)
                 if inputs:
@@ -175,21 +175,23 @@ class VanishingGradient(Rule):
         if side.carries(threshold):
             self._input_low = []
             for name, value in low.items():
-                self._downstream.skipped[name] = gradient_flow.downstream_reason(step, value, side)
+                self._downstream.skipped[name] = gradient_flow.downstream_reason(self.step_name(step), value, side)
             return False
         self._input_low.append(step)
         if len(self._input_low) < INPUT_SIDE_STEPS:
             self.note(f"the gradient reaching the input side ({side.layer}) is {side.value:.3g} < threshold "
-                      f"{self.threshold:g}{scaled} at step {step}: judged again at the next saved step")
+                      f"{self.threshold:g}{scaled} at {self.step_name(step)}: judged again at the next saved step")
             return False
         largest = max((name for name in tensors if name not in low), key=lambda name: norms.get(name, 0.0), default=None)
         beside = f"; the output side still gets it ({largest}: L2 norm {norms[largest]:.3g})" if largest in norms else ""
-        steps = ", ".join(str(s) for s in self._input_low[-INPUT_SIDE_STEPS:])
+        names = [self.step_name(s) for s in self._input_low[-INPUT_SIDE_STEPS:]]
+        plain = all(name.startswith("step ") for name in names)  # "steps 0, 10", else each named in full
+        steps = "steps " + ", ".join(name[len("step "):] for name in names) if plain else ", ".join(names)
         self.report(
             side.strongest,
             side.value,
             f"mean |gradient| of the model's input side ({side.layer}: {len(side.tensors)} tensor(s), at most "
-            f"{side.value:.3g} in {side.strongest}) is below threshold {self.threshold:g}{scaled} at steps {steps}: "
+            f"{side.value:.3g} in {side.strongest}) is below threshold {self.threshold:g}{scaled} at {steps}: "
             f"the gradient vanishes before it reaches the first layer; {len(low)} of {len(tensors)} gradient tensors "
             f"are below it{beside}",
         )
@@ -208,7 +210,7 @@ class WeightUpdateRatio(Rule):
         self.small_threshold = small_threshold
         self.epsilon = epsilon
         self._selection = _Selection(base_trial, [WEIGHTS], (), skip_silent=True)
-        self._previous: dict[str, tuple[int, np.ndarray]] = {}
+        self._previous: dict[str, tuple[int, np.ndarray, int]] = {}  # name -> (mode step, weights, global step)
 
     def requirements(self) -> list[Requirement]:
         # with num_steps the rule compares weights at most num_steps apart: the AWS guide has the user set
@@ -223,7 +225,7 @@ class WeightUpdateRatio(Rule):
         for name, value in self._selection.values_at(step):
             weights = np.asarray(value, dtype=np.float64)
             previous = self._previous.get(name)
-            self._previous[name] = (mode_step, weights.copy())
+            self._previous[name] = (mode_step, weights.copy(), step)
             if previous is None or previous[0] == mode_step:
                 continue
             if self.num_steps is not None and mode_step - previous[0] > self.num_steps:
@@ -231,7 +233,7 @@ class WeightUpdateRatio(Rule):
             ratio = float(np.linalg.norm(weights - previous[1]) / (np.linalg.norm(previous[1]) + self.epsilon))
             if ratio > self.large_threshold or ratio < self.small_threshold:
                 bound = "above large_threshold" if ratio > self.large_threshold else "below small_threshold"
-                self.report(name, ratio, f"update/weight ratio of {name} from step {previous[0]} to {mode_step} is {ratio:.3g}, {bound}")
+                self.report(name, ratio, f"update/weight ratio of {name} from {self.step_name(previous[2])} to {self.step_name(step)} is {ratio:.3g}, {bound}")
                 self.finding.kind = "too_large" if ratio > self.large_threshold else "too_small"  # the remedies key on it
                 return True
         return False
@@ -243,12 +245,15 @@ LOSS_STILL = 0.01
 #: PoorWeightInitialization's gradient spread counts as narrow below this fraction of the gradient's mean |g|
 #: (healthy layers spread several times their mean |g| early on: docs/decisions/020).
 NARROW_SPREAD = 0.1
+#: A loss that does not move while this much gradient reaches the input side is a plateau, not an initialisation
+#: that blocks learning (VanishingGradient's default threshold: docs/decisions/190).
+FLOW_THRESHOLD = 1e-7
 
 
 class PoorWeightInitialization(Rule):
     """In the first ``steps`` steps: activation-input variances across layers differ by more than ``threshold``x,
     the 5th-95th percentile spread of a gradient is below ``distribution_range``, or the loss makes no new
-    minimum for ``patience`` steps."""
+    minimum for ``patience`` steps while the gradient does not reach the input side (else a plateau)."""
 
     def __init__(
         self,
@@ -347,6 +352,14 @@ class PoorWeightInitialization(Rule):
             spread = (max(self._seen_losses) - min(self._seen_losses)) / (abs(level) or 1.0)
             if latest < before or spread >= LOSS_STILL:
                 return False
+            side = self._input_side(step)
+            if side is not None and side.carries(FLOW_THRESHOLD):
+                self.note(
+                    f"the loss has made no new minimum for {self.steps_between(self._best_step, step)} steps (within "
+                    f"{spread:.2%} of {level:.6g}) while the gradient reaching the input side ({side.layer}: "
+                    f"{side.value:.2g}) carries the signal at {self.step_name(step)}: a plateau, not an initialisation that blocks learning"
+                )
+                return False
             self.report(
                 name,
                 loss,
@@ -355,6 +368,13 @@ class PoorWeightInitialization(Rule):
             )
             return True
         return False
+
+
+    def _input_side(self, step: int) -> gradient_flow.InputSide | None:
+        """How much gradient reached the model's input side at ``step`` (None when no gradient was saved then)."""
+        available = self.base_trial.names_at(step)
+        tensors = [name for name in self._gradients.names() if name in available and name != TOTAL_GRADIENT_NORM]
+        return gradient_flow.input_side(tensors, lambda name: self.base_trial.tensor(name).value(step))
 
 
 OPTIMIZATION_RULES: dict[str, type[Rule]] = {

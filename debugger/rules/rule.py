@@ -85,6 +85,20 @@ class Rule:
         """What the hook calls at every step: True when the rule's condition is met at ``step``."""
         return bool(self.invoke_at_step(step))
 
+    def step_name(self, step: int) -> str:
+        """How the rule's message names global ``step``: the optimizer step the user counts, an evaluation pass as
+        such (contracts.step_names); a trial that does not say names the global step."""
+        name = getattr(self.base_trial, "step_name", None)
+        return name(step) if name is not None else f"step {step}"
+
+    def steps_between(self, earlier: int, later: int) -> int:
+        """How many steps, as the user counts them (optimizer steps), lie from global step ``earlier`` to ``later``."""
+        numbering = getattr(self.base_trial, "step_numbering", None)
+        if numbering is None:
+            return later - earlier
+        (first, _), (last, _) = numbering.optimizer_step(earlier), numbering.optimizer_step(later)
+        return later - earlier if first is None or last is None else last - first
+
     def report(self, tensor: str, value: float | None, message: str, kind: str | None = None) -> None:
         self.finding = Finding(tensor=tensor, value=None if value is None else float(value), message=message, kind=kind)
 

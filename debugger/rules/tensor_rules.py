@@ -122,7 +122,7 @@ class _InactiveUnits(Rule):
             name,
             percent,
             f"{percent:.3g}% of the {units} units of {name} were {self.what} (active in < {self.threshold_inactivity:g}% "
-            f"of their values) at step {step}, above threshold_layer {self.threshold_layer:g}%{others}",
+            f"of their values) at {self.step_name(step)}, above threshold_layer {self.threshold_layer:g}%{others}",
         )
         return True
 
@@ -218,11 +218,13 @@ class AllZero(_SelectedTensors):
             percent = rule_checks.zero_percent(values)
             if percent >= self.threshold:
                 since = self._first_seen.get(name)
-                updated = f", {step - since} training steps after step {since}" if since is not None else ""
+                updated = (
+                    f", {self.steps_between(since, step)} training steps after {self.step_name(since)}" if since is not None else ""
+                )
                 self.report(
                     name,
                     percent,
-                    f"{percent:.3g}% of the {values.size} values of {name} are zero at step {step}{updated} "
+                    f"{percent:.3g}% of the {values.size} values of {name} are zero at {self.step_name(step)}{updated} "
                     f"(threshold {self.threshold:g}%)",
                 )
                 return True
@@ -323,7 +325,7 @@ class TensorVariance(_SelectedTensors):
                 kind, bound = BELOW_MIN, f"below min_threshold {self.min_threshold:g}"
             else:
                 continue  # within bounds, or NaN (a non-finite tensor is ExplodingTensor's)
-            self.report(name, found, f"variance of {name} is {found:.3g} at step {step}, {bound}", kind=kind)
+            self.report(name, found, f"variance of {name} is {found:.3g} at {self.step_name(step)}, {bound}", kind=kind)
             return True
         return False
 
@@ -383,7 +385,7 @@ class CheckInputImages(Rule):
             if np.issubdtype(images.dtype, np.inexact):
                 bad = int(np.count_nonzero(~np.isfinite(images)))
                 if bad:
-                    self.report(name, bad, f"{bad} NaN or infinite value(s) in the model input {name} at step {step}", kind=NAN_INPUT)
+                    self.report(name, bad, f"{bad} NaN or infinite value(s) in the model input {name} at {self.step_name(step)}", kind=NAN_INPUT)
                     return True
             if training and self._accumulate(name, images) and self._judge(name, step):
                 return True
@@ -413,8 +415,8 @@ class CheckInputImages(Rule):
         self.report(
             name,
             mean,
-            f"the mean of channel {worst} of the model input {name} over {samples} samples is {mean:.3g} at step "
-            f"{step}; it differs from 0 by more than threshold_mean {self.threshold_mean:g} (inputs not normalized?)",
+            f"the mean of channel {worst} of the model input {name} over {samples} samples is {mean:.3g} at "
+            f"{self.step_name(step)}; it differs from 0 by more than threshold_mean {self.threshold_mean:g} (inputs not normalized?)",
         )
         return True
 

@@ -157,7 +157,7 @@ class ClassImbalance(Rule):
         self._report(
             name,
             label,
-            f"{int(bad.sum())} label(s) of {name} at step {step} outside {covered}, e.g. {label}: the labels do not "
+            f"{int(bad.sum())} label(s) of {name} at {self.step_name(step)} outside {covered}, e.g. {label}: the labels do not "
             "match the model's classes",
             LABEL_OUT_OF_RANGE,
         )
@@ -284,7 +284,7 @@ class StalledTrainingRule(Rule):
         seconds = self.stalled_seconds(now)
         if seconds <= self.threshold:
             return False
-        after = f"after step {self.last_step}" if self.last_step is not None else "before the first step"
+        after = f"after {self.step_name(self.last_step)}" if self.last_step is not None else "before the first step"
         self.report("", seconds, f"no training step for {seconds:.0f} s {after} (threshold {self.threshold:g} s): training has stalled")
         self.finding.kind = STALLED
         return True

@@ -14,6 +14,7 @@ docs/decisions/018-stagnant-loss-reads-the-weights.md.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import numpy as np
 
@@ -38,6 +39,9 @@ class Movement:
     first_step: int
     last_step: int
     shares: dict[str, float]
+    #: the global steps of first_step and last_step (training mode steps), for the message's step names
+    first_global: int | None = None
+    last_global: int | None = None
 
     @property
     def most(self) -> tuple[str, float]:
@@ -58,8 +62,12 @@ class Movement:
             return "left_behind"
         return None
 
-    def describe(self) -> str:
-        span = f"from step {self.first_step} to {self.last_step}"
+    def describe(self, step_name: Callable[[int], str] | None = None) -> str:
+        """``step_name``: how the message names a global step (Rule.step_name); without it, the mode steps."""
+        if step_name is None or self.first_global is None or self.last_global is None:
+            span = f"from step {self.first_step} to {self.last_step}"
+        else:
+            span = f"from {step_name(self.first_global)} to {step_name(self.last_global)}"
         (most_name, most), (least_name, least) = self.most, self.least
         if len(self.shares) == 1:
             return f"the weights of {most_name} moved {most:.2g} of their size {span}"
@@ -78,6 +86,7 @@ class WeightMovement:
         self._selection = Selection(trial, [WEIGHTS], (), skip_silent=True)
         self._first: dict[str, tuple[int, np.ndarray]] = {}
         self._latest: dict[str, tuple[int, np.ndarray]] = {}
+        self._global: dict[int, int] = {}  # mode step -> global step, of the steps kept
 
     def observe(self, step: int, mode_step: int) -> None:
         """Read the weight matrices saved at global ``step`` (training mode step ``mode_step``)."""
@@ -91,6 +100,9 @@ class WeightMovement:
                 self._first[name] = (mode_step, sample)
             elif sample.shape == self._first[name][1].shape:
                 self._latest[name] = (mode_step, sample)
+            self._global[mode_step] = step
+        kept = {start for start, _ in self._first.values()} | {latest for latest, _ in self._latest.values()}
+        self._global = {mode_step: step for mode_step, step in self._global.items() if mode_step in kept}
 
     def since_start(self, min_steps: int) -> Movement | None:
         """How far each matrix moved from the first step seen to the latest, or None when no matrix has two saved
@@ -109,4 +121,4 @@ class WeightMovement:
             last_step = latest_step if last_step is None else max(last_step, latest_step)
         if not shares:
             return None
-        return Movement(first_step, last_step, shares)
+        return Movement(first_step, last_step, shares, self._global.get(first_step), self._global.get(last_step))

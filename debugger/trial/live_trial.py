@@ -60,6 +60,8 @@ class LiveTrial(BaseTrial):
     # --- written by the hook
     def begin_step(self, step: int, mode: ModeKeys = ModeKeys.GLOBAL, mode_step: int | None = None) -> None:
         self._index_step(step, mode, step if mode_step is None else mode_step, ())
+        if self.step_numbering is not None:
+            self.step_numbering.begin(step, mode)
         # signals older than what any rule looks back at are dropped; LossNotDecreasing keeps its own history
         for old in [old for old in self._signals if old < step - 1]:
             del self._signals[old]

@@ -69,6 +69,15 @@ class BaseTrial:
         self._mode_to_global: dict[ModeKeys, dict[int, int]] = {}
         self._step_names: dict[int, set[str]] = {}
         self.dynamic_refresh = True
+        #: How messages name a global step (debugger.hook.pytorch.optimizer_steps, set by the PyTorch hook): None
+        #: names it by its global number (a saved trial, an XGBoost job's boosting rounds).
+        self.step_numbering = None
+
+    def step_name(self, step: int, with_global: bool = False) -> str:
+        """'step 7', 'the evaluation pass after step 6': how a message names global ``step`` (contracts.step_names)."""
+        if self.step_numbering is None:
+            return f"step {step}"
+        return self.step_numbering.name(step, with_global)
 
     # --- the step index, filled by subclasses
     def _index_step(self, step: int, mode: ModeKeys, mode_step: int, names: Iterable[str]) -> None:

@@ -2,7 +2,7 @@
 
 An MLP classifier on the ``train`` channel (``x.npy`` features, ``y.npy`` integer labels: `examples/mlp/make_data.py`
 makes them), held out: the ``validation`` channel when there is one, else the train channel's last fifth; SGD with
-momentum. SageMaker's script mode runs it as
+momentum, compiled with ``torch.compile`` when ``--compile true``. SageMaker's script mode runs it as
 ``python train.py --lr 0.05 --epochs 5``; the job's debugger watches it all the same (zero script change: the job
 launcher attaches to the model and optimizer it creates), and the run_spec's metric regex reads the line it prints
 after each epoch::
@@ -41,6 +41,7 @@ def main():
     parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--hidden", type=int, default=128)
+    parser.add_argument("--compile", default="false", choices=("true", "false"), help="train through torch.compile")
     parser.add_argument("--train", default=os.environ.get("SM_CHANNEL_TRAIN", "data/train"))
     parser.add_argument("--validation", default=os.environ.get("SM_CHANNEL_VALIDATION"))
     parser.add_argument("--model-dir", default=os.environ.get("SM_MODEL_DIR", "model"))
@@ -60,11 +61,12 @@ def main():
     x = (x - mean) / std
     train, (x_val, y_val) = TensorDataset(x[:cut], y[:cut]), (x[cut:], y[cut:])
 
-    model = nn.Sequential(
+    net = nn.Sequential(
         nn.Linear(x.shape[1], args.hidden), nn.ReLU(),
         nn.Linear(args.hidden, args.hidden), nn.ReLU(),
         nn.Linear(args.hidden, int(y.max()) + 1),
     )  # fmt: skip
+    model = torch.compile(net) if args.compile == "true" else net  # checkpoints hold net's own names
     loss_fn = nn.CrossEntropyLoss()
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
 
@@ -72,7 +74,7 @@ def main():
     checkpoint = newest_checkpoint(args.checkpoint_dir)
     if checkpoint:
         state = torch.load(checkpoint, weights_only=True)
-        model.load_state_dict(state["model"])
+        net.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         torch.set_rng_state(state["rng"])  # the same shuffles as a run never interrupted
         start_epoch = state["epoch"] + 1
@@ -100,7 +102,7 @@ def main():
         if args.checkpoint_dir:
             os.makedirs(args.checkpoint_dir, exist_ok=True)
             path = os.path.join(args.checkpoint_dir, f"checkpoint-{epoch:04d}.pt")
-            state = {"epoch": epoch, "model": model.state_dict(), "optimizer": optimizer.state_dict(), "rng": torch.get_rng_state()}
+            state = {"epoch": epoch, "model": net.state_dict(), "optimizer": optimizer.state_dict(), "rng": torch.get_rng_state()}
             torch.save(state, path + ".tmp")
             os.replace(path + ".tmp", path)
 
@@ -112,7 +114,7 @@ def main():
             val_accuracy = (logits.argmax(dim=1) == y_val).float().mean().item()
         print(f"epoch={args.epochs - 1} val_loss={val_loss:.4f} val_accuracy={val_accuracy:.4f}", flush=True)
     os.makedirs(args.model_dir, exist_ok=True)
-    torch.save(model.state_dict(), os.path.join(args.model_dir, "model.pt"))
+    torch.save(net.state_dict(), os.path.join(args.model_dir, "model.pt"))
 
 
 if __name__ == "__main__":

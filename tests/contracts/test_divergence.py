@@ -21,6 +21,7 @@ from contracts.divergence import (
     SPIKING,
     Divergence,
     divergence,
+    typical_before_spike,
 )
 from contracts.loss_history import LossHistory, LossWindow
 
@@ -108,3 +109,25 @@ def test_a_divergence_round_trips_and_says_what_rose_with_its_numbers():
     assert spike.describe() == "the gradient norm spiked to 824.5, 3821x its first step's 0.2158, at step 33"
     stayed = Divergence(GRADIENT_NORM, RISING, early=0.5, level=90.0, from_step=12, peak_step=40, end=80.0)
     assert stayed.describe() == "the gradient norm rose to 90, 180x its first step's 0.5, by steps 12-40, and stayed there"
+
+
+def test_the_gradient_norms_typical_size_is_read_before_its_first_spike():
+    """The recorded regression on targets x1000 at SGD 1.2e-5 (job 2): the gradient norm started at 1065 and kept a
+    few thousand until it spiked to 3.8e5 at step 255; its typical size is the median of its window means before the
+    first window whose peak reached 100 times the first step's value, not the spike's level."""
+    evidence = recorded_job("regression-targets-x1000", 1)
+    windows = [LossWindow.from_dict(window) for window in evidence["gradient_norm_windows"]]
+    early = evidence["initial_gradient_norm"]
+    first_spike = next(index for index, window in enumerate(windows) if window.peak >= GRADIENT_NORM_FACTOR * early)
+    before = sorted(window.mean for window in windows[:first_spike])
+    assert typical_before_spike(windows, early) == pytest.approx(statistics.median(before))
+    assert 1000 < typical_before_spike(windows, early) < 10_000 < max(window.peak for window in windows)
+
+
+def test_without_a_spike_the_typical_size_is_the_median_of_every_window():
+    windows = [LossWindow(step, step + 3, 4, mean, None, 0, 0.1, mean * 1.5, step) for step, mean in
+               zip(range(0, 20, 4), [0.5, 0.9, 1.1, 1.2, 40.0], strict=True)]  # fmt: skip
+    assert typical_before_spike(windows, 1.0) == 1.1  # a peak of 60 is below 100 times 1.0: no spike
+    assert typical_before_spike(windows, 0.5) == 1.0  # ... but 60 is above 100 times 0.5: the last window spiked
+    assert typical_before_spike([], 0.5) is None
+    assert typical_before_spike(windows[4:], 0.1) is None  # its first window already spiked: nothing before it

@@ -57,6 +57,10 @@ def test_the_stop_training_failure_text_is_read_back_by_its_pattern():
     text = stop_training_failure_text("ExplodingTensor", 17, "2 NaN values in gradient/fc.weight")
     match = STOP_TRAINING_FAILURE.search("AlgorithmError: " + text)
     assert (match["rule"], match["step"]) == ("ExplodingTensor", "17")
+    named = stop_training_failure_text("ExplodingTensor", 17, "2 NaN values", "step 12 (saved as global step 17)")
+    assert named == "StopTraining: rule ExplodingTensor found an issue at step 12 (saved as global step 17): 2 NaN values"
+    match = STOP_TRAINING_FAILURE.search(named)
+    assert (match["rule"], match["step"], match["saved"]) == ("ExplodingTensor", "12", "17")
 
 
 def test_rendering_keeps_json_for_structured_values():

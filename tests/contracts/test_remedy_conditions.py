@@ -62,6 +62,20 @@ def test_a_bad_condition_names_its_field(when, field, fragment):
     assert caught.value.field == field and fragment in caught.value.problem
 
 
+def test_a_debugger_setting_tried_holds_for_any_job_of_the_run_and_says_so():
+    hyperparameters = {"lr": 0.1, "debugger_class_weighting": "off"}
+    condition = parse_condition({"debugger_settings_tried": {"class_weighting": "balanced"}}, hyperparameters, "when")
+    assert condition.debugger_settings_tried == (("debugger_class_weighting", "balanced"),)
+    tried = Situation(debugger_settings_tried=(("debugger_class_weighting", "balanced"),))
+    holds, facts = condition.check(tried, hyperparameters)  # the job planned from ran with "off"
+    assert holds and [fact.text for fact in facts] == ["a job of this run trained with the debugger's class_weighting balanced"]
+    assert not condition.check(Situation(), hyperparameters)[0]
+    assert condition.to_json() == {"debugger_settings_tried": {"class_weighting": "balanced"}}
+    with pytest.raises(ContractError) as caught:
+        parse_condition({"debugger_settings_tried": {"class_weighting": "rebalanced"}}, hyperparameters, "when")
+    assert caught.value.field == "when.debugger_settings_tried.class_weighting" and "must be one of" in caught.value.problem
+
+
 def test_a_resuming_remedy_round_trips_and_resume_must_be_a_flag():
     declared = {"Overfit": [{"hyperparameter": "epochs", "multiply_by": 2, "resume": True}]}
     parsed = parse_remedies(declared, START)

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from contracts.step_names import step_name
+
 pytestmark = pytest.mark.training
 
 REPO = Path(__file__).resolve().parents[2]
@@ -98,9 +100,50 @@ def test_a_plain_exploding_pytorch_script_is_stopped_at_its_first_nonfinite_step
     log = (run_dir / "jobs" / exploded["job_name"] / "training.log").read_text()
     assert "zero script change: the script creates no hook" in log
     bucket = run_dir / "buckets" / summary["execution_input"]["bucket"] / "debug-output"
+    # Messages name the script's optimizer step (contracts.step_names): the status document carries it beside the
+    # global step (the script's per-epoch evaluation passes are global steps), and the report and the planner's
+    # reason say it, with the global step where the two differ.
+    for row in attempts[:2]:
+        document = json.loads((bucket / row["job_name"] / "rule-status.json").read_text())
+        issue = next(rule["issue"] for rule in document["rules"] if rule["issue"])
+        named = step_name(issue["step"], issue["optimizer_step"], issue["evaluation_pass"], with_global=True)
+        assert issue["optimizer_step"] is not None and row["issue_step_name"] == named
+        assert row["result"] == f"stopped by {row['rule']} at {named}"
+        assert f"fired at {named}" in row["decision_reason"], row["decision_reason"]
     status = json.loads((bucket / attempts[-1]["job_name"] / "rule-status.json").read_text())
     assert {rule["RuleEvaluationStatus"] for rule in status["rules"]} == {"NoIssuesFound"} and status["training_ended"]
     assert math.isfinite(status["evidence"]["initial_loss"]) and status["evidence"]["initial_gradient_norm"] > 0
+
+
+def test_a_compiled_plain_script_is_stopped_at_its_first_nonfinite_step_and_repaired(tmp_path, blobs):
+    """examples/plain with --compile true: torch.compile's default backend (inductor) in every job, watched from
+    outside the compiled graph, repaired by the example's declared remedies."""
+    observed = subprocess.run(
+        [sys.executable, "-c", FIRST_NONFINITE_STEP, str(PLAIN / "train.py"), "--lr", "20", "--epochs", "1",
+         "--compile", "true", "--train", str(blobs), "--model-dir", str(tmp_path / "observed-model")],
+        capture_output=True, text=True, timeout=900, check=True,
+    )  # fmt: skip
+    first_nonfinite = json.loads(observed.stdout.strip().splitlines()[-1])["first_nonfinite"]
+    assert first_nonfinite is not None and first_nonfinite < 25
+
+    spec = json.loads((PLAIN / "run_spec.json").read_text())
+    spec["source_dir"] = str(PLAIN)
+    spec["hyperparameters"].update({"compile": "true", "epochs": 3})
+    (tmp_path / "run_spec.json").write_text(json.dumps(spec))
+    run_dir = tmp_path / "run"
+    finished = run_cli("--run-spec", str(tmp_path / "run_spec.json"), "--channel", f"train={blobs}", "--run-dir", str(run_dir),
+                       "--json", timeout=1800)  # fmt: skip
+    assert finished.returncode == 0, finished.stderr[-4000:]
+    summary = json.loads(finished.stdout)
+    attempts = summary["attempts"]
+    exploded = attempts[0]
+    assert (exploded["outcome"], exploded["rule"], exploded["issue_step"]) == ("issues_found", "ExplodingTensor", first_nonfinite)
+    assert exploded["training_steps"] == first_nonfinite + 1
+    assert all(row["hyperparameters"]["compile"] == "true" for row in attempts)
+    assert attempts[-1]["outcome"] == "completed" and summary["objective_value"] >= 0.9
+    assert [row["decision"] for row in attempts[:-1]] == ["LowerLearningRate"] * (len(attempts) - 1)
+    log = (run_dir / "jobs" / exploded["job_name"] / "training.log").read_text()
+    assert "[debugger] watching the compiled Sequential from outside its graph" in log
 
 
 def test_a_plain_xgboost_script_is_stopped_by_its_rule_and_repaired(tmp_path):

@@ -62,6 +62,7 @@ from debugger.hook.hook_base import (
     included_collections,
 )
 from debugger.hook.pytorch.model_structure import StructureTrace, frozen_reason
+from debugger.hook.pytorch.optimizer_steps import OptimizerSteps
 from debugger.hook.pytorch.script_api import ScriptApi
 from debugger.hook.pytorch.spot_resume import SpotResume
 from debugger.hook.pytorch.step_capture import NATIVE, SMDEBUG, StepCapture
@@ -180,6 +181,10 @@ class Hook(ScriptApi, StepCapture, SpotResume, HookBase):
             settings.export_tensorboard, settings.tensorboard_dir, self.out_dir
         )
         self._resume_interrupted_run()
+        # the optimizer step of each global step, which the messages name (contracts.step_names)
+        self.trial.step_numbering = OptimizerSteps(self)
+        self.trial.step_numbering.resume(self._next_mode_step)
+        self._handles.extend(self.trial.step_numbering.handles)
         self._watch_checkpoints()
         self._opened()
         self._stall_watchdog = StallWatchdog.for_hook(self)  # StalledTrainingRule's clock starts now

@@ -51,6 +51,7 @@ from torch import nn
 from torch.nn.modules import module as module_hooks
 from torch.optim import optimizer as optimizer_hooks
 
+from debugger.core.log_lines import say
 from debugger.core.modes import ModeKeys
 from debugger.hook.container_config import read_container_hook_config, rule_configs_from_environment
 from debugger.hook.hook_base import HookBase, add_creation_listener, remove_creation_listener
@@ -109,6 +110,8 @@ class AutomaticHook(Hook):
             # its frozen parameters and normalized biases, skipped by the rules (adopted as its training forward begins);
             # a compiled model runs its graph, not its modules' hooks: only the frozen parameters are found
             self._watch_structure(model, prefix, forward_under_way=True, trace_forward=not compiled)
+            if compiled:
+                say(COMPILED_MODEL_WATCHED.format(model=model._get_name()))
         if model is not module:
             self._module_names[module] = self._module_names[model]
         return model
@@ -168,6 +171,13 @@ class AutomaticHook(Hook):
         if module not in self._tops:  # a model's inputs were offered as its forward began
             self._offer_module_tensors(name, inputs, "_input_")
         self._offer_module_tensors(name, output, "_output_")
+
+
+#: What the job's log says of a torch.compile'd model (its graph runs no module hooks, so no layer outputs are saved).
+COMPILED_MODEL_WATCHED = (
+    "watching the compiled {model} from outside its graph: its parameters, gradients, loss and optimizer steps; "
+    "its layers' outputs are not saved"
+)
 
 
 def _is_compiled(module: nn.Module) -> bool:

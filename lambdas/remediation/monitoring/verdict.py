@@ -16,6 +16,7 @@ from typing import Any
 from contracts import objective_reach, rule_status
 from contracts.job import STOP_TRAINING_FAILURE
 from contracts.objective import ObjectiveCourse
+from contracts.step_names import read_step_name
 from lambdas.remediation.monitoring.job_endings import MonitorDecision, judge_completed, judge_failed, judge_stopped
 from lambdas.remediation.monitoring.rule_reading import RuleReading
 from lambdas.remediation.state.attempts import (
@@ -85,18 +86,21 @@ def decide(
         return _plan_now("issues_found", reason, issues, running)
     stop_training = STOP_TRAINING_FAILURE.search(failure)
     if status in ("Failed", "Stopped") and stop_training:
+        global_step, optimizer_step, evaluation = read_step_name(stop_training)
+        issue = rule_status.RuleIssue(
+            step=global_step, tensor="", value=None, message=clip(failure, 500), phase=None,
+            optimizer_step=optimizer_step, evaluation_pass=evaluation,
+        )  # fmt: skip
         rule = rule_status.RuleStatus(
             RuleConfigurationName=stop_training["rule"],
             RuleEvaluationStatus=rule_status.ISSUES_FOUND,
             StatusDetails=clip(failure, 500),
-            issue=rule_status.RuleIssue(
-                step=int(stop_training["step"]), tensor="", value=None, message=clip(failure, 500), phase=None
-            ),
+            issue=issue,
         )
         return MonitorDecision(
             next_step="plan",
             outcome="issues_found",
-            reason=f"Job {job} was stopped by its {stop_training['rule']} rule at step {stop_training['step']}.",
+            reason=f"Job {job} was stopped by its {stop_training['rule']} rule at {issue.name(with_global=True)}.",
             issues=(rule,),
         )
 
@@ -180,7 +184,7 @@ def _out_of_reach(rule: rule_status.RuleStatus) -> bool:
 
 def _describe_issue(rule: rule_status.RuleStatus) -> str:
     if rule.issue is not None:
-        return f"{rule.RuleConfigurationName} at step {rule.issue.step}"
+        return f"{rule.RuleConfigurationName} at {rule.issue.name(with_global=True)}"
     return rule.RuleConfigurationName
 
 
@@ -225,6 +229,8 @@ def apply_decision(
             phase=first_issue.issue.phase,
             message=first_issue.issue.message,
             kind=first_issue.issue.kind,
+            optimizer_step=first_issue.issue.optimizer_step if first_issue.issue.step >= 0 else None,
+            evaluation_pass=first_issue.issue.evaluation_pass,
         )
     elif decision.issues:
         changes["issue"] = Issue(rule=decision.issues[0].RuleConfigurationName)

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from contracts.debugger_settings import BY_FIELD
 from contracts.job import MAX_HYPERPARAMETERS
 from contracts.remedies import FAILURE_KINDS, Remedy, show
+from contracts.remedy_changes import TIMES_TYPICAL_GRADIENT_NORM
 from contracts.rule_selection import DATA_FINDING_MARGIN
 from lambdas.remediation.planning.choice import Choice, Skip
 from lambdas.remediation.planning.ladders import Ladder, source
@@ -150,11 +151,20 @@ def _kept_out(skips: list[Skip]) -> str:
     return ""
 
 
+def _described(change, situation: PlanningSituation) -> str:
+    """The change in words, with the measurement it is scaled to: 'set grad_clip to 2 times the total gradient norm's
+    typical size before it spiked (3700 in job 2)'."""
+    typical = situation.evidence.typical_gradient_norm
+    if change.operation != TIMES_TYPICAL_GRADIENT_NORM or typical is None:
+        return change.describe()
+    return f"{change.describe()} ({show(float(f'{typical:.4g}'))} in job {situation.base.number})"
+
+
 def _why(state: WorkflowState, situation: PlanningSituation, chosen: Choice) -> str:
     """'Remedy 1 of 2 for ExplodingTensor in the declared remedies, ClipGradients (set grad_clip to 1), applies
     because ... Note. Evidence: ...'; for the evidence set's remedies on a learning rate, the range it judged in."""
     remedy, ladder = chosen.remedy, chosen.ladder
-    described = " and ".join(change.describe() for change in remedy.changes())
+    described = " and ".join(_described(change, situation) for change in remedy.changes())
     label = f"{remedy.name} ({described})" if remedy.name else described
     sentence = f"Remedy {chosen.index + 1} of {len(ladder.remedies)} for {ladder.key} in {source(state)}, {label}, applies"
     if chosen.facts:
@@ -201,7 +211,7 @@ def _exhausted_reason(
             if not holds:
                 lines.append(f"{ladder.key}: {remedy.label}: its condition {remedy.when.to_json()} does not hold")
             else:  # its condition held and something else kept it out: said before the conditions that did not hold
-                held.append(f"{ladder.key}: {remedy.label}: {remedy.change.why_not(settings[remedy.change.setting])}")
+                held.append(f"{ladder.key}: {remedy.label}: {remedy.why_not(settings, evidence)}")
     lines = list(dict.fromkeys(guarded + held + lines))  # a remedy in the ladder twice is said once
     failure = situation.failure
     if not ladders:

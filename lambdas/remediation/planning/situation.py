@@ -11,8 +11,9 @@ import dataclasses
 import itertools
 import math
 
+from contracts.debugger_settings import DEBUGGER_SETTINGS
 from contracts.divergence import GRADIENT_NORM, GRADIENT_NORM_FACTOR, LOSS, SPIKING, Divergence, divergence
-from contracts.hyperparameter_values import show
+from contracts.hyperparameter_values import Value, show
 from contracts.loss_history import LossWindow
 from contracts.objective import Objective, ObjectiveCourse
 from contracts.remedies import OBJECTIVE_MISSED
@@ -20,6 +21,7 @@ from contracts.rule_status import Peak
 from contracts.situation import Situation
 from contracts.training_labels import LabelFinding
 from lambdas.remediation.planning.learning_rate_ranges import RateRange, range_for
+from lambdas.remediation.planning.rate_ceilings import rate_ceilings
 from lambdas.remediation.state import attempts as attempt_models
 from lambdas.remediation.state import loss_settings
 from lambdas.remediation.state.attempts import Attempt
@@ -63,6 +65,12 @@ def read_situation(state: WorkflowState) -> PlanningSituation:
     failure = failure_of(attempt)
     base = attempt_to_plan_from(state, attempt, failure)
     evidence = situation_to_plan_from(state, base, attempt)
+    names = state.hyperparameter_names
+    ceilings = rate_ceilings(
+        ((earlier, situation_in(state, earlier)) for earlier in state.attempts),
+        names.get("learning_rate", "learning_rate"), names.get("warmup_learning_rate", "warmup_learning_rate"),
+    )
+    evidence = dataclasses.replace(evidence, rate_ceilings=ceilings, debugger_settings_tried=debugger_settings_tried(state))
     settings = base.settings() if base is not attempt else state.job_settings()
     return PlanningSituation(
         attempt=attempt,
@@ -75,6 +83,17 @@ def read_situation(state: WorkflowState) -> PlanningSituation:
         tried=tuple(earlier.settings() for earlier in state.attempts),
         rates=rate_range(state),
     )
+
+
+def debugger_settings_tried(state: WorkflowState) -> tuple[tuple[str, Value], ...]:
+    """The debugger settings (run_spec field, value) the run's jobs trained with, in the order first tried."""
+    tried: dict[tuple[str, Value], None] = {}
+    for earlier in state.attempts:
+        settings = earlier.settings()
+        for setting in DEBUGGER_SETTINGS.values():
+            if setting.field in settings:
+                tried[(setting.field, settings[setting.field])] = None
+    return tuple(tried)
 
 
 def situation_in(state: WorkflowState, attempt: Attempt) -> Situation:
@@ -154,6 +173,7 @@ def situation_of(
         target_rms=evidence.target_rms if evidence else None,
         output_rms=evidence.output_rms if evidence else None,
         target_loss=evidence.target_loss if evidence else None,
+        gradient_norm_typical=evidence.gradient_norm_typical if evidence else None,
     )
 
 

@@ -4,15 +4,18 @@ the issue, the debugger's evidence, metrics) and the planner's decision; and the
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, Field, model_validator
 
 from contracts import objective as objective_contract
+from contracts.divergence import typical_before_spike
 from contracts.loss_history import MAX_LOSS_WINDOWS
 from contracts.remedies import FAILURE_KINDS
 from contracts.rule_status import ISSUE_KIND_PATTERN, MAX_REPORTED_LEARNING_RATES, Evidence, NotJudged
+from contracts.step_names import step_name
 from contracts.training_labels import MAX_COUNTED_CLASSES
 from lambdas.remediation.state.payload_fields import (
     MAX_CHANGES,
@@ -103,6 +106,17 @@ class Issue(BaseModel):
     message: Text(MAX_ISSUE_MESSAGE_BYTES) = ""
     #: How the rule's condition failed (contracts.rule_status.RuleIssue.kind).
     kind: Annotated[str, Field(pattern=ISSUE_KIND_PATTERN.pattern)] | None = None
+    #: The step as the user counts it: optimizer updates before it, and whether it was an evaluation pass
+    #: (contracts.rule_status.RuleIssue); ``step`` is the global step the saved data numbers.
+    optimizer_step: Count | None = None
+    evaluation_pass: bool = False
+
+    def step_name(self, with_global: bool = True) -> str | None:
+        """'step 7 (saved as global step 9)', 'the evaluation pass after step 6 (...)' (contracts.step_names);
+        None without a step."""
+        if self.step is None:
+            return None
+        return step_name(self.step, self.optimizer_step, self.evaluation_pass, with_global)
 
 
 class Peak(BaseModel):
@@ -191,6 +205,9 @@ class AttemptEvidence(BaseModel):
     target_rms: Annotated[float, Field(ge=0)] | None = None
     output_rms: Annotated[float, Field(ge=0)] | None = None
     target_loss: Text(MAX_NAME_BYTES) | None = None
+    #: The total gradient norm's typical size before it spiked, from the job's windows of it (what clipping is scaled
+    #: to: contracts.divergence.typical_before_spike); the windows themselves stay in the status document.
+    gradient_norm_typical: Annotated[float, Field(ge=0)] | None = None
     #: The objective's metric over the job, when the script saved it with the debugger (the monitor reads it from
     #: the status document's metrics).
     objective_course: ObjectiveCourse | None = None
@@ -204,6 +221,9 @@ class AttemptEvidence(BaseModel):
         }
         if objective_course is not None:
             fields["objective_course"] = dataclasses.asdict(objective_course)
+        typical = typical_before_spike(evidence.gradient_norm_windows, evidence.initial_gradient_norm)
+        if typical is not None and math.isfinite(typical):
+            fields["gradient_norm_typical"] = typical
         return cls.model_validate(fields)
 
 

@@ -20,7 +20,7 @@ def headline(attempt: Attempt, state: WorkflowState) -> str:
     without one the value is named the rule's, not the tensor's."""
     if attempt.outcome == "objective_missed" and attempt.issue is not None and attempt.issue.message:
         # stopped by ObjectiveOutOfReach (contracts.objective_reach): its message has the numbers
-        step = f" at step {attempt.issue.step}" if attempt.issue.step is not None else ""
+        step = f" at {attempt.issue.step_name()}" if attempt.issue.step is not None else ""
         return f"Job {attempt.job_name} was stopped by {attempt.issue.rule}{step}: {attempt.issue.message.rstrip('.')}"
     if attempt.outcome == "objective_missed":
         objective = state.declared_objective()
@@ -35,7 +35,7 @@ def headline(attempt: Attempt, state: WorkflowState) -> str:
     if attempt.outcome == DATA_ERROR:
         issue = attempt.issue
         if issue is not None and issue.message:
-            return f"Job {attempt.job_name}: {issue.rule} found bad data at step {issue.step} ({issue.message})"
+            return f"Job {attempt.job_name}: {issue.rule} found bad data at {issue.step_name()} ({issue.message})"
         return f"Job {attempt.job_name} failed on its data ({attempt.failure_reason or 'no reason given'})"
     if attempt.outcome == OUT_OF_MEMORY:
         cause = attempt.failure_reason.split(". ", 1)[0] or "no reason given"
@@ -44,9 +44,11 @@ def headline(attempt: Attempt, state: WorkflowState) -> str:
         cause = clip(attempt.failure_reason, 300) or "no reason given"
         return f"Job {attempt.job_name} failed on a training batch of one sample ({cause})"
     issue, evidence = attempt.issue, attempt.evidence
-    step = issue.step if issue and issue.step is not None else (evidence.first_issue_step if evidence else None)
+    step = issue.step_name() if issue and issue.step is not None else None
+    if step is None and evidence is not None and evidence.first_issue_step is not None:
+        step = f"step {evidence.first_issue_step}"
     phase = (issue.phase if issue else None) or (evidence.phase if evidence else None)
-    where = f" at step {step}" if step is not None else ""
+    where = f" at {step}" if step is not None else ""
     details = []
     if phase:
         details.append(f"{phase} phase")

@@ -99,7 +99,7 @@ def issues_found(state: WorkflowState) -> Notification:
     attempt = _require_attempt(state, "issues_found")
     rule, step = _rule_and_step(attempt)
     decision = attempt.decision
-    where = f" at step {step}" if step is not None else ""
+    where = _where(attempt, step)
     if attempt.outcome == "objective_missed" and attempt.issue is not None:  # stopped by ObjectiveOutOfReach
         rule = f"Objective out of reach ({_objective_text(state, attempt)})"
     elif attempt.outcome == "objective_missed":
@@ -255,6 +255,15 @@ def _require_attempt(state: WorkflowState, event: str) -> Attempt:
     return state.last_attempt
 
 
+def _where(attempt: Attempt, step: int | None) -> str:
+    """' at step 7 (saved as global step 9)': the step as the user counts it (contracts.step_names), '' without one."""
+    if step is None:
+        return ""
+    if attempt.issue is not None and attempt.issue.step == step:
+        return f" at {attempt.issue.step_name()}"
+    return f" at step {step}"
+
+
 def _rule_and_step(attempt: Attempt) -> tuple[str, int | None]:
     if attempt.issue is not None:
         return attempt.issue.rule, attempt.issue.step
@@ -289,7 +298,7 @@ def _give_up_cause(attempt: Attempt | None) -> str:
         return "the stack's instance-hours guardrail is spent"
     if attempt.outcome == "issues_found":
         rule, step = _rule_and_step(attempt)
-        where = f" at step {step}" if step is not None else ""
+        where = _where(attempt, step)
         if attempt.decision is not None and attempt.decision.end_cause == "budget_spent":  # as the planner decided
             return f"{rule}{where}, relaunch budget spent"
         return f"{rule}{where}, no remedy left"

@@ -308,6 +308,35 @@ def test_poor_weight_initialization_loss_patience_and_window(tmp_path):
     assert not any(rule.invoke_at_step(step) for step in range(30))
 
 
+def test_poor_weight_initialization_reads_a_still_loss_with_the_gradient_reaching_the_input_side_as_a_plateau(tmp_path):
+    """A transformer at chance sits still for its first steps while its gradient reaches the embeddings (a plateau);
+    a network whose initialisation blocks learning leaves its input side without gradient."""
+    rng = np.random.default_rng(3)
+
+    def frozen(directory: Path, input_scale: float) -> LiveTrial:
+        steps = {
+            step: {
+                "gradient/embed.weight": ("gradients", rng.normal(0.0, input_scale, (16, 8))),
+                "gradient/head.weight": ("gradients", rng.normal(0.0, 0.05, (4, 8))),
+            }
+            for step in range(12)
+        }
+        trial = trial_with(directory, steps)
+        for step in range(12):
+            trial.add_scalar("CrossEntropyLoss_output_0", "losses", step, 1.386 + (0.0 if step == 0 else 0.004))
+        return trial
+
+    plateau = PoorWeightInitialization(frozen(tmp_path / "plateau", 9e-4), patience=5, steps=10)
+    assert not any(plateau.invoke_at_step(step) for step in range(10))
+    assert plateau.latest_note == (
+        "the loss has made no new minimum for 9 steps (within 0.29% of 1.3896) while the gradient reaching the input "
+        "side (embed: 0.00069) carries the signal at step 9: a plateau, not an initialisation that blocks learning"
+    )
+    blocked = PoorWeightInitialization(frozen(tmp_path / "blocked", 1e-12), patience=5, steps=10)
+    assert [step for step in range(10) if blocked.invoke_at_step(step)] == [9]
+    assert "does not move" in blocked.finding.message
+
+
 def test_builtin_defaults_match_the_contract():
     for name, defaults in BUILTIN_RULE_DEFAULTS.items():
         typed = builtin_rule_parameters(name, {}, f"rules[{name}]")

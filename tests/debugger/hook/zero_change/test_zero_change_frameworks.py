@@ -22,7 +22,7 @@ import keras  # noqa: E402 - pinned in requirements-dev.txt
 
 STOP = '[{"name":"StopTraining"}]'
 #: dynamo traces the global hooks the same whatever compiles its graph; "aot_eager" (dynamo + AOTAutograd, no C++
-#: code generation) keeps these tests cheap: the default backend is run in a job by tests/local/test_zero_change_scripts.py
+#: code generation) keeps these tests cheap: the default backend runs in jobs repaired by tests/local/test_zero_change_scripts.py
 BACKEND = "aot_eager"
 
 

@@ -85,3 +85,27 @@ def test_a_recurrent_network_whose_gradient_spiked_gets_a_lower_rate_and_the_rea
     assert spike > 1000
     text = planned.last_attempt.decision.reason
     assert "gradient norm spiked to 824.5" in text or "loss rose to" in text
+
+
+def test_spikes_are_clipped_at_twice_the_gradient_norms_own_typical_size(account_input):
+    """The regression on targets x1000, its second job at SGD 1.2e-5 (the rate its targets' scale implies): the gradient
+    norm started at 1065 and spiked 356 times that. A fixed total norm of 1 would cut every step of this network a
+    thousandfold; the threshold is twice the size the norm kept before it spiked, measured in the job, and carried in
+    the attempt's evidence, the decision and the next launch's settings."""
+    from contracts.divergence import typical_before_spike
+    from contracts.loss_history import LossWindow
+    from lambdas.remediation.state.product_changes import product_changes
+
+    run = recorded("regression-targets-x1000")
+    state = finish(plan(finish(start(run, account_input), run["jobs"][0])), run["jobs"][1])
+    evidence = run["jobs"][1]["rule_status"]["evidence"]
+    windows = [LossWindow.from_dict(window) for window in evidence["gradient_norm_windows"]]
+    typical = typical_before_spike(windows, evidence["initial_gradient_norm"])
+    assert state.last_attempt.evidence.gradient_norm_typical == pytest.approx(typical)
+    planned = plan(state)
+    decision = planned.last_attempt.decision
+    assert decision.remedy == "ClipGradientsOnSpikes"
+    assert changes_of(decision) == {"grad-clip": (0.0, float(f"{2 * typical:.2g}"))}
+    assert changes_of(decision)["grad-clip"][1] > 1000 * 1.0  # not the fixed 1.0 of before
+    launched = planned.with_new_attempt("remediation-job-3")
+    assert product_changes(launched)["grad-clip"].after == float(f"{2 * typical:.2g}")  # what the launch "ran with"

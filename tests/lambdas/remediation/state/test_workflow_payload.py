@@ -200,10 +200,11 @@ def test_attempt_evidence_has_exactly_the_debugger_contracts_fields():
     from lambdas.remediation.state.attempts import AttemptEvidence
 
     # ... and the objective's course, which the monitor reads from the same document's metrics; the gradient norm's
-    # windows stay in the job's document: the payload keeps what was read from them (gradient_norm_divergence)
+    # windows stay in the job's document: the payload keeps what was read from them (gradient_norm_divergence, and
+    # the size the norm kept before it spiked, which clipping is scaled to)
     assert set(AttemptEvidence.model_fields) == (
         {field.name for field in dataclasses.fields(Evidence)} - {"gradient_norm_windows"}
-    ) | {"objective_course"}
+    ) | {"objective_course", "gradient_norm_typical"}
     evidence = Evidence(
         initial_loss=31.7, initial_gradient_norm=512.3, first_issue_step=2, phase="warmup", steps_per_epoch=20
     )

@@ -194,3 +194,16 @@ def test_a_run_whose_rules_all_judged_says_nothing_more(account_input):
     run = recorded("mlp-rare-class-weighted-in-job")
     ended = plan(finish(start(run, account_input), run["jobs"][0]))
     assert gave_up(ended).body["summary"] == ended.end_reason and gave_up(ended).body["not_judged"] == []
+
+
+def test_a_stopped_job_is_told_at_its_optimizer_step_with_the_saved_global_step(reference_state, record):
+    """The issue's optimizer step (contracts.rule_status.RuleIssue.optimizer_step), which the saved data numbers as
+    global step 9 (two evaluation passes before it): the subject and the planner's headline name the user's step."""
+    recorded = record(reference_state, step=9)
+    issue = {**recorded.last_attempt.issue.model_dump(), "optimizer_step": 7}
+    planned = plan(recorded.with_last_attempt(issue=issue))
+    subject, summary = said(issues_found(planned))
+    assert subject.startswith("[remediation] ExplodingTensor at step 7 (saved as global step 9): ")
+    assert "ExplodingTensor fired at step 7 (saved as global step 9) (warmup phase" in summary
+    older = plan(record(reference_state, step=9))  # an issue without the optimizer step reads as before
+    assert said(issues_found(older))[0].startswith("[remediation] ExplodingTensor at step 9: ")

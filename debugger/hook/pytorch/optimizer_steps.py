@@ -1,0 +1,90 @@
+"""The optimizer step of every global step, for the messages (contracts.step_names): the saved data keeps smdebug's
+global numbering, where an evaluation pass and each evaluation of an ``optimizer.step(closure)`` closure count.
+
+Counted through PyTorch's global optimizer step hooks: an update is an optimizer step (of an optimizer holding a
+watched parameter) that ends after a training step began; several optimizers stepping after one backward, or one
+closure evaluated several times inside one ``step``, make one update. A script that never steps such an optimizer
+is named by its training steps instead. Each step costs a dict entry and, per optimizer step, two Python calls.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+
+from contracts.step_names import step_name
+from debugger.core.modes import ModeKeys
+
+EVALUATION_MODES = (ModeKeys.EVAL, ModeKeys.PREDICT)
+#: Global steps whose optimizer step is kept (the latest): a long job's record stays bounded (about 10 MB); a message
+#: about an older step names its global step.
+KEPT_STEPS = 100_000
+
+
+class OptimizerSteps:
+    """Installed by the hook on its trial (``trial.step_numbering``); ``begin`` is told of every global step."""
+
+    def __init__(self, hook: Any):
+        self._hook = weakref.ref(hook)
+        #: optimizer -> (the watched parameters it was judged against, whether it updates any of them)
+        self._updates_watched: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self.updates = 0  # optimizer updates so far
+        self.trainings = 0  # training steps begun so far (the fallback count)
+        self.observed = False  # an optimizer of the watched parameters has stepped
+        self._trained_since_update = False
+        #: global step -> (updates before it, training steps before it, an evaluation pass)
+        self._steps: dict[int, tuple[int, int, bool]] = {}
+        self.handles = [
+            register_optimizer_step_pre_hook(self._before_step),
+            register_optimizer_step_post_hook(self._after_step),
+        ]
+
+    def resume(self, next_mode_steps: dict[ModeKeys, int]) -> None:
+        """A resumed run goes on from the training steps its state kept (their updates are not kept: one each)."""
+        self.trainings = self.updates = sum(
+            count for mode, count in next_mode_steps.items() if mode in (ModeKeys.TRAIN, ModeKeys.GLOBAL)
+        )
+
+    def begin(self, step: int, mode: ModeKeys) -> None:
+        evaluation = mode in EVALUATION_MODES
+        self._steps[step] = (self.updates, self.trainings, evaluation)
+        if len(self._steps) > KEPT_STEPS:
+            del self._steps[next(iter(self._steps))]
+        if not evaluation:
+            self.trainings += 1
+            self._trained_since_update = True
+
+    def optimizer_step(self, step: int) -> tuple[int | None, bool]:
+        """(the optimizer updates before global ``step``, whether it is an evaluation pass); None: not a step seen."""
+        found = self._steps.get(step)
+        if found is None:
+            return None, False
+        updates, trainings, evaluation = found
+        return (updates if self.observed else trainings), evaluation
+
+    def name(self, step: int, with_global: bool = False) -> str:
+        optimizer_step, evaluation = self.optimizer_step(step)
+        return step_name(step, optimizer_step, evaluation, with_global)
+
+    def _watched(self, optimizer: Any) -> bool:
+        hook = self._hook()
+        ids = getattr(hook, "_parameter_ids", None) if hook is not None else None
+        if not ids:
+            return True  # the zero-change hook watches whatever optimizer steps
+        known = self._updates_watched.get(optimizer)
+        if known is None or known[0] is not ids:
+            known = ids, any(id(p) in ids for group in optimizer.param_groups for p in group["params"])
+            self._updates_watched[optimizer] = known
+        return known[1]
+
+    def _before_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        if not self.observed and self._watched(optimizer):
+            self.observed = True  # from the first step on: a closure's evaluations before its update are step 0
+
+    def _after_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        if self._trained_since_update and self._watched(optimizer):
+            self.observed = True
+            self.updates += 1
+            self._trained_since_update = False

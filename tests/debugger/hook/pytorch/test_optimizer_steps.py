@@ -1,0 +1,190 @@
+"""Messages name the optimizer step (debugger/hook/pytorch/optimizer_steps.py): real tiny training, a script that
+evaluates between training steps and one that steps LBFGS with a closure, under both hook kinds. The saved data keeps
+smdebug's global numbering; the failure text, the rule's message and the status document's issue name the script's
+own step."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from contracts.job import STOP_TRAINING_FAILURE
+from contracts.rule_status import RULE_STATUS_FILE, RuleStatusDocument
+from contracts.step_names import read_step_name
+from debugger import Hook, StopTrainingRequested
+from debugger.core.modes import ModeKeys
+from debugger.hook.pytorch import optimizer_steps
+from debugger.hook.zero_change.pytorch import AutomaticHook, TorchWatcher
+
+STOP = json.dumps([{"name": "StopTraining"}])
+HOOK_CONFIG = {"HookParameters": {"save_interval": "1"}}
+#: The script's own step whose loss is made infinite.
+BLOWN_STEP = 7
+
+
+def _rules(name: str = "ExplodingTensor", **parameters: str) -> list[dict]:
+    return [{"RuleConfigurationName": name, "RuleParameters": {"rule_to_invoke": name, "action_json": STOP, **parameters}}]
+
+
+def _train(model: nn.Module, optimizer: torch.optim.Optimizer, closure_steps: bool, evaluate_every: int, seed: int) -> None:
+    """20 steps; an evaluation forward (eval mode, no gradients) before every ``evaluate_every``-th; step BLOWN_STEP's
+    loss infinite."""
+    generator = torch.Generator().manual_seed(seed)
+    for step in range(20):
+        inputs, labels = torch.randn(32, 6, generator=generator), torch.randint(0, 4, (32,), generator=generator)
+        if evaluate_every and step % evaluate_every == 0:
+            model.eval()
+            with torch.no_grad():
+                model(inputs)
+            model.train()
+
+        def closure(inputs=inputs, labels=labels, scale=math.inf if step == BLOWN_STEP else 1.0) -> torch.Tensor:
+            optimizer.zero_grad()
+            loss = nn.functional.cross_entropy(model(inputs), labels) * scale
+            loss.backward()
+            return loss
+
+        if closure_steps:
+            optimizer.step(closure)
+        else:
+            closure()
+            optimizer.step()
+
+
+def _run(tmp_path: Path, zero_change: bool, lbfgs: bool, evaluate_every: int = 3, seed: int = 11) -> tuple[StopTrainingRequested, Path]:
+    torch.manual_seed(seed)
+    out_dir = tmp_path / "out"
+    model = nn.Sequential(nn.Linear(6, 16), nn.Tanh(), nn.Linear(16, 4))
+    optimizer = torch.optim.LBFGS(model.parameters(), max_iter=4) if lbfgs else torch.optim.SGD(model.parameters(), lr=0.1)
+    watcher = hook = None
+    if zero_change:
+        watcher = TorchWatcher(lambda: AutomaticHook.from_configs(HOOK_CONFIG, _rules(), out_dir=out_dir, job_name="job"))
+        watcher.install()
+    else:
+        hook = Hook.from_configs(HOOK_CONFIG, _rules(), out_dir=out_dir, job_name="job")
+        hook.register_module(model)
+    try:
+        with pytest.raises(StopTrainingRequested) as stopped:
+            _train(model, optimizer, closure_steps=lbfgs, evaluate_every=evaluate_every, seed=seed)
+    finally:
+        if watcher is not None:
+            watcher.uninstall()
+            hook = watcher.hook
+        hook.close()
+    return stopped.value, out_dir
+
+
+@pytest.mark.parametrize("zero_change", [True, False], ids=["zero_change", "explicit_hook"])
+@pytest.mark.parametrize("lbfgs", [False, True], ids=["sgd_with_evaluation_passes", "lbfgs_closure"])
+def test_the_stop_names_the_scripts_optimizer_step_and_the_saved_global_step(tmp_path, zero_change, lbfgs):
+    stop, out_dir = _run(tmp_path, zero_change, lbfgs)
+    document = RuleStatusDocument.from_json((out_dir / RULE_STATUS_FILE).read_text())
+    issue = document.rules[0].issue
+    assert (issue.optimizer_step, issue.evaluation_pass) == (BLOWN_STEP, False)
+    assert issue.step == stop.step  # the global step, as the saved data numbers it
+    assert f"at step {BLOWN_STEP}" in issue.message and f"step {stop.step}" not in issue.message.replace(f"step {BLOWN_STEP}", "")
+    said = f"step {BLOWN_STEP}" + (f" (saved as global step {stop.step})" if stop.step != BLOWN_STEP else "")
+    assert str(stop).startswith(f"StopTraining: rule ExplodingTensor found an issue at {said}: ")
+    # the monitor reads the failure text back to the same steps
+    assert read_step_name(STOP_TRAINING_FAILURE.search(str(stop))) == (
+        stop.step, BLOWN_STEP if stop.step != BLOWN_STEP else None, False
+    )
+
+
+def test_the_global_steps_stay_smdebugs_where_the_optimizer_steps_differ(tmp_path):
+    """Zero change with evaluation passes: they are saved as EVAL steps among the global steps (smdebug's numbering);
+    LBFGS with an explicit hook: each closure evaluation is a global step."""
+    stop, _ = _run(tmp_path / "eval", zero_change=True, lbfgs=False)
+    assert stop.step == BLOWN_STEP + 2  # evaluation passes before steps 3 and 6 (the first, before any training, unseen)
+    stop, _ = _run(tmp_path / "lbfgs", zero_change=False, lbfgs=True)
+    assert stop.step > 2 * BLOWN_STEP  # several closure evaluations per optimizer step
+
+
+def test_an_issue_at_an_evaluation_pass_is_named_as_such(tmp_path):
+    """A rule firing on an evaluation step (zero change: its loss a loss module's output) names it as the evaluation
+    pass after the last optimizer step, never as a training step."""
+    torch.manual_seed(5)
+    out_dir = tmp_path / "out"
+    model = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 3))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    criterion = nn.CrossEntropyLoss()
+    generator = torch.Generator().manual_seed(3)
+    watcher = TorchWatcher(lambda: AutomaticHook.from_configs(HOOK_CONFIG, _rules(), out_dir=out_dir, job_name="job"))
+    watcher.install()
+    try:
+        with pytest.raises(StopTrainingRequested) as stopped:
+            for step in range(10):
+                inputs, labels = torch.randn(16, 6, generator=generator), torch.randint(0, 3, (16,), generator=generator)
+                optimizer.zero_grad()
+                criterion(model(inputs), labels).backward()
+                optimizer.step()
+                if step == 4:  # a held-out batch holding a NaN: the evaluation loss is not finite
+                    model.eval()
+                    with torch.no_grad():
+                        criterion(model(inputs * math.nan), labels)
+                    model.train()
+    finally:
+        watcher.uninstall()
+        watcher.hook.close()
+    stop = stopped.value
+    document = RuleStatusDocument.from_json((out_dir / RULE_STATUS_FILE).read_text())
+    issue = document.rules[0].issue
+    assert watcher.hook.trial.mode(issue.step) is ModeKeys.EVAL
+    assert (issue.optimizer_step, issue.evaluation_pass) == (5, True)
+    assert "the evaluation pass after step 4" in issue.message
+    assert str(stop).startswith(
+        f"StopTraining: rule ExplodingTensor found an issue at the evaluation pass after step 4 (saved as global step {issue.step}): "
+    )
+
+
+def test_a_script_stepping_no_optimizer_is_named_by_its_training_steps(tmp_path):
+    """Parameters updated by the script itself (no torch.optim step), a hook in smdebug's profile whose evaluation
+    forwards (set_mode(EVAL)) are global steps: the training steps count."""
+    torch.manual_seed(2)
+    model = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3))
+    hook = Hook.from_configs(HOOK_CONFIG, _rules(), out_dir=tmp_path / "out", job_name="job", profile="smdebug")
+    hook.register_module(model)
+    generator = torch.Generator().manual_seed(4)
+    try:
+        with pytest.raises(StopTrainingRequested) as stopped:
+            for step in range(10):
+                inputs, labels = torch.randn(16, 6, generator=generator), torch.randint(0, 3, (16,), generator=generator)
+                if step % 2 == 0:
+                    hook.set_mode(ModeKeys.EVAL)
+                    with torch.no_grad():
+                        model(inputs)
+                hook.set_mode(ModeKeys.TRAIN)
+                loss = nn.functional.cross_entropy(model(inputs), labels) * (math.inf if step == 6 else 1.0)
+                model.zero_grad()
+                loss.backward()
+                with torch.no_grad():
+                    for parameter in model.parameters():
+                        parameter -= 0.05 * parameter.grad
+    finally:
+        hook.close()
+    assert stopped.value.step == 6 + 4  # the evaluation forwards before steps 0, 2, 4 and 6 are global steps
+    assert str(stopped.value).startswith("StopTraining: rule ExplodingTensor found an issue at step 6 (saved as global step 10): ")
+
+
+class _NoParameters:
+    """A hook that has registered no parameters yet."""
+
+
+def test_the_record_of_optimizer_steps_keeps_the_latest_steps_only(monkeypatch):
+    """A long job's record stays bounded; an older step is named by its global step."""
+    monkeypatch.setattr(optimizer_steps, "KEPT_STEPS", 3)
+    hook = _NoParameters()  # no watched parameters: whatever optimizer steps counts
+    numbering = optimizer_steps.OptimizerSteps(hook)
+    try:
+        for step in range(5):
+            numbering.begin(step, ModeKeys.TRAIN)
+        assert sorted(numbering._steps) == [2, 3, 4]
+        assert numbering.name(1) == "step 1" and numbering.name(4) == "step 4"
+    finally:
+        for handle in numbering.handles:
+            handle.remove()
