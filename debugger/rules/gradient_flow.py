@@ -138,7 +138,12 @@ def structurally_silent(trial, step: int) -> dict[str, str]:
     if step in cache:
         return cache[step]
     available = trial.names_at(step)
-    names = [name for name in trial._names() if name.startswith(GRADIENT_PREFIX) and name in available]
+    # a step that saved no gradient (most steps) holds only the every-step signals: no pass over every tensor name
+    names = (
+        [name for name in trial._names() if name.startswith(GRADIENT_PREFIX) and name in available]
+        if any(name.startswith(GRADIENT_PREFIX) for name in available)
+        else []
+    )
     if not names:
         earlier = [judged for judged in cache if judged < step]
         return cache[max(earlier)] if earlier else {}

@@ -69,6 +69,8 @@ class ExplodingTensor(Rule):
         # (a finite tensor can still overflow the norm: then it is read and checked value by value).
         norms = self.base_trial.norms(step, 2) if hasattr(self.base_trial, "norms") else {}
         finite = {name for name, norm in norms.items() if math.isfinite(norm)}
+        if hasattr(self.base_trial, "finite_scalars"):
+            finite |= self.base_trial.finite_scalars(step)  # the every-step loss and gradient norm, already numbers
         for name, value in self._selection.values_at(step, skip=finite.__contains__):
             values = np.asarray(value)
             bad = np.isnan(values) if self.only_nan else ~np.isfinite(values)
@@ -148,7 +150,7 @@ class VanishingGradient(Rule):
             name for name, norm in norms.items() if math.isfinite(norm) and norm / self.base_trial.numel(step, name) >= threshold
         }
         available = self.base_trial.names_at(step)
-        tensors = [name for name in self._selection.names() if name in available and name != TOTAL_GRADIENT_NORM]
+        tensors = [name for name in self._selection.present_at(step) if name != TOTAL_GRADIENT_NORM]
         low: dict[str, float] = {}
         for name, value in self._selection.values_at(step, skip=clear.__contains__):
             mean_abs = gradient_flow.mean_abs(value)

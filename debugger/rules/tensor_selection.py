@@ -42,6 +42,7 @@ class Selection:
         self.skipped: dict[str, str] = {}
         self._known: tuple[int, int] = (-1, -1)
         self._names: list[str] = []
+        self._position: dict[str, int] = {}
 
     def selects(self, name: str, member_of) -> bool:
         if not self.collections and not self.regex:
@@ -59,7 +60,18 @@ class Selection:
             self.skipped.update({name: silent[name] for name in names if name in silent})
             names = [name for name in names if name not in silent]
             self._names = sorted(names, key=self.order) if self.order else names
+            self._position = {name: index for index, name in enumerate(self._names)}
         return self._names
+
+    def present_at(self, step: int) -> list[str]:
+        """The selected tensors with a value at ``step``, in the selection's order. A step that saved nothing holds
+        only the every-step signals: looked up from the step's few names, not over every selected tensor."""
+        available = self.trial.names_at(step)
+        names = self.names()
+        if len(available) < len(names):
+            position = self._position
+            return sorted((name for name in available if name in position), key=position.__getitem__)
+        return [name for name in names if name in available]
 
     def silent_at(self, step: int) -> dict[str, str]:
         """The selected tensors that are structurally silent at ``step`` (none without ``skip_silent``), noted in
@@ -72,19 +84,21 @@ class Selection:
 
     def names_at(self, step: int) -> list[str]:
         """The selected tensors with a value at ``step``, but the structurally silent ones."""
-        available = self.trial.names_at(step)
-        names = [name for name in self.names() if name in available]
+        names = self.present_at(step)
         silent = self.silent_at(step) if names else {}
         return [name for name in names if name not in silent]
 
     def values_at(self, step: int, skip: Callable[[str], bool] | None = None) -> Iterator[tuple[str, Any]]:
         """(name, value) of the selected tensors with a value at ``step`` (read lazily; none for which ``skip``
         says so, nor the structurally silent ones), then the selected signals."""
-        available = self.trial.names_at(step)
-        seen = {name for name in self.names() if name in available}
-        for name in self.names_at(step):
-            if skip is None or not skip(name):
-                yield name, self.trial.tensor(name).value(step)
+        present = self.present_at(step)
+        seen = set(present)
+        silent = self.silent_at(step) if present else {}
+        # the in-job trial reads a value it holds directly (LiveTrial.value_at); any other trial through its tensors
+        read = getattr(self.trial, "value_at", None) or (lambda name, at: self.trial.tensor(name).value(at))
+        for name in present:
+            if name not in silent and (skip is None or not skip(name)):
+                yield name, read(name, step)
         signals = getattr(self.trial, "signals_at", None)
         for name, (member_of, value) in (signals(step) if signals else {}).items():
             if name not in seen and self.selects(name, member_of):

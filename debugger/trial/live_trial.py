@@ -9,6 +9,7 @@ tensors smdebug would have saved, while the built-in rules still check the signa
 from __future__ import annotations
 
 import collections as _collections
+import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -145,6 +146,20 @@ class LiveTrial(BaseTrial):
         value = self._saved.get(step, {}).get(name)
         torch = _torch()
         return value.numel() if isinstance(value, (PackedSlice, *((torch.Tensor,) if torch else ()))) else None
+
+    def value_at(self, name: str, step: int) -> np.ndarray:
+        """``tensor(name).value(step)`` for a name the trial holds at ``step``, past the Tensor API's lookups (the
+        built-in rules read the every-step signals so at every step)."""
+        value = self._value(name, step)
+        return self.tensor(name).value(step) if value is None else value
+
+    def finite_scalars(self, step: int) -> set[str]:
+        """The visible every-step scalars at ``step`` whose value is a finite number: nothing in them to read again."""
+        return {
+            name
+            for name, series in self._scalars.items()
+            if isinstance(value := series.get(step), (int, float)) and math.isfinite(value)
+        }
 
     # --- read by rules
     def steps(self, mode=ModeKeys.GLOBAL, show_incomplete_steps: bool = False) -> list[int]:

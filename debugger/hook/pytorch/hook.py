@@ -66,6 +66,7 @@ from debugger.hook.pytorch.optimizer_steps import OptimizerSteps
 from debugger.hook.pytorch.script_api import ScriptApi
 from debugger.hook.pytorch.spot_resume import SpotResume
 from debugger.hook.pytorch.step_capture import NATIVE, SMDEBUG, StepCapture
+from debugger.hook.pytorch.step_signals import StepSignals
 from debugger.hook.stall_watchdog import StallWatchdog
 from debugger.hook.stop_training import StopTrainingRequested
 from debugger.rules.rule import TOTAL_GRADIENT_NORM
@@ -158,9 +159,13 @@ class Hook(ScriptApi, StepCapture, SpotResume, HookBase):
         #: The top module's dropout modules, found once per top module (contracts.rule_status.Evidence.training_dropout)
         self._dropout_modules: tuple[nn.Module | None, list[nn.Module]] = (None, [])
         self._handles: list[Any] = []
+        self._io_children: list[nn.Module] = []
+        self._io_handles: list[Any] = []
         self._grad_handles: list[Any] = []
         self._loss_name = "loss_output_0"
         self._pending_loss: torch.Tensor | None = None
+        #: what the step under way gathers on the device for its check (label tallies, input fingerprints)
+        self._signals = StepSignals()
         self._optimizer: torch.optim.Optimizer | None = None
         #: The optimizer seen stepping this model's parameters (evidence only: the checks stay where they are).
         self._observed_optimizer: torch.optim.Optimizer | None = None
@@ -294,9 +299,8 @@ class Hook(ScriptApi, StepCapture, SpotResume, HookBase):
         self._structures, self._parameter_names = [], {}
         self._watch_structure(module, prefix)
         self._name_modules(module)
-        for child in module.modules():
-            if child is not module:
-                self._handles.append(child.register_forward_hook(self._on_module_output))
+        # its submodules' outputs matter only at steps that capture module inputs and outputs: hooked for those
+        self._io_children += [child for child in module.modules() if child is not module]
         self._handles.append(module.register_forward_pre_hook(self._on_forward_start))
         self._handles.append(module.register_forward_hook(self._on_module_output))
         self._parameter_ids = frozenset(id(parameter) for _, parameter in self._parameters)
@@ -305,6 +309,18 @@ class Hook(ScriptApi, StepCapture, SpotResume, HookBase):
             self._watch_backward()
 
     register_hook = register_module  # smdebug's other name for it
+
+    def _watch_module_io(self, on: bool) -> None:
+        """Forward hooks on the registered models' submodules only while steps capture their inputs and outputs: in
+        between, each would be a Python call per module call and put every module call on nn.Module's slow path."""
+        if on == bool(self._io_handles) or not self._io_children:
+            return
+        if on:
+            self._io_handles = [child.register_forward_hook(self._on_module_output) for child in self._io_children]
+            return
+        for handle in self._io_handles:
+            handle.remove()
+        self._io_handles = []
 
     def _name_modules(self, module: nn.Module, prefix: str = "") -> None:
         """Name ``module`` (its class name) and its submodules (their paths, after ``prefix``) for the tensors of
@@ -430,7 +446,7 @@ class Hook(ScriptApi, StepCapture, SpotResume, HookBase):
             self._close_open_step()
         except StopTrainingRequested:
             pass  # already recorded in the status document
-        for handle in [*self._handles, *self._grad_handles]:
+        for handle in [*self._handles, *self._grad_handles, *self._io_handles]:
             handle.remove()
         for structure in self._structures:
             structure.remove()

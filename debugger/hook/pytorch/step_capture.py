@@ -20,7 +20,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from contracts.training_labels import MAX_COUNTED_CLASSES
 from debugger.core.collection import (
     BIASES,
     GRADIENTS,
@@ -35,8 +34,9 @@ from debugger.core.modes import ModeKeys
 from debugger.core.reductions import ReductionConfig
 from debugger.core.save_config import SaveConfig
 from debugger.hook.distributed import exchange_stop
-from debugger.hook.pytorch.input_fingerprints import first_batch_tensor, row_fingerprints
+from debugger.hook.pytorch.input_fingerprints import first_batch_tensor, row_fingerprint_tensor, row_fingerprints
 from debugger.hook.pytorch.model_structure import active_dropout, dropout_modules, frozen_reason
+from debugger.hook.pytorch.step_signals import StepLabels
 from debugger.rules.rule import GRADIENT_PREFIX, TOTAL_GRADIENT_NORM
 from debugger.storage.step_writer import PackedSlice, PackedTensors, StepRecord
 
@@ -217,6 +217,7 @@ class StepCapture:
         self._open = _OpenStep(step, mode, mode_step, saving, StepRecord(step, mode.name, mode_step))
         self.trial.begin_step(step, mode, mode_step)
         self._capture_io = bool(saving & self._io_collections)
+        self._watch_module_io(self._capture_io)
         for name, value in self._pending_scalars:
             self._open.record.add(name, value, [])
         self._pending_scalars = []
@@ -253,10 +254,14 @@ class StepCapture:
         # closed without one (an evaluation forward of a script that never calls set_mode) holds the previous
         # step's gradients, which are not its own; nor are gradients GradScaler found non-finite (judge_gradients)
         with_gradients = training and collective and judge_gradients
-        gradients = [parameter.grad for _, parameter in self._parameters if parameter.grad is not None] if with_gradients else []
-        # None when no parameter has a gradient (no backward this step): nothing to judge, not a vanishing gradient
-        gradient_norm = float(torch.nn.utils.get_total_norm(gradients, 2.0)) if gradients else None
-        loss = float(self._pending_loss.float().mean()) if self._pending_loss is not None else None
+        # the step's one read from the device (step_signals)
+        signals = self._signals.read(self._parameters if with_gradients else None, self._pending_loss)
+        gradient_norm, loss = signals.gradient_norm, signals.loss
+        for counts, matched, dropout in signals.labels:
+            if any(counts):  # a batch whose labels were all ignore_index says nothing of the classes
+                self._note_training_labels(counts, matched, dropout)
+        for fingerprints in signals.inputs:
+            self._input_repeats.add(fingerprints)
         learning_rate = self._learning_rate()
         self.last_loss, self.last_gradient_norm = loss, gradient_norm
         self._update_evidence(step, loss, gradient_norm, training=with_gradients)
@@ -401,7 +406,10 @@ class StepCapture:
         """A training forward pass's input rows, fingerprinted (contracts.training_inputs: were they augmented?)."""
         batch = first_batch_tensor(inputs)
         if batch is not None:
-            self._input_repeats.add(row_fingerprints(batch))
+            if batch.device.type == "cpu":
+                self._input_repeats.add(row_fingerprints(batch))
+            else:  # hashed on the device, read with the step's other signals at its check
+                self._signals.inputs.append(row_fingerprint_tensor(batch))
 
     def _take_saved_tensors(self) -> None:
         """What the script handed save_tensor joins the step under way when the hook next sees the model work (a
@@ -462,17 +470,8 @@ class StepCapture:
             return
         if scores.shape[0] != labels.shape[0] or not scores.is_floating_point():
             return
-        with torch.no_grad():
-            labels = labels.detach()
-            counted = (labels >= 0) & (labels < scores.shape[1])  # not ignore_index (-100)
-            if not bool(counted.any()):
-                return
-            # classes past the tally's cap are counted together, in one bin past it: a long list per step for a
-            # model of thousands of classes would cost more than it tells (the tally then reports no counts)
-            capped = labels[counted].clamp(max=MAX_COUNTED_CLASSES)
-            counts = torch.bincount(capped, minlength=min(scores.shape[1], MAX_COUNTED_CLASSES + 1)).tolist()
-            matched = int((scores.detach().argmax(dim=1)[counted] == labels[counted]).sum())
-        self._note_training_labels(counts, matched, self._active_dropout())
+        # tallied on the labels' device, read with the step's other signals at its check (step_signals)
+        self._signals.labels.append(StepLabels(scores, labels, self._active_dropout()))
 
     def _note_target_scale(self, outputs: torch.Tensor, targets: torch.Tensor, loss_name: str | None) -> None:
         """At the first training step whose loss compares real-valued targets with as many outputs (a regression):
