@@ -37,9 +37,10 @@ def test_an_exploding_script_is_remediated_by_its_declared_remedies_until_it_mee
     summary = json.loads(finished.stdout)
     attempts = summary["attempts"]
     # lr 20 explodes; clipped, its huge steps kill the ReLU units (zero gradients: VanishingGradient); at lr 2 the
-    # loss rises (LossNotDecreasing, its 20-step window means); lr 0.2 trains
-    assert [row["outcome"] for row in attempts] == ["issues_found", "issues_found", "issues_found", "completed"]
-    assert [row["rule"] for row in attempts[:3]] == ["ExplodingTensor", "VanishingGradient", "LossNotDecreasing"]
+    # loss spikes (about 80x its first step) and comes back, an excursion for LossNotDecreasing (decision 185), and
+    # the accuracy stalls far from the objective (ObjectiveOutOfReach); lr 0.2 trains
+    assert [row["outcome"] for row in attempts] == ["issues_found", "issues_found", "objective_missed", "completed"]
+    assert [row["rule"] for row in attempts[:3]] == ["ExplodingTensor", "VanishingGradient", "ObjectiveOutOfReach"]
     assert [(row["hyperparameters"]["lr"], row["hyperparameters"]["grad-clip"]) for row in attempts] == [
         (20, 0),
         (20, 1.0),
