@@ -35,15 +35,22 @@ def digits_losses(optimizer: str, rate: float, steps: int, seed: int, raised: tu
         torch.nn.Linear(64, 128), torch.nn.ELU(), torch.nn.Linear(128, 128), torch.nn.ELU(), torch.nn.Linear(128, 10)
     )
     opt = (torch.optim.Adam if optimizer == "adam" else torch.optim.SGD)(model.parameters(), lr=rate)
-    losses, generator = [], torch.Generator().manual_seed(seed)
+    return step_losses(lambda batch: model(x[batch]), opt, y, steps, torch.Generator().manual_seed(seed), True, raised)
+
+
+def step_losses(scores, opt, y, steps: int, generator=None, drop_last: bool = False,
+                raised: tuple[int, float] | None = None) -> list[float]:
+    """Every step's cross-entropy over shuffled batches of 64 (``scores(batch)``: the model's scores for those
+    indices); ``raised``: (the step from which, the rate) a rate set higher mid-run."""
+    losses: list[float] = []
     while len(losses) < steps:
         order = torch.randperm(len(y), generator=generator)
-        for start in range(0, len(y) - 63, 64):
+        for start in range(0, len(y) - 63 if drop_last else len(y), 64):
             if raised is not None and len(losses) == raised[0]:
                 for group in opt.param_groups:
                     group["lr"] = raised[1]
             batch = order[start : start + 64]
-            loss = torch.nn.functional.cross_entropy(model(x[batch]), y[batch])
+            loss = torch.nn.functional.cross_entropy(scores(batch), y[batch])
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -105,19 +112,7 @@ def waves_gru_losses(optimizer: str, rate: float, steps: int, seed: int, data_se
     rnn, head = torch.nn.GRU(x.shape[-1], 32, num_layers=2, batch_first=True), torch.nn.Linear(32, int(y.max()) + 1)
     parameters = [*rnn.parameters(), *head.parameters()]
     opt = torch.optim.RMSprop(parameters, lr=rate) if optimizer == "rmsprop" else torch.optim.SGD(parameters, lr=rate, momentum=0.9)
-    losses: list[float] = []
-    while len(losses) < steps:
-        order = torch.randperm(len(y))
-        for start in range(0, len(order), 64):
-            batch = order[start : start + 64]
-            opt.zero_grad()
-            loss = torch.nn.functional.cross_entropy(head(rnn(x[batch])[0][:, -1]), y[batch])
-            loss.backward()
-            opt.step()
-            losses.append(float(loss.detach()))
-            if len(losses) == steps:
-                break
-    return losses
+    return step_losses(lambda batch: head(rnn(x[batch])[0][:, -1]), opt, y, steps)
 
 
 def test_a_spike_the_run_recovered_from_is_not_a_rise(tmp_path):
