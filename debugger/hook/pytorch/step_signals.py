@@ -15,11 +15,14 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 import torch
 
 from contracts.training_labels import MAX_COUNTED_CLASSES
 from debugger.hook.pytorch.gradient_norm import GradientNorm, gradients_of
+
+#: A CPU batch of at most this many labels is tallied by a Python loop (about 0.15 us a label), a larger one by tensor
+#: operations (decision 196).
+HOST_LABELS = 1024
 
 __all__ = ["GradientNorm", "ReadSignals", "StepLabels", "StepSignals", "gradients_of"]
 
@@ -44,24 +47,25 @@ class StepLabels:
         self.dropout = dropout
         with torch.no_grad():
             top = scores.detach().argmax(dim=1)
-            #: the histogram: a tensor on the labels' device, read with the step's signals; or, for a CPU batch,
-            #: already the host's list (numpy does the few operations in microseconds where torch takes one each)
+            #: the histogram: a tensor on the labels' device, read with the step's signals; or, for a CPU batch of up
+            #: to HOST_LABELS labels, already the host's list: a loop over them touches less than the tensor
+            #: operations do, each of which costs tens of microseconds when the training step left the caches cold
             self.values: torch.Tensor | list[int] = (
-                self._on_host(top.numpy(), labels.detach().numpy())
-                if top.device.type == "cpu" and labels.device.type == "cpu"
+                self._on_host(top.tolist(), labels.detach().tolist())
+                if top.device.type == "cpu" and labels.device.type == "cpu" and labels.numel() <= HOST_LABELS
                 else self._on_device(top, labels.detach().to(torch.int64))
             )
 
-    def _on_host(self, top: np.ndarray, labels: np.ndarray) -> list[int]:
-        labels = labels.astype(np.int64, copy=False)
-        classes = self.width - 2 if self._offset else None
-        if classes is not None:
-            slots = np.clip(labels, -1, classes) + 1
-        else:
-            counted = (labels >= 0) & (labels < self._classes_total)
-            slots = np.where(counted, np.clip(labels, 0, MAX_COUNTED_CLASSES), self.bins)
-        slots = slots + (top == labels) * self.width
-        return np.bincount(slots, minlength=2 * self.width).tolist()
+    def _on_host(self, top: list[int], labels: list[int]) -> list[int]:
+        counts = [0] * (2 * self.width)
+        classes, width, uncounted = self._classes_total, self.width, self.bins
+        for label, guess in zip(labels, top, strict=True):
+            if self._offset:  # bins 0 and classes + 1: below 0, at or past classes
+                slot = (-1 if label < 0 else classes if label > classes else label) + 1
+            else:  # past the cap in one bin, the uncounted in the last
+                slot = min(label, MAX_COUNTED_CLASSES) if 0 <= label < classes else uncounted
+            counts[slot + width if guess == label else slot] += 1
+        return counts
 
     def _on_device(self, top: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         hits = top == labels
