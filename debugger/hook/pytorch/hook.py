@@ -183,7 +183,7 @@ class Hook(ScriptApi, StepCapture, SpotResume, HookBase):
         self._resume_interrupted_run()
         # the optimizer step of each global step, which the messages name (contracts.step_names)
         self.trial.step_numbering = OptimizerSteps(self)
-        self.trial.step_numbering.resume(self._next_mode_step)
+        self.trial.step_numbering.resume(self._next_mode_step, self._resumed_step_counts)
         self._handles.extend(self.trial.step_numbering.handles)
         self._watch_checkpoints()
         self._opened()
