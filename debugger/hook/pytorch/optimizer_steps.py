@@ -60,6 +60,11 @@ class OptimizerSteps:
             count for mode, count in next_mode_steps.items() if mode in (ModeKeys.TRAIN, ModeKeys.GLOBAL)
         )
 
+    def renumber(self, next_step: int) -> None:
+        """The script numbers its next training step itself (``hook.step = N``: a job that goes on from a checkpoint
+        another job wrote counts its steps on from there): that is the step's name."""
+        self.updates = self.trainings = next_step
+
     def begin(self, step: int, mode: ModeKeys) -> None:
         evaluation = mode in EVALUATION_MODES
         self._steps[step] = (self.updates, self.trainings, evaluation)

@@ -174,6 +174,31 @@ def test_a_script_stepping_no_optimizer_is_named_by_its_training_steps(tmp_path)
     assert str(stopped.value).startswith("StopTraining: rule ExplodingTensor found an issue at step 6 (saved as global step 10): ")
 
 
+def test_a_script_that_numbers_its_steps_itself_is_named_by_its_own_count(tmp_path):
+    """A job going on from a checkpoint another job wrote (the workflow's resume remedy) numbers its next step itself
+    (``hook.step = 40``, as model/train.py does): its step 42 is "step 42", as its own log says, not the third step
+    the hook saw."""
+    torch.manual_seed(3)
+    model = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    hook = Hook.from_configs(HOOK_CONFIG, _rules(), out_dir=tmp_path / "out", job_name="job")
+    hook.register_module(model)
+    hook.step = 40
+    generator = torch.Generator().manual_seed(4)
+    try:
+        with pytest.raises(StopTrainingRequested) as stopped:
+            for step in range(40, 46):
+                inputs, labels = torch.randn(16, 6, generator=generator), torch.randint(0, 3, (16,), generator=generator)
+                optimizer.zero_grad()
+                (nn.functional.cross_entropy(model(inputs), labels) * (math.inf if step == 42 else 1.0)).backward()
+                optimizer.step()
+    finally:
+        hook.close()
+    issue = RuleStatusDocument.from_json((tmp_path / "out" / RULE_STATUS_FILE).read_text()).rules[0].issue
+    assert (stopped.value.step, issue.optimizer_step) == (42, 42)
+    assert str(stopped.value).startswith("StopTraining: rule ExplodingTensor found an issue at step 42: ")
+
+
 class _NoParameters:
     """A hook that has registered no parameters yet."""
 
