@@ -20,8 +20,10 @@ a hook resumes only from its own job's states; and each carries the counts the d
 numbering (``step-counts``: the optimizer updates and training steps the checkpoint follows,
 :mod:`debugger.hook.pytorch.optimizer_steps`), so a restarted job names its steps as the user counts them. A state
 without it (smdebug's, an older hook's) resumes those counts from the training steps, as before. Both live inside the
-states, not in a file beside them: smdebug takes any other file in the checkpoint directory for a checkpoint. The workflow's resume remedy copies a failed job's checkpoints, ``metadata.json`` with them, into the next
-job's; that job is a new run with its own debug output, whose steps the script numbers itself (as before).
+states, not in a file beside them: smdebug takes any other file in the checkpoint directory for a checkpoint.
+
+The workflow's resume remedy copies a failed job's checkpoints, ``metadata.json`` with them, into the next job's;
+that job is a new run with its own debug output, whose steps the script numbers itself (as before).
 
 The restarted run goes on in the interrupted run's debug output (:func:`resume_debug_output`): its rule statuses,
 evidence and actions carry over, the steps the interrupted run's rules had judged are not judged again, and the step

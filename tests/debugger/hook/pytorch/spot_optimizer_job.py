@@ -29,7 +29,10 @@ checkpoints = Path(os.environ["TRAINING_CHECKPOINT_DIR"])
 EPOCHS, PER_EPOCH = 3, 4
 STOP = json.dumps([{"name": "StopTraining"}])
 rules = [
-    {"RuleConfigurationName": "ExplodingTensor", "RuleParameters": {"rule_to_invoke": "ExplodingTensor", "action_json": STOP}}
+    {
+        "RuleConfigurationName": "ExplodingTensor",
+        "RuleParameters": {"rule_to_invoke": "ExplodingTensor", "action_json": STOP},
+    }
 ]
 hook_config = {"HookParameters": {"save_interval": "1"}}
 
@@ -83,7 +86,8 @@ for epoch in range(start_epoch, EPOCHS):
     for batch in range(PER_EPOCH):
         step = epoch * PER_EPOCH + batch
         generator = torch.Generator().manual_seed(step)
-        inputs, labels = torch.randn(16, 6, generator=generator), torch.randint(0, 3, (16,), generator=generator)
+        inputs = torch.randn(16, 6, generator=generator)
+        labels = torch.randint(0, 3, (16,), generator=generator)
         scale = math.inf if step == blow_at else 1.0
 
         def closure(inputs=inputs, labels=labels, scale=scale):

@@ -22,7 +22,10 @@ from tests.lambdas.remediation.recorded_runs import finish
 
 STOP = json.dumps([{"name": "StopTraining"}])
 RULES = [
-    {"RuleConfigurationName": "ExplodingTensor", "RuleParameters": {"rule_to_invoke": "ExplodingTensor", "action_json": STOP}}
+    {
+        "RuleConfigurationName": "ExplodingTensor",
+        "RuleParameters": {"rule_to_invoke": "ExplodingTensor", "action_json": STOP},
+    }
 ]
 #: The script's epoch, in optimizer steps (what Hook.set_context's steps_per_epoch counts), and its accumulation.
 STEPS_PER_EPOCH, MICRO_BATCHES = 10, 4
@@ -41,7 +44,8 @@ def accumulating_run(tmp_path, seed: int) -> tuple[RuleStatusDocument, str]:
             parameter.mul_(20)
     criterion = nn.CrossEntropyLoss()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.001)
-    hook = Hook.from_configs({"HookParameters": {"save_interval": "1"}}, RULES, out_dir=tmp_path / "out", job_name="job")
+    hook_config = {"HookParameters": {"save_interval": "1"}}
+    hook = Hook.from_configs(hook_config, RULES, out_dir=tmp_path / "out", job_name="job")
     hook.register_module(model)
     hook.register_loss(criterion)
     hook.set_context(epoch=0, phase="warmup", steps_per_epoch=STEPS_PER_EPOCH, learning_rate=0.001)
@@ -50,7 +54,8 @@ def accumulating_run(tmp_path, seed: int) -> tuple[RuleStatusDocument, str]:
         for step in range(STEPS_PER_EPOCH):
             optimizer.zero_grad()
             for micro in range(MICRO_BATCHES):
-                inputs, labels = 20 * torch.randn(8, 6, generator=generator), torch.randint(0, 3, (8,), generator=generator)
+                inputs = 20 * torch.randn(8, 6, generator=generator)
+                labels = torch.randint(0, 3, (8,), generator=generator)
                 scale = math.inf if (step, micro) == (BLOWN_STEP, 0) else 1.0
                 (criterion(model(inputs), labels) * scale / MICRO_BATCHES).backward()
             optimizer.step()
@@ -96,7 +101,8 @@ def test_a_status_without_optimizer_steps_is_placed_by_its_global_step(tmp_path,
     older = document.to_dict()
     for rule in older["rules"]:
         if rule.get("issue"):
-            rule["issue"] = {key: value for key, value in rule["issue"].items() if key not in ("optimizer_step", "evaluation_pass")}
+            for key in ("optimizer_step", "evaluation_pass"):
+                del rule["issue"][key]
     del older["evidence"]["first_issue_optimizer_step"]
     state = initial_state(account_input)
     job = {
