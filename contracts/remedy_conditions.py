@@ -153,9 +153,9 @@ class Condition:
             if situation.early is None or situation.early != self.early:
                 return False, []
             limit = show(situation.early_limit)
-            where = f"at step {situation.issue_step}"
+            where = f"at step {situation.issue_step_counted}"
             text = f"{where}, before step {limit}" if self.early else f"{where}, after step {limit}"
-            facts.append(Fact("early", text, situation.issue_step, situation.early_limit))
+            facts.append(Fact("early", text, situation.issue_step_counted, situation.early_limit))
         if self.initial_gradient_norm_above is not None:
             norm = situation.initial_gradient_norm
             if norm is None or not math.isfinite(norm) or norm <= self.initial_gradient_norm_above:

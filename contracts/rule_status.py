@@ -159,7 +159,11 @@ class Evidence:
     initial_loss: float | None = None
     initial_gradient_norm: float | None = None
     first_issue_step: int | None = None
+    #: The first issue's optimizer step (contracts.step_names; None: unknown): where it came in the epoch, in the
+    #: unit ``steps_per_epoch`` counts (the script's optimizer steps), whatever the global steps count besides.
+    first_issue_optimizer_step: int | None = None
     phase: str | None = None
+    #: Optimizer steps per epoch, as the script said (Hook.set_context).
     steps_per_epoch: int | None = None
     last_step: int | None = None
     last_finite_loss: float | None = None

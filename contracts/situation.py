@@ -66,6 +66,9 @@ class Situation:
     """What the debugger's evidence says about the failure, as conditions read it."""
 
     issue_step: int | None = None
+    #: The issue's optimizer step (contracts.step_names; None: unknown, the global step stands for it): the unit
+    #: ``steps_per_epoch`` counts in and messages name.
+    issue_optimizer_step: int | None = None
     steps_per_epoch: int | None = None
     phase: str | None = None
     initial_gradient_norm: float | None = None
@@ -262,10 +265,18 @@ class Situation:
         return min(spikes, key=lambda spike: spike.peak.step) if spikes else None
 
     @property
+    def issue_step_counted(self) -> int | None:
+        """The issue's step as steps_per_epoch and messages count it: its optimizer step, else its global step. (An
+        evaluation pass or each closure evaluation is a global step too: against a length in optimizer steps, the
+        global step would put an early issue late.)"""
+        return self.issue_optimizer_step if self.issue_optimizer_step is not None else self.issue_step
+
+    @property
     def early(self) -> bool | None:
-        if self.issue_step is None:
+        step = self.issue_step_counted
+        if step is None:
             return None
-        return self.issue_step < self.early_limit
+        return step < self.early_limit
 
     @property
     def early_limit(self) -> float:

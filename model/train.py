@@ -32,7 +32,6 @@ import json
 import math
 import os
 import random
-import re
 import signal
 import sys
 import threading
@@ -50,231 +49,39 @@ from torch import nn
 from contracts import ContractError
 from contracts.atomic_files import write_atomically
 from contracts.job import (
-    DEBUG_OUTPUT_DIR_ENV,
-    DEFAULT_DEBUG_OUTPUT_DIR,
-    DEFAULT_FAILURE_FILE,
-    DEFAULT_HOOK_CONFIG_FILE,
-    DEFAULT_INPUT_CONFIG_DIR,
     EXIT_BAD_INPUT,
     EXIT_ERROR,
     EXIT_RULE_STOP,
     EXIT_SUCCESS,
     EXIT_TERMINATED,
-    FAILURE_FILE_ENV,
-    HOOK_CONFIG_FILE_ENV,
-    MAX_FAILURE_TEXT,
     HyperparameterError,
-    parse_script_mode_arguments,
-    training_device,
 )
 from contracts.progress_log import format_epoch_line, format_step_line
 from debugger import Hook, StopTrainingRequested
-from model.data import NUM_CLASSES, DataChannelError, load_channel
-from model.hyperparameters import TrainingHyperparameters, parse_hyperparameters
+from model.checkpoints import BestEpoch, architecture_of, load_newest_checkpoint, restore_rng_states, save_checkpoint
+from model.data import NUM_CLASSES
+from model.hyperparameters import TrainingHyperparameters
+from model.job_inputs import (
+    BadInput,
+    JobTerminated,
+    create_hook,
+    load_channels,
+    log,
+    pick_device,
+    read_hyperparameters,
+    thread_count,
+    write_failure,
+)
 from model.resnet import build_resnet
 
-DEFAULT_INPUT_DIR = "/opt/ml/input"
 DEFAULT_MODEL_DIR = "/opt/ml/model"
 DEFAULT_CHECKPOINT_DIR = "/opt/ml/checkpoints"
-DEFAULT_JOB_NAME = "training-job"
 
 MODEL_FILE = "model.pt"
 METRICS_FILE = "metrics.json"
-CHECKPOINT_PATTERN = re.compile(r"^checkpoint-epoch-(\d+)\.pt$")
-CHECKPOINTS_KEPT = 2
 EVALUATION_BATCH_SIZE = 512
 #: Training samples used to re-estimate the BatchNorm statistics at the end of each epoch.
 BATCH_NORM_CALIBRATION_SAMPLES = 1024
-
-#: The rule the job runs when the configuration names none: stop at the first non-finite tensor.
-DEFAULT_RULE_CONFIGS = [
-    {
-        "RuleConfigurationName": "ExplodingTensor",
-        "RuleParameters": {"rule_to_invoke": "ExplodingTensor", "action_json": '[{"name":"StopTraining"}]'},
-    }
-]
-
-
-class BadInput(Exception):
-    """Input the job cannot run with; ``kind`` prefixes the failure text, the message names the field and the fix."""
-
-    def __init__(self, kind: str, message: str):
-        self.kind = kind
-        super().__init__(message)
-
-
-class JobTerminated(BaseException):
-    """SIGTERM arrived: stop at once, write nothing more."""
-
-
-def log(message: str) -> None:
-    print(message, flush=True)
-
-
-# --------------------------------------------------------------------------- inputs
-
-
-def read_hyperparameters(argv: list[str], environ: Mapping[str, str]) -> TrainingHyperparameters:
-    """From script-mode argv, else SM_HPS, else hyperparameters.json, else the defaults."""
-    if argv:
-        return parse_hyperparameters(parse_script_mode_arguments(argv))
-    if environ.get("SM_HPS"):
-        try:
-            raw = json.loads(environ["SM_HPS"])
-        except json.JSONDecodeError as error:
-            raise BadInput(
-                "InvalidHyperparameters", f"env SM_HPS must be a JSON object of hyperparameters: {error}"
-            ) from None
-        if not isinstance(raw, dict):
-            raise BadInput("InvalidHyperparameters", "env SM_HPS must be a JSON object of hyperparameters")
-        return parse_hyperparameters(raw)
-    path = Path(environ.get("SM_INPUT_CONFIG_DIR", DEFAULT_INPUT_CONFIG_DIR)) / "hyperparameters.json"
-    if not path.is_file():
-        return TrainingHyperparameters()
-    try:
-        raw = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise BadInput("InvalidHyperparameters", f"{path} must be a JSON object of hyperparameters: {error}") from None
-    if not isinstance(raw, dict):
-        raise BadInput("InvalidHyperparameters", f"{path} must be a JSON object of hyperparameters")
-    return parse_hyperparameters(raw)
-
-
-def create_hook(environ: Mapping[str, str]) -> tuple[Hook, str]:
-    """The debugger hook, as any script written for SageMaker Debugger gets it: from the JSON file the platform
-    writes (env SMDEBUG_CONFIG_FILE_PATH, else /opt/ml/input/config/debughookconfig.json) with the rules beside
-    it. Without that file: ExplodingTensor with a StopTraining action. Returns (hook, what it was made from)."""
-    config_path = environ.get(HOOK_CONFIG_FILE_ENV) or (
-        DEFAULT_HOOK_CONFIG_FILE if Path(DEFAULT_HOOK_CONFIG_FILE).is_file() else None
-    )
-    if config_path:
-        return Hook.create_from_json_file(config_path), f"hook configuration {config_path}"
-    hook = Hook.from_configs(
-        hook_config=None,
-        rule_configs=DEFAULT_RULE_CONFIGS,
-        out_dir=environ.get(DEBUG_OUTPUT_DIR_ENV) or DEFAULT_DEBUG_OUTPUT_DIR,
-        job_name=environ.get("TRAINING_JOB_NAME") or DEFAULT_JOB_NAME,
-    )
-    return hook, "no hook configuration file: the default rule ExplodingTensor with action StopTraining"
-
-
-def channel_directory(name: str, environ: Mapping[str, str]) -> Path:
-    """SM_CHANNEL_<NAME>, else SageMaker's own layout ${SM_INPUT_DIR:-/opt/ml/input}/data/<name>."""
-    variable = f"SM_CHANNEL_{name.upper()}"
-    return Path(environ.get(variable) or Path(environ.get("SM_INPUT_DIR") or DEFAULT_INPUT_DIR) / "data" / name)
-
-
-def load_channels(environ: Mapping[str, str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    channels = {}
-    for name in ("train", "test"):
-        directory = channel_directory(name, environ)
-        try:
-            channels[name] = load_channel(directory)
-        except DataChannelError as error:
-            raise BadInput(
-                "MissingChannel" if not directory.is_dir() else "InvalidChannel",
-                f"channel '{name}' (env SM_CHANNEL_{name.upper()}): {error}",
-            ) from None
-    return channels
-
-
-def pick_device(environ: Mapping[str, str]) -> tuple[torch.device, str]:
-    """The GPU when the container has one, else the CPU; and why (for the job's log)."""
-    cuda_devices = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    name, why = training_device(cuda_devices, environ)
-    return torch.device(name), why
-
-
-def thread_count(environ: Mapping[str, str]) -> int:
-    text = environ.get("TRAINING_NUM_THREADS", "").strip()
-    if not text:
-        return os.cpu_count() or 1
-    if not text.isdigit() or int(text) < 1:
-        raise BadInput("InvalidEnvironment", f"env TRAINING_NUM_THREADS must be a whole number >= 1; got {text!r}")
-    return int(text)
-
-
-# --------------------------------------------------------------------------- files
-
-
-def write_failure(environ: Mapping[str, str], text: str) -> None:
-    text = text[:MAX_FAILURE_TEXT]
-    print(text, file=sys.stderr, flush=True)
-    path = Path(environ.get(FAILURE_FILE_ENV, DEFAULT_FAILURE_FILE))
-    try:
-        write_atomically(path, lambda handle: handle.write(text), mode="w")
-    except OSError as error:
-        print(f"could not write the failure file {path}: {error}", file=sys.stderr, flush=True)
-
-
-def checkpoint_files(directory: Path) -> list[tuple[int, Path]]:
-    if not directory.is_dir():
-        return []
-    found = []
-    for path in directory.iterdir():
-        match = CHECKPOINT_PATTERN.match(path.name)
-        if match:
-            found.append((int(match.group(1)), path))
-    return sorted(found)
-
-
-def architecture_of(hyperparameters: TrainingHyperparameters, num_classes: int) -> dict[str, Any]:
-    return {
-        "depth": hyperparameters.depth,
-        "activation": hyperparameters.activation,
-        "add_batch_norm": hyperparameters.add_batch_norm,
-        "num_classes": num_classes,
-    }
-
-
-def rng_states() -> dict[str, Any]:
-    numpy_state = np.random.get_state()
-    return {
-        "torch": torch.get_rng_state(),
-        "numpy": [numpy_state[0], numpy_state[1].tolist(), *numpy_state[2:]],
-        "python": random.getstate(),
-    }
-
-
-def restore_rng_states(states: Mapping[str, Any]) -> None:
-    torch.set_rng_state(states["torch"])
-    name, keys, *rest = states["numpy"]
-    np.random.set_state((name, np.asarray(keys, dtype=np.uint32), *rest))
-    version, internal, gauss = states["python"]
-    random.setstate((version, tuple(internal), gauss))
-
-
-def save_checkpoint(
-    directory: Path,
-    epoch: int,
-    model: nn.Module,
-    optimizer: torch.optim.Optimizer,
-    architecture: dict[str, Any],
-    best: BestEpoch | None = None,
-) -> Path:
-    path = directory / f"checkpoint-epoch-{epoch:04d}.pt"
-    state = {
-        "epoch": epoch,
-        "architecture": architecture,
-        "model": model.state_dict(),
-        "optimizer": optimizer.state_dict(),
-        "rng": rng_states(),
-        "best": best.to_state() if best is not None else None,
-    }
-    write_atomically(path, lambda handle: torch.save(state, handle))
-    for _, old in checkpoint_files(directory)[:-CHECKPOINTS_KEPT]:
-        old.unlink(missing_ok=True)
-    return path
-
-
-def load_newest_checkpoint(directory: Path) -> tuple[Path, dict[str, Any]] | None:
-    """The newest checkpoint that loads; unreadable ones (there should be none: writes are atomic) are skipped."""
-    for _, path in reversed(checkpoint_files(directory)):
-        try:
-            return path, torch.load(path, map_location="cpu", weights_only=True)
-        except Exception as error:  # a damaged file must not stop the restart: fall back to the previous one
-            log(f"checkpoint {path} is unreadable ({error}); trying an older one")
-    return None
 
 
 # --------------------------------------------------------------------------- training
@@ -289,30 +96,6 @@ def to_model_input(images: np.ndarray | torch.Tensor, channel_mean: torch.Tensor
         return tensor.permute(0, 3, 1, 2).to(torch.float32)
     tensor = tensor.to(channel_mean.device).permute(0, 3, 1, 2).to(torch.float32).div_(255.0)
     return tensor.sub_(channel_mean.view(1, 3, 1, 1))
-
-
-@dataclass
-class BestEpoch:
-    """The epoch with the lowest held-out loss so far, and its weights (early stopping keeps this model)."""
-
-    epoch: int
-    test_loss: float
-    test_accuracy: float
-    model_state: dict[str, torch.Tensor]
-
-    def to_state(self) -> dict[str, Any]:
-        return {
-            "epoch": self.epoch,
-            "test_loss": self.test_loss,
-            "test_accuracy": self.test_accuracy,
-            "model": self.model_state,
-        }
-
-    @classmethod
-    def from_state(cls, state: dict[str, Any] | None) -> BestEpoch | None:
-        if not state:
-            return None
-        return cls(int(state["epoch"]), float(state["test_loss"]), float(state["test_accuracy"]), state["model"])
 
 
 def class_weights(labels: np.ndarray, num_classes: int) -> torch.Tensor:
@@ -463,8 +246,10 @@ def train(
     stopped_early = False
     model.train()
     for epoch in range(start_epoch, hyperparameters.num_epochs):
-        if best is not None and hyperparameters.early_stopping_patience and (
-            epoch - 1 - best.epoch >= hyperparameters.early_stopping_patience
+        if (
+            best is not None
+            and hyperparameters.early_stopping_patience
+            and (epoch - 1 - best.epoch >= hyperparameters.early_stopping_patience)
         ):
             stopped_early = True  # a resumed job whose checkpoint already ran out of patience
             break
@@ -538,7 +323,10 @@ def train(
         )
         log(
             format_epoch_line(
-                epoch=best.epoch, train_loss=math.nan, test_loss=best.test_loss, test_accuracy=best.test_accuracy,
+                epoch=best.epoch,
+                train_loss=math.nan,
+                test_loss=best.test_loss,
+                test_accuracy=best.test_accuracy,
                 seconds=0.0,
             )
         )
@@ -548,8 +336,11 @@ def train(
         # checkpoint's model is the result, and its held-out figures are reported as an epoch line would.
         log(
             format_epoch_line(
-                epoch=hyperparameters.num_epochs - 1, train_loss=math.nan, test_loss=test_loss,
-                test_accuracy=test_accuracy, seconds=0.0,
+                epoch=hyperparameters.num_epochs - 1,
+                train_loss=math.nan,
+                test_loss=test_loss,
+                test_accuracy=test_accuracy,
+                seconds=0.0,
             )
         )
     hook.close(training_ended=True)

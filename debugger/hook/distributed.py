@@ -174,10 +174,13 @@ def _adopt(hook, finding: dict, step: int) -> None:
         message=message,
         phase=issue.get("phase"),
         kind=issue.get("kind"),
+        optimizer_step=issue.get("optimizer_step"),
+        evaluation_pass=bool(issue.get("evaluation_pass", False)),
     )
     evidence = hook.evidence
     if evidence.first_issue_step is None:
         evidence.first_issue_step = rule_step
+        evidence.first_issue_optimizer_step = issue.get("optimizer_step")
         evidence.phase = issue.get("phase")
         evidence.learning_rate_at_issue = hook._learning_rate()
     for action in state.spec.actions:

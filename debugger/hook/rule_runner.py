@@ -187,6 +187,7 @@ class RuleRunner:
         )
         if self.evidence.first_issue_step is None:
             self.evidence.first_issue_step = step
+            self.evidence.first_issue_optimizer_step = optimizer_step
             self.evidence.phase = phase
             self.evidence.learning_rate_at_issue = learning_rate
         for action in state.spec.actions:

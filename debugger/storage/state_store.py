@@ -14,10 +14,16 @@ where the checkpoint left them, the hook keeps its state in the checkpoint direc
 * a new hook starts from the last state: its first step is ``latest-global-step-seen`` + 1, each mode's likewise,
   and its ``training-run`` one more.
 
-The file is smdebug's, so either hook resumes from the other's states. One difference: each state also names the
-training job that wrote it (``training-job-name``, a key smdebug ignores), and a hook resumes only from its own job's
-states. The workflow's resume remedy copies a failed job's checkpoints, ``metadata.json`` with them, into the next
-job's; that job is a new run with its own debug output, whose steps the script numbers itself (as before).
+The file is smdebug's, so either hook resumes from the other's states. Two differences, each a key smdebug's reader
+ignores (it copies only its four): each state also names the training job that wrote it (``training-job-name``), and
+a hook resumes only from its own job's states; and each carries the counts the debugger keeps beside smdebug's
+numbering (``step-counts``: the optimizer updates and training steps the checkpoint follows,
+:mod:`debugger.hook.pytorch.optimizer_steps`), so a restarted job names its steps as the user counts them. A state
+without it (smdebug's, an older hook's) resumes those counts from the training steps, as before. Both live inside the
+states, not in a file beside them: smdebug takes any other file in the checkpoint directory for a checkpoint.
+
+The workflow's resume remedy copies a failed job's checkpoints, ``metadata.json`` with them, into the next job's;
+that job is a new run with its own debug output, whose steps the script numbers itself (as before).
 
 The restarted run goes on in the interrupted run's debug output (:func:`resume_debug_output`): its rule statuses,
 evidence and actions carry over, the steps the interrupted run's rules had judged are not judged again, and the step
@@ -51,6 +57,8 @@ LATEST_GLOBAL_STEP_SEEN = "latest-global-step-seen"
 LATEST_MODE_STEP = "latest-mode-step"
 #: Ours: the training job that wrote the state.
 TRAINING_JOB_NAME = "training-job-name"
+#: Ours: the debugger's own step counts when the state was recorded (name -> a count: OptimizerSteps.counts()).
+STEP_COUNTS = "step-counts"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,6 +70,8 @@ class TrainingState:
     latest_global_step_seen: int
     latest_mode_step: dict[str, int]
     job_name: str | None = None
+    #: The debugger's counts beside smdebug's numbering, as the run that resumes from this state starts them.
+    step_counts: dict[str, int] | None = None
 
     def to_json(self) -> dict[str, Any]:
         state = {
@@ -72,6 +82,8 @@ class TrainingState:
         }
         if self.job_name is not None:
             state[TRAINING_JOB_NAME] = self.job_name
+        if self.step_counts is not None:
+            state[STEP_COUNTS] = dict(self.step_counts)
         return state
 
     @property
@@ -92,7 +104,17 @@ class TrainingState:
             latest_global_step_seen=int(data[LATEST_GLOBAL_STEP_SEEN]),
             latest_mode_step={str(mode): int(step) for mode, step in dict(data[LATEST_MODE_STEP]).items()},
             job_name=data.get(TRAINING_JOB_NAME),
+            step_counts=_step_counts(data.get(STEP_COUNTS)),
         )
+
+
+def _step_counts(value: Any) -> dict[str, int] | None:
+    """The state's own counts, or None where they are missing or not counts (the counts then start as before)."""
+    if not isinstance(value, dict):
+        return None
+    if not all(isinstance(name, str) and type(count) is int and count >= 0 for name, count in value.items()):
+        return None
+    return dict(value)
 
 
 def checkpoint_dir_from_config(environ: Mapping[str, str] = os.environ) -> Path | None:

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from model.hyperparameters import TrainingHyperparameters
-from model.train import EXIT_BAD_INPUT, BadInput, channel_directory, create_hook, main, read_hyperparameters
+from model.job_inputs import BadInput, channel_directory, create_hook, read_hyperparameters
+from model.train import EXIT_BAD_INPUT, main
 
 
 def test_argv_wins_over_sm_hps_and_the_json_file(tmp_path):

@@ -183,7 +183,7 @@ class Hook(ScriptApi, StepCapture, SpotResume, HookBase):
         self._resume_interrupted_run()
         # the optimizer step of each global step, which the messages name (contracts.step_names)
         self.trial.step_numbering = OptimizerSteps(self)
-        self.trial.step_numbering.resume(self._next_mode_step)
+        self.trial.step_numbering.resume(self._next_mode_step, self._resumed_step_counts)
         self._handles.extend(self.trial.step_numbering.handles)
         self._watch_checkpoints()
         self._opened()
@@ -422,7 +422,8 @@ class Hook(ScriptApi, StepCapture, SpotResume, HookBase):
             self._grad_handles.append(parameter.register_post_accumulate_grad_hook(self._on_gradient))
 
     def set_context(self, epoch: int | None = None, phase: str | None = None, steps_per_epoch: int | None = None, learning_rate: float | None = None) -> None:
-        """Evidence for the planner: the current epoch, phase (warmup/main), steps per epoch and learning rate."""
+        """Evidence for the planner: the current epoch, phase (warmup/main), steps per epoch (optimizer steps, as
+        messages count steps: with gradient accumulation, batches / accumulation) and learning rate."""
         if phase is not None:
             if phase not in PHASES:
                 raise ValueError(f"phase must be one of {', '.join(PHASES)}; got {phase!r}")

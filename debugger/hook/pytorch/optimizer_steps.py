@@ -21,6 +21,8 @@ EVALUATION_MODES = (ModeKeys.EVAL, ModeKeys.PREDICT)
 #: Global steps whose optimizer step is kept (the latest): a long job's record stays bounded (about 10 MB); a message
 #: about an older step names its global step.
 KEPT_STEPS = 100_000
+#: The names of :meth:`OptimizerSteps.counts` in the spot-resume state (metadata.json's ``step-counts``).
+UPDATES, TRAININGS, OBSERVED = "optimizer-updates", "training-steps", "optimizer-observed"
 
 
 class OptimizerSteps:
@@ -41,11 +43,27 @@ class OptimizerSteps:
             register_optimizer_step_post_hook(self._after_step),
         ]
 
-    def resume(self, next_mode_steps: dict[ModeKeys, int]) -> None:
-        """A resumed run goes on from the training steps its state kept (their updates are not kept: one each)."""
+    def counts(self) -> dict[str, int]:
+        """What a run resuming from a checkpoint written now starts from (kept with the spot-resume state,
+        :mod:`debugger.storage.state_store`): the updates and training steps so far, and whether an optimizer of the
+        watched parameters had stepped."""
+        return {UPDATES: self.updates, TRAININGS: self.trainings, OBSERVED: int(self.observed)}
+
+    def resume(self, next_mode_steps: dict[ModeKeys, int], counts: dict[str, int] | None = None) -> None:
+        """A resumed run goes on from the counts its state kept (:meth:`counts`); a state without them (smdebug's, an
+        older hook's) from its training steps, an update each (a closure's evaluations then count as updates)."""
+        if counts is not None and UPDATES in counts and TRAININGS in counts:
+            self.updates, self.trainings = counts[UPDATES], counts[TRAININGS]
+            self.observed = bool(counts.get(OBSERVED, 0))
+            return
         self.trainings = self.updates = sum(
             count for mode, count in next_mode_steps.items() if mode in (ModeKeys.TRAIN, ModeKeys.GLOBAL)
         )
+
+    def renumber(self, next_step: int) -> None:
+        """The script numbers its next training step itself (``hook.step = N``: a job that goes on from a checkpoint
+        another job wrote counts its steps on from there): that is the step's name."""
+        self.updates = self.trainings = next_step
 
     def begin(self, step: int, mode: ModeKeys) -> None:
         evaluation = mode in EVALUATION_MODES

@@ -34,6 +34,9 @@ class ScriptApi:
             raise RuntimeError("hook.step can be set only between steps")
         self._next_step = int(value)
         self._next_mode_step[self.mode] = int(value)
+        numbering = getattr(self.trial, "step_numbering", None)
+        if numbering is not None and self.mode in (ModeKeys.TRAIN, ModeKeys.GLOBAL):
+            numbering.renumber(int(value))  # the script's own count is the step the user reads
 
     @property
     def mode_steps(self) -> dict[ModeKeys, int]:

@@ -15,8 +15,8 @@ LOGGER = logging.getLogger("debugger.hook")
 
 
 class SpotResume:
-    """Uses the hook's out_dir, job_name, dry_run, worker_role, _next_step, _next_mode_step, _restore_status,
-    _flush_writer and _closed."""
+    """Uses the hook's out_dir, job_name, dry_run, worker_role, trial (its step_numbering), _next_step,
+    _next_mode_step, _restore_status, _flush_writer and _closed."""
 
     def _resume_interrupted_run(self) -> None:
         """smdebug's spot-resume state (:mod:`debugger.storage.state_store`): the steps of a restarted job go on from the last
@@ -34,6 +34,8 @@ class SpotResume:
         #: The interrupted run's status this run went on from (a zero-change hook that stands aside puts it back).
         self._resumed_status = None
         self._first_step = self._next_step  # this run's first step (a resumed run's goes on from its state)
+        #: The debugger's own counts the state kept (OptimizerSteps.counts), which the step numbering resumes from.
+        self._resumed_step_counts: dict[str, int] | None = None
         last = store.last_state()
         previous = previous_status(self.out_dir, self.job_name, platform_job=is_platform_job(self.job_name))
         if previous is not None and not self.dry_run:
@@ -46,6 +48,7 @@ class SpotResume:
         self._training_run = last.training_run + 1
         self._last_saved_step = last.latest_global_step_saved
         self._next_step = self._first_step = last.next_step
+        self._resumed_step_counts = last.step_counts
         for mode, step in last.next_mode_steps().items():
             if mode in ModeKeys.__members__:
                 self._next_mode_step[ModeKeys[mode]] = step
@@ -81,7 +84,12 @@ class SpotResume:
             self._flush_writer()  # the steps the state covers are on disk before it says so: a restart never lacks them
             modes = {mode.name: step - 1 for mode, step in self._next_mode_step.items()}
             modes[ModeKeys.GLOBAL.name] = seen
-            self._state_store.record(TrainingState(self._training_run, self._last_saved_step, seen, modes, self.job_name))
+            # the optimizer updates the checkpoint follows: smdebug's state numbers only the global steps
+            numbering = getattr(self.trial, "step_numbering", None)
+            counts = numbering.counts() if numbering is not None else None
+            self._state_store.record(
+                TrainingState(self._training_run, self._last_saved_step, seen, modes, self.job_name, counts)
+            )
 
     def _watch_checkpoints(self) -> None:
         """Record a checkpoint's state between steps too (:mod:`debugger.hook.checkpoint_watch`)."""

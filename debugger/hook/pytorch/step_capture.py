@@ -199,6 +199,9 @@ class StepCapture:
             mode_step = self._next_mode_step.get(mode, 0)
             self._next_step = step + 1
             self._next_mode_step[mode] = mode_step + 1
+            # the trial's step numbering counts the step under the same lock: a state recorded between steps
+            # pairs its global step with the optimizer counts of the same moment
+            self.trial.begin_step(step, mode, mode_step)
         saving = {
             name
             for name in self.include_collections
@@ -215,7 +218,6 @@ class StepCapture:
         if mode in (ModeKeys.EVAL, ModeKeys.PREDICT):
             saving.discard(GRADIENTS)  # no backward pass there: the gradients are a training step's
         self._open = _OpenStep(step, mode, mode_step, saving, StepRecord(step, mode.name, mode_step))
-        self.trial.begin_step(step, mode, mode_step)
         self._capture_io = bool(saving & self._io_collections)
         self._watch_module_io(self._capture_io)
         for name, value in self._pending_scalars:

@@ -19,6 +19,7 @@ Imports neither torch nor xgboost: the launcher imports this module, and the scr
 
 from __future__ import annotations
 
+import builtins
 import importlib
 import importlib.abc
 import sys
@@ -90,8 +91,59 @@ class _PostImportFinder(importlib.abc.MetaPathFinder):
             callback(module)
 
 
+#: The packages a watcher is made of: a framework imported while one of their modules is still being imported (a
+#: script importing ``smdebug.pytorch`` or ``debugger`` before torch) waits for that import to finish.
+_OWN_PACKAGES = ("debugger", "smdebug")
+
+
+def _own_modules_initializing() -> bool:
+    for name, module in list(sys.modules.items()):
+        if name.partition(".")[0] in _OWN_PACKAGES and getattr(getattr(module, "__spec__", None), "_initializing", False):
+            return True
+    return False
+
+
+class _AfterOwnImports:
+    """Runs callbacks at the first import statement after no module of the debugger's own packages is being
+    imported: a watcher made of those modules cannot be built while one of them is half-initialized (a circular
+    import), and the script's next import (``import torch`` after ``import smdebug.pytorch``) comes before it trains."""
+
+    def __init__(self) -> None:
+        self._callbacks: list[Callable[[], None]] = []
+        self._original: Callable[..., Any] | None = None
+        self._lock = threading.Lock()
+
+    def defer(self, callback: Callable[[], None]) -> None:
+        with self._lock:
+            self._callbacks.append(callback)
+            if self._original is None:
+                self._original = builtins.__import__
+                builtins.__import__ = self._import
+
+    def _import(self, *arguments: Any, **keywords: Any) -> Any:
+        original = self._original
+        if original is None:  # restored meanwhile by another thread: the interpreter's own
+            original = builtins.__import__ if builtins.__import__ != self._import else importlib.__import__
+        module = original(*arguments, **keywords)
+        if self._callbacks and not _own_modules_initializing():
+            with self._lock:
+                callbacks, self._callbacks = self._callbacks, []
+                if self._original is not None and builtins.__import__ == self._import:
+                    builtins.__import__ = self._original
+                self._original = None
+            for callback in callbacks:
+                callback()
+        return module
+
+
+_AFTER_OWN_IMPORTS = _AfterOwnImports()
+
+
 def _install(framework: str) -> Callable[[object], None]:
     def install(_module: object) -> None:
+        if _own_modules_initializing():
+            _AFTER_OWN_IMPORTS.defer(lambda: install(_module))
+            return
         try:
             importlib.import_module(WATCHERS[framework]).install()
         except Exception as error:  # noqa: BLE001 - the script must still run; say why it is not watched

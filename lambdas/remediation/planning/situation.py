@@ -144,10 +144,16 @@ def situation_of(
     whether it trained on the debugger's robust loss."""
     evidence = attempt.evidence
     issue = attempt.issue
-    step = issue.step if issue and issue.step is not None else (evidence.first_issue_step if evidence else None)
+    if issue and issue.step is not None:
+        step, optimizer_step = issue.step, issue.optimizer_step
+    elif evidence is not None:
+        step, optimizer_step = evidence.first_issue_step, evidence.first_issue_optimizer_step
+    else:
+        step = optimizer_step = None
     phase = (issue.phase if issue else None) or (evidence.phase if evidence else None)
     return Situation(
         issue_step=step,
+        issue_optimizer_step=optimizer_step,  # carried by the status document, never recomputed here
         steps_per_epoch=evidence.steps_per_epoch if evidence else None,
         phase=phase,
         initial_gradient_norm=evidence.initial_gradient_norm if evidence else None,

@@ -185,6 +185,7 @@ class AttemptEvidence(BaseModel):
     initial_loss: float | None = None
     initial_gradient_norm: float | None = None
     first_issue_step: Count | None = None
+    first_issue_optimizer_step: Count | None = None
     phase: Phase | None = None
     steps_per_epoch: Annotated[Whole, Field(ge=1)] | None = None
     last_step: Whole | None = None

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from contracts.debugger_settings import BY_FIELD
 from contracts.hyperparameter_values import FLAG, is_number
 from contracts.remedies import BATCH_OF_ONE, DATA_ERROR, OUT_OF_MEMORY, show
+from contracts.step_names import step_name
 from lambdas.remediation.state.attempts import Attempt, Change, Decision
 from lambdas.remediation.state.payload import WorkflowState
 from lambdas.remediation.state.validation_messages import clip
@@ -46,7 +47,7 @@ def headline(attempt: Attempt, state: WorkflowState) -> str:
     issue, evidence = attempt.issue, attempt.evidence
     step = issue.step_name() if issue and issue.step is not None else None
     if step is None and evidence is not None and evidence.first_issue_step is not None:
-        step = f"step {evidence.first_issue_step}"
+        step = step_name(evidence.first_issue_step, evidence.first_issue_optimizer_step, with_global=True)
     phase = (issue.phase if issue else None) or (evidence.phase if evidence else None)
     where = f" at {step}" if step is not None else ""
     details = []

@@ -74,6 +74,50 @@ def test_states_are_smdebugs_and_a_job_resumes_from_its_own_latest(tmp_path):
     assert StateStore(checkpoints, "job-c").last_state().next_step == 21
 
 
+def test_the_debuggers_step_counts_ride_in_the_state_and_a_state_without_them_reads_as_before(tmp_path):
+    checkpoints = tmp_path / "checkpoints"
+    checkpoints.mkdir()
+    counts = {"optimizer-updates": 4, "training-steps": 4, "optimizer-observed": 1}
+    StateStore(checkpoints, "job").record(TrainingState(0, 11, 11, {"TRAIN": 11, "GLOBAL": 11}, "job", counts))
+    (written,) = json.loads((checkpoints / METADATA_FILE).read_text())
+    assert written["step-counts"] == counts and SMDEBUG_STATE_KEYS <= set(written)
+    assert StateStore(checkpoints, "job").last_state().step_counts == counts
+    # smdebug's own state (it copies its four keys only), or counts that are not counts: resumed as before
+    for kept in (None, {"optimizer-updates": -1}, {"optimizer-updates": "4"}, [4, 4]):
+        state = {key: written[key] for key in SMDEBUG_STATE_KEYS} | ({} if kept is None else {"step-counts": kept})
+        (checkpoints / METADATA_FILE).write_text(json.dumps([state]))
+        assert StateStore(checkpoints, "job").last_state().step_counts is None
+
+
+def test_real_smdebug_resumes_from_a_state_holding_the_step_counts(tmp_path):
+    """smdebug 1.0.34's StateStore (the reference environment of tests/smdebug/differential.py) reads a state our hook
+    wrote, the debugger's counts in it, as its own: its hook resumes from the same steps."""
+    reference = REPO / ".venv-smdebug-reference"
+    if not (reference / ".installed").exists():
+        pytest.skip("the smdebug 1.0.34 reference environment is not built: run `make smdebug-reference`")
+    checkpoints = tmp_path / "checkpoints"
+    checkpoints.mkdir()
+    counts = {"optimizer-updates": 4, "training-steps": 4, "optimizer-observed": 1}
+    store = StateStore(checkpoints, "job")
+    store.record(TrainingState(0, 11, 11, {"TRAIN": 11, "GLOBAL": 11}, "job", counts))
+    store.record(TrainingState(0, 20, 23, {"TRAIN": 23, "GLOBAL": 23}, "job", {**counts, "optimizer-updates": 8}))
+    probe = (
+        "import json, smdebug; from smdebug.core.state_store import StateStore; "
+        "print(json.dumps([smdebug.__version__, StateStore().get_last_saved_state()]))"
+    )
+    environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}  # never ours: theirs
+    read = subprocess.run(
+        [str(reference / "bin" / "python"), "-c", probe], capture_output=True, text=True, timeout=120, cwd=tmp_path,
+        env={**environment, **checkpoint_config(tmp_path, checkpoints)},
+    )  # fmt: skip
+    assert read.returncode == 0, read.stderr[-3000:]
+    version, state = json.loads(read.stdout.strip().splitlines()[-1])
+    assert version == "1.0.34" and state == {
+        "training-run": 0, "latest-global-step-saved": 20, "latest-global-step-seen": 23,
+        "latest-mode-step": {"TRAIN": 23, "GLOBAL": 23},
+    }  # fmt: skip
+
+
 def test_an_unreadable_state_file_starts_the_steps_from_zero(tmp_path, caplog):
     checkpoints = tmp_path / "checkpoints"
     checkpoints.mkdir()

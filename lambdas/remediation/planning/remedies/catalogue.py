@@ -46,10 +46,13 @@ COLLAPSE_RATE_FACTOR = 0.1
 #: A run that diverged (its loss or gradient norm rose or spiked far above its first step: contracts.divergence) is
 #: relaunched at a tenth of its rate, as a collapse is: halving it diverged again (docs/decisions/165).
 DIVERGENCE_RATE_FACTOR = 0.1
-#: Spikes of the gradient norm are clipped at this many times the norm's typical size before it spiked, measured in the
+#: Gradients are clipped at this many times the total norm's typical size before it spiked or blew up, measured in the
 #: job: a threshold on the network's own scale (Pascanu et al. 2013 clip at a multiple of the average norm; a fixed
-#: norm of 1 slows a network whose gradient norm starts at 1e3). Why 2: docs/decisions/186.
-SPIKE_CLIP_FACTOR = 2.0
+#: norm of 1 stalls a network whose gradient norm starts at 1e3). Why 2: docs/decisions/186 and 204.
+CLIP_FACTOR = 2.0
+#: Clipping is set only where it is off (``grad_clip`` 0): a threshold on the network's scale may be looser than one
+#: the script already clips at, and a run that blew up clipped needs a lower rate, not a looser clip.
+CLIPPING_OFF = {"hyperparameters": {"grad_clip": 0.0}}
 #: A regression's targets this many times what its outputs start at put its loss on a scale no rate of the optimizer's
 #: range trains at (targets x1000 under MSE: an initial loss of 7e5; standardised targets: about 1).
 TARGET_SCALE_LIMIT = 30.0
@@ -259,9 +262,9 @@ class Catalogue:
         return {
             "name": "ClipGradientsOnSpikes",
             "hyperparameter": "grad_clip",
-            "times_typical_gradient_norm": SPIKE_CLIP_FACTOR,
-            "when": {"diverged": "spiking"},
-            "note": f"Clipping the total gradient norm at {SPIKE_CLIP_FACTOR:g} times the size it kept before the "
+            "times_typical_gradient_norm": CLIP_FACTOR,
+            "when": {"diverged": "spiking", **CLIPPING_OFF},
+            "note": f"Clipping the total gradient norm at {CLIP_FACTOR:g} times the size it kept before the "
             "spikes (measured in the job) bounds the steps those spikes take and leaves the usual steps whole (a "
             "recurrent network's gradient spikes when its state dynamics turn unstable); the rate is kept.",
         }
@@ -279,7 +282,8 @@ class Catalogue:
 
     @property
     def clip_gradients(self) -> Remedy:
-        return {"name": "ClipGradients", "hyperparameter": "grad_clip", "set_to": 1.0}
+        return {"name": "ClipGradients", "hyperparameter": "grad_clip", "times_typical_gradient_norm": CLIP_FACTOR,
+                "when": CLIPPING_OFF}
 
     @property
     def normalize_inputs(self) -> Remedy:

@@ -18,6 +18,7 @@ from contracts.remedies import ANY_RULE, BATCH_OF_ONE, OBJECTIVE_MISSED, OUT_OF_
 from contracts.rule_status import HELD_OUT_RISING
 from lambdas.remediation.planning.learning_rate_ranges import SGD_RANGE, RateRange
 from lambdas.remediation.planning.remedies.catalogue import (
+    CLIP_FACTOR,
     COLLAPSE_FACTOR,  # noqa: F401 - the set's constants, importable from here
     INIT_SCALE_GRADIENT_NORM,
     MIN_BATCH_SIZE,
@@ -97,8 +98,10 @@ def exploding_tensor(c: Catalogue) -> list[Remedy]:
         c.cap_warmup_learning_rate,
         variant(c.lower_warmup_learning_rate, when={"phase": "warmup"}, note="The warmup rate is too high for this network."),
         variant(c.lower_learning_rate, when={"phase": "main"}, note="The main learning rate is too high."),
-        variant(c.clip_gradients, note="Clipping the gradient norm bounds each step, so one large gradient cannot throw "
-                "the weights off."),
+        variant(c.clip_gradients, note=f"Clipping the total gradient norm at {CLIP_FACTOR:g} times the size it had "
+                "before it blew up (measured in the job) bounds each step, so one large gradient cannot throw the "
+                "weights off, and leaves the usual steps whole (a fixed norm of 1 would stall a network whose gradient "
+                "norm is in the thousands)."),
         c.lower_rate_on_divergence,
         variant(c.lower_learning_rate, note="A lower learning rate is the remaining remedy for an explosion."),
     ]  # fmt: skip

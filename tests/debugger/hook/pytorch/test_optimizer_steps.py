@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import torch
 from torch import nn
 
-from contracts.job import STOP_TRAINING_FAILURE
+from contracts.job import CHECKPOINT_CONFIG_FILE_ENV, STOP_TRAINING_FAILURE
 from contracts.rule_status import RULE_STATUS_FILE, RuleStatusDocument
 from contracts.step_names import read_step_name
 from debugger import Hook, StopTrainingRequested
@@ -171,6 +174,31 @@ def test_a_script_stepping_no_optimizer_is_named_by_its_training_steps(tmp_path)
     assert str(stopped.value).startswith("StopTraining: rule ExplodingTensor found an issue at step 6 (saved as global step 10): ")
 
 
+def test_a_script_that_numbers_its_steps_itself_is_named_by_its_own_count(tmp_path):
+    """A job going on from a checkpoint another job wrote (the workflow's resume remedy) numbers its next step itself
+    (``hook.step = 40``, as model/train.py does): its step 42 is "step 42", as its own log says, not the third step
+    the hook saw."""
+    torch.manual_seed(3)
+    model = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    hook = Hook.from_configs(HOOK_CONFIG, _rules(), out_dir=tmp_path / "out", job_name="job")
+    hook.register_module(model)
+    hook.step = 40
+    generator = torch.Generator().manual_seed(4)
+    try:
+        with pytest.raises(StopTrainingRequested) as stopped:
+            for step in range(40, 46):
+                inputs, labels = torch.randn(16, 6, generator=generator), torch.randint(0, 3, (16,), generator=generator)
+                optimizer.zero_grad()
+                (nn.functional.cross_entropy(model(inputs), labels) * (math.inf if step == 42 else 1.0)).backward()
+                optimizer.step()
+    finally:
+        hook.close()
+    issue = RuleStatusDocument.from_json((tmp_path / "out" / RULE_STATUS_FILE).read_text()).rules[0].issue
+    assert (stopped.value.step, issue.optimizer_step) == (42, 42)
+    assert str(stopped.value).startswith("StopTraining: rule ExplodingTensor found an issue at step 42: ")
+
+
 class _NoParameters:
     """A hook that has registered no parameters yet."""
 
@@ -188,3 +216,57 @@ def test_the_record_of_optimizer_steps_keeps_the_latest_steps_only(monkeypatch):
     finally:
         for handle in numbering.handles:
             handle.remove()
+
+
+# --------------------------------------------------------------------------- spot restarts
+
+SPOT_JOB = Path(__file__).parent / "spot_optimizer_job.py"
+REPO = Path(__file__).resolve().parents[4]
+#: spot_optimizer_job.py: the instance is reclaimed after optimizer step 5 (its checkpoint after step 3 kept), and
+#: the restarted run's loss is infinite at optimizer step 9.
+DIE_AFTER, BLOW_AT = 5, 9
+HOOK_WAYS = ["native", "smd-code", "smd-json", "smd-get-hook", "zero-change"]
+
+
+def _spot_job(tmp_path: Path, how: str, optimizer: str, die_after: int) -> subprocess.CompletedProcess:
+    checkpoints = tmp_path / "checkpoints"
+    config = tmp_path / "checkpointconfig.json"
+    config.write_text(json.dumps({"LocalPath": str(checkpoints), "S3Uri": "s3://bucket/checkpoints/job/"}))
+    env = {
+        **os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "TRAINING_JOB_NAME": "spot-job-1",
+        "TRAINING_CHECKPOINT_DIR": str(checkpoints), CHECKPOINT_CONFIG_FILE_ENV: str(config),
+    }  # fmt: skip
+    return subprocess.run(
+        [sys.executable, str(SPOT_JOB), str(tmp_path / "debug"), how, optimizer, str(die_after), str(BLOW_AT)],
+        capture_output=True, text=True, timeout=300, cwd=REPO, env=env,
+    )  # fmt: skip
+
+
+@pytest.mark.training
+@pytest.mark.parametrize(
+    ("how", "optimizer"), [*((how, "lbfgs") for how in HOOK_WAYS), ("native", "sgd"), ("zero-change", "sgd")]
+)
+def test_a_restarted_job_names_its_steps_by_the_optimizer_steps_its_checkpoint_followed(tmp_path, how, optimizer):
+    """Every way a script makes its hook: the spot-resume state keeps the optimizer count beside smdebug's global
+    steps, so the restarted run's first non-finite step is named by the optimizer steps, counted on from the
+    checkpoint (with a hook the script makes, an LBFGS step is 3 closure evaluations, 3 global steps; smdebug's profile
+    and the zero-change hook also count each epoch's evaluation forward as one). SGD's steps are named as before."""
+    interrupted = _spot_job(tmp_path, how, optimizer, DIE_AFTER)
+    assert interrupted.returncode == 137, interrupted.stderr[-3000:]
+    restarted = _spot_job(tmp_path, how, optimizer, -1)
+    assert "resuming from checkpoint-0000.pt at epoch 1" in restarted.stdout, restarted.stderr[-3000:]
+    assert "StopTrainingRequested" in restarted.stderr
+
+    states = json.loads((tmp_path / "checkpoints" / "metadata.json").read_text())
+    # smdebug's four keys stay as smdebug writes them; the counts ride beside them
+    (state,) = [state for state in states if state["training-run"] == 0]
+    assert {"training-run", "latest-global-step-saved", "latest-global-step-seen", "latest-mode-step"} <= set(state)
+    assert state["step-counts"]["optimizer-updates"] == 4  # the checkpoint after optimizer steps 0-3
+    per_step = 3 if optimizer == "lbfgs" and how != "zero-change" else 1  # the zero-change hook: a step a backward
+    evaluations = 0 if how == "native" else 1  # the epoch's evaluation forward: a global step but in our profile
+    assert state["latest-global-step-seen"] == 4 * per_step + evaluations - 1
+
+    issue = RuleStatusDocument.from_json((tmp_path / "debug" / RULE_STATUS_FILE).read_text()).rules[0].issue
+    assert issue.step == BLOW_AT * per_step + 2 * evaluations  # the global step, as the saved data numbers it
+    assert (issue.optimizer_step, issue.evaluation_pass) == (BLOW_AT, False)
+    assert f"at step {BLOW_AT}" in issue.message

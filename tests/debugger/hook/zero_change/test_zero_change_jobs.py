@@ -134,6 +134,30 @@ def test_a_plain_script_is_watched_by_the_job_and_stopped_at_its_first_nonfinite
     assert create_trial(str(out_dir)).steps() == [0, 1, 2, 3, 4, 5]
 
 
+@pytest.mark.parametrize("first_import", ["import smdebug.pytorch as smd", "from debugger import Hook"])
+def test_a_script_importing_the_debugger_before_torch_is_watched_without_an_import_error(tmp_path, first_import):
+    """isort's order puts ``smdebug`` before ``torch``: torch then finishes importing while the debugger's own module
+    is half-imported, and the zero-change watcher (built from that module) waits for it instead of failing."""
+    process, out_dir, failure = launch(tmp_path, first_import + "\n" + textwrap.dedent(PLAIN))
+    log = finish(process)
+    assert process.returncode == EXIT_RULE_STOP, log
+    assert "could not be installed" not in log
+    assert failure.read_text().startswith("StopTraining: rule ExplodingTensor found an issue at step 5")
+    assert "zero script change: the script creates no hook" in log
+
+
+def test_a_script_importing_smdebug_before_torch_and_making_its_hook_is_watched_by_its_hook(tmp_path):
+    script = "import smdebug.pytorch as smd\n" + textwrap.dedent(PLAIN).replace(
+        "optimizer = torch.optim",
+        "hook = smd.Hook.create_from_json_file()\nhook.register_module(model)\noptimizer = torch.optim",
+    )
+    process, out_dir, failure = launch(tmp_path, script)
+    log = finish(process)
+    assert process.returncode == EXIT_RULE_STOP, log
+    assert "could not be installed" not in log and "zero script change: the script creates no hook" not in log
+    assert failure.read_text().startswith("StopTraining: rule ExplodingTensor found an issue at step 5")
+
+
 def test_the_metric_a_plain_script_only_prints_is_read_in_the_job_with_the_run_specs_metric_definitions(tmp_path):
     """As SageMaker reads it from the log (one value per epoch line), and the script's output stays as it printed it."""
     script = PLAIN.replace('float("inf")', "1.0") + (

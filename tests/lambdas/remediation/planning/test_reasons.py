@@ -578,7 +578,7 @@ def test_spikes_clipped_when_the_rate_can_go_no_lower_say_so(account_input):
         "261292 over 20 (the 20 steps to step 259); allowed increase 5% plus the noise (9.11e+04). Remedy 5 of 17 "
         "for LossNotDecreasing in the evidence remedies, ClipGradientsOnSpikes (set grad-clip to 2 times the total "
         "gradient norm's typical size before it spiked (3685 in job 2)), applies because the gradient norm spiked to "
-        "3.788e+05, 356x its first step's 1065, at step 255. Clipping the total gradient norm at 2 times the size it "
+        "3.788e+05, 356x its first step's 1065, at step 255 and grad-clip is 0. Clipping the total gradient norm at 2 times the size it "
         "kept before the spikes (measured in the job) bounds the steps those spikes take and leaves the usual steps "
         "whole (a recurrent network's gradient spikes when its state dynamics turn unstable); the rate is kept. "
         "Evidence: initial gradient norm 1065, initial loss 7.017e+05, last finite loss 3.083e+05, max gradient norm "
