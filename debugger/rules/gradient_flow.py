@@ -38,6 +38,8 @@ def layer_of(name: str) -> str:
 
 def mean_abs(value) -> float:
     """SageMaker's measure: the mean of |gradient| over every entry."""
+    if isinstance(value, (float, np.ndarray)) and np.ndim(value) == 0:  # an every-step signal: no array to build
+        return abs(float(value))
     return float(np.mean(np.abs(np.asarray(value, dtype=np.float64)))) if np.size(value) else 0.0
 
 

@@ -110,6 +110,16 @@ class _Skipped:
         self.skipped: dict[str, str] = {}
 
 
+class _Scaled:
+    """' / 3.2 (the training loss fell from ...)' in a message when the threshold was scaled, else ''."""
+
+    def __init__(self, fall: float, loss_fall: LossFall):
+        self.fall, self.loss_fall = fall, loss_fall
+
+    def __format__(self, spec: str) -> str:
+        return f" / {self.fall:.3g} ({self.loss_fall.describe()})" if self.fall > 1.0 else ""
+
+
 class VanishingGradient(Rule):
     """Fires when the gradient vanishes before it reaches the model's input side: the mean of |gradient| of every
     tensor of the model's first layer (:mod:`debugger.rules.gradient_flow`) is below ``threshold`` at
@@ -142,7 +152,7 @@ class VanishingGradient(Rule):
     def invoke_at_step(self, step: int) -> bool:
         fall = self._loss_fall.at(step)
         threshold = self.threshold / fall
-        scaled = f" / {fall:.3g} ({self._loss_fall.describe()})" if fall > 1.0 else ""
+        scaled = _Scaled(fall, self._loss_fall)  # formatted only into a message
         # In the job: mean |g| = ||g||_1 / n >= ||g||_2 / n, and the L2 norms come from one fused torch call per
         # step; only a tensor whose L2 norm over its size falls below the threshold is read and checked exactly.
         norms = self.base_trial.norms(step, 2) if hasattr(self.base_trial, "norms") else {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
 
 from contracts.training_inputs import FINGERPRINT_VALUES
@@ -49,10 +50,15 @@ def row_fingerprints(batch: torch.Tensor) -> list[int]:
     """One integer per row of ``batch`` on the host: a hash of the bytes of the values :func:`row_fingerprint_tensor`
     reads. A CPU batch is fingerprinted so (a few tensor operations and a hash per row cost less than the integer
     arithmetic over the sampled values); a batch on a GPU by :func:`row_fingerprint_tensor`, which reads nothing back."""
-    with torch.no_grad():
-        rows = batch.detach().reshape(batch.shape[0], -1)
+    rows = batch.detach().reshape(batch.shape[0], -1)
+    if rows.shape[1] > FINGERPRINT_VALUES:  # else every value of the row: no slice to take
         stride = max(1, rows.shape[1] // FINGERPRINT_VALUES)
-        values = rows[:, ::stride][:, :FINGERPRINT_VALUES].contiguous().cpu()
-    if values.dtype == torch.bfloat16:  # numpy has no bfloat16: its bits as 16-bit integers
-        values = values.view(torch.int16)
-    return [hash(row.tobytes()) for row in values.numpy()]
+        rows = rows[:, ::stride][:, :FINGERPRINT_VALUES]
+    if rows.device.type != "cpu":
+        rows = rows.cpu()
+    if rows.dtype == torch.bfloat16:  # numpy has no bfloat16: its bits as 16-bit integers
+        rows = rows.contiguous().view(torch.int16)
+    # one copy of the rows' bytes, cut row by row: the same bytes (and hashes) as each row's own tobytes()
+    data = np.ascontiguousarray(rows.numpy()).tobytes()
+    width = len(data) // rows.shape[0]
+    return [hash(data[start : start + width]) for start in range(0, len(data), width)] if width else [hash(b"")] * rows.shape[0]

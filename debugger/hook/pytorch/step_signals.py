@@ -16,41 +16,15 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
-from torch.utils._foreach_utils import _device_has_foreach_support
 
 from contracts.training_labels import MAX_COUNTED_CLASSES
+from debugger.hook.pytorch.gradient_norm import GradientNorm, gradients_of
 
+#: A CPU batch of at most this many labels is tallied by a Python loop (about 0.15 us a label), a larger one by tensor
+#: operations (decision 196).
+HOST_LABELS = 1024
 
-def gradients_of(parameters: Sequence[tuple[str, torch.nn.Parameter]]) -> list[torch.Tensor]:
-    """The gradients the step's backward left (the parameters without one took no part in it)."""
-    return [parameter.grad for _, parameter in parameters if parameter.grad is not None]
-
-
-class GradientNorm:
-    """The total L2 norm of a step's gradients, as ``torch.nn.utils.get_total_norm`` computes it (the same value),
-    with what does not change between steps worked out once per parameter list: whether every gradient is a plain
-    tensor of one device and dtype that has fused foreach kernels (else ``get_total_norm`` itself)."""
-
-    def __init__(self) -> None:
-        self._parameters: Sequence[Any] | None = None
-        self._fused = False
-
-    def total(self, parameters: Sequence[tuple[str, torch.nn.Parameter]], gradients: list[torch.Tensor]) -> torch.Tensor:
-        if parameters is not self._parameters:
-            self._parameters, self._fused = parameters, self._fusable(gradients)
-        if self._fused and len(gradients) > 0:
-            return torch.linalg.vector_norm(torch.stack(torch._foreach_norm(gradients, 2.0)), 2.0)
-        return torch.nn.utils.get_total_norm(gradients, 2.0)
-
-    @staticmethod
-    def _fusable(gradients: list[torch.Tensor]) -> bool:
-        # a gradient has its parameter's device and dtype: one look at a step's gradients holds for the list's life
-        kinds = {(gradient.device, gradient.dtype) for gradient in gradients}
-        return (
-            len(kinds) == 1
-            and all(type(gradient) is torch.Tensor for gradient in gradients)
-            and _device_has_foreach_support(next(iter(kinds))[0])
-        )
+__all__ = ["GradientNorm", "ReadSignals", "StepLabels", "StepSignals", "gradients_of"]
 
 
 class StepLabels:
@@ -63,28 +37,48 @@ class StepLabels:
     each of which reads a size back from the device."""
 
     def __init__(self, scores: torch.Tensor, labels: torch.Tensor, dropout: float | None):
-        classes = scores.shape[1]
+        classes = self._classes_total = scores.shape[1]
         self.bins = min(classes, MAX_COUNTED_CLASSES + 1)
-        with torch.no_grad():
-            labels = labels.detach().to(torch.int64)
-            hits = scores.detach().argmax(dim=1) == labels
-            if classes == self.bins:
-                # -1 and classes are the uncounted (below 0, at or past classes): bins 0 and classes + 1
-                self._offset, self.width = 1, classes + 2
-                slots = labels.clamp(-1, classes) + 1
-            else:  # more classes than counted: past the cap in one bin, the uncounted in the last
-                counted = (labels >= 0) & (labels < classes)
-                self._offset, self.width = 0, self.bins + 1
-                slots = torch.where(counted, labels.clamp(0, MAX_COUNTED_CLASSES), self.bins)
-            slots = slots + hits.to(torch.int64) * self.width
-            size = 2 * self.width
-            if slots.device.type == "cpu":
-                self.values = torch.bincount(slots, minlength=size)
-            else:
-                self.values = torch.zeros(size, dtype=torch.int64, device=slots.device).scatter_add_(
-                    0, slots, torch.ones_like(slots)
-                )
+        if classes == self.bins:
+            # -1 and classes are the uncounted (below 0, at or past classes): bins 0 and classes + 1
+            self._offset, self.width = 1, classes + 2
+        else:  # more classes than counted: past the cap in one bin, the uncounted in the last
+            self._offset, self.width = 0, self.bins + 1
         self.dropout = dropout
+        with torch.no_grad():
+            top = scores.detach().argmax(dim=1)
+            #: the histogram: a tensor on the labels' device, read with the step's signals; or, for a CPU batch of up
+            #: to HOST_LABELS labels, already the host's list: a loop over them touches less than the tensor
+            #: operations do, each of which costs tens of microseconds when the training step left the caches cold
+            self.values: torch.Tensor | list[int] = (
+                self._on_host(top.tolist(), labels.detach().tolist())
+                if top.device.type == "cpu" and labels.device.type == "cpu" and labels.numel() <= HOST_LABELS
+                else self._on_device(top, labels.detach().to(torch.int64))
+            )
+
+    def _on_host(self, top: list[int], labels: list[int]) -> list[int]:
+        counts = [0] * (2 * self.width)
+        classes, width, uncounted = self._classes_total, self.width, self.bins
+        for label, guess in zip(labels, top, strict=True):
+            if self._offset:  # bins 0 and classes + 1: below 0, at or past classes
+                slot = (-1 if label < 0 else classes if label > classes else label) + 1
+            else:  # past the cap in one bin, the uncounted in the last
+                slot = min(label, MAX_COUNTED_CLASSES) if 0 <= label < classes else uncounted
+            counts[slot + width if guess == label else slot] += 1
+        return counts
+
+    def _on_device(self, top: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        hits = top == labels
+        if self._offset:
+            slots = labels.clamp(-1, self.width - 2) + 1
+        else:
+            counted = (labels >= 0) & (labels < self._classes_total)
+            slots = torch.where(counted, labels.clamp(0, MAX_COUNTED_CLASSES), self.bins)
+        slots = slots + hits.to(torch.int64) * self.width
+        size = 2 * self.width
+        if slots.device.type == "cpu":
+            return torch.bincount(slots, minlength=size)
+        return torch.zeros(size, dtype=torch.int64, device=slots.device).scatter_add_(0, slots, torch.ones_like(slots))
 
     def split(self, read: list[float]) -> tuple[list[int], int]:
         """(counts by class, matched) from this tally's values as read back."""
@@ -110,34 +104,48 @@ class StepSignals:
 
     def __init__(self) -> None:
         self._norm = GradientNorm()
+        #: the parameter objects of the (name, parameter) list the gradients come from, listed once per list
+        self._named: Sequence[Any] | None = None
+        self._objects: list[torch.nn.Parameter] = []
         self.labels: list[StepLabels] = []
         self.inputs: list[torch.Tensor] = []
 
     def read(self, parameters: Sequence[tuple[str, torch.nn.Parameter]] | None, loss: torch.Tensor | None) -> ReadSignals:
         """The step's signals; ``parameters``: those whose gradients are the step's to judge (None: no gradients)."""
-        gradients = gradients_of(parameters) if parameters is not None else []
+        if parameters is not None and parameters is not self._named:
+            self._named, self._objects = parameters, [parameter for _, parameter in parameters]
+        gradients = gradients_of(self._objects) if parameters is not None else []
         # None when no parameter has a gradient (no backward this step): nothing to judge, not a vanishing gradient
-        norm = self._norm.total(parameters, gradients) if gradients else None
+        norm = self._norm.total(self._objects, gradients) if gradients else None
         labels, inputs, self.labels, self.inputs = self.labels, self.inputs, [], []
-        parts: list[torch.Tensor] = []
-        if norm is not None:
-            parts.append(norm.reshape(1))
+        on_device = [tally for tally in labels if isinstance(tally.values, torch.Tensor)]
         if loss is not None:
-            parts.append(loss.float().mean().reshape(1))
-        parts += [tally.values for tally in labels] + inputs
-        if not parts:
-            return ReadSignals(None, None, [], [])
-        device = parts[0].device
-        dtype = torch.float32 if device.type == "mps" else torch.float64  # MPS has no float64
-        # every value is exact in float64: a float32 or half norm or loss, counts and fingerprints under 2**52
-        values = torch.cat([part.to(device=device, dtype=dtype) for part in parts]).tolist()
+            # the loss as float32, the mean of its values (a 0-d float32 loss, the usual one, as it is)
+            loss = loss if loss.dtype is torch.float32 and loss.dim() == 0 else loss.float().mean()
+        scalars = [value for value in (norm, loss) if value is not None]
+        parts: list[torch.Tensor] = [value.reshape(1) for value in scalars]
+        parts += [tally.values for tally in on_device] + inputs
+        values: list[float] = []
+        if len(parts) == len(scalars) == 2 and norm.dtype is loss.dtype and norm.device == loss.device:
+            values = torch.stack(scalars).tolist()  # the usual step: two floats of one dtype, exact as they are
+        elif len(parts) == len(scalars) == 1:
+            values = parts[0].tolist()
+        elif parts:
+            device = parts[0].device
+            dtype = torch.float32 if device.type == "mps" else torch.float64  # MPS has no float64
+            # every value is exact in float64: a float32 or half norm or loss, counts and fingerprints under 2**52
+            values = torch.cat([part.to(device=device, dtype=dtype) for part in parts]).tolist()
         read_norm = values.pop(0) if norm is not None else None
         read_loss = values.pop(0) if loss is not None else None
         pieces = []
-        for part in parts[len(parts) - len(labels) - len(inputs) :]:
+        for part in parts[len(parts) - len(on_device) - len(inputs) :]:
             size = part.numel()
             pieces.append(values[:size])
             values = values[size:]
-        tallies = [(*tally.split(piece), tally.dropout) for tally, piece in zip(labels, pieces, strict=False)]
-        fingerprints = [[int(value) for value in piece] for piece in pieces[len(labels) :]]
+        device_pieces = iter(pieces[: len(on_device)])
+        tallies = [
+            (*tally.split(next(device_pieces) if isinstance(tally.values, torch.Tensor) else tally.values), tally.dropout)
+            for tally in labels
+        ]
+        fingerprints = [[int(value) for value in piece] for piece in pieces[len(on_device) :]]
         return ReadSignals(read_norm, read_loss, tallies, fingerprints)

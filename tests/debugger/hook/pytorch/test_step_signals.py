@@ -14,7 +14,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from contracts.training_labels import MAX_COUNTED_CLASSES
 from debugger import Hook
-from debugger.hook.pytorch.step_signals import GradientNorm, StepLabels, StepSignals
+from debugger.hook.pytorch.step_signals import HOST_LABELS, GradientNorm, StepLabels, StepSignals
 from debugger.hook.zero_change.pytorch import AutomaticHook, TorchWatcher
 from debugger.trial import create_trial
 
@@ -129,20 +129,23 @@ def _train(blocks: int, what: str, zero_change: bool, out_dir) -> tuple[collecti
 
 @pytest.mark.parametrize("zero_change", [False, True], ids=["explicit", "zero_change"])
 def test_a_step_that_saves_nothing_costs_the_same_whatever_the_number_of_parameter_tensors(tmp_path, zero_change):
-    ops, saved = _train(5, "ops", zero_change, tmp_path / "small_ops")
-    more_ops, _ = _train(20, "ops", zero_change, tmp_path / "large_ops")
-    calls, _ = _train(5, "calls", zero_change, tmp_path / "small_calls")
-    more_calls, _ = _train(20, "calls", zero_change, tmp_path / "large_calls")
+    # 42 and 162 parameter tensors, every one small: the gradient norm takes the flat buffer (decision 196)
+    ops, saved = _train(10, "ops", zero_change, tmp_path / "small_ops")
+    more_ops, _ = _train(40, "ops", zero_change, tmp_path / "large_ops")
+    calls, _ = _train(10, "calls", zero_change, tmp_path / "small_calls")
+    more_calls, _ = _train(40, "calls", zero_change, tmp_path / "large_calls")
     steps = len(MEASURED_STEPS)
     assert not set(MEASURED_STEPS) & set(saved)  # the steps measured are steps that save nothing
-    # 22 and 82 parameter tensors: not one torch operation nor one function call more per step
+    # not one torch operation nor one function call more per step
     assert more_ops == ops
     assert more_calls == calls
-    # the gradient norm is one fused operation; nothing reads a value back to the host (item, float, bool of a
-    # tensor: _local_scalar_dense) but the step's one transfer (a CPU batch's fingerprints go through numpy, on the host)
-    assert ops["_foreach_norm"] == steps
+    # the gradient norm: one copy per shape of gradient (vectors, rows of 16) into the buffer, no kernel per tensor;
+    # nothing reads a value back to the host (item, float, bool of a tensor: _local_scalar_dense) but the step's one
+    # transfer (a CPU batch's fingerprints and label tally go through the host)
+    assert ops["_foreach_norm"] == 0
+    assert ops["cat"] == 2 * steps
     assert ops["_local_scalar_dense"] == 0
-    assert calls["c.tolist"] == steps and calls["c.item"] == 0
+    assert calls["c.tolist"] == 3 * steps and calls["c.item"] == 0  # the step's read, the labels and their top class
 
 
 def test_the_gradient_norm_is_the_one_torch_computes():
@@ -150,10 +153,59 @@ def test_the_gradient_norm_is_the_one_torch_computes():
     model(torch.randn(8, 16)).pow(2).sum().backward()
     named = list(model.named_parameters())
     gradients = [parameter.grad for _, parameter in named]
-    norm = GradientNorm().total(named, gradients)
+    norm = GradientNorm().total(named, gradients)  # 26 tensors: the per-tensor norms
     assert norm.item() == torch.nn.utils.get_total_norm(gradients, 2.0).item()
     mixed = [gradients[0].double(), *gradients[1:]]  # two dtypes: torch's own grouping computes it
     assert GradientNorm().total([("a", None)], mixed).item() == torch.nn.utils.get_total_norm(mixed, 2.0).item()
+
+
+def _many_small_and_some_large(seed: int) -> list[torch.Tensor]:
+    """Gradients of every shape the flat buffer groups: 0-d, vectors, rows of several widths, 4-d kernels, and tensors
+    too large for it (kept on their own norms); more values than one serial chunk holds."""
+    generator = torch.Generator().manual_seed(seed)
+    shapes = [(), (7,), (64, 64), (3, 5), (16, 3, 3, 3), (64,), (), (10, 64), (300, 200), (9000,)] * 8
+    return [torch.randn(shape, generator=generator) * 10.0 ** int(torch.randint(-3, 3, (1,), generator=generator)) for shape in shapes]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_flat_norm_of_many_small_gradients_is_torch_s_up_to_rounding(seed):
+    gradients = _many_small_and_some_large(seed)
+    parameters = [object()] * len(gradients)
+    computer = GradientNorm()
+    norm = computer.total(parameters, gradients)
+    assert computer._plan is not None and computer._plan.large is not None  # the flat buffer, and large tensors beside
+    expected = torch.linalg.vector_norm(torch.cat([gradient.double().reshape(-1) for gradient in gradients]))
+    assert norm.item() == pytest.approx(expected.item(), rel=1e-6)
+    assert norm.item() == pytest.approx(torch.nn.utils.get_total_norm(gradients, 2.0).item(), rel=1e-6)
+    # the next step's gradients (new tensors, as zero_grad(set_to_none=True) leaves them) go through the same plan
+    later = [gradient * 2.0 for gradient in gradients]
+    assert computer.total(parameters, later).item() == pytest.approx(2.0 * norm.item(), rel=1e-6)
+    # a parameter without a gradient this step: the per-tensor norms, exactly torch's
+    assert computer.total(parameters, later[1:]).item() == torch.nn.utils.get_total_norm(later[1:], 2.0).item()
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), 1e20], ids=["nan", "inf", "overflowing_square"])
+def test_the_flat_norm_is_not_finite_where_torch_s_is_not(bad):
+    gradients = _many_small_and_some_large(5)
+    gradients[13] = gradients[13].clone()
+    gradients[13].view(-1)[3] = bad  # a small tensor's value: in the flat buffer
+    computer = GradientNorm()
+    norm = computer.total([object()] * len(gradients), gradients)
+    assert computer._plan is not None
+    reference = torch.nn.utils.get_total_norm(gradients, 2.0)
+    assert torch.isfinite(reference).item() is False
+    assert torch.isfinite(norm).item() is False
+    assert torch.isnan(norm).item() == torch.isnan(reference).item()
+
+
+def test_few_or_large_gradients_keep_the_per_tensor_norms():
+    few = [torch.randn(16) for _ in range(10)]
+    large = [torch.randn(100, 100) for _ in range(40)]
+    for gradients in (few, large):
+        computer = GradientNorm()
+        norm = computer.total([object()] * len(gradients), gradients)
+        assert computer._plan is None
+        assert norm.item() == torch.nn.utils.get_total_norm(gradients, 2.0).item()
 
 
 def _reference_tally(scores: torch.Tensor, labels: torch.Tensor) -> tuple[list[int], int] | None:
@@ -167,10 +219,13 @@ def _reference_tally(scores: torch.Tensor, labels: torch.Tensor) -> tuple[list[i
 
 
 @pytest.mark.parametrize("classes", [2, 10, MAX_COUNTED_CLASSES + 1, MAX_COUNTED_CLASSES + 50])
-def test_the_label_tally_read_with_the_step_counts_what_the_labels_hold(classes):
+@pytest.mark.parametrize("largest", [100, 3 * HOST_LABELS], ids=["host_loop", "tensor_operations"])
+def test_the_label_tally_read_with_the_step_counts_what_the_labels_hold(classes, largest):
     generator = torch.Generator().manual_seed(classes)
     for batch in range(12):
-        size = int(torch.randint(1, 100, (1,), generator=generator))
+        size = int(torch.randint(1, largest, (1,), generator=generator))
+        if largest > HOST_LABELS:
+            size = max(size, HOST_LABELS + 1)
         labels = torch.randint(-2, classes + 3, (size,), generator=generator)  # some outside [0, classes)
         if batch % 3 == 0:
             labels[labels % 2 == 0] = -100  # ignore_index
