@@ -139,6 +139,10 @@ class Peak:
     step: int
     learning_rate: float | None = None
     phase: str | None = None
+    #: The step's optimizer step and whether it was an evaluation pass, as sentences name it (contracts.step_names;
+    #: None: unknown, in older reports and XGBoost jobs: the global step is named).
+    optimizer_step: int | None = None
+    evaluation_pass: bool = False
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> Peak | None:
@@ -149,7 +153,13 @@ class Peak:
             step=int(data["step"]),
             learning_rate=parse_number(data.get("learning_rate")),
             phase=data.get("phase"),
+            optimizer_step=int(data["optimizer_step"]) if data.get("optimizer_step") is not None else None,
+            evaluation_pass=bool(data.get("evaluation_pass", False)),
         )
+
+    def step_name(self) -> str:
+        """'step 7 (saved as global step 9)' (contracts.step_names)."""
+        return step_name(self.step, self.optimizer_step, self.evaluation_pass, with_global=True)
 
 
 @dataclasses.dataclass

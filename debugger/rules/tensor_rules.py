@@ -278,7 +278,10 @@ class UnchangedTensor(_SelectedTensors):
                 continue
             first = arrays[0].astype(np.float64)
             change = max((float(np.nanmax(np.abs(a.astype(np.float64) - first), initial=0.0)) for a in arrays[1:]), default=0.0)
-            steps = ", ".join(str(s) for s, _ in history)
+            names = [self.step_name(s) for s, _ in history]
+            # "(0, 10, 20)" as the user counts steps; an evaluation pass among them named in full
+            plain = all(named.startswith("step ") for named in names)
+            steps = ", ".join(named[len("step "):] if plain else named for named in names)
             scaled = f" (rtol and atol / {fall:.3g}: {self._loss_fall.describe()})" if fall > 1.0 else ""
             message = (
                 f"{name} did not change over its last {self.num_steps} saved steps ({steps}): largest change "
