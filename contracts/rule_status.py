@@ -173,8 +173,15 @@ class Evidence:
     #: unit ``steps_per_epoch`` counts (the script's optimizer steps), whatever the global steps count besides.
     first_issue_optimizer_step: int | None = None
     phase: str | None = None
-    #: Optimizer steps per epoch, as the script said (Hook.set_context).
+    #: Optimizer steps per epoch: the number the script said (Hook.set_context), read in the unit the job's counts
+    #: show it was given in (contracts.epoch_length).
     steps_per_epoch: int | None = None
+    #: The number the script gave, the unit it was read in ("optimizer steps" or "batches"; None: an older report,
+    #: taken as optimizer steps), what showed it (a phrase), and the batches an optimizer step took when that decided.
+    steps_per_epoch_stated: int | None = None
+    steps_per_epoch_unit: str | None = None
+    steps_per_epoch_reading: str | None = None
+    batches_per_step: int | None = None
     last_step: int | None = None
     last_finite_loss: float | None = None
     max_gradient_norm: float | None = None

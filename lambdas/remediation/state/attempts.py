@@ -195,6 +195,10 @@ class AttemptEvidence(BaseModel):
     first_issue_optimizer_step: Count | None = None
     phase: Phase | None = None
     steps_per_epoch: Annotated[Whole, Field(ge=1)] | None = None
+    steps_per_epoch_stated: Annotated[Whole, Field(ge=1)] | None = None
+    steps_per_epoch_unit: Literal["optimizer steps", "batches"] | None = None
+    steps_per_epoch_reading: Text(MAX_REASON_BYTES) | None = None
+    batches_per_step: Annotated[Whole, Field(ge=1)] | None = None
     last_step: Whole | None = None
     last_finite_loss: float | None = None
     max_gradient_norm: float | None = None
