@@ -164,7 +164,7 @@ class RuleRunner:
         """The script's steps per epoch in optimizer steps, in the unit the job's counts show it was given in
         (contracts.epoch_length); a job that counts no optimizer steps (XGBoost) keeps the number as stated."""
         stated, numbering = self.evidence.steps_per_epoch_stated, getattr(self.trial, "step_numbering", None)
-        if stated is None or numbering is None or not hasattr(numbering, "epoch_so_far"):
+        if stated is None or numbering is None:
             return
         length = read_epoch_length(stated, numbering.completed_epoch, numbering.epoch_so_far())
         evidence = self.evidence
