@@ -65,6 +65,10 @@ FIT_GAP = 0.15
 #: in a model that scores lower (:func:`short_match`): read only as the last thing left to try. Why 0.08:
 #: docs/decisions/008-short-match-last-resort.md
 SUSPECT_GAP = 0.08
+#: A held-out score within this of the most common class's share of the training labels is what always guessing
+#: that class scores: the model learned nothing that shows (a binomial standard error on a few hundred held-out
+#: samples is about 0.02). Why: docs/decisions/208-jobs-that-learned-nothing-are-neither-better-nor-worse.md
+CHANCE_MARGIN = 0.05
 #: Fewer epochs than this are too few to judge how the model fits its training labels.
 MIN_EPOCHS_TO_MEMORISE = 3
 #: A match this much above the quarter before is still rising: the model is still learning its training labels.
@@ -266,6 +270,13 @@ def _late_match(windows: Sequence[LossWindow]) -> tuple[list[LossWindow], float 
     agreement = _agreement(late)
     before = _agreement(_with_labels_seen(windows[-2 * quarter : -quarter]))
     return late, agreement, None if agreement is None or before is None else agreement - before
+
+
+def guessing_score(label_counts: Sequence[int] | None) -> float | None:
+    """What always guessing the most common training class scores (its share of the labels); None: too few counted."""
+    if not label_counts or sum(label_counts) < MIN_COUNTED_LABELS:
+        return None
+    return max(label_counts) / sum(label_counts)
 
 
 def _with_labels_seen(windows: Sequence[LossWindow]) -> list[LossWindow]:
