@@ -9,6 +9,7 @@ A condition holds when every test it gives holds::
     "when": {"hyperparameters": {"activation": "relu"}}     # the run's current value
     "when": {"hyperparameters_above": {"learning_rate": 0.4}}  # a number above (or _below) a bound
     "when": {"spiked_above": 10, "spike_phase": "warmup"}   # the run's history: see below
+    "when": {"spiked_above": 2, "spike_series": "loss"}     # the loss alone
     "when": {"target_scale_above": 30}                    # a regression's targets 30x what its outputs start at
     "when": {"diverged": "spiking"}                        # the loss or gradient norm rose or spiked (contracts.divergence)
     "when": {"loss_shape": "still_falling"}                 # the loss's course over the job (contracts.loss_history)
@@ -22,6 +23,8 @@ A condition holds when every test it gives holds::
     "when": {"labels_short_of_held_out": true}              # its training-label match settled short of held out
     "when": {"debugger_settings": {"class_weighting": "balanced"}}  # the debugger setting the job ran with
     "when": {"debugger_settings_tried": {"class_weighting": "balanced"}}  # a setting some job of the run ran with
+    "when": {"learned_nothing": true}                      # its loss never fell, its score is what guessing scores
+    "when": {"blew_up_at_a_higher_rate": true}             # an earlier job blew up at a rate above this job's
 
 ``spiked_above`` reads the run's history, not only its last symptom: it holds when the loss or the total gradient
 norm rose to more than that many times its initial value at or before the step the rule fired (the job reports
@@ -67,6 +70,8 @@ from contracts.suggestions import did_you_mean
 from contracts.training_labels import LABEL_FINDINGS
 
 LOSS_TRENDS = ("rising", "falling")
+#: The series ``spike_series`` names (contracts.situation.Situation.spike).
+SPIKE_SERIES = ("loss", "gradient norm")
 #: The loss_shape condition's word for a job that reported too little of its loss's course to tell.
 UNKNOWN_LOSS_SHAPE = "unknown"
 
@@ -100,6 +105,9 @@ class Condition:
     hyperparameters_below: tuple[tuple[str, float], ...] = ()
     spiked_above: float | None = None
     spike_phase: str | None = None
+    #: With ``spiked_above``: only this series counts ("loss" or "gradient norm"; the gradient norm grows in healthy
+    #: training too, the loss does not rise above its start at a rate too small).
+    spike_series: str | None = None
     #: The targets' scale above this many times what the model's outputs start at (Situation.target_scale).
     target_scale_above: float | None = None
     #: How the training loss or the total gradient norm diverged, one of these (contracts.divergence.DIVERGENCE_KINDS).
@@ -122,6 +130,10 @@ class Condition:
     #: The job's match with its training labels settled short of its held-out score, by enough to suspect the labels
     #: but not to name them noisy (``contracts.training_labels.short_match``).
     labels_short_of_held_out: bool | None = None
+    #: The job learned nothing its objective can show (see :attr:`Situation.learned_nothing`).
+    learned_nothing: bool | None = None
+    #: An earlier job of the run blew up at a rate above the one this job ran (see :meth:`Situation.blown_up_above`).
+    blew_up_at_a_higher_rate: bool | None = None
     #: The debugger settings the job ran with (run_spec field -> value, ``contracts.debugger_settings``).
     debugger_settings: tuple[tuple[str, Value], ...] = ()
     #: Debugger settings some job of the run ran with, even one the planner went back from (a loss change that made
@@ -138,6 +150,7 @@ class Condition:
             bool(self.training_labels)
             or bool(self.diverged)
             or bool(self.objective_met_before_end)
+            or bool(self.blew_up_at_a_higher_rate)
             or any(getattr(self, key) for key in HYPERPARAMETER_TESTS)
         )
 
@@ -194,7 +207,7 @@ class Condition:
                 value, self.issue_value_below,
             ))
         if self.spiked_above is not None:
-            spike = situation.spike(self.spiked_above)
+            spike = situation.spike(self.spiked_above, self.spike_series)
             if spike is None:
                 return False, []
             if self.spike_phase is not None and spike.peak.phase != self.spike_phase:
@@ -257,6 +270,21 @@ class Condition:
                 return False, []
             if situation.still_rising:
                 facts.append(Fact("objective_still_rising", situation.describe_rise(), True))
+        if self.learned_nothing is not None:
+            if situation.learned_nothing != self.learned_nothing:
+                return False, []
+            if self.learned_nothing:
+                facts.append(Fact("learned_nothing", situation.describe_learned_nothing(), True))
+        if self.blew_up_at_a_higher_rate is not None:
+            ceiling = situation.blown_up_above(settings)
+            if (ceiling is not None) != self.blew_up_at_a_higher_rate:
+                return False, []
+            if ceiling is not None:
+                facts.append(Fact(
+                    "blew_up_at_a_higher_rate",
+                    f"{ceiling.setting} {show(settings[ceiling.setting])} is below {show(ceiling.value)}, {ceiling.why}",
+                    settings[ceiling.setting], ceiling.value,
+                ))
         if self.objective_met_before_end is not None:
             best = situation.best_epoch
             if (best is not None) != self.objective_met_before_end:
@@ -337,6 +365,7 @@ CONDITION_KEYS = (
     "hyperparameters_below",
     "spiked_above",
     "spike_phase",
+    "spike_series",
     "target_scale_above",
     "diverged",
     "loss_shape",
@@ -347,6 +376,8 @@ CONDITION_KEYS = (
     "loss_weighted_by_class",
     "loss_robust_to_wrong_labels",
     "labels_short_of_held_out",
+    "learned_nothing",
+    "blew_up_at_a_higher_rate",
     "debugger_settings",
     "debugger_settings_tried",
 )
@@ -358,6 +389,8 @@ BOOLEAN_TESTS = (
     "loss_weighted_by_class",
     "loss_robust_to_wrong_labels",
     "labels_short_of_held_out",
+    "learned_nothing",
+    "blew_up_at_a_higher_rate",
 )
 #: The conditions on how the job computed its training loss (a Situation field of the same name), with the fact each
 #: adds to the reason when it holds true.
@@ -421,6 +454,12 @@ def parse_condition(
             raise ContractError(f"{where}.spike_phase", f"must be one of {', '.join(PHASES)} (got {spike_phase!r})")
         if spiked_above is None:
             raise ContractError(f"{where}.spike_phase", "needs spiked_above: the spike whose phase it tests")
+    spike_series = value.get("spike_series")
+    if spike_series is not None:
+        if spike_series not in SPIKE_SERIES:
+            raise ContractError(f"{where}.spike_series", f"must be one of {', '.join(SPIKE_SERIES)} (got {spike_series!r})")
+        if spiked_above is None:
+            raise ContractError(f"{where}.spike_series", "needs spiked_above: the spike whose series it names")
     diverged = _one_or_list(value, "diverged", DIVERGENCE_KINDS, where)
     target_scale = value.get("target_scale_above")
     if target_scale is not None and (not is_number(target_scale) or not math.isfinite(target_scale) or target_scale < 1):
@@ -470,6 +509,7 @@ def parse_condition(
         hyperparameters_below=compared["hyperparameters_below"],
         spiked_above=float(spiked_above) if spiked_above is not None else None,
         spike_phase=spike_phase,
+        spike_series=spike_series,
         target_scale_above=float(target_scale) if target_scale is not None else None,
         diverged=diverged,
         loss_shape=shapes,

@@ -8,13 +8,21 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 
 from contracts.divergence import Divergence
-from contracts.hyperparameter_values import Value, show
+from contracts.hyperparameter_values import Value, is_number, show
 from contracts.loss_history import DIVERGED, LossShape, LossWindow, loss_shape
 from contracts.objective import Objective, ObjectiveCourse, late_reports, recent_reports
 from contracts.rule_status import Peak
-from contracts.training_labels import LabelFinding, ShortMatch, label_finding, short_match
+from contracts.training_labels import (
+    CHANCE_MARGIN,
+    LabelFinding,
+    ShortMatch,
+    guessing_score,
+    label_finding,
+    short_match,
+)
 
 #: Losses whose gradient grows with the targets' scale (torch.nn's class names): a squared error.
 SQUARED_ERROR_LOSSES = ("MSELoss", "GaussianNLLLoss")
@@ -56,6 +64,9 @@ class RateCeiling:
     value: float
     job: int
     why: str
+    #: Set by a job that blew up at that rate (diverged, exploded, collapsed); False: by what a remedy computed (the
+    #: targets' scale), which says the rate is too high, not that a job showed it.
+    blew_up: bool = True
 
     def describe(self) -> str:
         """'at or above 0.5, the rate job 1 diverged at'."""
@@ -133,6 +144,15 @@ class Situation:
     def ceiling_for(self, setting: str) -> RateCeiling | None:
         """The lowest ceiling on ``setting`` (None: the history bounds it nowhere)."""
         found = [ceiling for ceiling in self.rate_ceilings if ceiling.setting == setting]
+        return min(found, key=lambda ceiling: ceiling.value, default=None)
+
+    def blown_up_above(self, settings: Mapping[str, Value]) -> RateCeiling | None:
+        """The lowest rate an earlier job blew up at that is above the rate ``settings`` give the same setting now
+        (None: no job of the run blew up above the current rate)."""
+        found = [
+            ceiling for ceiling in self.rate_ceilings
+            if ceiling.blew_up and is_number(settings.get(ceiling.setting)) and settings[ceiling.setting] < ceiling.value
+        ]  # fmt: skip
         return min(found, key=lambda ceiling: ceiling.value, default=None)
 
     @property
@@ -249,14 +269,42 @@ class Situation:
             return dataclasses.replace(shape, shape=DIVERGED, divergence=self.loss_divergence.describe())
         return shape
 
-    def spike(self, factor: float) -> Spike | None:
-        """The first of the loss and the gradient norm to peak above ``factor`` times its initial value at or
-        before the issue's step (None: neither did, or the numbers are missing)."""
+    @property
+    def learned_nothing(self) -> bool:
+        """The job learned nothing its objective can show: its training loss never fell (flat, or diverged above its
+        start) and, for a score whose training labels were counted, its held-out score is within
+        :data:`~contracts.training_labels.CHANCE_MARGIN` of always guessing the most common class. Two such jobs'
+        objective values differ by chance, not by what their settings did (docs/decisions/208-*). A flat loss beside
+        a score well above guessing (wrong labels, under dropout) learned something."""
+        course = self.loss_course
+        if course is None or course.shape not in ("flat", DIVERGED):
+            return False
+        guessing = guessing_score(self.label_counts)
+        return self.held_out_score is None or guessing is None or self.held_out_score <= guessing + CHANCE_MARGIN
+
+    def describe_learned_nothing(self) -> str:
+        """'the training loss went from 1.383 to 1.391, and validation:accuracy 0.233 is within 0.05 of always guessing
+        the most common class (0.262): it learned nothing'."""
+        course = self.loss_course
+        text = f"the training loss went from {show(course.start)} to {show(course.end)}" if course else "the loss never fell"
+        guessing = guessing_score(self.label_counts)
+        if self.held_out_score is not None and guessing is not None and self.objective is not None:
+            text += (
+                f", and {self.objective.metric_name} {show(self.held_out_score)} is within {show(CHANCE_MARGIN)} of "
+                f"always guessing the most common class ({show(round(guessing, 4))})"
+            )
+        return f"{text}: it learned nothing"
+
+    def spike(self, factor: float, only: str | None = None) -> Spike | None:
+        """The first of the loss and the gradient norm (``only``: that series) to peak above ``factor`` times its
+        initial value at or before the issue's step (None: neither did, or the numbers are missing)."""
         spikes = []
         for series, initial, peak in (
             ("loss", self.initial_loss, self.loss_peak),
             ("gradient norm", self.initial_gradient_norm, self.gradient_norm_peak),
         ):
+            if only is not None and series != only:
+                continue
             if peak is None or initial is None or not math.isfinite(initial) or initial <= 0:
                 continue
             if self.issue_step is not None and peak.step > self.issue_step:

@@ -54,6 +54,8 @@ def test_a_hyperparameter_above_a_bound_holds_only_above_it_and_adapts_to_the_sc
         ({"spiked_above": 1}, "when.spiked_above", "a factor above 1"),
         ({"spiked_above": 10, "spike_phase": "cooldown"}, "when.spike_phase", "warmup, main"),
         ({"spike_phase": "warmup"}, "when.spike_phase", "needs spiked_above"),
+        ({"spiked_above": 2, "spike_series": "weights"}, "when.spike_series", "loss, gradient norm"),
+        ({"spike_series": "loss"}, "when.spike_series", "needs spiked_above"),
     ],
 )
 def test_a_bad_condition_names_its_field(when, field, fragment):
@@ -147,3 +149,14 @@ def test_a_spike_condition_says_which_series_peaked_where_and_holds_only_in_its_
         "the gradient norm rose from 6 to 70 (11.7x) at step 3 (saved as global step 13) (warmup phase, learning rate "
         "0.8) before the rule fired at step 10, more than 10x its initial value"
     ]  # the optimizer steps (decision 205), the saved global step once
+
+
+def test_a_spike_condition_on_one_series_ignores_the_other():
+    """``spike_series``: the gradient norm, which grows in healthy training, does not stand in for the loss."""
+    loss = Peak(value=3.0, step=1, learning_rate=0.01)
+    norm = Peak(value=70.0, step=3, learning_rate=0.01)
+    situation = Situation(issue_step=10, initial_loss=2.0, initial_gradient_norm=6.0, loss_peak=loss, gradient_norm_peak=norm)
+    assert not parse_condition({"spiked_above": 2, "spike_series": "loss"}, START, "when").check(situation, START)[0]
+    holds, facts = parse_condition({"spiked_above": 1.4, "spike_series": "loss"}, START, "when").check(situation, START)
+    assert holds and [(fact.test, fact.measured) for fact in facts] == [("spiked_above", 1.5)]
+    assert parse_condition({"spiked_above": 2, "spike_series": "gradient norm"}, START, "when").check(situation, START)[0]

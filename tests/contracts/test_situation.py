@@ -79,3 +79,24 @@ def test_a_target_scale_divides_a_rate_only_under_a_squared_error():
     assert huber.target_scale == pytest.approx(837.7) and huber.step_target_scale is None
     assert Situation(target_rms=5.0, output_rms=2.5).target_scale == pytest.approx(2.0)  # outputs' own unit
     assert Situation().target_scale is None
+
+
+def test_a_job_learned_nothing_when_its_loss_never_fell_and_its_score_is_what_guessing_the_common_class_scores():
+    """Two jobs that learned nothing score by chance (contracts.situation.Situation.learned_nothing): a loss that never
+    fell, and a held-out score within CHANCE_MARGIN of the most common class's share. An LSTM's job (windows as its
+    debugger reported them): the loss from 1.383 to 1.391 over 4 classes counted 1945/1925/2095/2035 (guessing
+    scores 0.262)."""
+    flat = tuple(LossWindow(step, step + 7, 8, mean, 0.25, 8) for step, mean in zip(range(0, 128, 8), [1.67, 1.43] + [1.39] * 14, strict=True))
+    counts = (1945, 1925, 2095, 2035)
+    at_chance = Situation(loss_windows=flat, initial_loss=1.383, label_counts=counts, held_out_score=0.233)
+    assert at_chance.loss_course.shape == "flat" and at_chance.learned_nothing
+    # 0.262 + 0.05 is the edge: a score above it learned something even with a flat loss (wrong labels under dropout)
+    assert Situation(loss_windows=flat, initial_loss=1.383, label_counts=counts, held_out_score=0.311).learned_nothing
+    assert not Situation(loss_windows=flat, initial_loss=1.383, label_counts=counts, held_out_score=0.4175).learned_nothing
+    # a loss that fell learned something, whatever it scores held out
+    fell = tuple(LossWindow(w.first_step, w.last_step, w.count, w.mean / (1 + i), 0.25, 8) for i, w in enumerate(flat))
+    assert not Situation(loss_windows=fell, initial_loss=1.383, label_counts=counts, held_out_score=0.233).learned_nothing
+    # without counted labels (a regression, a loss the debugger does not read labels from) the flat loss says it
+    assert Situation(loss_windows=flat, initial_loss=1.383, held_out_score=None).learned_nothing
+    # too little reported to read the loss's course: not known to have learned nothing
+    assert not Situation(loss_windows=flat[:3], initial_loss=1.383, label_counts=counts, held_out_score=0.233).learned_nothing

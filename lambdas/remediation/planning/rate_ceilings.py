@@ -43,7 +43,7 @@ def rate_ceilings(
             ceilings.append(RateCeiling(
                 learning_rate, float(f"{change.after * CEILING_RATIO:.6g}"), attempt.number,
                 f"{CEILING_RATIO:g} times the rate {show(change.after)} that job {attempt.number}'s targets' scale "
-                f"implies (its rate {show(change.before)} divided by that scale)",
+                f"implies (its rate {show(change.before)} divided by that scale)", blew_up=False,
             ))  # fmt: skip
     return tuple(ceilings)
 

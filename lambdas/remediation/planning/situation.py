@@ -273,7 +273,7 @@ class MadeItWorse:
 def remedies_that_made_it_worse(state: WorkflowState) -> dict[str, MadeItWorse]:
     """The remedies (by label) after which the job's objective metric got worse than the job before by more than the
     later job's :func:`report_noise` ("after LowerLearningRate (job 2), validation:accuracy went from 0.45 to 0.3"):
-    the planner does not repeat them."""
+    the planner does not repeat them. Not between two jobs that both learned nothing (:func:`learned_nothing`)."""
     objective = state.declared_objective()
     worse: dict[str, MadeItWorse] = {}
     if objective is None:
@@ -285,7 +285,9 @@ def remedies_that_made_it_worse(state: WorkflowState) -> dict[str, MadeItWorse]:
         old, new = before.objective_value, after.objective_value
         if remedy is None or old is None or new is None or not (math.isfinite(old) and math.isfinite(new)):
             continue
-        if objective.shortfall(new) > objective.shortfall(old) + report_noise(after):
+        if objective.shortfall(new) > objective.shortfall(old) + report_noise(after) and not (
+            learned_nothing(state, before) and learned_nothing(state, after)
+        ):
             worse[remedy] = MadeItWorse(
                 after.number,
                 f"after {remedy} (job {after.number}), {objective.metric_name} went from {show(old)} to {show(new)}",
@@ -297,7 +299,7 @@ def attempt_to_plan_from(state: WorkflowState, attempt: Attempt, failure: str) -
     """The attempt the planner plans from: after a quiet miss, the one that came closest to the objective among those
     that completed with quiet rules and missed it (the earliest of equals), when it came closer than the last
     (``attempt``) by more than the last one's :func:`report_noise`: a remedy that made things worse is undone, not
-    built on. Else ``attempt``."""
+    built on; not when both learned nothing (:func:`learned_nothing`). Else ``attempt``."""
     objective = state.declared_objective()
     if failure != OBJECTIVE_MISSED or attempt.outcome != OBJECTIVE_MISSED or objective is None:
         return attempt
@@ -311,7 +313,15 @@ def attempt_to_plan_from(state: WorkflowState, attempt: Attempt, failure: str) -
     if attempt.objective_value is None or best.objective_value is None:
         return attempt
     closer = objective.shortfall(best.objective_value) + report_noise(attempt) < objective.shortfall(attempt.objective_value)
+    if closer and learned_nothing(state, best) and learned_nothing(state, attempt):
+        return attempt
     return best if closer else attempt
+
+
+def learned_nothing(state: WorkflowState, attempt: Attempt) -> bool:
+    """Whether the attempt learned nothing its objective can show (``contracts.situation.Situation.learned_nothing``):
+    its objective value is chance's, so comparing it with another such job's says nothing about their settings."""
+    return situation_in(state, attempt).learned_nothing
 
 
 def report_noise(attempt: Attempt) -> float:

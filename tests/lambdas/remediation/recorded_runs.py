@@ -50,6 +50,13 @@ def without_optimizer(job: dict[str, Any]) -> dict[str, Any]:
     return {**job, "rule_status": {**job["rule_status"], "evidence": evidence}}
 
 
+def scored_higher(job: dict[str, Any], by: float) -> dict[str, Any]:
+    """The same job as if its held-out reports had each been ``by`` higher."""
+    metrics = {name: {**metric, "value": metric["value"] + by, "values": [value + by for value in metric["values"]]}
+               for name, metric in job["rule_status"]["metrics"].items()}  # fmt: skip
+    return {**job, "rule_status": {**job["rule_status"], "metrics": metrics}}
+
+
 def final_metric_only(job: dict[str, Any]) -> dict[str, Any]:
     """The same job as a script that reports its held-out metric once, at the end, wrote it (no course)."""
     metrics = {name: {**metric, "values": metric["values"][-1:]} for name, metric in job["rule_status"]["metrics"].items()}

@@ -149,6 +149,8 @@ def test_a_users_script_without_declarations_gets_the_evidence_remedies_its_hype
         ("LearningRateToUsual", "lr"), ("SwitchToReLU", "activation"),
         # a loss that diverged: a tenth of the rate (no grad_clip knob: no clipping), before labels or epochs
         ("LowerRateOnDivergence", "lr"),
+        # a rate lowered after a job blew up, at which the network learned nothing: lower still
+        ("LowerRateLearnedNothing", "lr"),
         ("TrainLongerOnRareClass", "epochs"), ("RobustLossInJob", "debugger_robust_loss"),
         ("TrainLongerOnNoisyLabels", "epochs"), ("SmallerStepsOnNoisyLabels", "lr"),
         ("TrainLonger", "epochs"),

@@ -46,6 +46,9 @@ COLLAPSE_RATE_FACTOR = 0.1
 #: A run that diverged (its loss or gradient norm rose or spiked far above its first step: contracts.divergence) is
 #: relaunched at a tenth of its rate, as a collapse is: halving it diverged again (docs/decisions/165).
 DIVERGENCE_RATE_FACTOR = 0.1
+#: A loss whose steps rose to this many times its first step's value overshot: a rate too small does not raise the
+#: loss, and a plateau at a fitting rate creeps down from its start (decision 208).
+OVERSHOOT_FACTOR = 1.5
 #: Gradients are clipped at this many times the total norm's typical size before it spiked or blew up, measured in the
 #: job: a threshold on the network's own scale (Pascanu et al. 2013 clip at a multiple of the average norm; a fixed
 #: norm of 1 stalls a network whose gradient norm starts at 1e3). Why 2: docs/decisions/186 and 204.
@@ -255,6 +258,21 @@ class Catalogue:
             "when": {"diverged": ["rising", "spiking"]},
             "note": f"The run diverged: a learning rate {1 / DIVERGENCE_RATE_FACTOR:g} times lower, well below the "
             "rate it diverged at (halving it diverges again). More epochs would not help.",
+        }
+
+    @property
+    def lower_rate_learned_nothing(self) -> Remedy:
+        """A rate lowered after a job blew up, at which the next job learned nothing: still too high (decision 208)."""
+        return {
+            "name": "LowerRateLearnedNothing",
+            "hyperparameter": "learning_rate",
+            "multiply_by": DIVERGENCE_RATE_FACTOR,
+            "min": self.rates.floor,
+            "when": {"learned_nothing": True, "blew_up_at_a_higher_rate": True,
+                     "spiked_above": OVERSHOOT_FACTOR, "spike_series": "loss"},
+            "note": "A job of this run blew up at a higher rate, and at this lower one the loss jumped above its start "
+            "and the network learned nothing: its steps still overshoot. A rate "
+            f"{1 / DIVERGENCE_RATE_FACTOR:g} times lower; more epochs would not help.",
         }
 
     @property

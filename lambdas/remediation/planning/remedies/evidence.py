@@ -331,6 +331,7 @@ def objective_missed(c: Catalogue) -> list[Remedy]:
         c.normalize_inputs,
         # a loss that diverged did not fail to learn for want of epochs, and tells nothing of its labels
         *c.on_divergence,
+        c.lower_rate_learned_nothing,
         variant(c.weight_classes, when={"training_labels": "imbalanced"}),
         variant(c.train_longer, name="TrainLongerOnRareClass", multiply_by=2,
                 when={"training_labels": "imbalanced", "loss_weighted_by_class": True, "objective_still_rising": True},

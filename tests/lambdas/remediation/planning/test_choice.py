@@ -51,7 +51,7 @@ def test_the_reason_names_the_remedy_left_out_for_the_hyperparameter_limit(accou
     _, planned = _padded_miss(account_input, _room(account_input))
     assert planned.last_attempt.decision.reason == (
         "Job remediation-job-70cf617e3e-001 completed with quiet rules but validation:accuracy = 0.7056 missed "
-        "validation:accuracy >= 0.9 by 0.1944. Remedy 10 of 19 for objective_missed in the evidence remedies, "
+        "validation:accuracy >= 0.9 by 0.1944. Remedy 11 of 20 for objective_missed in the evidence remedies, "
         "SmallerStepsOnNoisyLabels (multiply lr by 0.3 (not below 0.0001)), applies because the training labels "
         "look noisy: over steps 233-286 the model's top class matched 47% of its training labels, yet it scored "
         "0.7056 on held-out data; a model fits the labels it trains on at least as well as unseen ones unless many "

@@ -109,3 +109,57 @@ def test_spikes_are_clipped_at_twice_the_gradient_norms_own_typical_size(account
     assert changes_of(decision)["grad-clip"][1] > 1000 * 1.0  # not the fixed 1.0 of before
     launched = planned.with_new_attempt("remediation-job-3")
     assert product_changes(launched)["grad-clip"].after == float(f"{2 * typical:.2g}")  # what the launch "ran with"
+
+
+def test_a_rate_lowered_after_a_divergence_at_which_the_network_learned_nothing_is_lowered_again(account_input):
+    """An LSTM under RMSprop at 0.05, ten times its usual rate (decision 208): job 1's loss rose and came back above its
+    start, at chance; LowerRateOnDivergence set RMSprop's usual 0.01, and job 2 learned nothing (its loss stayed at its
+    start, 4 classes at about guessing's 0.262), a point lower than job 1 within chance. Before: job 2 read as worse,
+    the rate not lowered again, no remedy left. Now neither is worse, the rate is lowered again below the one that
+    blew up, and the recorded job 3 at 0.001 meets the objective."""
+    run = recorded("lstm-rmsprop-rate-lowered-learned-nothing")
+    first, second, third = run["jobs"]
+    state = plan(finish(start(run, account_input), first))
+    assert state.last_attempt.decision.remedy == "LowerRateOnDivergence"
+    state = plan(finish(state, second))
+    decision = state.last_attempt.decision
+    assert state.last_attempt.objective_value < state.attempts[0].objective_value  # lower, and not read as worse
+    assert (decision.remedy, decision.cause) == ("LowerRateLearnedNothing", "objective_missed")
+    assert decision.resume_from is None and changes_of(decision) == {"lr": (0.01, 0.001)}
+    facts = facts_of(decision)
+    assert facts["learned_nothing"] == (True, None)
+    assert facts["blew_up_at_a_higher_rate"] == (0.01, 0.05)
+    assert facts["spiked_above"] == (pytest.approx(2.286, abs=1e-3), 1.5)  # the loss jumped at its first steps
+    state = finish(state, third)
+    assert state.last_attempt.outcome == "completed" and state.last_attempt.objective_value >= 0.9
+
+
+def test_a_rate_lowered_for_the_targets_scale_is_not_one_a_job_blew_up_at(account_input):
+    """The ceiling RateForTargetScale sets (decision 187) says a rate is too high by computation, not that a job blew
+    up there: a job at a lower rate that learned nothing is not sent lower by it."""
+    from contracts.remedy_conditions import parse_condition
+    from contracts.situation import RateCeiling, Situation
+
+    condition = parse_condition({"blew_up_at_a_higher_rate": True}, {"lr": 0.01}, "when")
+    computed = Situation(rate_ceilings=(RateCeiling("lr", 0.004, 2, "4 times the rate the targets' scale implies", blew_up=False),))
+    assert condition.check(computed, {"lr": 2.9e-5}) == (False, [])
+    diverged = Situation(rate_ceilings=(RateCeiling("lr", 0.05, 1, "the rate job 1 diverged at"),))
+    holds, facts = condition.check(diverged, {"lr": 0.01})
+    assert holds and [fact.text for fact in facts] == ["lr 0.01 is below 0.05, the rate job 1 diverged at"]
+    assert condition.check(diverged, {"lr": 0.05}) == (False, [])  # not below it
+
+
+def test_a_plateau_at_a_fitting_rate_after_a_blow_up_trains_longer_at_that_rate(account_input):
+    """A GRU under Adam at 1.0 blew up; at Adam's usual 0.001 the next job learned nothing in its first five epochs,
+    but its loss crept down from its start and never rose above it: a plateau, not a rate that still overshoots
+    (decision 208). More epochs at that rate, not a tenth of it; the recorded job 3 meets the objective."""
+    run = recorded("gru-adam-rate-lowered-plateau")
+    first, plateau, longer = run["jobs"]
+    state = plan(finish(start(run, account_input), first))
+    assert state.last_attempt.decision.remedy == "LowerRateOnDivergence"
+    state = plan(finish(state, plateau))
+    decision = state.last_attempt.decision
+    assert decision.remedy == "TrainLonger"
+    assert changes_of(decision) == {"epochs": (10, 20)}
+    state = finish(state, longer)
+    assert state.last_attempt.outcome == "completed" and state.last_attempt.objective_value >= 0.9

@@ -17,6 +17,7 @@ from tests.lambdas.remediation.recorded_runs import (
     finish,
     quiet_miss,
     recorded,
+    scored_higher,
     start,
     without_optimizer,
 )
@@ -479,17 +480,36 @@ def test_a_job_a_point_lower_within_its_reports_noise_is_built_on_not_undone(acc
     assert state.last_attempt.outcome == "completed" and state.last_attempt.objective_value == pytest.approx(0.845)
 
 
-def test_a_job_lower_by_more_than_its_reports_noise_is_undone(account_input):
-    """The same job 2 read as if its four reports had been steady (noise 0): a point lower is then worse, and the
-    planner goes back to job 1's settings, saying so."""
+def steady(job):
+    """The same recorded job as if its held-out reports had all been its last (noise 0)."""
+    metrics = job["rule_status"]["metrics"]
+    values = {name: {**metric, "values": [metric["values"][-1]] * len(metric["values"])} for name, metric in metrics.items()}
+    return {**job, "rule_status": {**job["rule_status"], "metrics": values}}
+
+
+def test_two_jobs_that_learned_nothing_are_neither_better_nor_worse_even_without_report_noise(account_input):
+    """The same job 2 read as if its four reports had been steady (noise 0): a point lower than job 1, but both jobs'
+    losses never fell and both score what guessing the most common class scores (decision 208): neither is worse, so
+    the planner builds on job 2's four epochs and raises the rate."""
     run = recorded("mlp-one-epoch-at-chance")
     first, longer = run["jobs"][:2]
-    metrics = longer["rule_status"]["metrics"]
-    steady = {name: {**metric, "values": [metric["values"][-1]] * len(metric["values"])} for name, metric in metrics.items()}
-    longer = {**longer, "rule_status": {**longer["rule_status"], "metrics": steady}}
-    state = plan(finish(plan(finish(start(run, account_input, allow_loss_changes=True), first)), longer))
+    state = plan(finish(plan(finish(start(run, account_input, allow_loss_changes=True), first)), steady(longer)))
     decision = state.last_attempt.decision
     assert [attempt.objective_value for attempt in state.attempts] == pytest.approx([0.2983, 0.2883], abs=1e-4)
+    assert decision.remedy == "RaiseLearningRateToUsual"
+    assert changes_of(decision) == {"lr": (0.05, 0.1)}
+    assert skipped_with_jobs(decision) == []
+    assert state.run_spec.hyperparameters["epochs"] == 4
+
+
+def test_a_job_lower_by_more_than_its_reports_noise_is_undone(account_input):
+    """The same two jobs, job 2 steady, both read as scoring 0.06 higher (above guessing: they learned something): a
+    point lower is then worse, and the planner goes back to job 1's settings, saying so."""
+    run = recorded("mlp-one-epoch-at-chance")
+    first, longer = (scored_higher(job, 0.06) for job in run["jobs"][:2])
+    state = plan(finish(plan(finish(start(run, account_input, allow_loss_changes=True), first)), steady(longer)))
+    decision = state.last_attempt.decision
+    assert [attempt.objective_value for attempt in state.attempts] == pytest.approx([0.3583, 0.3483], abs=1e-4)
     # back to job 1's settings (epochs 4 -> 1), and from there the next remedy; TrainLonger made it worse (job 2)
     assert decision.remedy == "RaiseLearningRateToUsual"
     assert changes_of(decision) == {"lr": (0.05, 0.1), "epochs": (4, 1)}

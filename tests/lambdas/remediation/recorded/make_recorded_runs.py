@@ -400,6 +400,37 @@ SCENARIOS: dict[str, dict[str, Any]] = {
                      "objective": {"metric_name": "validation:accuracy", "type": "Maximize", "target_value": 0.9},
                      "max_num_retraining": 2},
     },
+    "lstm-rmsprop-rate-lowered-learned-nothing": {
+        "about": "The random zoo's plain sequence classifier (bench/zoo_scripts/sequence_rnn.py) as an LSTM of two "
+        "layers of 64 under RMSprop at 0.05, ten times its usual rate, clipped at 1, on the generated waves: its loss "
+        "rises to about 6 times its start and comes back above it, at chance. Lowered to RMSprop's usual 0.01, the "
+        "next job's loss jumps at its first steps and stays at its start, at chance; the third job runs with what the "
+        "planner chose then.",
+        "zoo_data": {"dataset": "waves", "seed": 924},
+        "run_spec": {"source_dir": str(REPO / "bench" / "zoo_scripts"), "entry_point": "sequence_rnn.py",
+                     "hyperparameters": {"lr": 0.05, "epochs": 10, "batch-size": 64, "num-layers": 2, "hidden": 64,
+                                         "cell": "lstm", "optimizer": "rmsprop", "clip": 1.0, "seed": 924},
+                     "hyperparameter_names": {"learning_rate": "lr", "num_epochs": "epochs", "batch_size": "batch-size",
+                                              "grad_clip": "clip"},
+                     "metric_definitions": [{"Name": "validation:accuracy", "Regex": "val_accuracy=([0-9.]+)"}],
+                     "objective": {"metric_name": "validation:accuracy", "type": "Maximize", "target_value": 0.9},
+                     "max_num_retraining": 3},
+    },
+    "gru-adam-rate-lowered-plateau": {
+        "about": "The same sequence classifier as a GRU of one layer of 32 under Adam at 1.0, a hundred times its "
+        "usual rate, clipped at 1: job 1 blows up. At Adam's usual 0.001 the next job's loss creeps down from its "
+        "start, never above it, on a plateau at chance, and learns only after epoch 5 (recorded with the planner's "
+        "choice then, more epochs).",
+        "zoo_data": {"dataset": "waves", "seed": 972},
+        "run_spec": {"source_dir": str(REPO / "bench" / "zoo_scripts"), "entry_point": "sequence_rnn.py",
+                     "hyperparameters": {"lr": 1.0, "epochs": 10, "batch-size": 64, "num-layers": 1, "hidden": 32,
+                                         "cell": "gru", "optimizer": "adam", "clip": 1.0, "seed": 972},
+                     "hyperparameter_names": {"learning_rate": "lr", "num_epochs": "epochs", "batch_size": "batch-size",
+                                              "grad_clip": "clip"},
+                     "metric_definitions": [{"Name": "validation:accuracy", "Regex": "val_accuracy=([0-9.]+)"}],
+                     "objective": {"metric_name": "validation:accuracy", "type": "Maximize", "target_value": 0.9},
+                     "max_num_retraining": 3},
+    },
     "regression-nan-targets": {
         "about": "The random zoo's plain MLP regressor (bench/zoo_scripts/tabular_regression.py: MSE, Adam at 0.002, "
         "batch 128) on make_friedman1 with 5% of its training targets NaN (the inputs and the held-out targets are "
