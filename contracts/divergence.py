@@ -27,6 +27,7 @@ from typing import Any
 
 from contracts.hyperparameter_values import show
 from contracts.loss_history import LossWindow, last_quarter
+from contracts.step_names import step_name, step_span
 
 LOSS = "loss"
 GRADIENT_NORM = "gradient norm"
@@ -62,6 +63,10 @@ class Divergence:
     peak_step: int
     #: The mean of the run's last quarter of windows.
     end: float
+    #: The optimizer steps of ``from_step`` and ``peak_step``, what the sentence names (contracts.step_names; None:
+    #: unknown, in older reports and XGBoost jobs: the global steps are named).
+    from_optimizer_step: int | None = None
+    peak_optimizer_step: int | None = None
 
     @property
     def ratio(self) -> float:
@@ -73,12 +78,13 @@ class Divergence:
         return f"{self.ratio:.3g}x" if self.ratio < 1000 else f"{self.ratio:.0f}x"
 
     def describe(self) -> str:
-        """'the loss rose to 10.78, 4.72x its first step's 2.284, over steps 4-7, and ended at 3.541, still above
-        where it started' / 'the gradient norm spiked to 824.5, 3820x its first step's 0.2158, at step 33'."""
+        """'the loss rose to 10.78, 4.72x its first step's 2.284, over steps 1-2 (saved as global steps 4-7), and ended
+        at 3.541, still above where it started' / 'the gradient norm spiked to 824.5, 3820x its first step's 0.2158,
+        at step 8 (saved as global step 33)': optimizer steps, the saved global steps once beside them."""
         level = f"{show(round(self.level, 4))}, {self.times} its first step's {show(round(self.early, 4))}"
         if self.kind == SPIKING:
-            return f"the {self.series} spiked to {level}, at step {self.peak_step}"
-        where = f"step {self.peak_step}" if self.from_step == self.peak_step else f"steps {self.from_step}-{self.peak_step}"
+            return f"the {self.series} spiked to {level}, at {step_name(self.peak_step, self.peak_optimizer_step, with_global=True)}"
+        where = step_span(self.from_step, self.peak_step, self.from_optimizer_step, self.peak_optimizer_step, with_global=True)
         if self.series == GRADIENT_NORM:
             return f"the {self.series} rose to {level}, by {where}, and stayed there"
         return f"the {self.series} rose to {level}, over {where}, and ended at {show(round(self.end, 4))}, still above where it started"
@@ -98,6 +104,7 @@ class Divergence:
             from_step=int(data["from_step"]),
             peak_step=int(data["peak_step"]),
             end=float(data["end"]),
+            **{key: int(data[key]) for key in ("from_optimizer_step", "peak_optimizer_step") if data.get(key) is not None},
         )
 
 
@@ -123,12 +130,18 @@ def divergence(windows: Sequence[LossWindow] | None, initial: float | None, seri
         risen = []  # a gradient norm judged by where it stayed: healthy training raises it too
     if risen:
         top = max(risen, key=lambda window: window.mean)
-        return Divergence(series, RISING, early, top.mean, risen[0].first_step, top.last_step, end)
+        return Divergence(
+            series, RISING, early, top.mean, risen[0].first_step, top.last_step, end,
+            risen[0].first_optimizer_step, top.last_optimizer_step,
+        )
     peaks = [window for window in windows if _peak(window) >= spike_factor * early]
     if peaks:
         top = max(peaks, key=_peak)
-        step = top.last_step if top.first_step == top.last_step or top.peak_step is None else top.peak_step
-        return Divergence(series, SPIKING, early, _peak(top), peaks[0].first_step, step, end)
+        at_end = top.first_step == top.last_step or top.peak_step is None
+        step, named = (top.last_step, top.last_optimizer_step) if at_end else (top.peak_step, top.peak_optimizer_step)
+        return Divergence(
+            series, SPIKING, early, _peak(top), peaks[0].first_step, step, end, peaks[0].first_optimizer_step, named
+        )
     return None
 
 

@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from contracts.hyperparameter_values import show
+from contracts.step_names import step_span
 
 #: Windows kept: between half this and this many once the job has run that many steps.
 MAX_LOSS_WINDOWS = 16
@@ -48,7 +49,9 @@ class LossWindow:
     ``agreement``: the mean share of each step's training labels the model's top class matched, over the
     ``agreement_count`` steps of the window whose labels the job saw (contracts.training_labels); None when none.
     ``spread``: the standard deviation of the window's values; ``peak``, ``peak_step``: its largest value and where
-    (contracts.divergence reads a rise against the spread and a spike from the peak; None in older reports)."""
+    (contracts.divergence reads a rise against the spread and a spike from the peak; None in older reports).
+    ``first_optimizer_step``, ``last_optimizer_step``, ``peak_optimizer_step``: the optimizer steps of those global
+    steps, what sentences name (contracts.step_names; None: unknown, in older reports and XGBoost jobs)."""
 
     first_step: int
     last_step: int
@@ -59,11 +62,14 @@ class LossWindow:
     spread: float | None = None
     peak: float | None = None
     peak_step: int | None = None
+    first_optimizer_step: int | None = None
+    last_optimizer_step: int | None = None
+    peak_optimizer_step: int | None = None
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> LossWindow:
         agreement = data.get("agreement")
-        optional = {key: data.get(key) for key in ("spread", "peak", "peak_step")}
+        optional = {key: data.get(key) for key in ("spread", "peak", "peak_step", *OPTIMIZER_STEP_FIELDS)}
         return cls(
             int(data["first_step"]),
             int(data["last_step"]),
@@ -74,7 +80,18 @@ class LossWindow:
             float(optional["spread"]) if optional["spread"] is not None else None,
             float(optional["peak"]) if optional["peak"] is not None else None,
             int(optional["peak_step"]) if optional["peak_step"] is not None else None,
+            *(int(optional[key]) if optional[key] is not None else None for key in OPTIMIZER_STEP_FIELDS),
         )
+
+    def span(self, last: LossWindow | None = None, with_global: bool = False) -> str:
+        """This window's steps (to ``last``'s end) as a sentence names them: 'steps 0-1 (saved as global steps
+        0-7)' (contracts.step_names.step_span)."""
+        last = last or self
+        return step_span(self.first_step, last.last_step, self.first_optimizer_step, last.last_optimizer_step, with_global)
+
+
+#: A window's optimizer steps, beside its global ``first_step``, ``last_step`` and ``peak_step``.
+OPTIMIZER_STEP_FIELDS = ("first_optimizer_step", "last_optimizer_step", "peak_optimizer_step")
 
 
 class LossHistory:
@@ -107,8 +124,8 @@ class LossHistory:
             last.count += 1
             last.spread = math.sqrt(max(squares, 0.0) / last.count)
             if last.peak is None or loss > last.peak:
-                last.peak, last.peak_step = loss, step
-            last.last_step = step
+                last.peak, last.peak_step, last.peak_optimizer_step = loss, step, None
+            last.last_step, last.last_optimizer_step = step, None  # named at the next report (name_steps)
             if agreement is not None:
                 last.agreement_count += 1
                 last.agreement = (last.agreement or 0.0) + (agreement - (last.agreement or 0.0)) / last.agreement_count
@@ -119,6 +136,16 @@ class LossHistory:
             self.add(step, loss, agreement)
             return
         self._windows.append(LossWindow(step, step, 1, loss, agreement, 1 if agreement is not None else 0, 0.0, loss, step))
+
+    def name_steps(self, optimizer_step: Callable[[int], int | None]) -> None:
+        """Give each window the optimizer steps of its global steps, where ``optimizer_step`` knows them (a window a
+        restarted job resumed keeps those its report carried). Asked again at every report: a step's optimizer step
+        is only sure once the job has seen whether an optimizer steps (contracts.step_names)."""
+        for window in self._windows:
+            for name, step in zip(OPTIMIZER_STEP_FIELDS, (window.first_step, window.last_step, window.peak_step), strict=True):
+                named = optimizer_step(step) if step is not None else None
+                if named is not None:
+                    setattr(window, name, named)
 
     def windows(self) -> list[LossWindow]:
         return [dataclasses.replace(window) for window in self._windows]
@@ -146,6 +173,7 @@ def _merged(first: LossWindow, second: LossWindow) -> LossWindow:
     return LossWindow(
         first.first_step, second.last_step, count, mean, agreement, agreed, spread,
         top.peak if top else None, top.peak_step if top else None,
+        first.first_optimizer_step, second.last_optimizer_step, top.peak_optimizer_step if top else None,
     )
 
 
@@ -166,6 +194,14 @@ class LossShape:
     last_step: int
     #: For a loss that diverged: the sentence that says how (contracts.divergence.Divergence.describe).
     divergence: str | None = None
+    #: The optimizer steps of ``first_step`` and ``last_step`` (None: unknown; the sentence names the global ones).
+    first_optimizer_step: int | None = None
+    last_optimizer_step: int | None = None
+
+    @property
+    def steps(self) -> str:
+        """'steps 0-49 (saved as global steps 0-199)' (contracts.step_names.step_span)."""
+        return step_span(self.first_step, self.last_step, self.first_optimizer_step, self.last_optimizer_step, True)
 
     @property
     def fell_by(self) -> float:
@@ -187,10 +223,10 @@ class LossShape:
         if self.shape == "flat":
             moved = f"fell {self.fell_by:.0%}" if self.fell_by >= 0 else f"rose {-self.fell_by:.0%}"
             return (
-                f"the training loss {moved} over steps {self.first_step}-{self.last_step} ({show(self.start)} to "
+                f"the training loss {moved} over {self.steps} ({show(self.start)} to "
                 f"{show(self.end)}): it never learned"
             )
-        course = f"fell {self.fell_by:.0%} over steps {self.first_step}-{self.last_step} ({show(self.start)} to {show(self.end)})"
+        course = f"fell {self.fell_by:.0%} over {self.steps} ({show(self.start)} to {show(self.end)})"
         if self.shape == "still_falling":
             return (
                 f"the training loss {course} and was still falling: its last quarter was "
@@ -232,7 +268,10 @@ def loss_shape(windows: Sequence[LossWindow], initial_loss: float | None = None)
         shape = "memorised"
     else:
         shape = "settled"
-    return LossShape(shape, start, end, before_end, windows[0].first_step, windows[-1].last_step)
+    return LossShape(
+        shape, start, end, before_end, windows[0].first_step, windows[-1].last_step, None,
+        windows[0].first_optimizer_step, windows[-1].last_optimizer_step,
+    )
 
 
 def _mean(windows: Sequence[LossWindow]) -> float:

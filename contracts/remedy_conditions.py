@@ -212,7 +212,7 @@ class Condition:
                 return False, []
             if self.spike_phase is not None and spike.peak.phase != self.spike_phase:
                 return False, []
-            fired = f" before the rule fired at step {situation.issue_step}" if situation.issue_step is not None else ""
+            fired = f" before the rule fired at step {situation.issue_step_counted}" if situation.issue_step is not None else ""
             facts.append(Fact(
                 "spiked_above", f"{spike.describe()}{fired}, more than {show(self.spiked_above)}x its initial value",
                 spike.ratio, self.spiked_above,

@@ -139,6 +139,10 @@ class Peak:
     step: int
     learning_rate: float | None = None
     phase: str | None = None
+    #: The step's optimizer step and whether it was an evaluation pass, as sentences name it (contracts.step_names;
+    #: None: unknown, in older reports and XGBoost jobs: the global step is named).
+    optimizer_step: int | None = None
+    evaluation_pass: bool = False
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> Peak | None:
@@ -149,7 +153,13 @@ class Peak:
             step=int(data["step"]),
             learning_rate=parse_number(data.get("learning_rate")),
             phase=data.get("phase"),
+            optimizer_step=int(data["optimizer_step"]) if data.get("optimizer_step") is not None else None,
+            evaluation_pass=bool(data.get("evaluation_pass", False)),
         )
+
+    def step_name(self) -> str:
+        """'step 7 (saved as global step 9)' (contracts.step_names)."""
+        return step_name(self.step, self.optimizer_step, self.evaluation_pass, with_global=True)
 
 
 @dataclasses.dataclass
@@ -163,8 +173,15 @@ class Evidence:
     #: unit ``steps_per_epoch`` counts (the script's optimizer steps), whatever the global steps count besides.
     first_issue_optimizer_step: int | None = None
     phase: str | None = None
-    #: Optimizer steps per epoch, as the script said (Hook.set_context).
+    #: Optimizer steps per epoch: the number the script said (Hook.set_context), read in the unit the job's counts
+    #: show it was given in (contracts.epoch_length).
     steps_per_epoch: int | None = None
+    #: The number the script gave, the unit it was read in ("optimizer steps" or "batches"; None: an older report,
+    #: taken as optimizer steps), what showed it (a phrase), and the batches an optimizer step took when that decided.
+    steps_per_epoch_stated: int | None = None
+    steps_per_epoch_unit: str | None = None
+    steps_per_epoch_reading: str | None = None
+    batches_per_step: int | None = None
     last_step: int | None = None
     last_finite_loss: float | None = None
     max_gradient_norm: float | None = None

@@ -43,14 +43,15 @@ class Spike:
         return self.peak.value / self.initial
 
     def describe(self) -> str:
-        """'the loss rose from 3.351 to 1181 (352x) at step 4 (warmup phase, learning rate 0.8)'."""
+        """'the loss rose from 3.351 to 1181 (352x) at step 4 (warmup phase, learning rate 0.8)'; a peak whose optimizer
+        step the report carried is named by it, the saved global step beside it (contracts.step_names)."""
         context = [f"{self.peak.phase} phase"] if self.peak.phase else []
         if self.peak.learning_rate is not None:
             context.append(f"learning rate {show(self.peak.learning_rate)}")
         where = f" ({', '.join(context)})" if context else ""
         return (
-            f"the {self.series} rose from {show(self.initial)} to {show(self.peak.value)} ({self.ratio:.3g}x) at step "
-            f"{self.peak.step}{where}"
+            f"the {self.series} rose from {show(self.initial)} to {show(self.peak.value)} ({self.ratio:.3g}x) at "
+            f"{self.peak.step_name()}{where}"
         )
 
 

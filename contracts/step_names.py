@@ -36,6 +36,26 @@ def step_name(global_step: int, optimizer_step: int | None = None, evaluation: b
     return name
 
 
+def step_span(
+    first_global: int, last_global: int, first_optimizer: int | None = None, last_optimizer: int | None = None,
+    with_global: bool = False,
+) -> str:
+    """A span of training steps as a sentence names it: 'steps 0-1', 'step 3', and with ``with_global`` ' (saved as
+    global steps 0-7)' after it when the saved steps' numbers are not the ones said.
+
+    Without both optimizer steps (an older document, an XGBoost job) the global steps are named, as before."""
+    if first_optimizer is None or last_optimizer is None:
+        return _span(first_global, last_global)
+    name = _span(first_optimizer, last_optimizer)
+    if with_global and (first_optimizer, last_optimizer) != (first_global, last_global):
+        name += f" (saved as global {_span(first_global, last_global)})"
+    return name
+
+
+def _span(first: int, last: int) -> str:
+    return f"step {first}" if first == last else f"steps {first}-{last}"
+
+
 def read_step_name(match: re.Match[str]) -> tuple[int, int | None, bool]:
     """(global step, optimizer step or None, evaluation pass) from a match of :data:`STEP_NAME` (a text written
     with ``with_global``: without the saved step the step said is the global one, and naming it by that says the

@@ -167,7 +167,7 @@ def _fit(
     if agreement is None or abs(held_out_score - agreement) < FIT_GAP:
         return None
     matched = (
-        f"over steps {late[0].first_step}-{late[-1].last_step} the model's top class matched {agreement:.0%} of its "
+        f"over {late[0].span(late[-1], with_global=True)} the model's top class matched {agreement:.0%} of its "
         f"training labels, yet it scored {show(held_out_score)} on held-out data"
     )
     if agreement < held_out_score:
@@ -267,7 +267,7 @@ def _settled_short(
     if held_out_score - agreement < SUSPECT_GAP:
         return None
     return (
-        f"over steps {late[0].first_step}-{late[-1].last_step} the model's top class matched {agreement:.0%} of its "
+        f"over {late[0].span(late[-1], with_global=True)} the model's top class matched {agreement:.0%} of its "
         f"training labels, yet it scored {show(held_out_score)} on held-out data: "
         f"{100 * (held_out_score - agreement):.0f} points short",
         agreement,

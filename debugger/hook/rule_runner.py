@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from contracts.divergence import GRADIENT_NORM, LOSS, divergence
+from contracts.epoch_length import read_epoch_length
 from contracts.job import checkpoint_directory
 from contracts.loss_history import LossHistory
 from contracts.rule_status import (
@@ -130,6 +131,8 @@ class RuleRunner:
                     rates.append(rate)
             self.evidence.learning_rates = rates[:MAX_REPORTED_LEARNING_RATES] or None
         self.evidence.checkpoint_files = _count_files(checkpoint_directory(os.environ))
+        self._name_reported_steps()
+        self._read_epoch_length()
         self.evidence.loss_windows = self._loss_history.windows() or None
         self.evidence.gradient_norm_windows = self._gradient_norm_history.windows() or None
         evidence = self.evidence
@@ -141,6 +144,32 @@ class RuleRunner:
         repeated = self._input_repeats.share()
         if repeated is not None:  # a resumed job reports its own share once it has checked enough rows
             self.evidence.training_inputs_repeated = round(repeated, 4)
+
+    def _name_reported_steps(self) -> None:
+        """The optimizer steps of the windows' and peaks' global steps, which the sentences read from the report name
+        (contracts.step_names). Asked at each report, not as a step is folded in: before an optimizer's first update
+        the job cannot tell a training step from a micro-batch of the first update (optimizer_steps)."""
+        numbering = getattr(self.trial, "step_numbering", None)
+        if numbering is None:
+            return  # an XGBoost job: its boosting round is its step
+        for history in (self._loss_history, self._gradient_norm_history):
+            history.name_steps(lambda step: numbering.optimizer_step(step)[0])
+        for peak in (self.evidence.loss_peak, self.evidence.gradient_norm_peak):
+            if peak is not None:
+                optimizer_step, evaluation = numbering.optimizer_step(peak.step)
+                if optimizer_step is not None:  # a peak a restarted job resumed keeps what its report said
+                    peak.optimizer_step, peak.evaluation_pass = optimizer_step, evaluation
+
+    def _read_epoch_length(self) -> None:
+        """The script's steps per epoch in optimizer steps, in the unit the job's counts show it was given in
+        (contracts.epoch_length); a job that counts no optimizer steps (XGBoost) keeps the number as stated."""
+        stated, numbering = self.evidence.steps_per_epoch_stated, getattr(self.trial, "step_numbering", None)
+        if stated is None or numbering is None:
+            return
+        length = read_epoch_length(stated, numbering.completed_epoch, numbering.epoch_so_far())
+        evidence = self.evidence
+        evidence.steps_per_epoch, evidence.steps_per_epoch_unit = length.steps, length.unit
+        evidence.steps_per_epoch_reading, evidence.batches_per_step = length.why, length.accumulation
 
     def _evaluate_rules(self, step: int, learning_rate: float | None) -> None:
         changed = False

@@ -373,7 +373,7 @@ class PoorWeightInitialization(Rule):
             self.report(
                 name,
                 loss,
-                f"loss made no new minimum for {step - self._best_step} steps (best {self._best_loss:.6g}) and does not "
+                f"loss made no new minimum for {self.steps_between(self._best_step, step)} steps (best {self._best_loss:.6g}) and does not "
                 f"move: its {len(self._seen_losses)} values lie within {spread:.2%} of their mean {level:.6g}",
             )
             return True

@@ -265,6 +265,18 @@ class UnchangedTensor(_SelectedTensors):
         self._history: dict[str, collections.deque[tuple[int, np.ndarray]]] = {}
         self._loss_fall = LossFall(base_trial)
 
+    def _saved_steps(self, steps: list[int]) -> str:
+        """'0, 10, 20' as the user counts steps (an evaluation pass among them named in full); saved steps that share
+        an optimizer step (accumulation's micro-batches) by their global steps: 'global steps 0, 1, 2: step 0'."""
+        names = [self.step_name(step) for step in steps]
+        if not all(named.startswith("step ") for named in names):
+            return ", ".join(names)
+        said = [named[len("step "):] for named in names]
+        if len(set(said)) == len(said):
+            return ", ".join(said)
+        where = f"step {said[0]}" if said[0] == said[-1] else f"steps {said[0]}-{said[-1]}"
+        return f"global steps {', '.join(str(step) for step in steps)}: {where}"
+
     def invoke_at_step(self, step: int) -> bool:
         fall = self._loss_fall.at(step)
         for name, values in self._values_at(step):
@@ -278,7 +290,7 @@ class UnchangedTensor(_SelectedTensors):
                 continue
             first = arrays[0].astype(np.float64)
             change = max((float(np.nanmax(np.abs(a.astype(np.float64) - first), initial=0.0)) for a in arrays[1:]), default=0.0)
-            steps = ", ".join(str(s) for s, _ in history)
+            steps = self._saved_steps([s for s, _ in history])
             scaled = f" (rtol and atol / {fall:.3g}: {self._loss_fall.describe()})" if fall > 1.0 else ""
             message = (
                 f"{name} did not change over its last {self.num_steps} saved steps ({steps}): largest change "

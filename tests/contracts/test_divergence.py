@@ -111,6 +111,46 @@ def test_a_divergence_round_trips_and_says_what_rose_with_its_numbers():
     assert stayed.describe() == "the gradient norm rose to 90, 180x its first step's 0.5, by steps 12-40, and stayed there"
 
 
+def test_a_divergence_names_the_optimizer_steps_and_the_saved_global_steps_once_beside_them():
+    """A report that carries the optimizer steps (decision 205): the sentence names them, as every message does, and
+    the global steps once beside them; an older report (the test above) names its global steps as before."""
+    found = Divergence(LOSS, RISING, 2.2836, 10.7812, 0, 7, 3.541, from_optimizer_step=0, peak_optimizer_step=1)
+    assert Divergence.from_dict(json.loads(json.dumps(found.to_dict()))) == found
+    assert found.describe() == (
+        "the loss rose to 10.78, 4.72x its first step's 2.284, over steps 0-1 (saved as global steps 0-7), and ended "
+        "at 3.541, still above where it started"
+    )
+    spike = Divergence(GRADIENT_NORM, SPIKING, 0.2158, 824.54, 20, 33, 80.0, from_optimizer_step=5, peak_optimizer_step=8)
+    assert spike.describe() == (
+        "the gradient norm spiked to 824.5, 3821x its first step's 0.2158, at step 8 (saved as global step 33)"
+    )
+    same = Divergence(GRADIENT_NORM, SPIKING, 0.2158, 824.54, 20, 33, 80.0, from_optimizer_step=20, peak_optimizer_step=33)
+    assert same.describe().endswith("at step 33")  # the numbers agree: said once
+
+
+def test_the_windows_optimizer_steps_are_carried_into_what_diverged():
+    windows = [
+        LossWindow(0, 3, 4, 2.0, spread=0.1, first_optimizer_step=0, last_optimizer_step=0),
+        LossWindow(4, 9, 4, 9.0, spread=0.2, peak=12.0, peak_step=6, first_optimizer_step=1, last_optimizer_step=1,
+                   peak_optimizer_step=1),
+        LossWindow(10, 15, 4, 8.0, spread=0.2, first_optimizer_step=2, last_optimizer_step=3),
+    ]  # fmt: skip
+    rose = divergence(windows, 2.0, LOSS)
+    assert (rose.kind, rose.from_step, rose.peak_step, rose.from_optimizer_step, rose.peak_optimizer_step) == (
+        RISING, 4, 9, 1, 1,
+    )  # fmt: skip
+    assert "over step 1 (saved as global steps 4-9)" in rose.describe()
+    spiked = divergence(
+        [LossWindow(0, 3, 4, 0.3, peak=0.4, peak_step=1, first_optimizer_step=0, last_optimizer_step=0,
+                    peak_optimizer_step=0),
+         LossWindow(4, 7, 4, 60.0, peak=230.0, peak_step=6, first_optimizer_step=1, last_optimizer_step=1,
+                    peak_optimizer_step=1),
+         LossWindow(8, 11, 4, 0.5, peak=0.9, peak_step=9)],
+        0.2, GRADIENT_NORM,
+    )  # fmt: skip
+    assert (spiked.kind, spiked.peak_step, spiked.peak_optimizer_step) == (SPIKING, 6, 1)
+
+
 def test_the_gradient_norms_typical_size_is_read_before_its_first_spike():
     """The recorded regression on targets x1000 at SGD 1.2e-5 (job 2): the gradient norm started at 1065 and kept a
     few thousand until it spiked to 3.8e5 at step 255; its typical size is the median of its window means before the

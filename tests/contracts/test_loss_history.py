@@ -3,6 +3,7 @@ the shape the planner reads when a job ended quietly short of its objective."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -102,3 +103,49 @@ def test_a_rising_loss_is_flat_and_says_it_rose():
 def test_too_few_windows_or_no_positive_start_say_nothing():
     assert loss_shape(history_of([2.0, 1.0, 0.5]).windows()) is None
     assert loss_shape([LossWindow(0, 0, 1, 0.0)] * 4) is None
+
+
+def test_the_windows_carry_the_optimizer_steps_of_their_steps_through_merges_a_resume_and_a_report():
+    """Four global steps an optimizer step (accumulation): after every step is named (name_steps, at each report),
+    each window's first, last and peak steps carry their optimizer steps, merged windows keep their ends', a report
+    read back keeps them, and one without them (an older report) reads as before (decision 205)."""
+    history = LossHistory()
+    losses = [1.0 + math.sin(step) for step in range(200)]
+    for step, loss in enumerate(losses):
+        history.add(step, loss)
+        if step % 37 == 0:  # a report now and then, as the hook writes them
+            history.name_steps(lambda global_step: global_step // 4)
+    history.name_steps(lambda global_step: global_step // 4)
+    windows = history.windows()
+    assert len(windows) > 4
+    for window in windows:
+        named = (window.first_optimizer_step, window.last_optimizer_step, window.peak_optimizer_step)
+        assert named == (window.first_step // 4, window.last_step // 4, window.peak_step // 4)
+    read = [LossWindow.from_dict(dataclasses.asdict(window)) for window in windows]
+    assert read == windows
+    older = {key: value for key, value in dataclasses.asdict(windows[0]).items() if "optimizer" not in key}
+    assert LossWindow.from_dict(older).first_optimizer_step is None
+    # a resumed job's numbering no longer knows the steps before its restart: the windows keep what they carried
+    resumed = LossHistory.resumed(windows)
+    resumed.name_steps(lambda global_step: None)
+    assert resumed.windows() == windows
+
+
+def test_a_step_added_to_a_window_is_unnamed_until_the_next_report():
+    history = history_of([2.0] * 33)  # 8 windows of 4 steps and a ninth of step 32
+    history.name_steps(lambda global_step: global_step // 4)
+    for step in (33, 34):
+        history.add(step, 3.0)
+    window = history.windows()[-1]
+    assert (window.first_optimizer_step, window.last_optimizer_step, window.peak_optimizer_step) == (8, None, None)
+    assert window.span(with_global=True) == "steps 32-34"  # one end unknown: the global span, not a mix of units
+
+
+def test_the_loss_shape_names_its_optimizer_steps_and_the_saved_global_steps_once():
+    history = history_of(noisy([2.0] * 64, amplitude=0.05))
+    history.name_steps(lambda global_step: global_step // 4)
+    shape = loss_shape(history.windows())
+    assert shape.describe().startswith("the training loss fell 0% over steps 0-15 (saved as global steps 0-63) (")
+    assert loss_shape(history_of(noisy([2.0] * 64, amplitude=0.05)).windows()).describe().startswith(
+        "the training loss fell 0% over steps 0-63 ("
+    )  # an older report: its global steps, as before

@@ -141,6 +141,14 @@ def test_a_spike_condition_says_which_series_peaked_where_and_holds_only_in_its_
         "fired at step 10, more than 10x its initial value"
     ]
     assert not parse_condition({"spiked_above": 10, "spike_phase": "main"}, START, "when").check(situation, START)[0]
+    counted = Situation(
+        issue_step=40, issue_optimizer_step=10, initial_gradient_norm=6.0,
+        gradient_norm_peak=Peak(value=70.0, step=13, learning_rate=0.8, phase="warmup", optimizer_step=3),
+    )  # fmt: skip
+    assert [fact.text for fact in condition.check(counted, START)[1]] == [
+        "the gradient norm rose from 6 to 70 (11.7x) at step 3 (saved as global step 13) (warmup phase, learning rate "
+        "0.8) before the rule fired at step 10, more than 10x its initial value"
+    ]  # the optimizer steps (decision 205), the saved global step once
 
 
 def test_a_spike_condition_on_one_series_ignores_the_other():

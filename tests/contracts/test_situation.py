@@ -23,6 +23,19 @@ def test_a_spike_counts_only_above_the_factor_and_at_or_before_the_issue():
     )
 
 
+def test_a_spike_names_its_peaks_optimizer_step_with_the_saved_global_step_beside_it():
+    """A report carrying the peak's optimizer step (decision 205): the sentence names it; an evaluation pass as such."""
+    norm = Peak(value=70.0, step=13, learning_rate=0.8, phase="warmup", optimizer_step=3)
+    situation = Situation(issue_step=40, issue_optimizer_step=10, initial_gradient_norm=6.0, gradient_norm_peak=norm)
+    assert situation.spike(10).describe() == (
+        "the gradient norm rose from 6 to 70 (11.7x) at step 3 (saved as global step 13) (warmup phase, learning rate 0.8)"
+    )
+    evaluated = Peak(value=40.0, step=9, optimizer_step=3, evaluation_pass=True)
+    assert Situation(issue_step=40, initial_loss=2.0, loss_peak=evaluated).spike(10).describe() == (
+        "the loss rose from 2 to 40 (20x) at the evaluation pass after step 2 (saved as global step 9)"
+    )
+
+
 def test_a_spike_needs_a_finite_positive_start_and_a_finite_peak():
     peak = Peak(value=float("inf"), step=2, learning_rate=0.1, phase="main")
     assert Situation(issue_step=5, initial_loss=2.0, loss_peak=peak).spike(10) is None

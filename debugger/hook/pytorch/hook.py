@@ -423,15 +423,19 @@ class Hook(ScriptApi, StepCapture, SpotResume, HookBase):
 
     def set_context(self, epoch: int | None = None, phase: str | None = None, steps_per_epoch: int | None = None, learning_rate: float | None = None) -> None:
         """Evidence for the planner: the current epoch, phase (warmup/main), steps per epoch (optimizer steps, as
-        messages count steps: with gradient accumulation, batches / accumulation) and learning rate."""
+        messages count steps: with gradient accumulation, batches / accumulation; a number given in batches is read
+        as such when the job's counts show it, contracts.epoch_length) and learning rate."""
         if phase is not None:
             if phase not in PHASES:
                 raise ValueError(f"phase must be one of {', '.join(PHASES)}; got {phase!r}")
             self._phase = phase
         if epoch is not None:
+            numbering = getattr(self.trial, "step_numbering", None)
+            if numbering is not None and self._epoch is not None and epoch != self._epoch:
+                numbering.next_epoch()  # the epoch the script named before is complete
             self._epoch = epoch
         if steps_per_epoch is not None:
-            self.evidence.steps_per_epoch = int(steps_per_epoch)
+            self.evidence.steps_per_epoch_stated = self.evidence.steps_per_epoch = int(steps_per_epoch)
         if learning_rate is not None:
             self._context_learning_rate = float(learning_rate)
 

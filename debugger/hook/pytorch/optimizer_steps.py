@@ -14,6 +14,7 @@ from typing import Any
 
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
+from contracts.epoch_length import EpochCounts
 from contracts.step_names import step_name
 from debugger.core.modes import ModeKeys
 
@@ -36,6 +37,14 @@ class OptimizerSteps:
         self.trainings = 0  # training steps begun so far (the fallback count)
         self.observed = False  # an optimizer of the watched parameters has stepped
         self._trained_since_update = False
+        # the batches behind the updates (contracts.epoch_length): training steps begun outside an optimizer's step
+        # (accumulation's micro-batches; a closure's evaluations inside one step are its one batch)
+        self._inside_step = False
+        self._outside_since_update = 0
+        self.batches = 0
+        self._epoch_start = (0, 0)  # (updates, batches) when the current epoch began (or this process started)
+        self._epoch_batches: tuple[int, int] | None = None  # the fewest and most batches an update took this epoch
+        self.completed_epoch: EpochCounts | None = None
         #: global step -> (updates before it, training steps before it, an evaluation pass)
         self._steps: dict[int, tuple[int, int, bool]] = {}
         self.handles = [
@@ -55,10 +64,11 @@ class OptimizerSteps:
         if counts is not None and UPDATES in counts and TRAININGS in counts:
             self.updates, self.trainings = counts[UPDATES], counts[TRAININGS]
             self.observed = bool(counts.get(OBSERVED, 0))
-            return
-        self.trainings = self.updates = sum(
-            count for mode, count in next_mode_steps.items() if mode in (ModeKeys.TRAIN, ModeKeys.GLOBAL)
-        )
+        else:
+            self.trainings = self.updates = sum(
+                count for mode, count in next_mode_steps.items() if mode in (ModeKeys.TRAIN, ModeKeys.GLOBAL)
+            )
+        self._epoch_start = (self.updates, self.batches)  # the epoch counts from here: a lower bound after a restart
 
     def renumber(self, next_step: int) -> None:
         """The script numbers its next training step itself (``hook.step = N``: a job that goes on from a checkpoint
@@ -73,6 +83,19 @@ class OptimizerSteps:
         if not evaluation:
             self.trainings += 1
             self._trained_since_update = True
+            if not self._inside_step:
+                self._outside_since_update += 1
+
+    def next_epoch(self) -> None:
+        """The script said a new epoch began: the one before it is complete (what it trained is
+        :attr:`completed_epoch`)."""
+        self.completed_epoch = self.epoch_so_far()
+        self._epoch_start, self._epoch_batches = (self.updates, self.batches), None
+
+    def epoch_so_far(self) -> EpochCounts:
+        """The current epoch's optimizer steps and batches so far (since this process started, after a restart)."""
+        fewest, most = self._epoch_batches or (None, None)
+        return EpochCounts(self.updates - self._epoch_start[0], self.batches - self._epoch_start[1], fewest, most)
 
     def optimizer_step(self, step: int) -> tuple[int | None, bool]:
         """(the optimizer updates before global ``step``, whether it is an evaluation pass); None: not a step seen."""
@@ -98,11 +121,20 @@ class OptimizerSteps:
         return known[1]
 
     def _before_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
-        if not self.observed and self._watched(optimizer):
+        if self._watched(optimizer):
             self.observed = True  # from the first step on: a closure's evaluations before its update are step 0
+            self._inside_step = True
 
     def _after_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
-        if self._trained_since_update and self._watched(optimizer):
+        if not self._watched(optimizer):
+            return
+        self._inside_step = False
+        if self._trained_since_update:
             self.observed = True
             self.updates += 1
             self._trained_since_update = False
+            taken = max(1, self._outside_since_update)
+            self._outside_since_update = 0
+            self.batches += taken
+            fewest, most = self._epoch_batches or (taken, taken)
+            self._epoch_batches = (min(fewest, taken), max(most, taken))

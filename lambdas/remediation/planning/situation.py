@@ -208,7 +208,9 @@ def _gradient_norm_divergence(evidence: attempt_models.AttemptEvidence | None) -
         return None
     if peak.value < GRADIENT_NORM_FACTOR * early:
         return None
-    return Divergence(GRADIENT_NORM, SPIKING, early, peak.value, peak.step, peak.step, peak.value)
+    return Divergence(
+        GRADIENT_NORM, SPIKING, early, peak.value, peak.step, peak.step, peak.value, peak.optimizer_step, peak.optimizer_step
+    )
 
 
 def _course(course: attempt_models.ObjectiveCourse | None) -> ObjectiveCourse | None:
@@ -225,18 +227,13 @@ def _score(value: float | None, objective: Objective | None) -> float | None:
 def _windows(windows: list[attempt_models.LossWindow] | None) -> tuple[LossWindow, ...] | None:
     if windows is None:
         return None
-    return tuple(
-        LossWindow(
-            w.first_step, w.last_step, w.count, w.mean, w.agreement, w.agreement_count, w.spread, w.peak, w.peak_step
-        )
-        for w in windows
-    )
+    return tuple(LossWindow(**w.model_dump()) for w in windows)
 
 
 def _peak(peak: attempt_models.Peak | None) -> Peak | None:
     if peak is None:
         return None
-    return Peak(value=peak.value, step=peak.step, learning_rate=peak.learning_rate, phase=peak.phase)
+    return Peak(**peak.model_dump())
 
 
 def failure_of(attempt: Attempt) -> str:

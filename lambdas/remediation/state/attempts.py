@@ -128,6 +128,8 @@ class Peak(BaseModel):
     step: Whole
     learning_rate: float | None = None
     phase: Phase | None = None
+    optimizer_step: Whole | None = None
+    evaluation_pass: bool = False
 
 
 class ObjectiveCourse(BaseModel):
@@ -160,6 +162,9 @@ class LossWindow(BaseModel):
     spread: Annotated[float, Field(ge=0)] | None = None
     peak: float | None = None
     peak_step: Whole | None = None
+    first_optimizer_step: Whole | None = None
+    last_optimizer_step: Whole | None = None
+    peak_optimizer_step: Whole | None = None
 
 
 class Divergence(BaseModel):
@@ -174,6 +179,8 @@ class Divergence(BaseModel):
     from_step: Whole
     peak_step: Whole
     end: float
+    from_optimizer_step: Whole | None = None
+    peak_optimizer_step: Whole | None = None
 
 
 class AttemptEvidence(BaseModel):
@@ -188,6 +195,10 @@ class AttemptEvidence(BaseModel):
     first_issue_optimizer_step: Count | None = None
     phase: Phase | None = None
     steps_per_epoch: Annotated[Whole, Field(ge=1)] | None = None
+    steps_per_epoch_stated: Annotated[Whole, Field(ge=1)] | None = None
+    steps_per_epoch_unit: Literal["optimizer steps", "batches"] | None = None
+    steps_per_epoch_reading: Text(MAX_REASON_BYTES) | None = None
+    batches_per_step: Annotated[Whole, Field(ge=1)] | None = None
     last_step: Whole | None = None
     last_finite_loss: float | None = None
     max_gradient_norm: float | None = None

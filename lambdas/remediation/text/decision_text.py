@@ -7,10 +7,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from contracts.debugger_settings import BY_FIELD
+from contracts.epoch_length import BATCHES
 from contracts.hyperparameter_values import FLAG, is_number
 from contracts.remedies import BATCH_OF_ONE, DATA_ERROR, OUT_OF_MEMORY, show
 from contracts.step_names import step_name
-from lambdas.remediation.state.attempts import Attempt, Change, Decision
+from lambdas.remediation.state.attempts import Attempt, AttemptEvidence, Change, Decision
 from lambdas.remediation.state.payload import WorkflowState
 from lambdas.remediation.state.validation_messages import clip
 
@@ -54,13 +55,22 @@ def headline(attempt: Attempt, state: WorkflowState) -> str:
     if phase:
         details.append(f"{phase} phase")
     if evidence is not None and evidence.steps_per_epoch:
-        details.append(f"{evidence.steps_per_epoch} steps per epoch")
+        details.append(f"{evidence.steps_per_epoch} steps per epoch{epoch_read_as_batches(evidence)}")
     if issue is not None and issue.tensor and not issue.message:
         value = show(issue.value) if issue.value is not None else "unknown"
         details.append(f"tensor {issue.tensor}, the rule's value {value}")
     suffix = f" ({', '.join(details)})" if details else ""
     said = f": {issue.message.rstrip('.')}" if issue is not None and issue.message else ""
     return f"{attempt.failure_key} fired{where}{suffix}{said}"
+
+
+def epoch_read_as_batches(evidence: AttemptEvidence) -> str:
+    """' (the script's 100 read as batches: every one of the job's 15 optimizer steps so far took 4 batches)' when the
+    job's counts showed the script gave its steps per epoch in batches (contracts.epoch_length), else ''."""
+    if evidence.steps_per_epoch_unit != BATCHES or evidence.steps_per_epoch_stated is None:
+        return ""
+    why = f": {evidence.steps_per_epoch_reading}" if evidence.steps_per_epoch_reading else ""
+    return f" (the script's {evidence.steps_per_epoch_stated} read as batches{why})"
 
 
 def evidence_numbers(attempt: Attempt) -> str:

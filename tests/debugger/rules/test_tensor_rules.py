@@ -12,7 +12,8 @@ import pytest
 import torch
 from rule_trials import assert_refused, make, trial_with
 
-from contracts.rule_status import NAN_INPUT
+from contracts.rule_status import NAN_INPUT, RULE_STATUS_FILE, RuleStatusDocument
+from debugger import Hook
 from debugger.rules import BUILTIN_RULES, builtin_rule_parameters
 from debugger.trial import LiveTrial
 
@@ -318,3 +319,35 @@ def test_unchanged_tensor_spares_a_run_that_meets_its_objective(tmp_path):
     trial.latest_metrics["validation:accuracy"] = 0.5  # a run that has not got there is stuck
     rule = make("UnchangedTensor", trial, collection_names="weights", objective=objective)
     assert [rule.invoke_at_step(step) for step in (0, 5, 10)] == [False, False, True]
+
+
+@pytest.mark.parametrize(
+    ("save_interval", "said"),
+    [("4", "last 3 saved steps (1, 2, 3)"), ("1", "last 3 saved steps (global steps 4, 5, 6: step 1)")],
+)
+def test_unchanged_tensor_names_its_saved_steps_as_the_user_counts_them(tmp_path, save_interval, said):
+    """Real training with 4 micro-batches an optimizer step and a rate of 0 (decision 205): saved every 4 global steps,
+    the steps are named by optimizer step (they were "4, 8, 12"); saved at every micro-batch of one update, by their
+    global steps and the one optimizer step they share (not "1, 1, 1"). (The rule starts at global step 4: before the
+    job's first update the hook cannot yet tell micro-batches from steps, decision 205.)"""
+    torch.manual_seed(4)
+    model = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3))
+    rules = [{"RuleConfigurationName": "UnchangedTensor", "RuleParameters": {"rule_to_invoke": "UnchangedTensor",
+                                                                              "collection_names": "weights",
+                                                                              "start_step": "4"}}]  # fmt: skip
+    hook = Hook.from_configs(
+        {"HookParameters": {"save_interval": save_interval}, "CollectionConfigurations": [{"CollectionName": "weights"}]},
+        rules, out_dir=tmp_path / "out", job_name="job",
+    )  # fmt: skip
+    hook.register_module(model)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
+    generator = torch.Generator().manual_seed(5)
+    for _ in range(4):
+        optimizer.zero_grad()
+        for _ in range(4):
+            inputs, labels = torch.randn(16, 6, generator=generator), torch.randint(0, 3, (16,), generator=generator)
+            (torch.nn.functional.cross_entropy(model(inputs), labels) / 4).backward()
+        optimizer.step()
+    hook.close()
+    document = RuleStatusDocument.from_json((tmp_path / "out" / RULE_STATUS_FILE).read_text())
+    assert said in document.rules[0].issue.message

@@ -270,3 +270,55 @@ def test_a_restarted_job_names_its_steps_by_the_optimizer_steps_its_checkpoint_f
     assert issue.step == BLOW_AT * per_step + 2 * evaluations  # the global step, as the saved data numbers it
     assert (issue.optimizer_step, issue.evaluation_pass) == (BLOW_AT, False)
     assert f"at step {BLOW_AT}" in issue.message
+
+
+def _epochs(out_dir: Path, lbfgs: bool, accumulation: int, batches: int = 24, epochs: int = 2, seed: int = 31) -> RuleStatusDocument:
+    """``epochs`` epochs over a loader of ``batches`` batches, telling the hook ``steps_per_epoch=len(loader)`` and
+    each epoch's number: SGD stepping every ``accumulation`` batches, or LBFGS (closures) every batch."""
+    torch.manual_seed(seed)
+    model = nn.Sequential(nn.Linear(6, 16), nn.Tanh(), nn.Linear(16, 4))
+    optimizer = torch.optim.LBFGS(model.parameters(), max_iter=3) if lbfgs else torch.optim.SGD(model.parameters(), lr=0.05)
+    hook = Hook.from_configs(HOOK_CONFIG, _rules("VanishingGradient"), out_dir=out_dir, job_name="job")
+    hook.register_module(model)
+    generator = torch.Generator().manual_seed(seed)
+    loader = [(torch.randn(16, 6, generator=generator), torch.randint(0, 4, (16,), generator=generator)) for _ in range(batches)]
+    hook.set_context(steps_per_epoch=len(loader))
+    for epoch in range(epochs):
+        hook.set_context(epoch=epoch)
+        for batch, (inputs, labels) in enumerate(loader):
+
+            def closure(inputs=inputs, labels=labels) -> torch.Tensor:
+                optimizer.zero_grad()
+                loss = nn.functional.cross_entropy(model(inputs), labels)
+                loss.backward()
+                return loss
+
+            if lbfgs:
+                optimizer.step(closure)
+                continue
+            (nn.functional.cross_entropy(model(inputs), labels) / accumulation).backward()
+            if (batch + 1) % accumulation == 0:
+                optimizer.step()
+                optimizer.zero_grad()
+    hook.close()
+    return RuleStatusDocument.from_json((out_dir / RULE_STATUS_FILE).read_text())
+
+
+def test_a_completed_epoch_shows_the_unit_of_the_steps_per_epoch_the_script_gave(tmp_path):
+    """Decision 206: the batches and optimizer steps of the epoch the script said ended decide the unit of its
+    steps_per_epoch: 24 batches in 6 optimizer steps (accumulation 4) read as 6; 24 batches in 8 (accumulation 3,
+    a ratio the job does not develop on) as 8; LBFGS's closure evaluations (3 a step) are one batch each step, so its
+    24 stays 24; so does a loop without accumulation."""
+    for name, lbfgs, accumulation, expected, unit in (
+        ("accumulation-4", False, 4, 6, "batches"),
+        ("accumulation-3", False, 3, 8, "batches"),
+        ("lbfgs", True, 1, 24, "optimizer steps"),
+        ("plain", False, 1, 24, "optimizer steps"),
+    ):
+        evidence = _epochs(tmp_path / name, lbfgs, accumulation).evidence
+        assert (evidence.steps_per_epoch, evidence.steps_per_epoch_stated, evidence.steps_per_epoch_unit) == (
+            expected, 24, unit
+        ), name
+        if unit == "batches":
+            assert evidence.steps_per_epoch_reading == f"a completed epoch trained 24 batches in {expected} optimizer steps"
+            assert evidence.batches_per_step == accumulation
