@@ -57,6 +57,9 @@ class RateRange:
     #: optimizer whose usual rate is not known here: judged around the rate the run started at), "unknown" (neither:
     #: SGD's).
     source: str = "reported"
+    #: The targets' scale the range was divided by (a regression whose rate RateForTargetScale divided: its loss's
+    #: steps are that many times larger, so is every rate its optimizer trains at); None: the optimizer's own range.
+    target_scale: float | None = None
 
     @property
     def ceiling(self) -> float:
@@ -89,10 +92,15 @@ class RateRange:
             "from the start": f"{self.optimizer}'s usual rate is not known here: the rate this run started at",
             "unknown": f"{self.optimizer}'s usual rate is not known here: SGD's",
         }[self.source]
+        scaled = f", divided by the targets' scale {show(self.target_scale)}" if self.target_scale else ""
         return (
-            f"{self.optimizer}'s range (usual start {show(self.usual)}, out of range above {show(self.ceiling)}, too "
-            f"small below {show(self.too_small)}; {how})"
+            f"{self.optimizer}'s range{scaled} (usual start {show(self.usual)}, out of range above {show(self.ceiling)}, "
+            f"too small below {show(self.too_small)}; {how})"
         )
+
+    def divided_by_target_scale(self, scale: float) -> RateRange:
+        """The same range on a loss whose steps are ``scale`` times larger (targets that many times the outputs')."""
+        return dataclasses.replace(self, usual=_round(self.usual / scale), target_scale=_round(scale))
 
 
 def _round(value: float) -> float:

@@ -13,7 +13,7 @@ import math
 
 from contracts.debugger_settings import DEBUGGER_SETTINGS
 from contracts.divergence import GRADIENT_NORM, GRADIENT_NORM_FACTOR, LOSS, SPIKING, Divergence, divergence
-from contracts.hyperparameter_values import Value, show
+from contracts.hyperparameter_values import Value, is_number, show
 from contracts.loss_history import LossWindow
 from contracts.objective import Objective, ObjectiveCourse
 from contracts.remedies import OBJECTIVE_MISSED
@@ -21,7 +21,7 @@ from contracts.rule_status import Peak
 from contracts.situation import Situation
 from contracts.training_labels import LabelFinding
 from lambdas.remediation.planning.learning_rate_ranges import RateRange, range_for
-from lambdas.remediation.planning.rate_ceilings import rate_ceilings
+from lambdas.remediation.planning.rate_ceilings import FOR_TARGET_SCALE, rate_ceilings
 from lambdas.remediation.state import attempts as attempt_models
 from lambdas.remediation.state import loss_settings
 from lambdas.remediation.state.attempts import Attempt
@@ -254,7 +254,13 @@ def rate_range(state: WorkflowState) -> RateRange:
     name = state.hyperparameter_names.get("learning_rate", "learning_rate")
     start = state.attempts[0].hyperparameters.get(name) if state.attempts else None
     starting_rate = float(start) if isinstance(start, (int, float)) and not isinstance(start, bool) else None
-    return range_for(reported_optimizer(state), starting_rate)
+    rates = range_for(reported_optimizer(state), starting_rate)
+    for attempt in reversed(state.attempts):  # the latest rate set for the targets' scale puts the range there
+        decision = attempt.decision
+        change = decision.changes.get(name) if decision is not None and decision.remedy == FOR_TARGET_SCALE else None
+        if change is not None and is_number(change.before) and is_number(change.after) and 0 < change.after < change.before:
+            return rates.divided_by_target_scale(change.before / change.after)
+    return rates
 
 
 def rate_names(state: WorkflowState) -> set[str]:

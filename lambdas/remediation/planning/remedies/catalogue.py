@@ -215,8 +215,8 @@ class Catalogue:
         """For an optimizer whose steps grow with the loss's scale (SGD): the rate divided by the targets' scale, in
         one launch (halving would need ten launches for a scale of 1000, and stops at the floor). None for Adam and
         its kin, whose steps do not."""
-        if self.rates.optimizer in SCALE_INVARIANT_OPTIMIZERS:
-            return None
+        if self.rates.optimizer in SCALE_INVARIANT_OPTIMIZERS or self.rates.target_scale is not None:
+            return None  # a range already on the targets' scale: the rate was divided once
         return {
             "name": "RateForTargetScale",
             "hyperparameter": "learning_rate",

@@ -578,17 +578,36 @@ def test_targets_far_from_the_outputs_scale_name_the_scale_and_the_fix(account_i
     )
 
 
-def test_spikes_clipped_when_the_rate_can_go_no_lower_say_so(account_input):
+def test_a_collapse_after_the_rate_was_put_on_the_targets_scale_lowers_it_within_that_scale(account_input):
     run = recorded("regression-targets-x1000")
     state = finish(plan(finish(start(run, account_input), run["jobs"][0])), run["jobs"][1])
     assert reason_of(plan(state)) == (
         "LossNotDecreasing fired at step 264: loss rose 63.8% from its lowest mean 159550 (over 20 loss(es)) to "
-        "261292 over 20 (the 20 steps to step 259); allowed increase 5% plus the noise (9.11e+04). Remedy 5 of 17 "
-        "for LossNotDecreasing in the evidence remedies, ClipGradientsOnSpikes (set grad-clip to 2 times the total "
-        "gradient norm's typical size before it spiked (3685 in job 2)), applies because the gradient norm spiked to "
-        "3.788e+05, 356x its first step's 1065, at step 255 and grad-clip is 0. Clipping the total gradient norm at 2 times the size it "
-        "kept before the spikes (measured in the job) bounds the steps those spikes take and leaves the usual steps "
-        "whole (a recurrent network's gradient spikes when its state dynamics turn unstable); the rate is kept. "
+        "261292 over 20 (the 20 steps to step 259); allowed increase 5% plus the noise (9.11e+04). Remedy 3 of 16 "
+        "for LossNotDecreasing in the evidence remedies, LowerRateAfterCollapse (multiply lr by 0.1 (not below "
+        "1.2e-07)), applies because the gradient norm rose from 1065 to 3.788e+05 (356x) at step 255 (learning rate "
+        "1.2e-05) before the rule fired at step 264, more than 10x its initial value. The network blew up and did not "
+        "recover: a collapse from a learning rate too high, not gradients too small to learn. Rates judged in SGD's "
+        "range, divided by the targets' scale 833.3 (usual start 0.00012, out of range above 0.00048, too small below "
+        "1.2e-06; the optimizer the job reported). Evidence: initial gradient norm 1065, initial loss 7.017e+05, last "
+        "finite loss 3.083e+05, max gradient norm 3.788e+05, optimizer SGD at 1.2e-05. Next: lowering lr 1.2e-05 -> "
+        "1.2e-06."
+    )
+
+
+def test_spikes_clipped_when_the_rate_is_kept_say_so(account_input):
+    run = recorded("regression-targets-x1000")
+    first = plan(finish(start(run, account_input), run["jobs"][0]))
+    state = finish(first.model_copy(update={"fixed_hyperparameters": ["lr"]}), run["jobs"][1])
+    assert reason_of(plan(state)) == (
+        "LossNotDecreasing fired at step 264: loss rose 63.8% from its lowest mean 159550 (over 20 loss(es)) to 261292 "
+        "over 20 (the 20 steps to step 259); allowed increase 5% plus the noise (9.11e+04). Remedy 4 of 16 for "
+        "LossNotDecreasing in the evidence remedies, ClipGradientsOnSpikes (set grad-clip to 2 times the total gradient"
+        " norm's typical size before it spiked (3685 in job 2)), applies because the gradient norm spiked to 3.788e+05,"
+        " 356x its first step's 1065, at step 255 and grad-clip is 0. Clipping the total gradient norm at 2 times the "
+        "size it kept before the spikes (measured in the job) bounds the steps those spikes take and leaves the usual "
+        "steps whole (a recurrent network's gradient spikes when its state dynamics turn unstable); the rate is kept. "
         "Evidence: initial gradient norm 1065, initial loss 7.017e+05, last finite loss 3.083e+05, max gradient norm "
-        "3.788e+05, optimizer SGD at 1.2e-05. Next: raising grad-clip 0 -> 7400."
+        "3.788e+05, optimizer SGD at 1.2e-05. Not tried: LowerRateAfterCollapse would change lr, which "
+        "fixed_hyperparameters keeps. Next: raising grad-clip 0 -> 7400."
     )

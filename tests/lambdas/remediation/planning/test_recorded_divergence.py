@@ -91,13 +91,17 @@ def test_spikes_are_clipped_at_twice_the_gradient_norms_own_typical_size(account
     """The regression on targets x1000, its second job at SGD 1.2e-5 (the rate its targets' scale implies): the gradient
     norm started at 1065 and spiked 356 times that. A fixed total norm of 1 would cut every step of this network a
     thousandfold; the threshold is twice the size the norm kept before it spiked, measured in the job, and carried in
-    the attempt's evidence, the decision and the next launch's settings."""
+    the attempt's evidence, the decision and the next launch's settings. (The run keeps its rate fixed: on the
+    targets' scale a tenth of the rate is in range, decision 210, and the collapse's lower rate would come first.)"""
     from contracts.divergence import typical_before_spike
     from contracts.loss_history import LossWindow
     from lambdas.remediation.state.product_changes import product_changes
 
     run = recorded("regression-targets-x1000")
-    state = finish(plan(finish(start(run, account_input), run["jobs"][0])), run["jobs"][1])
+    first = finish(start(run, account_input), run["jobs"][0])
+    assert plan(first).last_attempt.decision.remedy == "RateForTargetScale"
+    # the rate the targets' scale implies, kept from there on (a user's fixed_hyperparameters, as the test sets it)
+    state = finish(plan(first).model_copy(update={"fixed_hyperparameters": ["lr"]}), run["jobs"][1])
     evidence = run["jobs"][1]["rule_status"]["evidence"]
     windows = [LossWindow.from_dict(window) for window in evidence["gradient_norm_windows"]]
     typical = typical_before_spike(windows, evidence["initial_gradient_norm"])

@@ -94,3 +94,19 @@ def test_targets_a_thousand_times_too_large_are_standardised_where_the_script_ca
     assert second.last_attempt.outcome == "completed" and second.next_action == "end"
     assert second.last_attempt.objective_value == pytest.approx(254.4543)
     assert len(run["jobs"]) == 2
+
+
+def test_after_the_rate_was_divided_by_the_targets_scale_the_rate_range_is_on_that_scale(account_input):
+    """The second recorded job, at 1.2e-5, blew up late (its gradient norm 356x its first step's at step 255). The
+    rates it is judged in are SGD's divided by the targets' scale (0.01 / 1.2e-5 = 833.3): a tenth of its rate,
+    1.2e-6, is within that range, where SGD's own floor (1e-4) refused every lower rate and the run ended."""
+    run = recorded("regression-targets-x1000")
+    state = finish(start(run, account_input), run["jobs"][0])
+    state = finish(plan(state), run["jobs"][1])
+    decision = plan(state).last_attempt.decision
+    assert (decision.remedy, decision.cause) == ("LowerRateAfterCollapse", "LossNotDecreasing")
+    assert changes_of(decision) == {"lr": (1.2e-05, 1.2e-06)}
+    assert (
+        "Rates judged in SGD's range, divided by the targets' scale 833.3 (usual start 0.00012, out of range above "
+        "0.00048, too small below 1.2e-06; the optimizer the job reported)"
+    ) in decision.reason
