@@ -74,8 +74,10 @@ class Divergence:
 
     @property
     def times(self) -> str:
-        """The ratio as a person writes it: '4.72x', '3820x'."""
-        return f"{self.ratio:.3g}x" if self.ratio < 1000 else f"{self.ratio:.0f}x"
+        """The ratio as a person writes it: '4.72x', '3820x', '1.17e+10x' (not thirty digits)."""
+        if self.ratio < 1000:
+            return f"{self.ratio:.3g}x"
+        return f"{self.ratio:.0f}x" if self.ratio < 1e6 else f"{self.ratio:.3g}x"
 
     def describe(self) -> str:
         """'the loss rose to 10.78, 4.72x its first step's 2.284, over steps 1-2 (saved as global steps 4-7), and ended

@@ -171,3 +171,10 @@ def test_without_a_spike_the_typical_size_is_the_median_of_every_window():
     assert typical_before_spike(windows, 0.5) == 1.0  # ... but 60 is above 100 times 0.5: the last window spiked
     assert typical_before_spike([], 0.5) is None
     assert typical_before_spike(windows[4:], 0.1) is None  # its first window already spiked: nothing before it
+
+
+def test_a_huge_ratio_is_written_as_a_person_writes_it():
+    """A loss that went from 1.05e6 to 1.2e16 rose 1.17e10 times: not every digit of the quotient."""
+    assert Divergence(LOSS, RISING, 1.048e6, 1.222e16, 33, 34, 2.4e15).times == "1.17e+10x"
+    assert Divergence(LOSS, RISING, 0.2158, 824.5, 33, 33, 1.0).times == "3821x"
+    assert Divergence(LOSS, RISING, 2.284, 10.78, 4, 7, 3.5).times == "4.72x"
