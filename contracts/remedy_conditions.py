@@ -260,21 +260,13 @@ class Condition:
                     return False, []
                 if wanted:
                     facts.append(Fact(key, fact, True))
-        if self.objective_past_peak is not None:
-            if situation.past_peak != self.objective_past_peak:
-                return False, []
-            if situation.past_peak:
-                facts.append(Fact("objective_past_peak", situation.describe_peak(), True))
-        if self.objective_still_rising is not None:
-            if situation.still_rising != self.objective_still_rising:
-                return False, []
-            if situation.still_rising:
-                facts.append(Fact("objective_still_rising", situation.describe_rise(), True))
-        if self.learned_nothing is not None:
-            if situation.learned_nothing != self.learned_nothing:
-                return False, []
-            if self.learned_nothing:
-                facts.append(Fact("learned_nothing", situation.describe_learned_nothing(), True))
+        for key, (reading, describe) in COURSE_READINGS.items():
+            wanted = getattr(self, key)
+            if wanted is not None:
+                if getattr(situation, reading) != wanted:
+                    return False, []
+                if wanted:
+                    facts.append(Fact(key, getattr(situation, describe)(), True))
         if self.blew_up_at_a_higher_rate is not None:
             ceiling = situation.blown_up_above(settings)
             if (ceiling is not None) != self.blew_up_at_a_higher_rate:
@@ -397,6 +389,13 @@ BOOLEAN_TESTS = (
 LOSS_TESTS = {
     "loss_weighted_by_class": "the job's training loss was corrected for class frequencies",
     "loss_robust_to_wrong_labels": "the job trained on the debugger's loss robust to wrong labels",
+}
+#: The true-or-false readings of the job's course (condition key -> the Situation's reading, the method that says it
+#: with its numbers when it holds).
+COURSE_READINGS = {
+    "objective_past_peak": ("past_peak", "describe_peak"),
+    "objective_still_rising": ("still_rising", "describe_rise"),
+    "learned_nothing": ("learned_nothing", "describe_learned_nothing"),
 }
 #: The conditions on the run's hyperparameters (their names follow the script's, see contracts.remedies.adapt_to_script).
 HYPERPARAMETER_TESTS = ("hyperparameters", "hyperparameters_above", "hyperparameters_below")

@@ -115,17 +115,23 @@ def test_spikes_are_clipped_at_twice_the_gradient_norms_own_typical_size(account
     assert product_changes(launched)["grad-clip"].after == float(f"{2 * typical:.2g}")  # what the launch "ran with"
 
 
+def _planned_after_the_lowered_rate(name, account_input):
+    """A recorded run whose job 1 blew up and whose job 2 ran at the rate LowerRateOnDivergence set: the run and the
+    state planned after job 2."""
+    run = recorded(name)
+    state = plan(finish(start(run, account_input), run["jobs"][0]))
+    assert state.last_attempt.decision.remedy == "LowerRateOnDivergence"
+    return run, plan(finish(state, run["jobs"][1]))
+
+
 def test_a_rate_lowered_after_a_divergence_at_which_the_network_learned_nothing_is_lowered_again(account_input):
     """An LSTM under RMSprop at 0.05, ten times its usual rate (decision 208): job 1's loss rose and came back above its
     start, at chance; LowerRateOnDivergence set RMSprop's usual 0.01, and job 2 learned nothing (its loss stayed at its
     start, 4 classes at about guessing's 0.262), a point lower than job 1 within chance. Before: job 2 read as worse,
     the rate not lowered again, no remedy left. Now neither is worse, the rate is lowered again below the one that
     blew up, and the recorded job 3 at 0.001 meets the objective."""
-    run = recorded("lstm-rmsprop-rate-lowered-learned-nothing")
-    first, second, third = run["jobs"]
-    state = plan(finish(start(run, account_input), first))
-    assert state.last_attempt.decision.remedy == "LowerRateOnDivergence"
-    state = plan(finish(state, second))
+    run, state = _planned_after_the_lowered_rate("lstm-rmsprop-rate-lowered-learned-nothing", account_input)
+    third = run["jobs"][2]
     decision = state.last_attempt.decision
     assert state.last_attempt.objective_value < state.attempts[0].objective_value  # lower, and not read as worse
     assert (decision.remedy, decision.cause) == ("LowerRateLearnedNothing", "objective_missed")
@@ -157,11 +163,8 @@ def test_a_plateau_at_a_fitting_rate_after_a_blow_up_trains_longer_at_that_rate(
     """A GRU under Adam at 1.0 blew up; at Adam's usual 0.001 the next job learned nothing in its first five epochs,
     but its loss crept down from its start and never rose above it: a plateau, not a rate that still overshoots
     (decision 208). More epochs at that rate, not a tenth of it; the recorded job 3 meets the objective."""
-    run = recorded("gru-adam-rate-lowered-plateau")
-    first, plateau, longer = run["jobs"]
-    state = plan(finish(start(run, account_input), first))
-    assert state.last_attempt.decision.remedy == "LowerRateOnDivergence"
-    state = plan(finish(state, plateau))
+    run, state = _planned_after_the_lowered_rate("gru-adam-rate-lowered-plateau", account_input)
+    longer = run["jobs"][2]
     decision = state.last_attempt.decision
     assert decision.remedy == "TrainLonger"
     assert changes_of(decision) == {"epochs": (10, 20)}
