@@ -60,7 +60,8 @@ from contracts.remedy_changes import (
     TO_BEST_EPOCH,
     Change,
 )
-from contracts.remedy_conditions import HYPERPARAMETER_TESTS, Condition, parse_condition
+from contracts.remedy_condition_parsing import parse_condition
+from contracts.remedy_conditions import HYPERPARAMETER_TESTS, Condition
 from contracts.situation import Situation
 from contracts.suggestions import did_you_mean
 

@@ -5,7 +5,8 @@ import pytest
 
 from contracts import ContractError
 from contracts.remedies import DATA_ERROR, Change, adapt_to_script, parse_remedies, remedies_to_json
-from contracts.remedy_conditions import Condition, parse_condition
+from contracts.remedy_condition_parsing import parse_condition
+from contracts.remedy_conditions import Condition
 from contracts.rule_status import Peak
 from contracts.situation import Situation
 

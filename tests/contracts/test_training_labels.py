@@ -8,7 +8,8 @@ import pytest
 from contracts import ContractError
 from contracts.loss_history import MAX_LOSS_WINDOWS, LossHistory, LossWindow
 from contracts.objective import Objective
-from contracts.remedy_conditions import Condition, parse_condition
+from contracts.remedy_condition_parsing import parse_condition
+from contracts.remedy_conditions import Condition
 from contracts.situation import Situation
 from contracts.training_labels import (
     MAX_COUNTED_CLASSES,

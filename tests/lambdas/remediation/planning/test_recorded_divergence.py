@@ -147,7 +147,7 @@ def test_a_rate_lowered_after_a_divergence_at_which_the_network_learned_nothing_
 def test_a_rate_lowered_for_the_targets_scale_is_not_one_a_job_blew_up_at(account_input):
     """The ceiling RateForTargetScale sets (decision 187) says a rate is too high by computation, not that a job blew
     up there: a job at a lower rate that learned nothing is not sent lower by it."""
-    from contracts.remedy_conditions import parse_condition
+    from contracts.remedy_condition_parsing import parse_condition
     from contracts.situation import RateCeiling, Situation
 
     condition = parse_condition({"blew_up_at_a_higher_rate": True}, {"lr": 0.01}, "when")
