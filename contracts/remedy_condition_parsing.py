@@ -71,18 +71,16 @@ def parse_condition(
         raise ContractError(
             f"{where}.spiked_above", f"must be a factor above 1 on the initial loss or gradient norm (got {spiked_above!r})"
         )
-    spike_phase = value.get("spike_phase")
-    if spike_phase is not None:
-        if spike_phase not in PHASES:
-            raise ContractError(f"{where}.spike_phase", f"must be one of {', '.join(PHASES)} (got {spike_phase!r})")
+    # the tests that qualify spiked_above: (allowed values, what the qualifier says of the spike)
+    for key, allowed, what in (("spike_phase", PHASES, "whose phase it tests"), ("spike_series", SPIKE_SERIES, "whose series it names")):
+        qualifier = value.get(key)
+        if qualifier is None:
+            continue
+        if qualifier not in allowed:
+            raise ContractError(f"{where}.{key}", f"must be one of {', '.join(allowed)} (got {qualifier!r})")
         if spiked_above is None:
-            raise ContractError(f"{where}.spike_phase", "needs spiked_above: the spike whose phase it tests")
-    spike_series = value.get("spike_series")
-    if spike_series is not None:
-        if spike_series not in SPIKE_SERIES:
-            raise ContractError(f"{where}.spike_series", f"must be one of {', '.join(SPIKE_SERIES)} (got {spike_series!r})")
-        if spiked_above is None:
-            raise ContractError(f"{where}.spike_series", "needs spiked_above: the spike whose series it names")
+            raise ContractError(f"{where}.{key}", f"needs spiked_above: the spike {what}")
+    spike_phase, spike_series = value.get("spike_phase"), value.get("spike_series")
     diverged = _one_or_list(value, "diverged", DIVERGENCE_KINDS, where)
     target_scale = value.get("target_scale_above")
     if target_scale is not None and (not is_number(target_scale) or not math.isfinite(target_scale) or target_scale < 1):
